@@ -1,0 +1,578 @@
+// trace_csv.cpp: the human-readable CSV trace (docs/trace-format.md, section 6): a version line, a metadata
+// comment line, the non-zero counts as iteration,layer,device,expert,tokens rows and an optional transitions
+// section. The reader names the line and the cell of every defect; the writer is atomic (temp file + rename).
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "core/error.h"
+#include "trace/trace.h"
+
+namespace prophet {
+namespace {
+
+constexpr std::string_view kVersionLine = "# prophet trace csv v1";
+constexpr std::string_view kVersionPrefix = "# prophet trace csv v";
+constexpr std::string_view kCountsColumns = "iteration,layer,device,expert,tokens";
+constexpr std::string_view kTransitionsColumns = "iteration,layer,from_expert,to_expert,tokens";
+constexpr std::string_view kTransitionsMarker = "transitions";
+constexpr size_t kNumColumns = 5;
+constexpr uint64_t kMaxArrayElements = 1ull << 31;  // per array, as for the binary file
+constexpr int64_t kMaxTokensPerIteration = 1ll << 48;
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kUnset = -1;  // a cell no row has given (yet); becomes 0
+constexpr size_t kWriteChunkBytes = 1 << 20;
+constexpr const char* kIntKeys[] = {"num_iterations", "num_layers", "num_devices", "num_experts", "top_k",
+                                    "tokens_per_iteration", "d_model", "d_ffn", "seq_len"};
+constexpr const char* kFormatFix = "see docs/trace-format.md (CSV format), or write the file with write_trace_csv";
+constexpr const char* kTruncatedFix = "the file was cut short; complete it or write it again (write_trace_csv)";
+
+struct Line {
+    std::string_view text;   // without the newline and a trailing '\r'
+    int64_t number = 0;      // 1-based
+    bool terminated = true;  // ended with a newline
+    size_t end = 0;          // offset of the next line
+};
+
+// The line starting at byte `begin` of `text` (begin < text.size()), numbered `number`.
+Line line_at(std::string_view text, size_t begin, int64_t number) {
+    const size_t newline = text.find('\n', begin);
+    const bool terminated = newline != std::string_view::npos;
+    std::string_view line = text.substr(begin, (terminated ? newline : text.size()) - begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    return {line, number, terminated, terminated ? newline + 1 : text.size()};
+}
+
+std::string_view trim(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    return text;
+}
+
+std::vector<std::string_view> split_cells(std::string_view text) {
+    std::vector<std::string_view> cells;
+    size_t begin = 0;
+    while (true) {
+        const size_t comma = text.find(',', begin);
+        cells.push_back(trim(text.substr(begin, comma == std::string_view::npos ? std::string_view::npos
+                                                                                 : comma - begin)));
+        if (comma == std::string_view::npos) return cells;
+        begin = comma + 1;
+    }
+}
+
+// The text of a cell or line for a message: printable ASCII, others as \xNN, long text cut with "...".
+std::string shown(std::string_view text) {
+    static const char* kHex = "0123456789abcdef";
+    constexpr size_t kMaxShown = 60;
+    std::string out = "\"";
+    for (size_t i = 0; i < std::min(text.size(), kMaxShown); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            out += static_cast<char>(c);
+        } else {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    if (text.size() > kMaxShown) out += "...";
+    return out + "\"";
+}
+
+enum class NumberKind { kOk, kEmpty, kNaN, kNegative, kNotInteger, kInfinite, kTooLarge, kNotNumber };
+
+struct Number {
+    NumberKind kind = NumberKind::kNotNumber;
+    int64_t value = 0;
+};
+
+Number parse_number(std::string_view cell) {
+    if (cell.empty()) return {NumberKind::kEmpty};
+    std::string_view body = cell.front() == '+' ? cell.substr(1) : cell;  // from_chars rejects '+'
+    if (body.empty()) return {NumberKind::kNotNumber};
+    const char* end = body.data() + body.size();
+    int64_t value = 0;
+    auto [int_end, int_error] = std::from_chars(body.data(), end, value);
+    if (int_end == end && int_error == std::errc())
+        return {value < 0 ? NumberKind::kNegative : NumberKind::kOk, value};
+    if (int_end == end && int_error == std::errc::result_out_of_range)
+        return {body.front() == '-' ? NumberKind::kNegative : NumberKind::kTooLarge};
+    double real = 0;
+    auto [real_end, real_error] = std::from_chars(body.data(), end, real);
+    if (real_end != end || (real_error != std::errc() && real_error != std::errc::result_out_of_range))
+        return {NumberKind::kNotNumber};
+    if (std::isnan(real)) return {NumberKind::kNaN};
+    if (body.front() == '-' && real != 0) return {NumberKind::kNegative};
+    if (std::isinf(real)) return {NumberKind::kInfinite};
+    return {NumberKind::kNotInteger};
+}
+
+// "is NaN", "-2 is negative", "2.5 is not an integer", ... (the words after the column name)
+std::string describe(const Number& number, std::string_view cell) {
+    switch (number.kind) {
+        case NumberKind::kOk: return "= " + std::string(cell);
+        case NumberKind::kEmpty: return "is empty";
+        case NumberKind::kNaN: return "is NaN";
+        case NumberKind::kNegative: return std::string(cell) + " is negative";
+        case NumberKind::kNotInteger: return std::string(cell) + " is not an integer";
+        case NumberKind::kInfinite: return std::string(cell) + " is infinite";
+        case NumberKind::kTooLarge: return std::string(cell) + " is too large (above 2^63 - 1)";
+        case NumberKind::kNotNumber: break;
+    }
+    return shown(cell) + " is not a number";
+}
+
+std::string unescape_source(std::string_view text) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\\' && i + 1 < text.size()) {
+            const char next = text[i + 1];
+            if (next == '\\' || next == 'n' || next == 'r') {
+                out += next == '\\' ? '\\' : next == 'n' ? '\n' : '\r';
+                ++i;
+                continue;
+            }
+        }
+        out += text[i];
+    }
+    return out;
+}
+
+std::string escape_source(const std::string& source) {
+    std::string out;
+    for (char c : source) {
+        if (c == '\\') out += "\\\\";
+        else if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else out += c;
+    }
+    return out;
+}
+
+// a * b * ... with saturation at kMaxArrayElements + 1, so overflow never wraps
+uint64_t capped_product(std::initializer_list<int64_t> factors) {
+    uint64_t product = 1;
+    for (int64_t factor : factors) {
+        if (factor <= 0) return 0;
+        const uint64_t f = static_cast<uint64_t>(factor);
+        if (f > kMaxArrayElements || product > (kMaxArrayElements + 1) / f) return kMaxArrayElements + 1;
+        product *= f;
+    }
+    return std::min(product, kMaxArrayElements + 1);
+}
+
+enum class Section { kCountsColumns, kCounts, kTransitionsColumns, kTransitions };
+
+// One section's shape: the four index columns, their bounds and the array the rows fill.
+struct Table {
+    const char* names[4];
+    int64_t bounds[4];
+    const char* bound_names[4];
+    std::vector<int64_t>* cells;
+    Line columns_line;  // the section's column header
+    int64_t rows = 0;
+    int64_t header_line = 0;  // 1-based line of the "# transitions" marker or the counts column header
+};
+
+class CsvReader {
+  public:
+    CsvReader(const std::string& path, std::string_view text) : path_(path), text_(text) {}
+
+    Trace read() {
+        const Line version = text_.empty() ? Line{} : line_at(text_, 0, 1);
+        check_version_line(version);
+        if (version.end >= text_.size())
+            fail_plain("truncated: the file ends after line 1; expected the metadata line "
+                       "\"# num_iterations=... source=...\" on line 2",
+                       kTruncatedFix);
+        const Line meta_line = line_at(text_, version.end, 2);
+        trace_.meta = parse_meta(meta_line);
+        const TraceMeta& m = trace_.meta;
+        check_size({m.num_iterations, m.num_layers, m.num_devices, m.num_experts},
+                   "num_iterations x num_layers x num_devices x num_experts", "counts");
+        trace_.counts.assign(static_cast<size_t>(m.num_iterations) * m.num_layers * m.num_devices * m.num_experts,
+                             kUnset);
+        counts_ = {{"iteration", "layer", "device", "expert"},
+                   {m.num_iterations, m.num_layers, m.num_devices, m.num_experts},
+                   {"num_iterations", "num_layers", "num_devices", "num_experts"},
+                   &trace_.counts, {}, 0, 0};
+        transitions_ = {{"iteration", "layer", "from_expert", "to_expert"},
+                        {m.num_iterations, m.num_layers - 1, m.num_experts, m.num_experts},
+                        {"num_iterations", "num_layers - 1", "num_experts", "num_experts"},
+                        &trace_.transitions, {}, 0, 0};
+
+        Section section = Section::kCountsColumns;
+        for (Line line = meta_line; line.end < text_.size();) {
+            line = line_at(text_, line.end, line.number + 1);
+            const std::string_view text = trim(line.text);
+            if (text.empty()) continue;
+            if (text.front() == '#') {
+                if (trim(text.substr(1)).starts_with(kTransitionsMarker)) section = start_transitions(line, section);
+                continue;
+            }
+            switch (section) {
+                case Section::kCountsColumns:
+                    expect_columns(line, kCountsColumns);
+                    counts_.columns_line = line;
+                    counts_.header_line = line.number;
+                    section = Section::kCounts;
+                    break;
+                case Section::kTransitionsColumns:
+                    expect_columns(line, kTransitionsColumns);
+                    transitions_.columns_line = line;
+                    section = Section::kTransitions;
+                    break;
+                case Section::kCounts: read_row(line, counts_); break;
+                case Section::kTransitions: read_row(line, transitions_); break;
+            }
+        }
+
+        if (section == Section::kCountsColumns)
+            fail_plain("truncated: no column header \"" + std::string(kCountsColumns) + "\" and no data rows after "
+                       "the metadata line",
+                       kTruncatedFix);
+        if (counts_.rows == 0)
+            fail_plain("truncated: no data rows after the column header on line " +
+                           std::to_string(counts_.header_line) + " (every iteration and layer needs its counts)",
+                       kTruncatedFix);
+        if (section == Section::kTransitionsColumns)
+            fail_plain("truncated: the transitions section on line " + std::to_string(transitions_.header_line) +
+                           " has no column header \"" + std::string(kTransitionsColumns) + "\"",
+                       kTruncatedFix);
+        if (section == Section::kTransitions && transitions_.rows == 0)
+            fail_plain("truncated: the transitions section on line " + std::to_string(transitions_.header_line) +
+                           " has no data rows",
+                       kTruncatedFix + std::string(", or remove the empty section"));
+        for (int64_t& value : trace_.counts) value = std::max<int64_t>(value, 0);
+        for (int64_t& value : trace_.transitions) value = std::max<int64_t>(value, 0);
+        validate_trace(trace_, path_);
+        return std::move(trace_);
+    }
+
+  private:
+    [[noreturn]] void fail_plain(const std::string& problem, const std::string& fix) const {
+        throw_input_error(path_, problem, fix);
+    }
+
+    // A defect of `line`; one that a cut-off last line would also cause (too few columns, an empty cell)
+    // is reported as truncation when the file ends inside that line.
+    [[noreturn]] void fail(const Line& line, const std::string& problem, const std::string& fix,
+                           bool cut_off_shape = false) const {
+        if (cut_off_shape && !line.terminated)
+            throw_input_error(path_,
+                              "truncated: the file ends inside line " + std::to_string(line.number) +
+                                  " (no newline): " + problem,
+                              kTruncatedFix);
+        throw_input_error(path_, problem, fix);
+    }
+
+    void check_version_line(const Line& version) const {
+        const std::string_view first = version.text;
+        if (first == kVersionLine) return;
+        if (first.starts_with(kVersionPrefix))
+            fail_plain("unsupported CSV trace version " + shown(first) + " on line 1 (this build reads \"" +
+                           std::string(kVersionLine) + "\")",
+                       "use a prophet build that reads this version, or export the trace again");
+        fail_plain("not a prophet CSV trace: line 1 must be exactly \"" + std::string(kVersionLine) + "\", found " +
+                       shown(first),
+                   kFormatFix);
+    }
+
+    TraceMeta parse_meta(const Line& line) const {
+        const std::string at = " on line " + std::to_string(line.number);
+        std::string_view text = line.text;
+        if (!text.starts_with('#'))
+            fail(line, "line 2 must be the metadata comment \"# num_iterations=... source=...\", found " + shown(text),
+                 kFormatFix, true);
+        text.remove_prefix(1);
+        std::map<std::string, std::string_view> values;
+        bool has_source = false;
+        std::string_view source;
+        while (true) {
+            while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+            if (trim(text).empty()) break;
+            if (text.starts_with("source=")) {  // the rest of the line, verbatim
+                has_source = true;
+                source = text.substr(7);
+                break;
+            }
+            const size_t space = std::min(text.find(' '), text.find('\t'));
+            const std::string_view entry = text.substr(0, space);
+            text = space == std::string_view::npos ? std::string_view() : text.substr(space);
+            const size_t equals = entry.find('=');
+            if (equals == std::string_view::npos)
+                fail(line, "malformed metadata entry " + shown(entry) + at + " (expected key=value)", kFormatFix,
+                     true);
+            const std::string key(entry.substr(0, equals));
+            if (std::find_if(std::begin(kIntKeys), std::end(kIntKeys), [&](const char* k) { return key == k; }) ==
+                std::end(kIntKeys))
+                fail(line, "unknown metadata key " + shown(key) + at,
+                     "the keys are num_iterations, num_layers, num_devices, num_experts, top_k, "
+                     "tokens_per_iteration, d_model, d_ffn, seq_len and source (last)");
+            if (!values.emplace(key, entry.substr(equals + 1)).second)
+                fail(line, "metadata key \"" + key + "\" is given twice" + at, "keep one of the two");
+        }
+
+        auto get = [&](const char* key, int64_t min, int64_t max) -> int64_t {
+            auto it = values.find(key);
+            if (it == values.end())
+                fail(line, std::string("metadata key \"") + key + "\" is missing" + at,
+                     std::string("add ") + key + "=<integer> to the metadata line (docs/trace-format.md, CSV format)",
+                     true);
+            const Number number = parse_number(it->second);
+            if (number.kind != NumberKind::kOk && number.kind != NumberKind::kNegative)
+                fail(line, std::string("metadata key \"") + key + "\" " + describe(number, it->second) + at +
+                               ": it must be an integer",
+                     kFormatFix, number.kind == NumberKind::kEmpty);
+            if (number.kind == NumberKind::kNegative || number.value < min || number.value > max)
+                fail(line, std::string("metadata key \"") + key + "\" = " + std::string(it->second) + at +
+                               " is out of range: must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                               "]",
+                     "fix the value in the metadata line");
+            return number.value;
+        };
+        TraceMeta meta;
+        meta.num_iterations = static_cast<int>(get("num_iterations", 1, kIntMax));
+        meta.num_layers = static_cast<int>(get("num_layers", 1, kIntMax));
+        meta.num_devices = static_cast<int>(get("num_devices", 1, kIntMax));
+        meta.num_experts = static_cast<int>(get("num_experts", 1, kIntMax));
+        meta.top_k = static_cast<int>(get("top_k", 1, meta.num_experts));
+        meta.tokens_per_iteration = get("tokens_per_iteration", 1, kMaxTokensPerIteration);
+        meta.d_model = static_cast<int>(get("d_model", 0, kIntMax));
+        meta.d_ffn = static_cast<int>(get("d_ffn", 0, kIntMax));
+        meta.seq_len = static_cast<int>(get("seq_len", 0, kIntMax));
+        if (!has_source)
+            fail(line, "metadata key \"source\" is missing" + at,
+                 "end the metadata line with source=<text> (may be empty)", true);
+        meta.source = unescape_source(source);
+        return meta;
+    }
+
+    void check_size(std::initializer_list<int64_t> factors, const std::string& product, const char* what) const {
+        if (capped_product(factors) > kMaxArrayElements)
+            fail_plain("sizes too large: " + product + " exceeds 2^31 " + what + " (metadata on line 2)",
+                       "split the trace into fewer iterations or layers");
+    }
+
+    Section start_transitions(const Line& line, Section section) {
+        if (section == Section::kTransitionsColumns || section == Section::kTransitions)
+            fail(line, "a second transitions section starts on line " + std::to_string(line.number) +
+                           " (the first is on line " + std::to_string(transitions_.header_line) + ")",
+                 "merge the two sections into one");
+        if (section == Section::kCountsColumns)
+            fail(line, "the transitions section on line " + std::to_string(line.number) +
+                           " comes before the counts column header \"" + std::string(kCountsColumns) + "\"",
+                 "put the counts (with their column header) first, then the transitions section");
+        const TraceMeta& m = trace_.meta;
+        if (m.num_layers < 2)
+            fail(line, "a transitions section on line " + std::to_string(line.number) +
+                           " but num_layers = 1 (transitions connect consecutive layers)",
+                 "remove the transitions section or fix num_layers");
+        check_size({m.num_iterations, m.num_layers - 1, m.num_experts, m.num_experts},
+                   "num_iterations x (num_layers - 1) x num_experts^2", "transitions");
+        trace_.transitions.assign(
+            static_cast<size_t>(m.num_iterations) * (m.num_layers - 1) * m.num_experts * m.num_experts, kUnset);
+        transitions_.header_line = line.number;
+        return Section::kTransitionsColumns;
+    }
+
+    void expect_columns(const Line& line, std::string_view columns) const {
+        const std::vector<std::string_view> found = split_cells(line.text);
+        const std::vector<std::string_view> expected = split_cells(columns);
+        if (found != expected)
+            fail(line, "line " + std::to_string(line.number) + " must be the column header \"" +
+                           std::string(columns) + "\", found " + shown(line.text),
+                 kFormatFix, true);
+    }
+
+    struct Row {
+        int64_t index[4];
+        int64_t value;
+        size_t cell;  // flat index into the table's array
+    };
+
+    std::string where(const Table& table, const Row& row) const {
+        std::string text = "(";
+        for (int c = 0; c < 4; ++c)
+            text += std::string(c ? ", " : "") + table.names[c] + " " + std::to_string(row.index[c]);
+        return text + ")";
+    }
+
+    Row parse_row(const Line& line, const Table& table) const {
+        const std::string at = " on line " + std::to_string(line.number);
+        const std::vector<std::string_view> cells = split_cells(line.text);
+        const std::string_view columns = table.cells == &trace_.counts ? kCountsColumns : kTransitionsColumns;
+        if (cells.size() != kNumColumns)
+            fail(line, "line " + std::to_string(line.number) + " has " + std::to_string(cells.size()) +
+                           " columns, expected " + std::to_string(kNumColumns) + " (" + std::string(columns) + ")",
+                 "write every row as " + std::string(columns), true);
+        Row row{};
+        for (int c = 0; c < 4; ++c) {
+            const Number number = parse_number(cells[c]);
+            if (number.kind == NumberKind::kOk && number.value < table.bounds[c]) {
+                row.index[c] = number.value;
+                continue;
+            }
+            if (number.kind == NumberKind::kOk || number.kind == NumberKind::kNegative)
+                fail(line, std::string(table.names[c]) + " " + std::string(cells[c]) + at + " is out of range: must " +
+                               "be in [0, " + std::to_string(table.bounds[c]) + ") (" + table.bound_names[c] + " = " +
+                               std::to_string(table.bounds[c]) + " in the metadata on line 2)",
+                     "fix the index, or the dimensions in the metadata line");
+            fail(line, std::string(table.names[c]) + " " + describe(number, cells[c]) + at +
+                           ": indices must be non-negative integers",
+                 "fix the cell", number.kind == NumberKind::kEmpty);
+        }
+        const Number count = parse_number(cells[4]);
+        row.value = count.value;
+        if (count.kind != NumberKind::kOk)
+            fail(line, "count " + describe(count, cells[4]) + at + " " + where(table, row) +
+                           ": counts must be non-negative integers",
+                 "write the number of tokens as a whole number >= 0 (omit the row for 0)",
+                 count.kind == NumberKind::kEmpty);
+        size_t cell = 0;
+        for (int c = 0; c < 4; ++c) cell = cell * static_cast<size_t>(table.bounds[c]) + row.index[c];
+        row.cell = cell;
+        return row;
+    }
+
+    void read_row(const Line& line, Table& table) {
+        const Row row = parse_row(line, table);
+        std::vector<int64_t>& cells = *table.cells;
+        if (cells[row.cell] != kUnset) {
+            int64_t earlier = 0;
+            for (Line before = line_at(text_, table.columns_line.end, table.columns_line.number + 1);
+                 before.number < line.number; before = line_at(text_, before.end, before.number + 1)) {
+                const std::string_view text = trim(before.text);
+                if (!text.empty() && text.front() != '#' && parse_row(before, table).cell == row.cell) {
+                    earlier = before.number;
+                    break;
+                }
+            }
+            fail(line, "duplicate cell on line " + std::to_string(line.number) + " " + where(table, row) +
+                           ": already given on line " + std::to_string(earlier),
+                 "give every cell once (add the two counts if both rows are meant)");
+        }
+        cells[row.cell] = row.value;
+        ++table.rows;
+    }
+
+    const std::string& path_;
+    std::string_view text_;
+    Trace trace_;
+    Table counts_{};
+    Table transitions_{};
+};
+
+void append_int(std::string& out, int64_t value) {
+    char digits[24];
+    const auto [end, error] = std::to_chars(digits, digits + sizeof(digits), value);
+    out.append(digits, end);
+}
+
+void append_row(std::string& out, int64_t a, int64_t b, int64_t c, int64_t d, int64_t value) {
+    for (int64_t index : {a, b, c, d}) {
+        append_int(out, index);
+        out += ',';
+    }
+    append_int(out, value);
+    out += '\n';
+}
+
+}  // namespace
+
+Trace read_trace_csv(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw_input_error(path, "no such file", "check the path; CSV traces are written by write_trace_csv");
+    if (std::filesystem::is_directory(path, ec))
+        throw_input_error(path, "is a directory, not a trace file", "pass a file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw_input_error(path, "cannot open file", "check its permissions");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw_input_error(path, "read error", "check the file and the disk");
+    return CsvReader(path, text).read();
+}
+
+void write_trace_csv(const Trace& trace, const std::string& path) {
+    validate_trace(trace, path);
+    const TraceMeta& m = trace.meta;
+    const std::string tmp = path + ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+        throw_input_error(path, "cannot create " + tmp + " for writing",
+                          "check that the directory exists and is writable");
+
+    std::string buffer;
+    buffer += kVersionLine;
+    buffer += "\n# num_iterations=" + std::to_string(m.num_iterations) +
+              " num_layers=" + std::to_string(m.num_layers) + " num_devices=" + std::to_string(m.num_devices) +
+              " num_experts=" + std::to_string(m.num_experts) + " top_k=" + std::to_string(m.top_k) +
+              " tokens_per_iteration=" + std::to_string(m.tokens_per_iteration) +
+              " d_model=" + std::to_string(m.d_model) + " d_ffn=" + std::to_string(m.d_ffn) +
+              " seq_len=" + std::to_string(m.seq_len) + " source=" + escape_source(m.source) + "\n";
+    buffer += kCountsColumns;
+    buffer += '\n';
+    auto flush_if_full = [&] {
+        if (buffer.size() < kWriteChunkBytes) return;
+        out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        buffer.clear();
+    };
+    for (int i = 0; i < m.num_iterations; ++i) {
+        for (int l = 0; l < m.num_layers; ++l) {
+            const int64_t* c = trace.layer_counts(i, l);
+            for (int d = 0; d < m.num_devices; ++d) {
+                for (int e = 0; e < m.num_experts; ++e) {
+                    const int64_t value = c[static_cast<size_t>(d) * m.num_experts + e];
+                    if (value != 0) append_row(buffer, i, l, d, e, value);
+                }
+                flush_if_full();
+            }
+        }
+    }
+    if (trace.has_transitions()) {
+        buffer += "# ";
+        buffer += kTransitionsMarker;
+        buffer += '\n';
+        buffer += kTransitionsColumns;
+        buffer += '\n';
+        for (int i = 0; i < m.num_iterations; ++i) {
+            for (int l = 0; l + 1 < m.num_layers; ++l) {
+                const int64_t* t = trace.layer_transitions(i, l);
+                for (int e1 = 0; e1 < m.num_experts; ++e1) {
+                    for (int e2 = 0; e2 < m.num_experts; ++e2) {
+                        const int64_t value = t[static_cast<size_t>(e1) * m.num_experts + e2];
+                        if (value != 0) append_row(buffer, i, l, e1, e2, value);
+                    }
+                    flush_if_full();
+                }
+            }
+        }
+    }
+    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    out.close();
+    std::error_code ec;
+    if (!out) {
+        std::filesystem::remove(tmp, ec);
+        throw Error(kExitResource, "resource error: cannot write trace file " + tmp +
+                                       " (disk full or I/O error); fix: free space or write elsewhere");
+    }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::filesystem::remove(tmp, ec);
+        throw_input_error(path, "cannot rename " + tmp + " to it: " + ec.message(),
+                          "check that the target is writable and not a directory");
+    }
+}
+
+}  // namespace prophet
