@@ -1,0 +1,998 @@
+// store.cpp: the SQLite store (schema, open checks, transactions with busy retry, typed reads and writes).
+#include "store/store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace prophet {
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 10000;
+constexpr int kMaxBusyRetries = 10;
+
+// Schema version 1. STRICT tables; per-run tables are WITHOUT ROWID keyed by run_id first, so their primary key
+// doubles as the run_id index. Documented column by column in docs/store.md.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE runs(
+    run_id TEXT NOT NULL PRIMARY KEY,
+    parent_id TEXT REFERENCES runs(run_id) ON DELETE SET NULL,
+    experiment TEXT NOT NULL,
+    command TEXT NOT NULL,
+    status TEXT NOT NULL CHECK(status IN ('running', 'finished', 'failed', 'killed', 'interrupted')),
+    started_ms INTEGER NOT NULL,
+    ended_ms INTEGER,
+    heartbeat_ms INTEGER,
+    config TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    overrides TEXT,
+    git_sha TEXT,
+    git_dirty INTEGER,
+    prophet_version TEXT,
+    seed INTEGER NOT NULL,
+    world_size INTEGER NOT NULL CHECK(world_size >= 1),
+    backend TEXT NOT NULL,
+    hardware TEXT,
+    resumed_from_step INTEGER,
+    exit_code INTEGER,
+    error TEXT,
+    simulated INTEGER NOT NULL DEFAULT 0 CHECK(simulated IN (0, 1))
+) STRICT;
+CREATE INDEX runs_by_experiment ON runs(experiment, started_ms);
+CREATE INDEX runs_by_parent ON runs(parent_id);
+
+CREATE TABLE params(
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(run_id, key)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE metrics(
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    layer INTEGER NOT NULL DEFAULT -1,
+    rank INTEGER NOT NULL DEFAULT -1,
+    value REAL,
+    is_nan INTEGER NOT NULL DEFAULT 0 CHECK(is_nan IN (0, 1)),
+    ts_ms INTEGER NOT NULL,
+    PRIMARY KEY(run_id, key, step, layer, rank)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE expert_load(
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    step INTEGER NOT NULL,
+    layer INTEGER NOT NULL,
+    n_devices INTEGER NOT NULL CHECK(n_devices >= 1),
+    n_experts INTEGER NOT NULL CHECK(n_experts >= 1),
+    tokens BLOB NOT NULL CHECK(length(tokens) = 8 * n_devices * n_experts),
+    PRIMARY KEY(run_id, step, layer)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE placements(
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    step INTEGER NOT NULL,
+    layer INTEGER NOT NULL,
+    expert INTEGER NOT NULL,
+    replica INTEGER NOT NULL CHECK(replica >= 0),
+    rank INTEGER NOT NULL,
+    PRIMARY KEY(run_id, step, layer, expert, replica)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE events(
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    ts_ms INTEGER NOT NULL,
+    step INTEGER,
+    rank INTEGER,
+    level TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    message TEXT NOT NULL,
+    data TEXT
+) STRICT;
+CREATE INDEX events_by_run ON events(run_id, step);
+
+CREATE TABLE bench(
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    rep INTEGER NOT NULL,
+    real_ns REAL,
+    cpu_ns REAL,
+    iterations INTEGER,
+    counters TEXT,
+    PRIMARY KEY(run_id, name, rep)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE traces(
+    trace_id TEXT NOT NULL PRIMARY KEY,
+    run_id TEXT REFERENCES runs(run_id) ON DELETE SET NULL,
+    created_ms INTEGER NOT NULL,
+    meta TEXT NOT NULL,
+    counts BLOB NOT NULL,
+    transitions BLOB
+) STRICT;
+CREATE INDEX traces_by_run ON traces(run_id, created_ms);
+
+CREATE TABLE plan_results(
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    policy TEXT NOT NULL,
+    iteration INTEGER NOT NULL,
+    layer INTEGER NOT NULL,
+    predicted_eq6_ms REAL,
+    predicted_eq8_ms REAL,
+    max_mean_load REAL,
+    balance_std REAL,
+    a2a_bytes REAL,
+    trans_bytes REAL,
+    agg_bytes REAL,
+    replicas INTEGER,
+    plan_us REAL,
+    dropped_tokens INTEGER,
+    PRIMARY KEY(run_id, policy, iteration, layer)
+) STRICT, WITHOUT ROWID;
+)sql";
+
+// SQLITE_BUSY / SQLITE_LOCKED after busy_timeout: transaction() rolls back and retries on this one.
+class BusyError : public Error {
+  public:
+    explicit BusyError(const std::string& message) : Error(kExitDatabase, message) {}
+};
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+// 16 lowercase hex chars: 8 bytes of /dev/urandom, or time, pid and a counter mixed when that is unavailable.
+std::string random_id() {
+    uint64_t bits = 0;
+    std::ifstream urandom("/dev/urandom", std::ios::binary);
+    if (!urandom || !urandom.read(reinterpret_cast<char*>(&bits), sizeof bits)) {
+        static std::atomic<uint64_t> counter{0};
+        auto ns = std::chrono::high_resolution_clock::now().time_since_epoch().count();
+        bits = splitmix64(static_cast<uint64_t>(ns) ^ (static_cast<uint64_t>(::getpid()) << 32) ^
+                          splitmix64(counter.fetch_add(1)));
+    }
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
+    return text;
+}
+
+std::string encode_i64_le(const int64_t* values, size_t n) {
+    std::string out(n * 8, '\0');
+    if constexpr (std::endian::native == std::endian::little) {
+        if (n > 0) std::memcpy(out.data(), values, n * 8);
+    } else {
+        for (size_t i = 0; i < n; ++i) {
+            auto v = static_cast<uint64_t>(values[i]);
+            for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<char>((v >> (8 * b)) & 0xff);
+        }
+    }
+    return out;
+}
+
+std::vector<int64_t> decode_i64_le(const void* data, size_t bytes) {
+    std::vector<int64_t> out(bytes / 8);
+    if (out.empty()) return out;
+    if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(out.data(), data, out.size() * 8);
+    } else {
+        const auto* p = static_cast<const unsigned char*>(data);
+        for (size_t i = 0; i < out.size(); ++i) {
+            uint64_t v = 0;
+            for (int b = 0; b < 8; ++b) v |= static_cast<uint64_t>(p[i * 8 + b]) << (8 * b);
+            out[i] = static_cast<int64_t>(v);
+        }
+    }
+    return out;
+}
+
+bool is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+
+std::string hex32(int64_t v) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(static_cast<uint32_t>(v)));
+    return text;
+}
+
+nlohmann::json meta_to_json(const TraceMeta& m) {
+    return {{"num_iterations", m.num_iterations},
+            {"num_layers", m.num_layers},
+            {"num_devices", m.num_devices},
+            {"num_experts", m.num_experts},
+            {"top_k", m.top_k},
+            {"tokens_per_iteration", m.tokens_per_iteration},
+            {"d_model", m.d_model},
+            {"d_ffn", m.d_ffn},
+            {"seq_len", m.seq_len},
+            {"source", m.source}};
+}
+
+// Missing keys keep their defaults; anything but an object with integer/string values throws.
+TraceMeta meta_from_json(const nlohmann::json& j) {
+    TraceMeta m;
+    if (!j.is_object()) throw std::invalid_argument("meta is not a JSON object");
+    m.num_iterations = j.value("num_iterations", 0);
+    m.num_layers = j.value("num_layers", 0);
+    m.num_devices = j.value("num_devices", 0);
+    m.num_experts = j.value("num_experts", 0);
+    m.top_k = j.value("top_k", 1);
+    m.tokens_per_iteration = j.value("tokens_per_iteration", int64_t{0});
+    m.d_model = j.value("d_model", 0);
+    m.d_ffn = j.value("d_ffn", 0);
+    m.seq_len = j.value("seq_len", 0);
+    m.source = j.value("source", std::string());
+    return m;
+}
+
+// Expected element counts of a trace's arrays from its meta: {counts, transitions when recorded}.
+std::pair<size_t, size_t> trace_sizes(const TraceMeta& m) {
+    auto i = static_cast<size_t>(std::max(m.num_iterations, 0));
+    auto l = static_cast<size_t>(std::max(m.num_layers, 0));
+    auto d = static_cast<size_t>(std::max(m.num_devices, 0));
+    auto e = static_cast<size_t>(std::max(m.num_experts, 0));
+    return {i * l * d * e, l > 0 ? i * (l - 1) * e * e : 0};
+}
+
+}  // namespace
+
+// ---- connection, statement cache, transactions ---------------------------------------------------------------
+
+struct StoreImpl {
+    std::string path;
+    sqlite3* db = nullptr;
+    std::unordered_map<std::string, sqlite3_stmt*> statements;
+    int txn_depth = 0;
+
+    ~StoreImpl() {
+        for (auto& [sql, stmt] : statements) sqlite3_finalize(stmt);
+        if (db) sqlite3_close_v2(db);
+    }
+
+    std::string message(const std::string& call, const char* what) const {
+        return "database error: " + path + ": " + call + ": " + what;
+    }
+
+    [[noreturn]] void fail(int rc, const std::string& call) const {
+        std::string text = message(call, sqlite3_errmsg(db));
+        if (is_busy(rc)) throw BusyError(text);
+        throw Error(kExitDatabase, text);
+    }
+
+    sqlite3_stmt* prepare(const char* sql, const std::string& call) {
+        auto it = statements.find(sql);
+        if (it != statements.end()) return it->second;
+        sqlite3_stmt* stmt = nullptr;
+        int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+        if (rc != SQLITE_OK) {
+            sqlite3_finalize(stmt);
+            fail(rc, call);
+        }
+        statements.emplace(sql, stmt);
+        return stmt;
+    }
+
+    void exec(const char* sql, const std::string& call) {
+        char* err = nullptr;
+        int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+        if (rc != SQLITE_OK) {
+            std::string text = message(call, err ? err : sqlite3_errstr(rc));
+            sqlite3_free(err);
+            if (is_busy(rc)) throw BusyError(text);
+            throw Error(kExitDatabase, text);
+        }
+    }
+
+    void rollback() {
+        if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+        txn_depth = 0;
+    }
+
+    void transaction(const std::function<void()>& fn) {
+        if (txn_depth > 0) {
+            fn();
+            return;
+        }
+        std::minstd_rand jitter(static_cast<unsigned>(splitmix64(static_cast<uint64_t>(now_ms()) ^ ::getpid())));
+        for (int attempt = 0;; ++attempt) {
+            try {
+                exec("BEGIN IMMEDIATE", "BEGIN IMMEDIATE");
+                txn_depth = 1;
+                fn();
+                exec("COMMIT", "COMMIT");
+                txn_depth = 0;
+                return;
+            } catch (const BusyError& e) {
+                rollback();
+                if (attempt + 1 >= kMaxBusyRetries) {
+                    throw Error(kExitDatabase, std::string(e.what()) + " (gave up after " +
+                                                   std::to_string(kMaxBusyRetries) +
+                                                   " attempts; fix: stop the other writer of this file)");
+                }
+                int sleep_ms = std::min(10 << attempt, 1000) + static_cast<int>(jitter() % 10);
+                std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+            } catch (...) {
+                rollback();
+                throw;
+            }
+        }
+    }
+};
+
+namespace {
+
+// A cached statement in use: binds left to right, steps, and resets itself (and its bindings) on scope exit.
+class Stmt {
+  public:
+    Stmt(StoreImpl& impl, const char* sql, const char* call)
+        : impl_(impl), stmt_(impl.prepare(sql, call)), call_(call) {}
+    ~Stmt() {
+        sqlite3_reset(stmt_);
+        sqlite3_clear_bindings(stmt_);
+    }
+    Stmt(const Stmt&) = delete;
+    Stmt& operator=(const Stmt&) = delete;
+
+    Stmt& i64(int64_t v) { return check(sqlite3_bind_int64(stmt_, ++arg_, v)); }
+    Stmt& real(double v) {
+        if (std::isnan(v)) return null();
+        return check(sqlite3_bind_double(stmt_, ++arg_, v));
+    }
+    Stmt& text(const std::string& v) {
+        return check(sqlite3_bind_text(stmt_, ++arg_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    }
+    Stmt& text_or_null(const std::string& v) { return v.empty() ? null() : text(v); }
+    Stmt& blob(const std::string& bytes) {
+        if (bytes.empty()) return check(sqlite3_bind_zeroblob(stmt_, ++arg_, 0));
+        return check(sqlite3_bind_blob64(stmt_, ++arg_, bytes.data(), bytes.size(), SQLITE_TRANSIENT));
+    }
+    Stmt& null() { return check(sqlite3_bind_null(stmt_, ++arg_)); }
+
+    bool step() {
+        int rc = sqlite3_step(stmt_);
+        if (rc == SQLITE_ROW) return true;
+        if (rc == SQLITE_DONE) return false;
+        impl_.fail(rc, call_);
+    }
+    void run() {
+        while (step()) {
+        }
+    }
+
+    bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+    int64_t col_i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+    int col_int(int col) const { return sqlite3_column_int(stmt_, col); }
+    double col_real(int col) const {
+        return is_null(col) ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(stmt_, col);
+    }
+    std::optional<int64_t> col_opt_i64(int col) const {
+        if (is_null(col)) return std::nullopt;
+        return col_i64(col);
+    }
+    std::string col_text(int col) const {
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+        return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))) : std::string();
+    }
+    // (pointer, bytes) of a blob column; pointer may be null for an empty blob
+    std::pair<const void*, size_t> col_blob(int col) const {
+        const void* p = sqlite3_column_blob(stmt_, col);
+        return {p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))};
+    }
+
+  private:
+    Stmt& check(int rc) {
+        if (rc != SQLITE_OK) impl_.fail(rc, call_);
+        return *this;
+    }
+
+    StoreImpl& impl_;
+    sqlite3_stmt* stmt_;
+    const char* call_;
+    int arg_ = 0;
+};
+
+int64_t changes(StoreImpl& impl) { return sqlite3_changes64(impl.db); }
+
+}  // namespace
+
+// ---- open ----------------------------------------------------------------------------------------------------
+
+Store::Store(std::unique_ptr<StoreImpl> impl) : impl_(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+const std::string& Store::path() const { return impl_->path; }
+
+Store Store::open(const std::string& path) {
+    namespace fs = std::filesystem;
+    auto refuse = [&](const std::string& problem, const std::string& fix) {
+        throw Error(kExitDatabase, "database error: " + path + ": " + problem + "; fix: " + fix);
+    };
+    if (path.empty()) refuse("empty store path", "set store.path to a file, e.g. results/prophet.db");
+
+    fs::path file(path);
+    std::error_code ec;
+    if (!file.parent_path().empty()) {
+        fs::create_directories(file.parent_path(), ec);
+        if (ec) {
+            refuse("cannot create directory " + file.parent_path().string() + " (" + ec.message() + ")",
+                   "set store.path to a writable location");
+        }
+    }
+    if (fs::is_directory(file, ec)) refuse("is a directory", "set store.path to a file inside it");
+
+    auto impl = std::make_unique<StoreImpl>();
+    impl->path = path;
+    int rc = sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) {
+        std::string what = impl->db ? sqlite3_errmsg(impl->db) : sqlite3_errstr(rc);
+        refuse("cannot open or create the file (" + what + ")",
+               "check that the file and its directory are writable, or set store.path to another file");
+    }
+    sqlite3_busy_timeout(impl->db, kBusyTimeoutMs);
+    impl->exec("PRAGMA busy_timeout=10000", "PRAGMA busy_timeout");
+
+    // SQLite falls back to read-only when the file exists but cannot be written.
+    if (sqlite3_db_readonly(impl->db, "main") == 1) {
+        refuse("the file is read-only", "make it writable or set store.path to another file");
+    }
+
+    // Identify the file before writing anything to it. One statement, so one read snapshot: a concurrent creator
+    // commits the schema and both pragmas together.
+    auto read_header = [&](int64_t& app_id, int64_t& version, int64_t& objects) {
+        const char* query =
+            "SELECT (SELECT application_id FROM pragma_application_id), "
+            "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_schema)";
+        sqlite3_stmt* stmt = nullptr;
+        int rc = sqlite3_prepare_v2(impl->db, query, -1, &stmt, nullptr);
+        if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
+        if (rc == SQLITE_ROW) {
+            app_id = sqlite3_column_int64(stmt, 0);
+            version = sqlite3_column_int64(stmt, 1);
+            objects = sqlite3_column_int64(stmt, 2);
+            sqlite3_finalize(stmt);
+            return;
+        }
+        std::string what = sqlite3_errmsg(impl->db);
+        sqlite3_finalize(stmt);
+        if ((rc & 0xff) == SQLITE_NOTADB) {
+            refuse("not a SQLite database", "move the file away or set store.path to another file");
+        }
+        if ((rc & 0xff) == SQLITE_CORRUPT) {
+            refuse("corrupt SQLite file (" + what + ")",
+                   "restore it from a backup, or move it away and set store.path to another file");
+        }
+        impl->fail(rc, "read header");
+    };
+    auto check_header = [&](int64_t app_id, int64_t version, int64_t objects) {
+        if (app_id != kStoreApplicationId && (app_id != 0 || objects > 0)) {
+            refuse("not a prophet database (application_id=" + hex32(app_id) + ", expected " +
+                       hex32(kStoreApplicationId) + ")",
+                   "set store.path to a prophet store or to a new file");
+        }
+        if (app_id == kStoreApplicationId && version > kStoreSchemaVersion) {
+            refuse("written by a newer prophet (schema " + std::to_string(version) + " > " +
+                       std::to_string(kStoreSchemaVersion) + ")",
+                   "upgrade prophet or use another store.path");
+        }
+    };
+
+    int64_t app_id = 0, version = 0, objects = 0;
+    read_header(app_id, version, objects);
+    check_header(app_id, version, objects);
+
+    // journal_mode cannot change inside a transaction; WAL persists in the file once set. The switch needs an
+    // exclusive lock and can return SQLITE_BUSY without waiting (another process creating the file), so retry it
+    // for up to the busy timeout.
+    for (int waited_ms = 0;;) {
+        sqlite3_stmt* stmt = nullptr;
+        rc = sqlite3_prepare_v2(impl->db, "PRAGMA journal_mode=WAL", -1, &stmt, nullptr);
+        if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
+        std::string what = sqlite3_errmsg(impl->db);
+        sqlite3_finalize(stmt);
+        if (rc == SQLITE_ROW) break;
+        if (is_busy(rc) && waited_ms < kBusyTimeoutMs) {
+            int sleep_ms = std::min(5 + waited_ms / 4, 200);
+            std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+            waited_ms += sleep_ms;
+            continue;
+        }
+        refuse("cannot switch to WAL (" + what + ")",
+               "check that the directory is writable (WAL needs a -wal and -shm file next to it) and on a local "
+               "file system, or stop the process holding the file and retry");
+    }
+    impl->exec("PRAGMA synchronous=NORMAL", "PRAGMA synchronous");
+    impl->exec("PRAGMA foreign_keys=ON", "PRAGMA foreign_keys");
+
+    if (app_id == 0 || version < kStoreSchemaVersion) {
+        // Two processes may race to create the schema: re-read the header under the write lock.
+        StoreImpl& db = *impl;
+        db.transaction([&] {
+            read_header(app_id, version, objects);
+            check_header(app_id, version, objects);
+            if (app_id == kStoreApplicationId && version == kStoreSchemaVersion) return;
+            if (app_id == kStoreApplicationId && version > 0) {
+                refuse("schema " + std::to_string(version) + " has no migration to " +
+                           std::to_string(kStoreSchemaVersion),
+                       "use another store.path");
+            }
+            db.exec(kSchemaV1, "create schema");
+            db.exec(("PRAGMA application_id=" + std::to_string(kStoreApplicationId)).c_str(), "PRAGMA application_id");
+            db.exec(("PRAGMA user_version=" + std::to_string(kStoreSchemaVersion)).c_str(), "PRAGMA user_version");
+        });
+    }
+    return Store(std::move(impl));
+}
+
+void Store::transaction(const std::function<void()>& fn) { impl_->transaction(fn); }
+
+bool Store::in_transaction() const { return impl_->txn_depth > 0; }
+
+// ---- runs ----------------------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kRunColumns =
+    "run_id, parent_id, experiment, command, status, started_ms, ended_ms, heartbeat_ms, config, config_hash, "
+    "overrides, git_sha, git_dirty, prophet_version, seed, world_size, backend, hardware, resumed_from_step, "
+    "exit_code, error, simulated";
+
+RunRow read_run(const Stmt& s) {
+    RunRow r;
+    r.run_id = s.col_text(0);
+    r.info.parent_id = s.col_text(1);
+    r.info.experiment = s.col_text(2);
+    r.info.command = s.col_text(3);
+    r.status = s.col_text(4);
+    r.started_ms = s.col_i64(5);
+    r.ended_ms = s.col_opt_i64(6);
+    r.heartbeat_ms = s.col_opt_i64(7);
+    r.info.config_toml = s.col_text(8);
+    r.info.config_hash = s.col_text(9);
+    r.info.overrides = s.col_text(10);
+    r.info.git_sha = s.col_text(11);
+    r.info.git_dirty = s.col_i64(12) != 0;
+    r.info.prophet_version = s.col_text(13);
+    r.info.seed = s.col_i64(14);
+    r.info.world_size = s.col_int(15);
+    r.info.backend = s.col_text(16);
+    r.info.hardware_json = s.col_text(17);
+    r.resumed_from_step = s.col_opt_i64(18);
+    if (auto code = s.col_opt_i64(19)) r.exit_code = static_cast<int>(*code);
+    r.error = s.col_text(20);
+    r.info.simulated = s.col_i64(21) != 0;
+    return r;
+}
+
+const std::string kSelectRun = std::string("SELECT ") + kRunColumns + " FROM runs WHERE run_id = ?1";
+const std::string kListRuns = std::string("SELECT ") + kRunColumns +
+                              " FROM runs WHERE (?1 = '' OR experiment = ?1) ORDER BY started_ms DESC, rowid DESC "
+                              "LIMIT ?2";
+
+}  // namespace
+
+std::string Store::begin_run(const RunInfo& info) {
+    std::string run_id = random_id();
+    int64_t now = now_ms();
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "INSERT INTO runs(run_id, parent_id, experiment, command, status, started_ms, heartbeat_ms, config, "
+               "config_hash, overrides, git_sha, git_dirty, prophet_version, seed, world_size, backend, hardware, "
+               "simulated) VALUES(?1, ?2, ?3, ?4, 'running', ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+               "?16)",
+               "begin_run");
+        s.text(run_id).text_or_null(info.parent_id).text(info.experiment).text(info.command).i64(now);
+        s.text(info.config_toml).text(info.config_hash).text_or_null(info.overrides).text_or_null(info.git_sha);
+        s.i64(info.git_dirty ? 1 : 0).text_or_null(info.prophet_version).i64(info.seed).i64(info.world_size);
+        s.text(info.backend).text_or_null(info.hardware_json).i64(info.simulated ? 1 : 0);
+        s.run();
+    });
+    return run_id;
+}
+
+void Store::finish_run(const std::string& run_id, const std::string& status, int exit_code,
+                       const std::string& error) {
+    PROPHET_ASSERT_MSG(status == "finished" || status == "failed" || status == "killed" || status == "interrupted",
+                       "finish_run status must be finished|failed|killed|interrupted, got '" + status + "'");
+    int64_t now = now_ms();
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "UPDATE runs SET status = ?1, ended_ms = ?2, heartbeat_ms = ?2, exit_code = ?3, error = ?4 "
+               "WHERE run_id = ?5",
+               "finish_run");
+        s.text(status).i64(now).i64(exit_code).text_or_null(error).text(run_id).run();
+        if (changes(*impl_) == 0) {
+            throw Error(kExitDatabase, impl_->message("finish_run", ("no run " + run_id).c_str()));
+        }
+    });
+}
+
+void Store::heartbeat(const std::string& run_id) {
+    impl_->transaction([&] {
+        Stmt s(*impl_, "UPDATE runs SET heartbeat_ms = ?1 WHERE run_id = ?2", "heartbeat");
+        s.i64(now_ms()).text(run_id).run();
+        if (changes(*impl_) == 0) {
+            throw Error(kExitDatabase, impl_->message("heartbeat", ("no run " + run_id).c_str()));
+        }
+    });
+}
+
+void Store::mark_resumed(const std::string& run_id, int64_t from_step) {
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "UPDATE runs SET status = 'running', resumed_from_step = ?1, heartbeat_ms = ?2, ended_ms = NULL, "
+               "exit_code = NULL, error = NULL WHERE run_id = ?3",
+               "mark_resumed");
+        s.i64(from_step).i64(now_ms()).text(run_id).run();
+        if (changes(*impl_) == 0) {
+            throw Error(kExitDatabase, impl_->message("mark_resumed", ("no run " + run_id).c_str()));
+        }
+    });
+}
+
+RunRow Store::get_run(const std::string& run_id) {
+    Stmt s(*impl_, kSelectRun.c_str(), "get_run");
+    s.text(run_id);
+    if (!s.step()) {
+        throw Error(kExitConfig,
+                    "no run '" + run_id + "' in " + impl_->path + "; fix: `prophet runs` lists the run ids");
+    }
+    return read_run(s);
+}
+
+std::vector<RunRow> Store::list_runs(const std::string& experiment, int limit) {
+    Stmt s(*impl_, kListRuns.c_str(), "list_runs");
+    s.text(experiment).i64(limit > 0 ? limit : -1);
+    std::vector<RunRow> rows;
+    while (s.step()) rows.push_back(read_run(s));
+    return rows;
+}
+
+// ---- per-run data --------------------------------------------------------------------------------------------
+
+void Store::put_params(const std::string& run_id, const std::vector<std::pair<std::string, std::string>>& params) {
+    impl_->transaction([&] {
+        for (const auto& [key, value] : params) {
+            Stmt s(*impl_,
+                   "INSERT INTO params(run_id, key, value) VALUES(?1, ?2, ?3) "
+                   "ON CONFLICT(run_id, key) DO UPDATE SET value = excluded.value",
+                   "put_params");
+            s.text(run_id).text(key).text(value).run();
+        }
+    });
+}
+
+void Store::put_metric(const std::string& run_id, const std::string& key, int64_t step, double value, int layer,
+                       int rank) {
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "INSERT OR REPLACE INTO metrics(run_id, key, step, layer, rank, value, is_nan, ts_ms) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+               "put_metric");
+        s.text(run_id).text(key).i64(step).i64(layer).i64(rank).real(value).i64(std::isnan(value) ? 1 : 0);
+        s.i64(now_ms()).run();
+    });
+}
+
+void Store::put_expert_load(const std::string& run_id, int64_t step, int layer, const int64_t* tokens,
+                            int num_devices, int num_experts) {
+    PROPHET_ASSERT(tokens != nullptr && num_devices >= 1 && num_experts >= 1);
+    std::string blob = encode_i64_le(tokens, static_cast<size_t>(num_devices) * num_experts);
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "INSERT OR REPLACE INTO expert_load(run_id, step, layer, n_devices, n_experts, tokens) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+               "put_expert_load");
+        s.text(run_id).i64(step).i64(layer).i64(num_devices).i64(num_experts).blob(blob).run();
+    });
+}
+
+void Store::put_placement_row(const std::string& run_id, int64_t step, int layer, int expert, int replica,
+                              int rank) {
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "INSERT OR REPLACE INTO placements(run_id, step, layer, expert, replica, rank) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+               "put_placement_row");
+        s.text(run_id).i64(step).i64(layer).i64(expert).i64(replica).i64(rank).run();
+    });
+}
+
+void Store::put_event(const std::string& run_id, int64_t step, int rank, const std::string& level,
+                      const std::string& kind, const std::string& message, const std::string& data_json) {
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "INSERT INTO events(run_id, ts_ms, step, rank, level, kind, message, data) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+               "put_event");
+        s.text(run_id).i64(now_ms()).i64(step).i64(rank).text(level).text(kind).text(message);
+        s.text_or_null(data_json).run();
+    });
+}
+
+void Store::put_plan_result(const PlanResultRow& r) {
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "INSERT OR REPLACE INTO plan_results(run_id, policy, iteration, layer, predicted_eq6_ms, "
+               "predicted_eq8_ms, max_mean_load, balance_std, a2a_bytes, trans_bytes, agg_bytes, replicas, plan_us, "
+               "dropped_tokens) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+               "put_plan_result");
+        s.text(r.run_id).text(r.policy).i64(r.iteration).i64(r.layer).real(r.predicted_eq6_ms);
+        s.real(r.predicted_eq8_ms).real(r.max_mean_load).real(r.balance_std).real(r.a2a_bytes).real(r.trans_bytes);
+        s.real(r.agg_bytes).i64(r.replicas).real(r.plan_us).i64(r.dropped_tokens).run();
+    });
+}
+
+void Store::put_bench(const std::string& run_id, const std::string& name, int rep, double real_ns, double cpu_ns,
+                      int64_t iterations, const std::string& counters_json) {
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "INSERT OR REPLACE INTO bench(run_id, name, rep, real_ns, cpu_ns, iterations, counters) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+               "put_bench");
+        s.text(run_id).text(name).i64(rep).real(real_ns).real(cpu_ns).i64(iterations).text_or_null(counters_json);
+        s.run();
+    });
+}
+
+std::vector<std::pair<std::string, std::string>> Store::get_params(const std::string& run_id) {
+    Stmt s(*impl_, "SELECT key, value FROM params WHERE run_id = ?1 ORDER BY key", "get_params");
+    s.text(run_id);
+    std::vector<std::pair<std::string, std::string>> rows;
+    while (s.step()) rows.emplace_back(s.col_text(0), s.col_text(1));
+    return rows;
+}
+
+std::vector<MetricRow> Store::get_metrics(const std::string& run_id, const std::string& key) {
+    Stmt s(*impl_,
+           "SELECT key, step, layer, rank, value, is_nan, ts_ms FROM metrics WHERE run_id = ?1 "
+           "AND (?2 = '' OR key = ?2) ORDER BY key, step, layer, rank",
+           "get_metrics");
+    s.text(run_id).text(key);
+    std::vector<MetricRow> rows;
+    while (s.step()) {
+        MetricRow r;
+        r.key = s.col_text(0);
+        r.step = s.col_i64(1);
+        r.layer = s.col_int(2);
+        r.rank = s.col_int(3);
+        r.value = s.col_i64(5) != 0 ? std::numeric_limits<double>::quiet_NaN() : s.col_real(4);
+        r.ts_ms = s.col_i64(6);
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
+
+std::optional<ExpertLoadRow> Store::get_expert_load(const std::string& run_id, int64_t step, int layer) {
+    Stmt s(*impl_,
+           "SELECT n_devices, n_experts, tokens FROM expert_load WHERE run_id = ?1 AND step = ?2 AND layer = ?3",
+           "get_expert_load");
+    s.text(run_id).i64(step).i64(layer);
+    if (!s.step()) return std::nullopt;
+    ExpertLoadRow r;
+    r.step = step;
+    r.layer = layer;
+    r.num_devices = s.col_int(0);
+    r.num_experts = s.col_int(1);
+    auto [data, bytes] = s.col_blob(2);
+    r.tokens = decode_i64_le(data, bytes);
+    return r;
+}
+
+std::vector<PlacementRow> Store::get_placements(const std::string& run_id, int64_t step, int layer) {
+    Stmt s(*impl_,
+           "SELECT step, layer, expert, replica, rank FROM placements WHERE run_id = ?1 AND step = ?2 AND layer = ?3 "
+           "ORDER BY expert, replica",
+           "get_placements");
+    s.text(run_id).i64(step).i64(layer);
+    std::vector<PlacementRow> rows;
+    while (s.step()) rows.push_back({s.col_i64(0), s.col_int(1), s.col_int(2), s.col_int(3), s.col_int(4)});
+    return rows;
+}
+
+std::vector<EventRow> Store::get_events(const std::string& run_id) {
+    Stmt s(*impl_,
+           "SELECT id, ts_ms, step, rank, level, kind, message, data FROM events WHERE run_id = ?1 ORDER BY id",
+           "get_events");
+    s.text(run_id);
+    std::vector<EventRow> rows;
+    while (s.step()) {
+        rows.push_back({s.col_i64(0), s.col_i64(1), s.col_i64(2), s.col_int(3), s.col_text(4), s.col_text(5),
+                        s.col_text(6), s.col_text(7)});
+    }
+    return rows;
+}
+
+std::vector<PlanResultRow> Store::get_plan_results(const std::string& run_id) {
+    Stmt s(*impl_,
+           "SELECT run_id, policy, iteration, layer, predicted_eq6_ms, predicted_eq8_ms, max_mean_load, balance_std, "
+           "a2a_bytes, trans_bytes, agg_bytes, replicas, plan_us, dropped_tokens FROM plan_results WHERE run_id = ?1 "
+           "ORDER BY policy, iteration, layer",
+           "get_plan_results");
+    s.text(run_id);
+    std::vector<PlanResultRow> rows;
+    while (s.step()) {
+        PlanResultRow r;
+        r.run_id = s.col_text(0);
+        r.policy = s.col_text(1);
+        r.iteration = s.col_i64(2);
+        r.layer = s.col_int(3);
+        r.predicted_eq6_ms = s.col_real(4);
+        r.predicted_eq8_ms = s.col_real(5);
+        r.max_mean_load = s.col_real(6);
+        r.balance_std = s.col_real(7);
+        r.a2a_bytes = s.col_real(8);
+        r.trans_bytes = s.col_real(9);
+        r.agg_bytes = s.col_real(10);
+        r.replicas = s.col_i64(11);
+        r.plan_us = s.col_real(12);
+        r.dropped_tokens = s.col_i64(13);
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
+
+std::vector<BenchRow> Store::get_bench(const std::string& run_id) {
+    Stmt s(*impl_,
+           "SELECT name, rep, real_ns, cpu_ns, iterations, counters FROM bench WHERE run_id = ?1 ORDER BY name, rep",
+           "get_bench");
+    s.text(run_id);
+    std::vector<BenchRow> rows;
+    while (s.step()) {
+        rows.push_back({s.col_text(0), s.col_int(1), s.col_real(2), s.col_real(3), s.col_i64(4), s.col_text(5)});
+    }
+    return rows;
+}
+
+// ---- traces --------------------------------------------------------------------------------------------------
+
+std::string Store::save_trace(const Trace& trace, const std::string& run_id) {
+    auto [num_counts, num_transitions] = trace_sizes(trace.meta);
+    if (trace.counts.size() != num_counts) {
+        throw Error(kExitConfig, "cannot store trace from " + trace.meta.source + ": counts holds " +
+                                     std::to_string(trace.counts.size()) + " values, meta says I*L*D*E = " +
+                                     std::to_string(num_counts));
+    }
+    if (!trace.transitions.empty() && trace.transitions.size() != num_transitions) {
+        throw Error(kExitConfig, "cannot store trace from " + trace.meta.source + ": transitions holds " +
+                                     std::to_string(trace.transitions.size()) + " values, meta says I*(L-1)*E*E = " +
+                                     std::to_string(num_transitions));
+    }
+    std::string trace_id = random_id();
+    std::string meta = meta_to_json(trace.meta).dump();
+    std::string counts = encode_i64_le(trace.counts.data(), trace.counts.size());
+    std::string transitions = encode_i64_le(trace.transitions.data(), trace.transitions.size());
+    impl_->transaction([&] {
+        Stmt s(*impl_,
+               "INSERT INTO traces(trace_id, run_id, created_ms, meta, counts, transitions) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+               "save_trace");
+        s.text(trace_id).text_or_null(run_id).i64(now_ms()).text(meta).blob(counts);
+        if (trace.transitions.empty()) {
+            s.null();
+        } else {
+            s.blob(transitions);
+        }
+        s.run();
+    });
+    return trace_id;
+}
+
+Trace Store::load_trace(const std::string& trace_or_run_id) {
+    auto read = [&](Stmt& s) {
+        std::string trace_id = s.col_text(0);
+        auto corrupt = [&](const std::string& problem) {
+            throw Error(kExitDatabase, "database error: " + impl_->path + ": trace " + trace_id + " is corrupt: " +
+                                           problem + "; fix: save the trace again or run `prophet db check`");
+        };
+        Trace trace;
+        try {
+            trace.meta = meta_from_json(nlohmann::json::parse(s.col_text(1)));
+        } catch (const std::exception& e) {
+            corrupt(std::string("bad meta JSON (") + e.what() + ")");
+        }
+        auto [num_counts, num_transitions] = trace_sizes(trace.meta);
+        auto [counts, counts_bytes] = s.col_blob(2);
+        if (counts_bytes != num_counts * 8) {
+            corrupt("counts blob has " + std::to_string(counts_bytes) + " bytes, meta needs " +
+                    std::to_string(num_counts * 8));
+        }
+        trace.counts = decode_i64_le(counts, counts_bytes);
+        if (!s.is_null(3)) {
+            auto [transitions, transitions_bytes] = s.col_blob(3);
+            if (transitions_bytes != num_transitions * 8) {
+                corrupt("transitions blob has " + std::to_string(transitions_bytes) + " bytes, meta needs " +
+                        std::to_string(num_transitions * 8));
+            }
+            trace.transitions = decode_i64_le(transitions, transitions_bytes);
+        }
+        return trace;
+    };
+    {
+        Stmt s(*impl_, "SELECT trace_id, meta, counts, transitions FROM traces WHERE trace_id = ?1", "load_trace");
+        s.text(trace_or_run_id);
+        if (s.step()) return read(s);
+    }
+    {
+        Stmt s(*impl_,
+               "SELECT trace_id, meta, counts, transitions FROM traces WHERE run_id = ?1 "
+               "ORDER BY created_ms DESC, rowid DESC LIMIT 1",
+               "load_trace");
+        s.text(trace_or_run_id);
+        if (s.step()) return read(s);
+    }
+    throw Error(kExitConfig, "no trace '" + trace_or_run_id + "' in " + impl_->path +
+                                 " (neither a trace_id nor a run with a saved trace); fix: pass a trace_id or run_id "
+                                 "that `prophet runs` lists, or a trace file");
+}
+
+std::vector<TraceRow> Store::list_traces(const std::string& run_id) {
+    Stmt s(*impl_,
+           "SELECT trace_id, run_id, created_ms, meta FROM traces WHERE (?1 = '' OR run_id = ?1) "
+           "ORDER BY created_ms DESC, rowid DESC",
+           "list_traces");
+    s.text(run_id);
+    std::vector<TraceRow> rows;
+    while (s.step()) {
+        TraceRow r;
+        r.trace_id = s.col_text(0);
+        r.run_id = s.col_text(1);
+        r.created_ms = s.col_i64(2);
+        try {
+            r.meta = meta_from_json(nlohmann::json::parse(s.col_text(3)));
+        } catch (const std::exception&) {
+            r.meta = TraceMeta{};
+        }
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
+
+// ---- maintenance ---------------------------------------------------------------------------------------------
+
+std::string Store::integrity_check(bool quick) {
+    Stmt s(*impl_, quick ? "PRAGMA quick_check" : "PRAGMA integrity_check", quick ? "quick_check" : "integrity_check");
+    std::string result;
+    while (s.step()) {
+        if (!result.empty()) result += "; ";
+        result += s.col_text(0);
+    }
+    return result;
+}
+
+void Store::checkpoint() {
+    PROPHET_ASSERT_MSG(impl_->txn_depth == 0, "checkpoint() inside a transaction");
+    // A reader left open must not hold the end of a run for the full busy timeout.
+    sqlite3_busy_timeout(impl_->db, 1000);
+    sqlite3_wal_checkpoint_v2(impl_->db, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    sqlite3_busy_timeout(impl_->db, kBusyTimeoutMs);
+}
+
+}  // namespace prophet

@@ -1,0 +1,175 @@
+// store.h: the SQLite file every run records into (default `results/prophet.db`).
+//
+// One writer: only global rank 0 opens a Store for writing; plots open the file read-only. The file is WAL,
+// busy_timeout 10 s, synchronous NORMAL, foreign keys on, and carries application_id 'PRPT' plus
+// user_version (the schema version) so foreign or newer files are refused with exit code 5. Every write
+// method works inside transaction(...) (one BEGIN IMMEDIATE for a whole logging interval) and standalone (its
+// own short transaction). Schema and rationale: docs/store.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trace/trace.h"
+
+namespace prophet {
+
+inline constexpr int32_t kStoreApplicationId = 0x50525054;  // 'PRPT'
+inline constexpr int kStoreSchemaVersion = 1;               // PRAGMA user_version
+
+// What a run records at its start.
+struct RunInfo {
+    std::string experiment, command, config_toml, config_hash, overrides, git_sha;
+    bool git_dirty = false;
+    std::string prophet_version;
+    int64_t seed = 0;
+    int world_size = 1;
+    std::string backend = "cpu";
+    std::string hardware_json = "{}";
+    std::string parent_id;  // empty = none
+    bool simulated = false;
+};
+
+// One row of `runs`.
+struct RunRow {
+    std::string run_id;
+    RunInfo info;
+    std::string status;  // running | finished | failed | killed | interrupted
+    int64_t started_ms = 0;
+    std::optional<int64_t> ended_ms, heartbeat_ms, resumed_from_step;
+    std::optional<int> exit_code;
+    std::string error;  // empty = none
+};
+
+struct MetricRow {
+    std::string key;
+    int64_t step = 0;
+    int layer = -1;  // -1 = not per layer
+    int rank = -1;   // -1 = global (reduced over ranks)
+    double value = 0;  // NaN round-trips through is_nan
+    int64_t ts_ms = 0;
+};
+
+struct ExpertLoadRow {
+    int64_t step = 0;
+    int layer = 0;
+    int num_devices = 0;  // D
+    int num_experts = 0;  // E
+    std::vector<int64_t> tokens;  // [D][E] tokens device d routes to expert e
+};
+
+struct PlacementRow {
+    int64_t step = 0;
+    int layer = 0;
+    int expert = 0;
+    int replica = 0;  // 0 = owner, 1.. = replica holders
+    int rank = 0;
+};
+
+struct EventRow {
+    int64_t id = 0;
+    int64_t ts_ms = 0;
+    int64_t step = 0;
+    int rank = -1;
+    std::string level, kind, message, data_json;  // data_json empty = none
+};
+
+// One row of `plan_results`: what one policy predicts for one iteration and layer.
+struct PlanResultRow {
+    std::string run_id, policy;
+    int64_t iteration = 0;
+    int layer = 0;
+    double predicted_eq6_ms = 0, predicted_eq8_ms = 0;
+    double max_mean_load = 0, balance_std = 0;
+    double a2a_bytes = 0, trans_bytes = 0, agg_bytes = 0;
+    int64_t replicas = 0;
+    double plan_us = 0;
+    int64_t dropped_tokens = 0;
+};
+
+struct BenchRow {
+    std::string name;
+    int rep = 0;
+    double real_ns = 0, cpu_ns = 0;
+    int64_t iterations = 0;
+    std::string counters_json;
+};
+
+struct TraceRow {
+    std::string trace_id, run_id;  // run_id empty = not tied to a run
+    int64_t created_ms = 0;
+    TraceMeta meta;
+};
+
+struct StoreImpl;  // the connection and its statement cache (store.cpp)
+
+class Store {
+  public:
+    // Opens or creates `path` (parent directories included) and checks it; throws prophet::Error (exit 5) naming
+    // the file, the problem and the fix for a non-SQLite file, a foreign application_id, a newer schema, or an
+    // unwritable location. An empty or missing file gets the schema.
+    static Store open(const std::string& path);
+
+    Store(Store&&) noexcept;
+    Store& operator=(Store&&) noexcept;
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+    ~Store();
+
+    const std::string& path() const;
+
+    // BEGIN IMMEDIATE, fn, COMMIT; ROLLBACK and rethrow when fn throws. On SQLITE_BUSY (after busy_timeout) the
+    // whole transaction is rolled back and retried up to 10 times with backoff, so fn may run more than once and
+    // should only do database writes. Nested calls join the outer transaction.
+    void transaction(const std::function<void()>& fn);
+    bool in_transaction() const;
+
+    // runs
+    std::string begin_run(const RunInfo& info);  // new 16-hex-char run_id, status running
+    void finish_run(const std::string& run_id, const std::string& status, int exit_code, const std::string& error);
+    void heartbeat(const std::string& run_id);
+    void mark_resumed(const std::string& run_id, int64_t from_step);  // status back to running, ended_ms cleared
+    RunRow get_run(const std::string& run_id);  // exit 3 "no run ..." if absent
+    std::vector<RunRow> list_runs(const std::string& experiment = "", int limit = 0);  // newest first; 0 = all
+
+    // per-run data (upserts: rewriting the same key never duplicates a row)
+    void put_params(const std::string& run_id, const std::vector<std::pair<std::string, std::string>>& params);
+    void put_metric(const std::string& run_id, const std::string& key, int64_t step, double value, int layer = -1,
+                    int rank = -1);
+    // tokens: [D][E] row-major by device
+    void put_expert_load(const std::string& run_id, int64_t step, int layer, const int64_t* tokens,
+                         int num_devices, int num_experts);
+    void put_placement_row(const std::string& run_id, int64_t step, int layer, int expert, int replica, int rank);
+    void put_event(const std::string& run_id, int64_t step, int rank, const std::string& level,
+                   const std::string& kind, const std::string& message, const std::string& data_json);
+    void put_plan_result(const PlanResultRow& row);
+    void put_bench(const std::string& run_id, const std::string& name, int rep, double real_ns, double cpu_ns,
+                   int64_t iterations, const std::string& counters_json);
+
+    std::vector<std::pair<std::string, std::string>> get_params(const std::string& run_id);  // sorted by key
+    std::vector<MetricRow> get_metrics(const std::string& run_id, const std::string& key = "");  // all keys if ""
+    std::optional<ExpertLoadRow> get_expert_load(const std::string& run_id, int64_t step, int layer);
+    std::vector<PlacementRow> get_placements(const std::string& run_id, int64_t step, int layer);
+    std::vector<EventRow> get_events(const std::string& run_id);
+    std::vector<PlanResultRow> get_plan_results(const std::string& run_id);
+    std::vector<BenchRow> get_bench(const std::string& run_id);
+
+    // traces: counts/transitions as int64 little-endian blobs, meta as JSON
+    std::string save_trace(const Trace& trace, const std::string& run_id);  // run_id may be empty; returns trace_id
+    Trace load_trace(const std::string& trace_or_run_id);  // a trace_id, or the latest trace of a run; exit 3 if none
+    std::vector<TraceRow> list_traces(const std::string& run_id = "");  // newest first
+
+    std::string integrity_check(bool quick = false);  // "ok" or the problems found
+    void checkpoint();  // PRAGMA wal_checkpoint(TRUNCATE); best effort, for the end of a run
+
+  private:
+    explicit Store(std::unique_ptr<StoreImpl> impl);
+    std::unique_ptr<StoreImpl> impl_;
+};
+
+}  // namespace prophet
