@@ -1,0 +1,118 @@
+#include "balance/cost_model.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+
+namespace prophet {
+
+double CostModel::fnec_s() const {
+    if (cluster.fnec_s >= 0) return cluster.fnec_s;
+    // attention block forward on one device: QKV (6 N C^2) + projection (2 N C^2) + scores and weighted sum
+    // (2 * 2 N T C), N = tokens per device; LayerNorms and softmax are memory-bound and ignored.
+    const double n = static_cast<double>(model.tokens_per_device);
+    const double c = model.d_model;
+    const double flops = 8.0 * n * c * c + 4.0 * n * model.seq_len * c;
+    return flops / (cluster.compute_flops * compute_scale);
+}
+
+double CostModel::bnec_s() const {
+    if (cluster.bnec_s >= 0) return cluster.bnec_s;
+    return 2.0 * fnec_s();
+}
+
+namespace {
+
+// Busiest-link time of a traffic matrix bytes[src*D + dst] (diagonal ignored): per ordered pair its bytes over
+// the pair's bandwidth, and per node the bytes leaving or entering it over its network interface.
+double topology_time(const ClusterSpec& cluster, const std::vector<double>& bytes, double bandwidth_scale) {
+    const int D = cluster.num_devices;
+    const int num_nodes = D / cluster.devices_per_node;
+    std::vector<double> node_out(num_nodes, 0.0), node_in(num_nodes, 0.0);
+    double worst = 0.0;
+    for (int src = 0; src < D; ++src)
+        for (int dst = 0; dst < D; ++dst) {
+            if (src == dst) continue;
+            const double b = bytes[static_cast<size_t>(src) * D + dst];
+            if (b <= 0) continue;
+            worst = std::max(worst, b / (cluster.link_bytes_per_s(src, dst) * bandwidth_scale));
+            if (cluster.node_of(src) != cluster.node_of(dst)) {
+                node_out[cluster.node_of(src)] += b;
+                node_in[cluster.node_of(dst)] += b;
+            }
+        }
+    if (cluster.node_nic_bytes_per_s > 0)
+        for (int node = 0; node < num_nodes; ++node)
+            worst = std::max(worst, std::max(node_out[node], node_in[node]) /
+                                        (cluster.node_nic_bytes_per_s * bandwidth_scale));
+    return worst;
+}
+
+}  // namespace
+
+CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Placement& placement) {
+    const int D = flow.num_devices;
+    const int E = flow.num_experts;
+    PROPHET_ASSERT(placement.num_devices == D && placement.num_experts == E);
+    PROPHET_ASSERT_MSG(m.cluster.num_devices == D, "cluster has " + std::to_string(m.cluster.num_devices) +
+                                                       " devices but the flow " + std::to_string(D));
+    CostBreakdown c;
+    const double token_bytes = m.token_bytes();
+    const double expert_bytes = m.expert_bytes();
+
+    const int64_t max_received = *std::max_element(flow.received.begin(), flow.received.end());
+    const int64_t max_computed = *std::max_element(flow.computed.begin(), flow.computed.end());
+    int64_t total_sent = 0;
+    for (int64_t s : flow.sent) total_sent += s;
+    c.a2a_bytes = static_cast<double>(total_sent) * token_bytes;
+
+    // Eq 1: the device receiving the most decides; bandwidth by that message size (the authors' table)
+    if (m.topology_aware) {
+        std::vector<double> bytes(static_cast<size_t>(D) * D);
+        for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<double>(flow.route[i]) * token_bytes;
+        c.a2a_s = topology_time(m.cluster, bytes, m.bandwidth_scale);
+    } else {
+        const double message = static_cast<double>(max_received) * token_bytes;
+        c.a2a_s = message / (m.cluster.a2a_bytes_per_s(message) * m.bandwidth_scale);
+    }
+    if (total_sent > 0) c.a2a_s += m.cluster.a2a_latency_s;
+
+    // Eqs 2-3
+    const double flops = m.cluster.compute_flops * m.compute_scale;
+    c.fec_s = static_cast<double>(max_computed) * m.expert_flops_per_token() / flops;
+    c.bec_s = 2.0 * c.fec_s;
+
+    // Eqs 4-5: r_e receivers per chosen expert (the paper's D - n), averaged over D devices sending in parallel
+    int64_t receivers = 0;
+    for (int e = 0; e < E; ++e) receivers += flow.replica_holders[e];
+    c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
+    c.agg_bytes = c.trans_bytes;
+    if (m.topology_aware && receivers > 0) {
+        std::vector<double> bytes(static_cast<size_t>(D) * D, 0.0);
+        for (int e = 0; e < E; ++e)
+            for (int d = 0; d < D; ++d)
+                if (placement.replica[static_cast<size_t>(e) * D + d])
+                    bytes[static_cast<size_t>(placement.owner[e]) * D + d] += expert_bytes;
+        const double busiest = topology_time(m.cluster, bytes, m.bandwidth_scale);
+        c.trans_s = busiest;
+        // Agg is the same traffic reversed: transpose
+        std::vector<double> reversed(bytes.size());
+        for (int s = 0; s < D; ++s)
+            for (int d = 0; d < D; ++d) reversed[static_cast<size_t>(d) * D + s] = bytes[static_cast<size_t>(s) * D + d];
+        c.agg_s = topology_time(m.cluster, reversed, m.bandwidth_scale);
+    } else {
+        c.trans_s = c.trans_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);
+        c.agg_s = c.agg_bytes / (D * m.cluster.agg_bytes_per_s * m.bandwidth_scale);
+    }
+
+    c.fnec_s = m.fnec_s();
+    c.bnec_s = m.bnec_s();
+    c.exposed_trans_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
+    c.exposed_agg_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
+    c.eq6_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.trans_s + c.agg_s;
+    c.eq8_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.exposed_trans_s + c.exposed_agg_s;
+    return c;
+}
+
+}  // namespace prophet

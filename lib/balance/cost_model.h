@@ -1,0 +1,70 @@
+// cost_model.h: predicted time of one MoE block from its token flow, by Pro-Prophet's Eqs 1-8.
+//
+// Units: seconds, bytes, FLOPs. docs/cost-model.md derives every term. In short (per MoE layer):
+//   token_bytes   = C * bytes_per_elem                               (one token's activation)
+//   expert_bytes  = 2 * C * F * bytes_per_elem                       (W1 [C,F] + W2 [F,C])
+//   Eq 1 T_A2A    = max_i R_i * token_bytes / B̄(max_i R_i * token_bytes) + a2a_latency
+//   Eq 2 T_FEC    = max_i H_i * 4*C*F / t                            (2 GEMMs, 2 FLOP per multiply-add)
+//   Eq 3 T_BEC    = 2 * T_FEC
+//   Eq 4 T_Trans  = sum_e r_e * expert_bytes / (D * B_trans)         (r_e replica holders of e = the paper's D-n)
+//   Eq 5 T_Agg    = sum_e r_e * expert_bytes / (D * B_agg)
+//   Eq 6 T'       = 4 T_A2A + 3 T_FEC + T_Trans + T_Agg
+//   Eq 8 T'       = 4 T_A2A + 3 T_FEC + max(0, T_Trans - T_FEC - T_FNEC) + max(0, T_Agg - T_BEC - T_BNEC)
+// The topology-aware variant replaces Eq 1 and Eqs 4-5 by the busiest link: per ordered device pair
+// bytes / link bandwidth, and per node the inter-node bytes / NIC bandwidth, maximised.
+#pragma once
+
+#include <cstdint>
+
+#include "balance/cluster.h"
+#include "balance/placement.h"
+
+namespace prophet {
+
+struct ModelDims {
+    int d_model = 0;             // C
+    int d_ffn = 0;               // F
+    int seq_len = 0;             // T (for the attention term of FNEC)
+    int bytes_per_elem = 4;      // fp32
+    int64_t tokens_per_device = 0;  // tokens (before top-k) each device feeds one block per iteration
+};
+
+struct CostModel {
+    ClusterSpec cluster;
+    ModelDims model;
+    bool topology_aware = false;
+    // sensitivity study: the planner's belief scaled against the true cluster (1 = calibrated)
+    double compute_scale = 1.0;
+    double bandwidth_scale = 1.0;
+
+    double token_bytes() const { return double(model.d_model) * model.bytes_per_elem; }
+    double expert_bytes() const { return 2.0 * model.d_model * model.d_ffn * model.bytes_per_elem; }
+    double expert_flops_per_token() const { return 4.0 * model.d_model * model.d_ffn; }
+    double fnec_s() const;  // forward non-expert compute of one block (cluster value or estimate)
+    double bnec_s() const;  // backward non-expert compute (cluster value or 2 * FNEC)
+};
+
+struct CostBreakdown {
+    double a2a_s = 0;    // one all-to-all (Eq 1)
+    double fec_s = 0;    // Eq 2
+    double bec_s = 0;    // Eq 3
+    double trans_s = 0;  // Eq 4
+    double agg_s = 0;    // Eq 5
+    double fnec_s = 0;
+    double bnec_s = 0;
+    double exposed_trans_s = 0;  // max(0, Trans - FEC - FNEC)
+    double exposed_agg_s = 0;    // max(0, Agg - BEC - BNEC)
+    double eq6_s = 0;
+    double eq8_s = 0;
+    double a2a_bytes = 0;     // all-to-all bytes of one direction, summed over devices (off-diagonal)
+    double trans_bytes = 0;   // parameter bytes sent by Trans
+    double agg_bytes = 0;     // gradient bytes sent by Agg
+};
+
+// The placement supplies owners (the Trans source, the Agg destination) for the topology-aware variant.
+CostBreakdown predict_layer(const CostModel& model, const LayerFlow& flow, const Placement& placement);
+
+// T' by Eq 6 or Eq 8 (cost_eq is 6 or 8)
+inline double layer_cost(const CostBreakdown& c, int cost_eq) { return cost_eq == 8 ? c.eq8_s : c.eq6_s; }
+
+}  // namespace prophet

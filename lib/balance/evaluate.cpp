@@ -1,0 +1,188 @@
+#include "balance/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace prophet {
+namespace {
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// times fn() `repeats` times, returns the median in microseconds and the last result
+template <typename Fn>
+auto timed(int repeats, Fn fn, double* median_us) {
+    std::vector<double> us;
+    auto result = repeats > 1 ? fn() : decltype(fn()){};  // warm-up call when the median is over several
+    for (int r = 0; r < repeats; ++r) {
+        const int64_t t0 = now_ns();
+        result = fn();
+        us.push_back((now_ns() - t0) * 1e-3);
+    }
+    *median_us = median(us);
+    return result;
+}
+
+void score_layer(LayerScore& s, const int64_t* counts, int D, int E, const CostModel& cost, const BalanceOptions& o) {
+    const LayerFlow flow = compute_flow(counts, D, E, s.placement, o.route_rule);
+    s.cost = predict_layer(cost, flow, s.placement);
+    double mean = 0, var = 0;
+    int64_t h_max = 0;
+    for (int64_t h : flow.computed) {
+        mean += static_cast<double>(h);
+        h_max = std::max(h_max, h);
+    }
+    mean /= D;
+    for (int64_t h : flow.computed) var += (h - mean) * (h - mean);
+    s.balance_std = std::sqrt(var / D);
+    s.max_mean_load = mean > 0 ? h_max / mean : 1.0;
+    s.replicas = s.placement.num_replicas();
+    const Placement fixed = Placement::make_static(D, E);
+    const LayerFlow static_flow = compute_flow(counts, D, E, fixed, RouteRule::kOwner);
+    double smean = 0, svar = 0;
+    for (int64_t h : static_flow.computed) smean += static_cast<double>(h);
+    smean /= D;
+    for (int64_t h : static_flow.computed) svar += (h - smean) * (h - smean);
+    const double static_std = std::sqrt(svar / D);
+    s.rb_vs_static = s.balance_std > 0 ? static_std / s.balance_std : (static_std > 0 ? INFINITY : 1.0);
+}
+
+}  // namespace
+
+PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
+                            const EvalSettings& settings, bool allow_skip) {
+    const auto& names = policy_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : "|") + n;
+        throw_config_error("balance.policy", name, "unknown policy", "pick one of " + list + " (or all)");
+    }
+    const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
+    const BalanceOptions& o = settings.options;
+    PolicyScore out;
+    out.name = name;
+
+    auto skip_or_throw = [&](const prophet::Error& e) {
+        if (!allow_skip) throw;
+        out.skipped = true;
+        out.note = e.what();
+    };
+
+    // offline policies: plan once from the profiling window
+    std::vector<Placement> offline;
+    double offline_us_per_layer = 0;
+    if (name == "eplb" || name == "moetuner" || name == "moetuner-joint") {
+        const int window = settings.profile_iterations > 0 ? std::min(settings.profile_iterations, I) : I;
+        std::vector<double> loads(static_cast<size_t>(L) * E, 0.0);  // [L][E]
+        for (int it = 0; it < window; ++it)
+            for (int l = 0; l < L; ++l) {
+                const int64_t* c = trace.layer(it, l);
+                for (int d = 0; d < D; ++d)
+                    for (int e = 0; e < E; ++e) loads[static_cast<size_t>(l) * E + e] += c[static_cast<size_t>(d) * E + e];
+            }
+        std::vector<double> transitions;  // [L-1][E][E]
+        if (trace.transitions && L > 1) {
+            transitions.assign(static_cast<size_t>(L - 1) * E * E, 0.0);
+            for (int it = 0; it < window; ++it)
+                for (size_t i = 0; i < transitions.size(); ++i)
+                    transitions[i] += trace.transitions[static_cast<size_t>(it) * (L - 1) * E * E + i];
+        }
+        std::vector<double> link_cost(static_cast<size_t>(D) * D, 0.0);
+        for (int a = 0; a < D; ++a)
+            for (int b = 0; b < D; ++b)
+                if (a != b) link_cost[static_cast<size_t>(a) * D + b] = 1.0 / cost.cluster.link_bytes_per_s(a, b);
+        try {
+            const int64_t t0 = now_ns();
+            if (name == "eplb") {
+                offline = plan_eplb(loads, L, D, E, settings.num_nodes, o);
+            } else {
+                IlpReport report;
+                offline = name == "moetuner" ? plan_moetuner(loads, transitions, L, D, E, link_cost, o, &report)
+                                             : plan_moetuner_joint(loads, transitions, L, D, E, link_cost, o, &report);
+                if (!report.ilp2_exact && name == "moetuner")
+                    out.note = "ILP 2 solved by greedy + local search (D > balance.ilp2_exact_max_devices)";
+            }
+            offline_us_per_layer = (now_ns() - t0) * 1e-3 / L;
+        } catch (const prophet::Error& e) {
+            skip_or_throw(e);
+            return out;
+        }
+        if (settings.profile_iterations == 0 || settings.profile_iterations >= I)
+            out.note += std::string(out.note.empty() ? "" : "; ") + "in-sample: planned on the iterations it is scored on";
+    }
+
+    std::vector<double> plan_us_all;
+    for (int it = 0; it < I; ++it) {
+        for (int l = 0; l < L; ++l) {
+            const int64_t* current = trace.layer(it, l);
+            LayerScore s;
+            s.iteration = it;
+            s.layer = l;
+            try {
+                if (name == "static") {
+                    s.placement = timed(settings.plan_repeats, [&] { return plan_static(D, E); }, &s.plan_us);
+                    s.dropped_tokens = static_dropped_tokens(current, D, E, o.capacity_factor);
+                } else if (name == "fastermoe") {
+                    s.placement = timed(settings.plan_repeats, [&] { return plan_fastermoe(current, D, E, cost, o); },
+                                        &s.plan_us);
+                } else if (name == "prophet") {
+                    if (it == 0) {
+                        s.placement = plan_static(D, E);  // no previous iteration to predict from
+                    } else {
+                        const int64_t* previous = trace.layer(it - 1, l);
+                        s.placement = timed(settings.plan_repeats,
+                                            [&] { return plan_prophet(previous, D, E, cost, o); }, &s.plan_us);
+                    }
+                } else if (name == "prophet-oracle") {
+                    s.placement = timed(settings.plan_repeats, [&] { return plan_prophet(current, D, E, cost, o); },
+                                        &s.plan_us);
+                } else if (name == "top2" || name == "top3") {
+                    const int n = name == "top2" ? 2 : 3;
+                    s.placement = timed(settings.plan_repeats, [&] { return plan_broadcast_top(current, D, E, n); },
+                                        &s.plan_us);
+                } else if (name == "exhaustive") {
+                    s.placement = timed(1, [&] { return plan_exhaustive(current, D, E, cost, o); }, &s.plan_us);
+                } else {
+                    s.placement = offline[l];
+                    s.plan_us = offline_us_per_layer;
+                }
+            } catch (const prophet::Error& e) {
+                skip_or_throw(e);
+                return out;
+            }
+            const std::string problem = check_placement(s.placement, o.max_replicas_per_device);
+            PROPHET_ASSERT_MSG(problem.empty(), "policy " + name + " returned an invalid placement: " + problem);
+            score_layer(s, current, D, E, cost, o);
+            if (!(name == "prophet" && it == 0)) plan_us_all.push_back(s.plan_us);
+            out.layers.push_back(std::move(s));
+        }
+    }
+
+    const double n = static_cast<double>(out.layers.size());
+    const int system_eq = system_cost_eq(name);
+    for (const LayerScore& s : out.layers) {
+        out.mean_system_ms += layer_cost(s.cost, system_eq) * 1e3 / n;
+        out.mean_eq6_ms += s.cost.eq6_s * 1e3 / n;
+        out.mean_eq8_ms += s.cost.eq8_s * 1e3 / n;
+        out.mean_max_mean_load += s.max_mean_load / n;
+        out.mean_balance_std += s.balance_std / n;
+        out.mean_rb += (std::isfinite(s.rb_vs_static) ? s.rb_vs_static : 0.0) / n;
+        out.mean_a2a_bytes += s.cost.a2a_bytes / n;
+        out.mean_trans_bytes += s.cost.trans_bytes / n;
+        out.mean_agg_bytes += s.cost.agg_bytes / n;
+        out.mean_replicas += s.replicas / n;
+        out.mean_dropped_tokens += static_cast<double>(s.dropped_tokens) / n;
+    }
+    out.median_plan_us = median(plan_us_all);
+    return out;
+}
+
+}  // namespace prophet

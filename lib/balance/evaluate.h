@@ -1,0 +1,68 @@
+// evaluate.h: runs one policy over a whole routing trace (plain arrays) and scores every (iteration, layer).
+//
+// Who sees what: `prophet` plans iteration j from iteration j-1's counts (iteration 0 uses the static
+// placement); `prophet-oracle`, `fastermoe`, `top2`, `top3` and `exhaustive` plan on the current counts;
+// `eplb` and `moetuner` plan once from the profiling window (the first `profile_iterations` iterations, all
+// when 0: in-sample) and keep that placement. Every placement is then scored on the iteration's actual counts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "balance/cost_model.h"
+#include "balance/policies.h"
+
+namespace prophet {
+
+struct TraceView {
+    const int64_t* counts = nullptr;       // [I][L][D][E]
+    const int64_t* transitions = nullptr;  // [I][L-1][E][E] or nullptr
+    int num_iterations = 0;
+    int num_layers = 0;
+    int num_devices = 0;
+    int num_experts = 0;
+    const int64_t* layer(int iteration, int l) const {
+        return counts + (static_cast<size_t>(iteration) * num_layers + l) * static_cast<size_t>(num_devices) * num_experts;
+    }
+};
+
+struct EvalSettings {
+    BalanceOptions options;
+    int plan_repeats = 5;         // timing repeats per planning call (median reported)
+    int profile_iterations = 0;   // offline policies' profiling window (0: every iteration)
+    int num_nodes = 1;            // for eplb's hierarchical mode
+};
+
+struct LayerScore {
+    int iteration = 0;
+    int layer = 0;
+    CostBreakdown cost;
+    double max_mean_load = 0;  // max_i H_i / mean_i H_i
+    double balance_std = 0;    // population std of H_i (tokens)
+    double rb_vs_static = 0;   // balance_std(static) / balance_std(policy); 0 when the policy's std is 0 and static's too
+    int replicas = 0;
+    double plan_us = 0;        // median planning time of this layer (offline policies: their solve time / L)
+    int64_t dropped_tokens = 0;
+    Placement placement;
+};
+
+struct PolicyScore {
+    std::string name;
+    bool skipped = false;
+    std::string note;  // why skipped, or a remark (e.g. ILP 2 solved heuristically)
+    std::vector<LayerScore> layers;  // [I*L] iteration-major
+    // means over every (iteration, layer)
+    double mean_system_ms = 0;  // Eq 6 or Eq 8 by system_cost_eq(name): the time of the system the policy belongs to
+    double mean_eq6_ms = 0, mean_eq8_ms = 0, mean_max_mean_load = 0, mean_balance_std = 0, mean_rb = 0;
+    double mean_a2a_bytes = 0, mean_trans_bytes = 0, mean_agg_bytes = 0, mean_replicas = 0;
+    double median_plan_us = 0;
+    double mean_dropped_tokens = 0;
+};
+
+// Throws prophet::Error for an unknown policy name. Instances too large for `exhaustive` / `moetuner-joint`
+// come back skipped with a note when allow_skip is true (used by --policy all), else throw.
+PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
+                            const EvalSettings& settings, bool allow_skip);
+
+}  // namespace prophet

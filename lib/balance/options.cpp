@@ -1,0 +1,54 @@
+#include "balance/options.h"
+
+#include "core/error.h"
+
+namespace prophet {
+
+void add_balance_keys(Schema& s, bool allow_all, const std::string& default_policy) {
+    std::vector<std::string> choices = policy_names();
+    if (allow_all) choices.push_back("all");
+    s.add_string("balance.policy", default_policy, choices, "placement policy");
+    s.add_float("balance.alpha", 3.0, 0.0, 1e6, "prophet: balanced when max(H)-min(H) < alpha*I/E (Eq 7)", true);
+    s.add_int("balance.cost_eq", 8, 6, 8,
+              "prophet/exhaustive planner objective: 8 (Eq 8, scheduler-coupled, the authors' code) or 6 (Eq 6)");
+    s.add_string("balance.prefix_rule", "best", {"best", "improvements"},
+                 "prophet: keep the prefix minimising T' (paper) or the number of improvements (authors' code)");
+    s.add_int("balance.exclude_devices", -1, -1, 65536,
+              "prophet: n devices left out per chosen expert (-1: those routing no tokens to it)");
+    s.add_int("balance.max_replicas_per_device", 0, 0, 65536, "replicas one device may hold per layer (0: no cap)");
+    s.add_string("balance.route_to", "owner", {"owner", "least_loaded"},
+                 "where non-holders send their tokens: the owner, or the least-loaded holder");
+    s.add_float("balance.capacity_factor", 0.0, 0.0, 1e6, "static: report tokens a capacity of cf*k*S/E would drop (0: dropless)");
+    s.add_int("balance.eplb_redundant_slots", -1, -1, 1 << 20, "eplb: extra expert slots in total (-1: one per device)");
+    s.add_string("balance.eplb_mode", "global", {"global", "hierarchical"}, "eplb: replicate globally or within nodes");
+    s.add_int("balance.eplb_groups", 1, 1, 1 << 20, "eplb hierarchical: groups of consecutive experts");
+    s.add_string("balance.ilp_objective", "minmax", {"minmax", "sumdev"}, "moetuner ILP 1 objective");
+    s.add_float("balance.ilp_gap", 0.025, 0.0, 1.0, "moetuner: relative MIP gap at which CBC stops");
+    s.add_float("balance.ilp_time_limit_s", 10.0, 0.0, 86400.0, "moetuner: time limit per ILP solve, s", true);
+    s.add_int("balance.ilp2_exact_max_devices", 8, 1, 64, "moetuner: solve ILP 2 exactly up to this many devices");
+    s.add_int("balance.profile_iterations", 0, 0, 1 << 30,
+              "eplb/moetuner: plan from the first N iterations (0: all, in-sample)");
+}
+
+BalanceOptions balance_options_from(const Config& c) {
+    BalanceOptions o;
+    o.alpha = c.get_float("balance.alpha");
+    o.cost_eq = static_cast<int>(c.get_int("balance.cost_eq"));
+    if (o.cost_eq != 6 && o.cost_eq != 8)
+        throw_config_error("balance.cost_eq", std::to_string(o.cost_eq), "must be 6 or 8", "--set balance.cost_eq=8");
+    o.prefix_rule = c.get_string("balance.prefix_rule");
+    o.exclude_devices = static_cast<int>(c.get_int("balance.exclude_devices"));
+    o.max_replicas_per_device = static_cast<int>(c.get_int("balance.max_replicas_per_device"));
+    o.route_rule = parse_route_rule(c.get_string("balance.route_to"));
+    o.capacity_factor = c.get_float("balance.capacity_factor");
+    o.eplb_redundant_slots = static_cast<int>(c.get_int("balance.eplb_redundant_slots"));
+    o.eplb_mode = c.get_string("balance.eplb_mode");
+    o.eplb_groups = static_cast<int>(c.get_int("balance.eplb_groups"));
+    o.ilp_objective = c.get_string("balance.ilp_objective");
+    o.ilp_gap = c.get_float("balance.ilp_gap");
+    o.ilp_time_limit_s = c.get_float("balance.ilp_time_limit_s");
+    o.ilp2_exact_max_devices = static_cast<int>(c.get_int("balance.ilp2_exact_max_devices"));
+    return o;
+}
+
+}  // namespace prophet

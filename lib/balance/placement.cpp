@@ -1,0 +1,149 @@
+#include "balance/placement.h"
+
+#include <limits>
+
+#include "core/error.h"
+
+namespace prophet {
+
+Placement Placement::make_static(int num_devices, int num_experts) {
+    PROPHET_ASSERT(num_devices > 0 && num_experts > 0 && num_experts % num_devices == 0);
+    std::vector<int> owner(num_experts);
+    const int experts_per_device = num_experts / num_devices;
+    for (int e = 0; e < num_experts; ++e) owner[e] = e / experts_per_device;
+    return make_owners(num_devices, owner);
+}
+
+Placement Placement::make_owners(int num_devices, const std::vector<int>& owner) {
+    Placement p;
+    p.num_devices = num_devices;
+    p.num_experts = static_cast<int>(owner.size());
+    p.owner = owner;
+    p.replica.assign(owner.size() * static_cast<size_t>(num_devices), 0);
+    for (int d : owner) PROPHET_ASSERT(d >= 0 && d < num_devices);
+    return p;
+}
+
+void Placement::add_replica(int expert, int device) {
+    PROPHET_ASSERT(expert >= 0 && expert < num_experts && device >= 0 && device < num_devices);
+    if (owner[expert] != device) replica[static_cast<size_t>(expert) * num_devices + device] = 1;
+}
+
+int Placement::num_replicas() const {
+    int n = 0;
+    for (uint8_t r : replica) n += r;
+    return n;
+}
+
+int Placement::num_replicas_of(int expert) const {
+    int n = 0;
+    for (int d = 0; d < num_devices; ++d) n += replica[static_cast<size_t>(expert) * num_devices + d];
+    return n;
+}
+
+std::vector<int> Placement::replicas_per_device() const {
+    std::vector<int> per_device(num_devices, 0);
+    for (int e = 0; e < num_experts; ++e)
+        for (int d = 0; d < num_devices; ++d) per_device[d] += replica[static_cast<size_t>(e) * num_devices + d];
+    return per_device;
+}
+
+std::vector<int> Placement::experts_per_device() const {
+    std::vector<int> per_device(num_devices, 0);
+    for (int d : owner) ++per_device[d];
+    return per_device;
+}
+
+RouteRule parse_route_rule(const std::string& name) {
+    if (name == "owner") return RouteRule::kOwner;
+    if (name == "least_loaded") return RouteRule::kLeastLoaded;
+    throw_config_error("balance.route_to", name, "must be owner or least_loaded", "--set balance.route_to=owner");
+}
+
+std::string check_placement(const Placement& p, int max_replicas_per_device) {
+    if (p.num_devices <= 0 || p.num_experts <= 0) return "empty placement";
+    if (static_cast<int>(p.owner.size()) != p.num_experts) return "owner has the wrong size";
+    if (p.replica.size() != static_cast<size_t>(p.num_experts) * p.num_devices) return "replica has the wrong size";
+    for (int e = 0; e < p.num_experts; ++e) {
+        if (p.owner[e] < 0 || p.owner[e] >= p.num_devices)
+            return "expert " + std::to_string(e) + " has owner " + std::to_string(p.owner[e]) + " out of range";
+        for (int d = 0; d < p.num_devices; ++d) {
+            const uint8_t flag = p.replica[static_cast<size_t>(e) * p.num_devices + d];
+            if (flag > 1) return "replica flag of expert " + std::to_string(e) + " on device " + std::to_string(d) + " is not 0/1";
+            if (flag && d == p.owner[e])
+                return "expert " + std::to_string(e) + " lists its owner " + std::to_string(d) + " as a replica";
+        }
+    }
+    if (max_replicas_per_device > 0) {
+        const std::vector<int> per_device = p.replicas_per_device();
+        for (int d = 0; d < p.num_devices; ++d)
+            if (per_device[d] > max_replicas_per_device)
+                return "device " + std::to_string(d) + " holds " + std::to_string(per_device[d]) +
+                       " replicas, above the cap " + std::to_string(max_replicas_per_device);
+    }
+    return "";
+}
+
+std::vector<int> routing_destination(const int64_t* counts, const Placement& p, RouteRule rule) {
+    const int D = p.num_devices;
+    const int E = p.num_experts;
+    std::vector<int> destination(static_cast<size_t>(D) * E);
+    // local holders first: their tokens never leave the device
+    std::vector<int64_t> computed(D, 0);
+    for (int src = 0; src < D; ++src)
+        for (int e = 0; e < E; ++e)
+            if (p.holds(e, src)) {
+                destination[static_cast<size_t>(src) * E + e] = src;
+                computed[src] += counts[static_cast<size_t>(src) * E + e];
+            }
+    for (int e = 0; e < E; ++e) {
+        for (int src = 0; src < D; ++src) {
+            if (p.holds(e, src)) continue;
+            int target = p.owner[e];
+            if (rule == RouteRule::kLeastLoaded) {
+                // the holder (owner or replica) with the fewest tokens computed so far; ties to the owner, then
+                // to the lower device index, so the rule is deterministic
+                int64_t best = computed[target];
+                for (int d = 0; d < D; ++d)
+                    if (p.holds(e, d) && computed[d] < best) {
+                        best = computed[d];
+                        target = d;
+                    }
+            }
+            destination[static_cast<size_t>(src) * E + e] = target;
+            computed[target] += counts[static_cast<size_t>(src) * E + e];
+        }
+    }
+    return destination;
+}
+
+LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, const Placement& p, RouteRule rule) {
+    PROPHET_ASSERT(p.num_devices == num_devices && p.num_experts == num_experts);
+    const int D = num_devices;
+    const int E = num_experts;
+    LayerFlow flow;
+    flow.num_devices = D;
+    flow.num_experts = E;
+    flow.destination = routing_destination(counts, p, rule);
+    flow.computed.assign(D, 0);
+    flow.received.assign(D, 0);
+    flow.sent.assign(D, 0);
+    flow.route.assign(static_cast<size_t>(D) * D, 0);
+    flow.replica_holders.assign(E, 0);
+    for (int src = 0; src < D; ++src)
+        for (int e = 0; e < E; ++e) {
+            const int64_t n = counts[static_cast<size_t>(src) * E + e];
+            const int dst = flow.destination[static_cast<size_t>(src) * E + e];
+            flow.total_tokens += n;
+            flow.computed[dst] += n;
+            flow.route[static_cast<size_t>(src) * D + dst] += n;
+            if (dst != src) {
+                flow.sent[src] += n;
+                flow.received[dst] += n;
+            }
+        }
+    for (int e = 0; e < E; ++e) flow.replica_holders[e] = p.num_replicas_of(e);
+    return flow;
+}
+
+}  // namespace prophet

@@ -1,0 +1,66 @@
+// placement.h: where each expert of one MoE layer lives, and where every token is computed.
+//
+// A placement names, per expert e, its owner (the device that keeps e's parameters and optimizer state and
+// computes the tokens of every device that does not hold e) and its replica holders (devices that receive
+// e's parameters by Trans before the layer, compute their own tokens for e locally, and send e's gradient
+// back to the owner by Agg). The owner is never listed as a replica holder.
+//
+// Routing rule (routing_destination): a device holding e (owner or replica) computes its own tokens for e;
+// every other device sends its tokens for e to the owner (RouteRule::kOwner, Pro-Prophet's and FasterMoE's
+// rule) or to the holder with the fewest tokens computed so far (RouteRule::kLeastLoaded).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace prophet {
+
+struct Placement {
+    int num_devices = 0;               // D
+    int num_experts = 0;               // E
+    std::vector<int> owner;            // [E] device index
+    std::vector<uint8_t> replica;      // [E*D] replica[e*D + d] = 1 if d holds a replica of e (d != owner[e])
+
+    // contiguous layout: expert e on device e / (E/D) (DeepSpeed-MoE / Megatron); requires E % D == 0
+    static Placement make_static(int num_devices, int num_experts);
+    // owners only, no replicas
+    static Placement make_owners(int num_devices, const std::vector<int>& owner);
+
+    bool holds(int expert, int device) const {
+        return owner[expert] == device || replica[static_cast<size_t>(expert) * num_devices + device] != 0;
+    }
+    void add_replica(int expert, int device);  // no-op for the owner; asserts range
+    int num_replicas() const;                  // over all experts
+    int num_replicas_of(int expert) const;
+    std::vector<int> replicas_per_device() const;  // [D]
+    std::vector<int> experts_per_device() const;   // [D] owned experts
+};
+
+enum class RouteRule { kOwner, kLeastLoaded };
+RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded"
+
+// Invariant check used by tests and by every policy's caller: owners in range, replica flags only on
+// non-owners, at most max_replicas_per_device replicas per device (0 = no cap). Returns "" or the problem.
+std::string check_placement(const Placement& placement, int max_replicas_per_device);
+
+// destination[src*E + e]: the device that computes the tokens src routes to e.  counts: [D*E].
+std::vector<int> routing_destination(const int64_t* counts, const Placement& placement, RouteRule rule);
+
+// Per-device token flow of one MoE layer under a placement (one direction; dispatch and combine are mirror
+// images, and backward repeats both).
+struct LayerFlow {
+    int num_devices = 0;
+    int num_experts = 0;
+    std::vector<int> destination;     // [D*E] see routing_destination
+    std::vector<int64_t> computed;    // [D] H_i: tokens (token-expert assignments) computed on device i
+    std::vector<int64_t> received;    // [D] R_i: tokens device i receives from other devices
+    std::vector<int64_t> sent;        // [D] tokens device i sends to other devices
+    std::vector<int64_t> route;       // [D*D] route[src*D + dst] tokens src sends to dst (diagonal: local)
+    std::vector<int> replica_holders; // [E] replica holders per expert (receivers of Trans, senders of Agg)
+    int64_t total_tokens = 0;         // sum of counts
+};
+LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
+                       RouteRule rule);
+
+}  // namespace prophet

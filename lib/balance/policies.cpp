@@ -1,0 +1,263 @@
+// policies.cpp: the per-layer policies (static, fastermoe, prophet, broadcast-top-n, exhaustive).
+// Offline policies live in policy_eplb.cpp and policy_moetuner.cpp.
+#include "balance/policies.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace prophet {
+namespace {
+
+// Replicates expert e onto `holders` in an owner-rule flow, updating H, R, sent and route in O(|holders|)
+// instead of recomputing the flow (what lets the greedy plan E = 256, D = 64 in milliseconds).
+void replicate_owner_rule(LayerFlow& flow, Placement& placement, const int64_t* counts, int e,
+                          const std::vector<int>& holders) {
+    const int D = flow.num_devices;
+    const int E = flow.num_experts;
+    const int o = placement.owner[e];
+    for (int h : holders) {
+        if (placement.holds(e, h)) continue;
+        const int64_t n = counts[static_cast<size_t>(h) * E + e];
+        placement.add_replica(e, h);
+        flow.replica_holders[e] += 1;
+        flow.destination[static_cast<size_t>(h) * E + e] = h;
+        flow.computed[h] += n;
+        flow.computed[o] -= n;
+        flow.sent[h] -= n;
+        flow.received[o] -= n;
+        flow.route[static_cast<size_t>(h) * D + o] -= n;
+        flow.route[static_cast<size_t>(h) * D + h] += n;
+    }
+}
+
+void replicate(LayerFlow& flow, Placement& placement, const int64_t* counts, int e, const std::vector<int>& holders,
+               RouteRule rule) {
+    if (rule == RouteRule::kOwner) {
+        replicate_owner_rule(flow, placement, counts, e, holders);
+        return;
+    }
+    for (int h : holders) placement.add_replica(e, h);
+    flow = compute_flow(counts, flow.num_devices, flow.num_experts, placement, rule);
+}
+
+// [E] tokens routed to each expert, summed over devices
+std::vector<int64_t> expert_loads(const int64_t* counts, int D, int E) {
+    std::vector<int64_t> load(E, 0);
+    for (int d = 0; d < D; ++d)
+        for (int e = 0; e < E; ++e) load[e] += counts[static_cast<size_t>(d) * E + e];
+    return load;
+}
+
+// expert indices by descending load, ties to the lower index
+std::vector<int> experts_by_load(const std::vector<int64_t>& load) {
+    std::vector<int> order(load.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] > load[b]; });
+    return order;
+}
+
+int argmax(const std::vector<int64_t>& v) {
+    return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());  // first of ties
+}
+
+}  // namespace
+
+const std::vector<std::string>& policy_names() {
+    static const std::vector<std::string> names = {"static", "fastermoe", "prophet",   "prophet-oracle", "eplb",
+                                                   "moetuner", "top2",    "top3",      "exhaustive",     "moetuner-joint"};
+    return names;
+}
+
+int system_cost_eq(const std::string& policy) { return policy == "prophet" || policy == "prophet-oracle" ? 8 : 6; }
+
+Placement plan_static(int num_devices, int num_experts) { return Placement::make_static(num_devices, num_experts); }
+
+int64_t static_dropped_tokens(const int64_t* counts, int num_devices, int num_experts, double capacity_factor) {
+    if (capacity_factor <= 0) return 0;
+    int64_t dropped = 0;
+    for (int d = 0; d < num_devices; ++d) {
+        int64_t assignments = 0;  // k * S_local: this device's token-expert assignments
+        for (int e = 0; e < num_experts; ++e) assignments += counts[static_cast<size_t>(d) * num_experts + e];
+        const int64_t capacity =
+            static_cast<int64_t>(std::ceil(static_cast<double>(assignments) / num_experts * capacity_factor));
+        for (int e = 0; e < num_experts; ++e)
+            dropped += std::max<int64_t>(0, counts[static_cast<size_t>(d) * num_experts + e] - capacity);
+    }
+    return dropped;
+}
+
+Placement plan_broadcast_top(const int64_t* counts, int num_devices, int num_experts, int top_n) {
+    const int D = num_devices;
+    const int E = num_experts;
+    const std::vector<int64_t> load = expert_loads(counts, D, E);
+    const std::vector<int> order = experts_by_load(load);
+    Placement p = Placement::make_static(D, E);
+    for (int i = 0; i < std::min(top_n, E); ++i)
+        for (int d = 0; d < D; ++d) p.add_replica(order[i], d);
+    return p;
+}
+
+Placement plan_fastermoe(const int64_t* counts, int num_devices, int num_experts, const CostModel& cost,
+                         const BalanceOptions& options) {
+    // FasterMoE's SelectShadowExperts: walk experts by descending global load; shadow each to every device while
+    // the modelled latency (Eq 6: no overlap of the broadcast) keeps falling; stop at the first rise.
+    const int D = num_devices;
+    const int E = num_experts;
+    const std::vector<int64_t> load = expert_loads(counts, D, E);
+    const std::vector<int> order = experts_by_load(load);
+
+    Placement placement = Placement::make_static(D, E);
+    LayerFlow flow = compute_flow(counts, D, E, placement, options.route_rule);
+    double best = predict_layer(cost, flow, placement).eq6_s;
+    std::vector<int> everyone(D);
+    std::iota(everyone.begin(), everyone.end(), 0);
+    for (int e : order) {
+        if (load[e] == 0) break;
+        Placement trial = placement;
+        LayerFlow trial_flow = flow;
+        replicate(trial_flow, trial, counts, e, everyone, options.route_rule);
+        if (options.max_replicas_per_device > 0 && !check_placement(trial, options.max_replicas_per_device).empty())
+            break;
+        const double lat = predict_layer(cost, trial_flow, trial).eq6_s;
+        if (!(lat < best)) break;
+        best = lat;
+        placement = std::move(trial);
+        flow = std::move(trial_flow);
+    }
+    return placement;
+}
+
+Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, const CostModel& cost,
+                       const BalanceOptions& options, ProphetTrace* trace) {
+    // Algorithm 1 at expert granularity. With E = D it is the paper's loop exactly (the heaviest device's
+    // expert, replicas to all devices but the n holding the fewest of its tokens, stop when balanced or when a
+    // device repeats). With E > D the candidate is the heaviest device's unchosen expert with the most tokens
+    // computed there, and a device may be picked as many times as it owns experts.
+    const int D = num_devices;
+    const int E = num_experts;
+    Placement placement = Placement::make_static(D, E);
+    LayerFlow flow = compute_flow(counts, D, E, placement, options.route_rule);
+    const double threshold = options.alpha * static_cast<double>(flow.total_tokens) / E;  // Eq 7: alpha * I / E
+    const std::vector<int64_t> load = expert_loads(counts, D, E);  // [E]
+
+    const double cost_static = layer_cost(predict_layer(cost, flow, placement), options.cost_eq);
+    double best_cost = cost_static;
+    int best_prefix = 0;
+    int improvements = 0;
+
+    std::vector<int> chosen;                      // experts in the order picked
+    std::vector<std::vector<int>> chosen_holders;  // their replica holders
+    std::vector<uint8_t> is_chosen(E, 0);
+    std::vector<int> times_picked(D, 0);
+    const std::vector<int> experts_owned = placement.experts_per_device();
+    std::vector<int> replicas_held(D, 0);
+    int steps = 0;
+
+    while (true) {
+        const int64_t h_max = *std::max_element(flow.computed.begin(), flow.computed.end());
+        const int64_t h_min = *std::min_element(flow.computed.begin(), flow.computed.end());
+        if (static_cast<double>(h_max - h_min) < threshold) break;  // balanced (Eq 7)
+        const int heavy = argmax(flow.computed);
+        if (times_picked[heavy] >= experts_owned[heavy]) break;  // the device repeats
+        ++times_picked[heavy];
+        // candidate: the heaviest device's unchosen expert with the most tokens; an unchosen expert has no
+        // replicas yet, so all of its tokens are computed on the owner
+        int candidate = -1;
+        for (int e = 0; e < E; ++e)
+            if (placement.owner[e] == heavy && !is_chosen[e] && (candidate < 0 || load[e] > load[candidate]))
+                candidate = e;
+        if (candidate < 0) break;
+        is_chosen[candidate] = 1;
+        ++steps;
+
+        // BottomK: exclude the n devices holding the fewest of the candidate's tokens (and devices at the cap)
+        std::vector<int> others;
+        for (int d = 0; d < D; ++d)
+            if (d != placement.owner[candidate]) others.push_back(d);
+        std::stable_sort(others.begin(), others.end(), [&](int a, int b) {
+            return counts[static_cast<size_t>(a) * E + candidate] < counts[static_cast<size_t>(b) * E + candidate];
+        });
+        size_t num_excluded = 0;
+        if (options.exclude_devices >= 0) {
+            num_excluded = std::min<size_t>(options.exclude_devices, others.size());
+        } else {
+            while (num_excluded < others.size() &&
+                   counts[static_cast<size_t>(others[num_excluded]) * E + candidate] == 0)
+                ++num_excluded;
+        }
+        std::vector<int> holders;
+        for (size_t i = num_excluded; i < others.size(); ++i) {
+            const int d = others[i];
+            if (options.max_replicas_per_device > 0 && replicas_held[d] >= options.max_replicas_per_device) continue;
+            holders.push_back(d);
+        }
+        std::sort(holders.begin(), holders.end());
+        for (int d : holders) ++replicas_held[d];
+        chosen.push_back(candidate);
+        chosen_holders.push_back(holders);
+        replicate(flow, placement, counts, candidate, holders, options.route_rule);
+
+        const double c = layer_cost(predict_layer(cost, flow, placement), options.cost_eq);
+        if (c < best_cost) {
+            best_cost = c;
+            best_prefix = static_cast<int>(chosen.size());
+            ++improvements;
+        }
+    }
+
+    const int keep = options.prefix_rule == "improvements" ? improvements : best_prefix;
+    Placement result = Placement::make_static(D, E);
+    for (int i = 0; i < keep; ++i)
+        for (int d : chosen_holders[i]) result.add_replica(chosen[i], d);
+    if (trace) {
+        trace->steps = steps;
+        trace->chosen_prefix = keep;
+        trace->cost_before_s = cost_static;
+        trace->cost_after_s =
+            layer_cost(predict_layer(cost, compute_flow(counts, D, E, result, options.route_rule), result),
+                       options.cost_eq);
+    }
+    return result;
+}
+
+Placement plan_exhaustive(const int64_t* counts, int num_devices, int num_experts, const CostModel& cost,
+                          const BalanceOptions& options) {
+    const int D = num_devices;
+    const int E = num_experts;
+    const int bits_per_expert = D - 1;  // every non-owner device may or may not hold a replica
+    const int total_bits = bits_per_expert * E;
+    if (total_bits > 22)
+        throw_config_error("balance.policy", "exhaustive",
+                           "enumerates 2^((D-1)*E) placements; D = " + std::to_string(D) + ", E = " +
+                               std::to_string(E) + " gives 2^" + std::to_string(total_bits) + " (limit 2^22)",
+                           "use it on tiny instances only (e.g. D = E = 4)");
+    const Placement base = Placement::make_static(D, E);
+    Placement best = base;
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (uint64_t mask = 0; mask < (uint64_t(1) << total_bits); ++mask) {
+        Placement p = base;
+        for (int e = 0; e < E; ++e) {
+            int bit = 0;
+            for (int d = 0; d < D; ++d) {
+                if (d == base.owner[e]) continue;
+                if (mask >> (e * bits_per_expert + bit) & 1) p.add_replica(e, d);
+                ++bit;
+            }
+        }
+        if (options.max_replicas_per_device > 0 && !check_placement(p, options.max_replicas_per_device).empty())
+            continue;
+        const double c =
+            layer_cost(predict_layer(cost, compute_flow(counts, D, E, p, options.route_rule), p), options.cost_eq);
+        if (c < best_cost) {  // strict: ties keep the earlier (fewer-replica-first) mask
+            best_cost = c;
+            best = std::move(p);
+        }
+    }
+    return best;
+}
+
+}  // namespace prophet

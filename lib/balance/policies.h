@@ -1,0 +1,180 @@
+// policies.h: every balancing policy as a plain function over plain arrays (no MPI, no CUDA).
+//
+// Per-layer policies plan one MoE layer from a D x E count matrix (counts[d*E + e] = tokens device d routes to
+// expert e). Which counts they see is the caller's choice: `prophet` plans iteration j+1 from iteration j's
+// counts, `prophet-oracle` and `fastermoe` from the current iteration's. Offline policies (`eplb`, `moetuner`)
+// plan all layers once from a profiling window and keep the placement.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "balance/cost_model.h"
+#include "balance/placement.h"
+
+namespace prophet {
+
+struct BalanceOptions {
+    // prophet (Algorithm 1)
+    double alpha = 3.0;            // balanced when max(H) - min(H) < alpha * I / E (Eq 7); I = assignments/iter
+    int cost_eq = 8;               // planner objective: 8 = scheduler-coupled Eq 8 (paper's "full", authors' code); 6 = Eq 6
+    std::string prefix_rule = "best";  // "best": prefix that minimised T' (paper); "improvements": count (code)
+    int exclude_devices = -1;      // n: devices excluded per chosen expert; -1 = those routing 0 tokens to it
+    int max_replicas_per_device = 0;  // memory cap on replicas a device holds per layer (0 = none)
+    RouteRule route_rule = RouteRule::kOwner;
+    // static
+    double capacity_factor = 0;    // > 0: report tokens a DeepSpeed-style capacity would drop
+    // eplb
+    int eplb_redundant_slots = -1;    // -1: D (one extra slot per device)
+    std::string eplb_mode = "global";  // "global" | "hierarchical"
+    int eplb_groups = 1;              // expert groups for the hierarchical policy
+    // moetuner
+    std::string ilp_objective = "minmax";  // ILP 1: "minmax" | "sumdev"
+    double ilp_gap = 0.025;               // relative MIP gap
+    double ilp_time_limit_s = 10.0;       // per ILP solve
+    int ilp2_exact_max_devices = 8;       // ILP 2 solved exactly up to this D; above: greedy + local search
+    // top-n broadcast baseline (Fig 15)
+    int broadcast_top = 2;
+};
+
+// --- per-layer policies -----------------------------------------------------------------------------------
+Placement plan_static(int num_devices, int num_experts);
+// tokens DeepSpeed's capacity C = ceil(k * S_local / E * cf) would drop, summed over devices and experts;
+// tokens_per_device = S_local * k assignments per device
+int64_t static_dropped_tokens(const int64_t* counts, int num_devices, int num_experts, double capacity_factor);
+
+// FasterMoE dynamic shadowing (its Algorithm 1 on the given counts): experts by descending global load,
+// each shadowed to every device, while the modelled latency falls.
+Placement plan_fastermoe(const int64_t* counts, int num_devices, int num_experts, const CostModel& cost,
+                         const BalanceOptions& options);
+
+// Pro-Prophet's locality-based greedy (Algorithm 1). `tokens_per_iteration_assignments` is I of Eq 7.
+struct ProphetTrace {
+    int steps = 0;           // greedy iterations taken
+    int chosen_prefix = 0;   // experts kept
+    double cost_before_s = 0;
+    double cost_after_s = 0;  // predicted T' of the kept prefix, on the planning counts
+};
+Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, const CostModel& cost,
+                       const BalanceOptions& options, ProphetTrace* trace = nullptr);
+
+// Broadcast the n most loaded experts to every device (the paper's Fig 15 "top2"/"top3" baseline).
+Placement plan_broadcast_top(const int64_t* counts, int num_devices, int num_experts, int top_n);
+
+// Exact optimum of T' over every replica set (owners fixed to static) by enumeration: the test oracle.
+// Refuses instances with more than 2^22 candidates.
+Placement plan_exhaustive(const int64_t* counts, int num_devices, int num_experts, const CostModel& cost,
+                          const BalanceOptions& options);
+
+// --- offline policies -------------------------------------------------------------------------------------
+// DeepSeek EPLB: replicate-then-pack with `redundant` extra slots; loads [L][E] (summed over the profiling
+// window); never puts two replicas of one expert on one device. Returns one placement per layer; the
+// primary slot of each expert is its owner.
+std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layers, int num_devices, int num_experts,
+                                 int num_nodes, const BalanceOptions& options);
+
+// MoETuner two-stage ILP (CBC). expert_loads [L][E]; transitions [L-1][E][E] (may be empty: ILP 2 then only
+// balances memory); link_cost[g1*D + g2] = 1 / bandwidth (0 on the diagonal).
+struct IlpReport {
+    double ilp1_objective = 0;
+    double ilp1_bound = 0;
+    double ilp2_objective = 0;
+    double ilp2_bound = 0;
+    bool ilp2_exact = false;
+    double solve_s = 0;
+};
+std::vector<Placement> plan_moetuner(const std::vector<double>& expert_loads, const std::vector<double>& transitions,
+                                     int num_layers, int num_devices, int num_experts,
+                                     const std::vector<double>& link_cost, const BalanceOptions& options,
+                                     IlpReport* report = nullptr);
+// Both stages as one ILP (small instances only), for the two-stage gap.
+std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loads,
+                                           const std::vector<double>& transitions, int num_layers, int num_devices,
+                                           int num_experts, const std::vector<double>& link_cost,
+                                           const BalanceOptions& options, IlpReport* report = nullptr);
+
+// Names accepted by balance.policy / --policy, in report order.
+const std::vector<std::string>& policy_names();
+
+// The cost equation that describes the system a policy belongs to: 8 for prophet and prophet-oracle (Pro-Prophet
+// runs its block-wise scheduler, which hides Trans and Agg behind compute), 6 for every other (their systems move
+// parameters on the critical path). `prophet plan` reports this as the policy's predicted time.
+int system_cost_eq(const std::string& policy);
+
+// ==== added by the EPLB / MoETuner implementation (policy_eplb.cpp, policy_moetuner.cpp) ===================
+// Extra entry points for tests, reports and the joint-vs-two-stage gap. Nothing above depends on them.
+
+// plan_eplb with a report: which mode ran and why (hierarchical falls back to global when
+// eplb_groups % num_nodes != 0), and the physical slot layout.
+struct EplbReport {
+    std::string mode_used;       // "global" | "hierarchical"
+    std::string note;            // "" or why the requested mode was not used
+    int physical_slots = 0;      // S = E + redundant
+    int slots_per_device = 0;    // S / D (every device holds exactly this many physical experts)
+    std::vector<int> copies;     // [L*E] physical copies of each expert (owner + replicas)
+};
+std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layers, int num_devices, int num_experts,
+                                 int num_nodes, const BalanceOptions& options, EplbReport* report);
+
+// EPLB's even-split load model: every holder of e (owner or replica) gets loads[e] / holders(e).
+// layer_loads: [E]; returns [D] per-device load.
+std::vector<double> even_split_device_loads(const Placement& placement, const double* layer_loads);
+
+// MoETuner ILP 1 alone, one layer: loads [E] -> cluster[e] in [0, D), every cluster non-empty (E >= D).
+// objective/bound in load units: max_c T_c ("minmax") or sum_c |T_c - mean| ("sumdev").
+struct Ilp1Result {
+    std::vector<int> cluster;  // [E]
+    double objective = 0;
+    double bound = 0;
+    bool optimal = false;      // proven within options.ilp_gap
+    double solve_s = 0;
+};
+Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_devices, const BalanceOptions& options);
+
+// MoETuner ILP 2 alone: clusters [L][E] (cluster of each expert, clusters in [0, D)) -> gpu_of_cluster [L][D]
+// (a permutation per layer). objective = sum over layer pairs of the busiest ordered GPU pair's
+// traffic * link_cost; memory_deviation = max_g |experts held by g over all layers - E*L/D| (Eq 13 asks 0;
+// with free cluster sizes the planner enforces the smallest achievable value, see docs/policies-offline.md).
+struct Ilp2Result {
+    std::vector<int> gpu_of_cluster;  // [L*D]
+    double objective = 0;
+    double bound = 0;
+    double memory_deviation = 0;
+    bool exact = false;               // the ILP ran (D <= ilp2_exact_max_devices); false: greedy + local search
+    bool optimal = false;             // exact and proven within options.ilp_gap
+    double solve_s = 0;
+};
+Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<double>& transitions, int num_layers,
+                         int num_devices, int num_experts, const std::vector<double>& link_cost,
+                         const BalanceOptions& options);
+
+// ILP 2's objective for any owner-only placements [L]: sum_{l < L-1} max_{g1 != g2} link_cost[g1,g2] *
+// sum_{e1 on g1 at l, e2 on g2 at l+1} transitions[l][e1][e2].
+double moetuner_traffic_objective(const std::vector<Placement>& placements, const std::vector<double>& transitions,
+                                  const std::vector<double>& link_cost);
+
+// The joint objective J (dimensionless) that plan_moetuner_joint minimises, for any owner-only placements:
+//   load_term    = sum_l  LoadObj_l / mean_l,   LoadObj_l = max_g T[g,l] (minmax) or sum_g |T[g,l] - mean_l|
+//                  (sumdev), mean_l = sum_e loads[l][e] / D (layers with no load contribute 0)
+//   traffic_term = sum_{l<L-1} u_l / U_l,       u_l as in moetuner_traffic_objective, U_l = (sum of
+//                  transitions[l]) * max_{g1 != g2} link_cost (all of layer l's traffic on the dearest link)
+//   objective    = load_term + traffic_term
+// plan_moetuner_joint's IlpReport: ilp1_objective = load_term, ilp2_objective = traffic_term,
+// ilp1_bound = ilp2_bound = CBC's lower bound on J, ilp2_exact = J proven within options.ilp_gap.
+struct JointObjective {
+    double load_term = 0;
+    double traffic_term = 0;
+    double objective = 0;
+};
+JointObjective moetuner_joint_objective(const std::vector<Placement>& placements,
+                                        const std::vector<double>& expert_loads,
+                                        const std::vector<double>& transitions, const std::vector<double>& link_cost,
+                                        const BalanceOptions& options);
+// Size limits of plan_moetuner_joint (above them it throws a config error, exit code 3).
+constexpr int kJointMaxDevices = 4;
+constexpr int kJointMaxExperts = 8;
+constexpr int kJointMaxLayers = 4;
+// ==== end of EPLB / MoETuner additions ===================================================================
+
+}  // namespace prophet
