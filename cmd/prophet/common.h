@@ -1,0 +1,37 @@
+// common.h: what every subcommand shares: --config/--set/--json/--dry-run, config resolution, the run record
+// (git sha, hardware), and the output conventions (results on stdout, logs on stderr).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/config.h"
+#include "store/store.h"
+
+namespace prophet::cli {
+
+struct CommonArgs {
+    std::vector<std::string> config_files;  // --config (repeatable, merged in order)
+    std::vector<std::string> sets;          // --set key=value (repeatable, after the files)
+    bool json = false;
+    bool dry_run = false;
+    bool help_config = false;
+};
+
+void add_common_options(CLI::App* command, CommonArgs& args);
+// defaults < --config files < --set; throws prophet::Error (exit 3) on any bad key or value
+Config resolve_config(const Schema& schema, const CommonArgs& args);
+// prints every key of the schema (for --help-config)
+void print_schema(const Schema& schema, const std::string& command);
+
+RunInfo make_run_info(const std::string& command, const Config& config, const CommonArgs& args);
+std::string git_sha(bool* dirty);
+std::string hardware_json();
+
+// "%.3g"-style compact numbers for tables
+std::string fmt(double value, int precision = 3);
+std::string fmt_bytes(double bytes);
+
+}  // namespace prophet::cli

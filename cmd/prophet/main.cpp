@@ -1,0 +1,51 @@
+// main.cpp: the `prophet` binary: argument wiring only; each subcommand lives in cmd_<name>.cpp.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "cmd_plan.h"
+#include "cmd_trace.h"
+#include "core/error.h"
+
+namespace {
+
+const char* kFooter =
+    "Exit codes: 0 ok, 1 run failed, 2 usage, 3 invalid config or input, 4 resources (memory/size), 5 database,\n"
+    "6 distributed failure or timeout.\n"
+    "Config: every subcommand takes --config FILE.toml and repeatable --set section.key=value; --help-config lists\n"
+    "the keys. Runs are recorded in the SQLite file store.path (default results/prophet.db).";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace prophet;
+    CLI::App app{"prophet: load balancing for expert-parallel MoE, measured", "prophet"};
+    app.require_subcommand(1, 1);
+    app.footer(kFooter);
+#ifdef PROPHET_VERSION
+    app.set_version_flag("--version", PROPHET_VERSION);
+#endif
+    cli::PlanArgs plan_args;
+    CLI::App* plan = cli::add_plan_command(app, plan_args);
+    cli::TraceArgs trace_args;
+    CLI::App* trace = cli::add_trace_command(app, trace_args);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? kExitOk : kExitUsage;
+    }
+    try {
+        if (plan->parsed()) return cli::run_plan(plan_args);
+        if (trace->parsed()) return cli::run_trace(trace_args);
+    } catch (const prophet::Error& e) {
+        std::fprintf(stderr, "prophet: %s\n", e.what());
+        return e.exit_code();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "prophet: run failed: %s\n", e.what());
+        return kExitRunFailed;
+    }
+    return kExitUsage;
+}

@@ -1,0 +1,223 @@
+// End-to-end tests of the `prophet` binary: what a user runs, what it prints, its exit codes, and what it leaves
+// in the store (a failed command must leave nothing half-written).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "store/store.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int exit_code = -1;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+// Runs `prophet <args>` from the repository root, capturing stdout and stderr separately.
+Result run_prophet(const std::string& args, const fs::path& dir) {
+    const std::string err_path = (dir / "stderr.txt").string();
+    const std::string command =
+        std::string("cd '") + PROPHET_SOURCE_DIR + "' && '" + PROPHET_BINARY + "' " + args + " 2>'" + err_path + "'";
+    Result r;
+    FILE* pipe = popen(command.c_str(), "r");
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+    const int status = pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err_path);
+    r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return r;
+}
+
+class Cli : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() / ("prophet-cli-" + std::to_string(getpid()) + "-" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        db_ = (dir_ / "store.db").string();
+        cluster4_ = write("cluster4.toml",
+                          "[cluster]\nname = \"test4\"\nnum_devices = 4\ndevices_per_node = 2\ncompute_tflop_s = 1.0\n"
+                          "a2a_gbit_s = [10.0]\ntrans_gbit_s = 10.0\n");
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::string write(const std::string& name, const std::string& text) {
+        const std::string path = (dir_ / name).string();
+        std::ofstream(path) << text;
+        return path;
+    }
+    // plan on the tiny trace with the test store and extra arguments
+    Result plan(const std::string& extra) {
+        return run_prophet("plan --trace experiments/traces/tiny-e4-d4.toml --cluster " + cluster4_ +
+                               " --set store.path=" + db_ + " --set plan.repeats=1 " + extra,
+                           dir_);
+    }
+    // a failed command: the exit code, a message containing `needle`, and no store written
+    void expect_failure(const Result& r, int exit_code, const std::string& needle) {
+        EXPECT_EQ(r.exit_code, exit_code) << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
+        EXPECT_FALSE(fs::exists(db_)) << "a failed command created the store";
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
+    }
+
+    fs::path dir_;
+    std::string db_;
+    std::string cluster4_;
+};
+
+}  // namespace
+
+TEST_F(Cli, HelpListsOnlyWorkingSubcommands) {
+    const Result r = run_prophet("--help", dir_);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("plan"), std::string::npos);
+    EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+    for (const char* absent : {"train", "sweep", "ablate", "profile"})
+        EXPECT_EQ(r.out.find(std::string("\n  ") + absent), std::string::npos) << absent << " is not built yet";
+    EXPECT_EQ(run_prophet("frobnicate", dir_).exit_code, prophet::kExitUsage);
+    EXPECT_EQ(run_prophet("", dir_).exit_code, prophet::kExitUsage);
+}
+
+TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
+    const Result r = plan("--policy all --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);  // stdout is pure JSON; logs went to stderr
+    ASSERT_EQ(j["policies"].size(), 10u);
+    for (const auto& p : j["policies"]) {
+        ASSERT_FALSE(p["skipped"].get<bool>()) << p.dump();  // D = E = 4: exhaustive and the joint ILP fit
+        for (const char* key : {"name", "predicted_ms", "max_mean_load", "balance_std", "rb_vs_static", "a2a_bytes",
+                                "trans_bytes", "agg_bytes", "replicas", "plan_us"})
+            EXPECT_TRUE(p.contains(key)) << key;
+        EXPECT_GT(p["predicted_ms"].get<double>(), 0.0);
+    }
+    // the exact optimum under its own objective is never beaten by the greedy
+    double exhaustive_eq8 = 0, prophet_oracle_eq8 = 0;
+    for (const auto& p : j["policies"]) {
+        if (p["name"] == "exhaustive") exhaustive_eq8 = p["predicted_eq8_ms"];
+        if (p["name"] == "prophet-oracle") prophet_oracle_eq8 = p["predicted_eq8_ms"];
+    }
+    EXPECT_LE(exhaustive_eq8, prophet_oracle_eq8 * (1 + 1e-9));
+
+    prophet::Store store = prophet::Store::open(db_);
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "finished");
+    EXPECT_EQ(runs[0].run_id, j["run_id"].get<std::string>());
+    EXPECT_EQ(runs[0].info.config_hash.size(), 64u);
+    EXPECT_EQ(store.get_plan_results(runs[0].run_id).size(), 10u * 4 * 2);  // policies x iterations x layers
+    EXPECT_EQ(store.load_trace(runs[0].run_id).meta.num_devices, 4);
+}
+
+TEST_F(Cli, PlanTableAndTraceFromTheStore) {
+    const Result r = plan("--policy prophet");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("prophet"), std::string::npos);
+    EXPECT_NE(r.err.find("JS divergence"), std::string::npos) << "every trace reports its JS divergence";
+    prophet::Store store = prophet::Store::open(db_);
+    const std::string run_id = store.list_runs()[0].run_id;
+    // the recorded trace can be planned again by run id, and exported to a file
+    const Result again = run_prophet("plan --trace run:" + run_id + " --cluster " + cluster4_ + " --set store.path=" +
+                                         db_ + " --policy static --json",
+                                     dir_);
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const std::string out = (dir_ / "out.ptrace").string();
+    ASSERT_EQ(run_prophet("trace export " + run_id + " --store " + db_ + " -o " + out, dir_).exit_code, 0);
+    const Result info = run_prophet("trace info " + out + " --json", dir_);
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_EQ(nlohmann::json::parse(info.out)["experts"], 4);
+}
+
+TEST_F(Cli, DryRunTouchesNothing) {
+    const Result r = plan("--dry-run");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("dry run"), std::string::npos);
+    EXPECT_FALSE(fs::exists(db_));
+}
+
+TEST_F(Cli, HelpConfigListsKeys) {
+    const Result r = run_prophet("plan --help-config", dir_);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("balance.alpha"), std::string::npos);
+    EXPECT_NE(r.out.find("store.path"), std::string::npos);
+}
+
+TEST_F(Cli, ConfigErrorsExitThree) {
+    expect_failure(plan("--set balance.alpah=2"), prophet::kExitConfig, "balance.alpah");
+    expect_failure(plan("--set balance.alpha=-1"), prophet::kExitConfig, "balance.alpha = -1");
+    expect_failure(plan("--policy greedy"), prophet::kExitConfig, "greedy");
+    const std::string bad_toml = write("bad.toml", "[balance]\nalpha = = 2\n");
+    expect_failure(plan("--config " + bad_toml), prophet::kExitConfig, "line 2");
+    const std::string unknown = write("unknown.toml", "[plan]\nrepeatz = 2\n");
+    expect_failure(plan("--config " + unknown), prophet::kExitConfig, "did you mean plan.repeats");
+}
+
+TEST_F(Cli, UsageErrorsExitTwo) {
+    const Result r = run_prophet("plan --cluster " + cluster4_, dir_);
+    EXPECT_EQ(r.exit_code, prophet::kExitUsage);
+    EXPECT_NE(r.err.find("--trace"), std::string::npos) << r.err;
+    EXPECT_EQ(plan("--set novalue").exit_code, prophet::kExitUsage);
+}
+
+TEST_F(Cli, TraceErrorsExitThreeAndWriteNothing) {
+    // a trace whose D disagrees with the cluster
+    const std::string cluster16 = "experiments/clusters/hpwnv-16.toml";
+    expect_failure(run_prophet("plan --trace experiments/traces/tiny-e4-d4.toml --cluster " + cluster16 +
+                                   " --set store.path=" + db_,
+                               dir_),
+                   prophet::kExitConfig, "num_devices = 16");
+    // E not divisible by D
+    const std::string e6 = write("e6.toml",
+                                 "[trace]\ngenerator = \"uniform\"\nnum_experts = 6\nnum_devices = 4\ntop_k = 1\n"
+                                 "tokens_per_iteration = 64\nnum_iterations = 2\nnum_layers = 1\n");
+    expect_failure(run_prophet("plan --trace " + e6 + " --cluster " + cluster4_ + " --set store.path=" + db_, dir_),
+                   prophet::kExitConfig, "not divisible");
+    // a missing trace file
+    expect_failure(run_prophet("plan --trace " + (dir_ / "nope.ptrace").string() + " --cluster " + cluster4_ +
+                                   " --set store.path=" + db_,
+                               dir_),
+                   prophet::kExitConfig, "nope.ptrace");
+
+    // a binary trace: truncated, then with a negative count
+    const std::string good = (dir_ / "tiny.ptrace").string();
+    ASSERT_EQ(run_prophet("trace convert experiments/traces/tiny-e4-d4.toml -o " + good, dir_).exit_code, 0);
+    std::string bytes;
+    {
+        std::ifstream in(good, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const std::string truncated = (dir_ / "truncated.ptrace").string();
+    std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+    expect_failure(run_prophet("plan --trace " + truncated + " --cluster " + cluster4_ + " --set store.path=" + db_,
+                               dir_),
+                   prophet::kExitConfig, "truncated");
+    uint64_t header_len = 0;
+    for (int i = 0; i < 8; ++i) header_len |= uint64_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    std::string negative = bytes;
+    for (int i = 0; i < 8; ++i) negative[16 + header_len + i] = static_cast<char>(0xff);  // counts[0] = -1
+    const std::string neg_path = (dir_ / "negative.ptrace").string();
+    std::ofstream(neg_path, std::ios::binary) << negative;
+    expect_failure(run_prophet("plan --trace " + neg_path + " --cluster " + cluster4_ + " --set store.path=" + db_,
+                               dir_),
+                   prophet::kExitConfig, "negative");
+}
+
+TEST_F(Cli, ForeignStoreExitsFive) {
+    std::ofstream(db_) << "this is not a database, just text that is long enough to have a header of sorts......";
+    const Result r = plan("--policy static");
+    EXPECT_EQ(r.exit_code, prophet::kExitDatabase) << r.err;
+    EXPECT_NE(r.err.find("not a SQLite"), std::string::npos) << r.err;
+}
