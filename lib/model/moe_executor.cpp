@@ -1,0 +1,156 @@
+// moe_executor.cpp: LocalMoeExecutor, the sequential per-expert reference for the MoeExecutor contract.
+#include "model/moe_executor.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/blas.h"
+#include "kernels/kernels.h"
+
+namespace prophet {
+
+template <typename Float>
+LocalMoeExecutor<Float>::LocalMoeExecutor(int L, int E, int K, int C, int F, std::vector<ExpertWeights<Float>> weights)
+    : L_(L), E_(E), K_(K), C_(C), F_(F), weights_(std::move(weights)), layers_(L) {
+    PROPHET_ASSERT((int)weights_.size() == L * E);
+}
+
+template <typename Float>
+void LocalMoeExecutor<Float>::forward(int layer, int N, const Float* h, const int* expert_idx, const Float* gate_w,
+                                      Float* out) {
+    PROPHET_ASSERT(layer >= 0 && layer < L_);
+    const int E = E_, K = K_, C = C_, F = F_;
+    LayerState& st = layers_[layer];
+    st.N = N;
+
+    // ---- layout: a counting sort of the kept assignments by expert (stable, so slots follow (token, k) order)
+    st.expert_offsets.assign(E + 1, 0);
+    for (int a = 0; a < N * K; a++) {
+        const int e = expert_idx[a];
+        PROPHET_ASSERT_MSG(e >= -1 && e < E, "expert index out of range");
+        if (e >= 0) st.expert_offsets[e + 1]++;
+    }
+    for (int e = 0; e < E; e++) st.expert_offsets[e + 1] += st.expert_offsets[e];
+    st.M = st.expert_offsets[E];
+    const int M = st.M;
+    std::vector<int> fill(st.expert_offsets.begin(), st.expert_offsets.end() - 1);  // [E] next free slot
+    st.slot_token.resize((size_t)N * K);
+    st.assignment_slot.resize((size_t)N * K);
+    for (int a = 0; a < N * K; a++) {
+        const int e = expert_idx[a];
+        if (e < 0) {
+            st.assignment_slot[a] = -1;
+            continue;
+        }
+        const int s = fill[e]++;
+        st.assignment_slot[a] = s;
+        st.slot_token[s] = a / K;
+    }
+    st.gate_w.assign(gate_w, gate_w + (size_t)N * K);
+
+    // ---- dispatch (gather), experts, in expert order
+    st.x.resize((size_t)M * C);
+    st.pre.resize((size_t)M * F);
+    st.act.resize((size_t)M * F);
+    st.y.resize((size_t)M * C);
+    for (int s = 0; s < M; s++) std::copy_n(h + (size_t)st.slot_token[s] * C, C, st.x.data() + (size_t)s * C);
+    for (int e = 0; e < E; e++) {
+        const int begin = st.expert_offsets[e];
+        const int M_e = st.expert_offsets[e + 1] - begin;
+        if (M_e == 0) continue;
+        const ExpertWeights<Float>& w = weights_[(size_t)layer * E + e];
+        Float* x_e = st.x.data() + (size_t)begin * C;      // [M_e,C]
+        Float* pre_e = st.pre.data() + (size_t)begin * F;  // [M_e,F]
+        Float* act_e = st.act.data() + (size_t)begin * F;  // [M_e,F]
+        Float* y_e = st.y.data() + (size_t)begin * C;      // [M_e,C]
+        gemm<Float>(false, false, M_e, F, C, Float(1), x_e, C, w.w1, F, Float(0), pre_e, F);
+        gelu_forward(act_e, pre_e, (size_t)M_e * F);
+        gemm<Float>(false, false, M_e, C, F, Float(1), act_e, F, w.w2, C, Float(0), y_e, C);
+    }
+
+    // ---- combine, per token in k order (see the contract in moe_executor.h)
+    for (int n = 0; n < N; n++) {
+        Float* out_n = out + (size_t)n * C;  // [C]
+        std::fill_n(out_n, C, Float(0));
+        for (int k = 0; k < K; k++) {
+            const int s = st.assignment_slot[(size_t)n * K + k];
+            if (s < 0) continue;
+            const Float w = st.gate_w[(size_t)n * K + k];
+            const Float* y_s = st.y.data() + (size_t)s * C;  // [C]
+            for (int c = 0; c < C; c++) out_n[c] += w * y_s[c];
+        }
+    }
+}
+
+template <typename Float>
+void LocalMoeExecutor<Float>::backward(int layer, int N, const Float* dout, Float* dh, Float* dgate_w) {
+    PROPHET_ASSERT(layer >= 0 && layer < L_);
+    const int E = E_, K = K_, C = C_, F = F_;
+    LayerState& st = layers_[layer];
+    PROPHET_ASSERT_MSG(st.N == N, "backward called with a different N than forward");
+    const int M = st.M;
+    dy_.resize((size_t)M * C);
+    dpre_.resize((size_t)M * F);
+    dx_.resize((size_t)M * C);
+
+    // ---- combine backward: out[n] = sum_k w[n,k] y[slot(n,k)]
+    //      dgate_w[n,k] = dout[n] . y[slot], dy[slot] = w[n,k] dout[n]
+    for (int n = 0; n < N; n++) {
+        const Float* dout_n = dout + (size_t)n * C;  // [C]
+        for (int k = 0; k < K; k++) {
+            const size_t a = (size_t)n * K + k;
+            const int s = st.assignment_slot[a];
+            if (s < 0) {
+                dgate_w[a] = 0;
+                continue;
+            }
+            const Float* y_s = st.y.data() + (size_t)s * C;  // [C]
+            Float* dy_s = dy_.data() + (size_t)s * C;        // [C]
+            const Float w = st.gate_w[a];
+            Float dot = 0;
+            for (int c = 0; c < C; c++) {
+                dot += dout_n[c] * y_s[c];
+                dy_s[c] = w * dout_n[c];
+            }
+            dgate_w[a] = dot;
+        }
+    }
+
+    // ---- experts backward, in expert order
+    for (int e = 0; e < E; e++) {
+        const int begin = st.expert_offsets[e];
+        const int M_e = st.expert_offsets[e + 1] - begin;
+        if (M_e == 0) continue;
+        const ExpertWeights<Float>& w = weights_[(size_t)layer * E + e];
+        const Float* x_e = st.x.data() + (size_t)begin * C;      // [M_e,C]
+        const Float* pre_e = st.pre.data() + (size_t)begin * F;  // [M_e,F]
+        const Float* act_e = st.act.data() + (size_t)begin * F;  // [M_e,F]
+        const Float* dy_e = dy_.data() + (size_t)begin * C;      // [M_e,C]
+        Float* dpre_e = dpre_.data() + (size_t)begin * F;        // [M_e,F] (d act first, then d pre in place)
+        Float* dx_e = dx_.data() + (size_t)begin * C;            // [M_e,C]
+        // y = act W2: d act = dy W2^T, dW2 += act^T dy
+        gemm<Float>(false, true, M_e, F, C, Float(1), dy_e, C, w.w2, C, Float(0), dpre_e, F);
+        gemm<Float>(true, false, F, C, M_e, Float(1), act_e, F, dy_e, C, Float(1), w.dw2, C);
+        gelu_backward(dpre_e, pre_e, dpre_e, (size_t)M_e * F);
+        // pre = x W1: dW1 += x^T dpre, dx = dpre W1^T
+        gemm<Float>(true, false, C, F, M_e, Float(1), x_e, C, dpre_e, F, Float(1), w.dw1, F);
+        gemm<Float>(false, true, M_e, C, F, Float(1), dpre_e, F, w.w1, F, Float(0), dx_e, C);
+    }
+
+    // ---- dispatch backward (scatter), per token in k order
+    for (int n = 0; n < N; n++) {
+        Float* dh_n = dh + (size_t)n * C;  // [C]
+        std::fill_n(dh_n, C, Float(0));
+        for (int k = 0; k < K; k++) {
+            const int s = st.assignment_slot[(size_t)n * K + k];
+            if (s < 0) continue;
+            const Float* dx_s = dx_.data() + (size_t)s * C;  // [C]
+            for (int c = 0; c < C; c++) dh_n[c] += dx_s[c];
+        }
+    }
+}
+
+template class LocalMoeExecutor<float>;
+template class LocalMoeExecutor<double>;
+
+}  // namespace prophet
