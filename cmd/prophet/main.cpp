@@ -6,7 +6,10 @@
 
 #include "cmd_plan.h"
 #include "cmd_trace.h"
+#include "cmd_train.h"
+#include "comm/comm.h"
 #include "core/error.h"
+#include "kernels/blas.h"
 
 namespace {
 
@@ -20,6 +23,8 @@ const char* kFooter =
 
 int main(int argc, char** argv) {
     using namespace prophet;
+    // first, before MPI or any thread: OpenBLAS reads its kernel choice when it loads (kernels/blas.h)
+    blas_setup(argc, argv);
     CLI::App app{"prophet: load balancing for expert-parallel MoE, measured", "prophet"};
     app.require_subcommand(1, 1);
     app.footer(kFooter);
@@ -30,6 +35,10 @@ int main(int argc, char** argv) {
     CLI::App* plan = cli::add_plan_command(app, plan_args);
     cli::TraceArgs trace_args;
     CLI::App* trace = cli::add_trace_command(app, trace_args);
+    cli::TrainArgs train_args;
+    CLI::App* train = cli::add_train_command(app, train_args);
+    cli::ProfileArgs profile_args;
+    CLI::App* profile = cli::add_profile_command(app, profile_args);
 
     try {
         app.parse(argc, argv);
@@ -40,6 +49,12 @@ int main(int argc, char** argv) {
     try {
         if (plan->parsed()) return cli::run_plan(plan_args);
         if (trace->parsed()) return cli::run_trace(trace_args);
+        int rc = kExitUsage;
+        if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
+        if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);
+        if (rc != kExitOk && launched_by_mpi()) abort_mpi(rc);  // the other ranks must not wait for this one
+        finalize_mpi();
+        return rc;
     } catch (const prophet::Error& e) {
         std::fprintf(stderr, "prophet: %s\n", e.what());
         return e.exit_code();

@@ -1,0 +1,408 @@
+#include "cmd_train.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "kernels/blas.h"
+#include "train/calibrate.h"
+#include "train/trainer.h"
+#include "trace/trace.h"
+
+namespace prophet::cli {
+
+namespace {
+
+int env_int(const char* const names[], int fallback) {
+    for (int i = 0; names[i]; ++i)
+        if (const char* v = std::getenv(names[i])) return std::atoi(v);
+    return fallback;
+}
+// rank and size as the launcher announces them, known before MPI_Init so config errors can be reported (by
+// rank 0 only) before any communication
+int env_world_size() {
+    static const char* const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS", nullptr};
+    return env_int(names, 1);
+}
+int env_world_rank() {
+    static const char* const names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", nullptr};
+    return env_int(names, 0);
+}
+
+void add_run_options(CLI::App* cmd, CommonArgs& common) {
+    add_common_options(cmd, common);
+    cmd->footer(
+        "Launch: mpirun -np D prophet train ... (as root add --allow-run-as-root; more ranks than cores: "
+        "--oversubscribe); without mpirun it runs as one rank.\n"
+        "Presets: experiments/models/*.toml (tiny, small, moe-gpt-s/m/l/ds/dm), experiments/train/*.toml.\n"
+        "Example:\n"
+        "  mpirun --allow-run-as-root --oversubscribe -np 4 ./build/prophet train "
+        "--config experiments/train/skewed-4rank.toml --set balance.policy=prophet");
+}
+
+struct RunContext {
+    std::unique_ptr<Communicator> comm;
+    std::unique_ptr<Store> store;  // rank 0 only
+    std::string run_id;
+    Config config;
+    TrainSettings settings;
+    explicit RunContext(const Schema& schema) : config(schema) {}
+};
+
+void print_parameter_table(const RunContext& ctx, const Trainer& trainer, FILE* out) {
+    const TrainSettings& s = ctx.settings;
+    const ModelConfig& m = s.model;
+    std::fprintf(out, "+----------------------+--------------------------------------------------+\n");
+    std::fprintf(out, "| %-20s | %-48s |\n", "parameter", "value");
+    std::fprintf(out, "+----------------------+--------------------------------------------------+\n");
+    auto row = [&](const char* k, const std::string& v) { std::fprintf(out, "| %-20s | %-48s |\n", k, v.c_str()); };
+    row("run", ctx.run_id.empty() ? "(dry run)" : ctx.run_id);
+    row("ranks D", std::to_string(ctx.comm->size()) + " (" + ctx.comm->name() + ")");
+    row("V T C NH", std::to_string(m.V) + " " + std::to_string(m.T) + " " + std::to_string(m.C) + " " + std::to_string(m.NH));
+    row("L E K F", std::to_string(m.L) + " " + std::to_string(m.E) + " " + std::to_string(m.K) + " " +
+                       std::to_string(m.hidden_size()));
+    row("B (global)", std::to_string(m.B) + " sequences, " + std::to_string(m.B * m.T) + " tokens/step");
+    row("parameters", std::to_string(trainer.model().layout.num_params));
+    row("data", trainer.data().describe().substr(0, 48));
+    row("steps, lr", std::to_string(s.steps) + ", " + fmt(s.lr.max_lr) + " (warmup " + std::to_string(s.lr.warmup_steps) + ")");
+    row("balance.policy", s.policy + " (route to " + (s.balance.route_rule == RouteRule::kOwner ? "owner" : "least loaded") + ")");
+    row("planner cluster", s.cluster_path.substr(0, 48));
+    row("BLAS", blas_config().substr(0, 48));
+    row("store", s.store_path);
+    std::fprintf(out, "+----------------------+--------------------------------------------------+\n");
+}
+
+void record_step(Store& store, const std::string& run_id, const StepStats& s, const std::vector<Placement>& previous,
+                 bool record_loads, int D, int E) {
+    store.transaction([&] {
+        const std::pair<const char*, double> metrics[] = {
+            {"loss", s.loss},         {"lr", s.lr},           {"grad_norm", s.grad_norm},
+            {"step_ms", s.step_ms},   {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.max_mean_load},
+            {"a2a_ms", s.a2a_ms},     {"expert_ms", s.expert_ms},       {"nonexpert_ms", s.nonexpert_ms},
+            {"trans_ms", s.trans_ms}, {"agg_ms", s.agg_ms},             {"plan_ms", s.plan_ms},
+            {"replicas", static_cast<double>(s.replicas)}};
+        for (const auto& [key, value] : metrics) store.put_metric(run_id, key, s.step, value);
+        const int L = static_cast<int>(s.placements.size());
+        for (int l = 0; l < L; ++l) {
+            if (record_loads)
+                store.put_expert_load(run_id, s.step, l, s.counts.data() + static_cast<size_t>(l) * D * E, D, E);
+            const Placement& p = s.placements[l];
+            const bool changed = previous.empty() || previous[l].owner != p.owner || previous[l].replica != p.replica;
+            if (!changed) continue;
+            for (int e = 0; e < E; ++e) {
+                store.put_placement_row(run_id, s.step, l, e, 0, p.owner[e]);
+                int r = 1;
+                for (int d = 0; d < D; ++d)
+                    if (p.replica[static_cast<size_t>(e) * D + d]) store.put_placement_row(run_id, s.step, l, e, r++, d);
+            }
+        }
+        store.heartbeat(run_id);
+    });
+}
+
+nlohmann::json step_json(const StepStats& s) {
+    return {{"step", s.step},          {"loss", s.loss},           {"step_ms", s.step_ms},
+            {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.max_mean_load}, {"a2a_ms", s.a2a_ms},
+            {"expert_ms", s.expert_ms}, {"nonexpert_ms", s.nonexpert_ms}, {"trans_ms", s.trans_ms},
+            {"agg_ms", s.agg_ms},      {"plan_ms", s.plan_ms},     {"lr", s.lr},
+            {"grad_norm", s.grad_norm}, {"replicas", s.replicas}};
+}
+
+// Everything both commands share: config, validation before any communication, MPI, the store record.
+std::unique_ptr<RunContext> start_run(const std::string& command, const CommonArgs& args, int* argc, char*** argv) {
+    auto ctx = std::make_unique<RunContext>(train_schema());
+    ctx->config = resolve_config(train_schema(), args);
+    const int world = env_world_size();
+    ctx->settings = train_settings_from(ctx->config, world);
+    if (args.dry_run) return ctx;
+    bool is_mpi = false;
+    ctx->comm = make_world_communicator(argc, argv, &is_mpi);
+    ctx->comm->set_timeout_s(ctx->settings.comm_timeout_s);
+    blas_set_num_threads(ctx->settings.threads);
+    if (ctx->comm->rank() == 0) {
+        ctx->store = std::make_unique<Store>(Store::open(ctx->settings.store_path));
+        RunInfo info = make_run_info(command, ctx->config, args);
+        info.experiment = ctx->settings.experiment;
+        info.seed = ctx->settings.seed;
+        info.world_size = ctx->comm->size();
+        info.backend = std::string("cpu-") + ctx->comm->name();
+        ctx->store->transaction([&] {
+            ctx->run_id = ctx->store->begin_run(info);
+            auto params = ctx->config.flat();
+            params.emplace_back("blas", blas_config());
+            ctx->store->put_params(ctx->run_id, params);
+        });
+    }
+    // every rank learns the run id (for checkpoint paths)
+    char id[32] = {0};
+    std::snprintf(id, sizeof id, "%s", ctx->run_id.c_str());
+    ctx->comm->broadcast(id, sizeof id, 0);
+    ctx->run_id = id;
+    return ctx;
+}
+
+void fail_run(RunContext& ctx, int exit_code, const std::string& message, int64_t step) {
+    if (!ctx.store) return;
+    try {
+        ctx.store->put_event(ctx.run_id, step, 0, "error", "failure", message, "");
+        ctx.store->finish_run(ctx.run_id, "failed", exit_code, message);
+    } catch (const std::exception&) {
+        // the original error is what the user needs to see
+    }
+}
+
+struct LoopResult {
+    std::vector<StepStats> steps;
+};
+
+// The training loop shared by train and profile: prints, records, checkpoints.
+LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, bool save, bool record_transitions,
+                    const std::string& checkpoint_dir) {
+    const bool root = ctx.comm->rank() == 0;
+    const TrainSettings& s = ctx.settings;
+    const int D = ctx.comm->size();
+    trainer.set_record_transitions(record_transitions);
+    LoopResult result;
+    std::vector<Placement> previous;
+    if (root && !args.json)
+        std::printf("%6s | %9s | %8s | %9s | %8s | %7s | %7s | %8s | %7s | %7s | %7s\n", "step", "loss", "ms", "tok/s",
+                    "max/mean", "a2a ms", "exp ms", "nonexp", "trans", "agg", "plan");
+    while (trainer.next_step() < s.steps) {
+        StepStats st = trainer.step();
+        if (!std::isfinite(st.loss))
+            throw Error(kExitRunFailed, "run failed: loss is " + std::to_string(st.loss) + " at step " +
+                                            std::to_string(st.step) + "; fix: lower train.lr");
+        if (root) {
+            record_step(*ctx.store, ctx.run_id, st, previous, s.record_loads, D, s.model.E);
+            if (args.json) {
+                std::printf("%s\n", step_json(st).dump().c_str());
+                std::fflush(stdout);
+            } else if (st.step % s.log_every == 0 || st.step + 1 == s.steps) {
+                std::printf("%6lld | %9.5f | %8.2f | %9.0f | %8.3f | %7.2f | %7.2f | %8.2f | %7.2f | %7.2f | %7.3f\n",
+                            static_cast<long long>(st.step), st.loss, st.step_ms, st.tokens_per_s, st.max_mean_load,
+                            st.a2a_ms, st.expert_ms, st.nonexpert_ms, st.trans_ms, st.agg_ms, st.plan_ms);
+                std::fflush(stdout);
+            }
+        }
+        previous = st.placements;
+        if (save && s.save_every > 0 && (st.step + 1) % s.save_every == 0 && st.step + 1 < s.steps) {
+            const std::string written = trainer.save(checkpoint_dir);
+            if (root) ctx.store->put_event(ctx.run_id, st.step, 0, "info", "checkpoint", written, "");
+        }
+        if (!record_transitions) {
+            st.counts.clear();
+            st.counts.shrink_to_fit();
+        }
+        result.steps.push_back(std::move(st));
+    }
+    if (save) {
+        const std::string written = trainer.save(checkpoint_dir);
+        if (root) {
+            ctx.store->put_event(ctx.run_id, trainer.next_step() - 1, 0, "info", "checkpoint", written, "");
+            std::fprintf(stderr, "prophet: checkpoint %s\n", written.c_str());
+        }
+    }
+    return result;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+nlohmann::json summary_json(const RunContext& ctx, const LoopResult& r) {
+    std::vector<double> ms, load, tps;
+    // the first step pays for allocation and page faults; medians skip it when there are more
+    for (size_t i = r.steps.size() > 1 ? 1 : 0; i < r.steps.size(); ++i) {
+        ms.push_back(r.steps[i].step_ms);
+        load.push_back(r.steps[i].max_mean_load);
+        tps.push_back(r.steps[i].tokens_per_s);
+    }
+    return {{"summary", true},
+            {"run_id", ctx.run_id},
+            {"policy", ctx.settings.policy},
+            {"ranks", ctx.comm->size()},
+            {"steps", r.steps.size()},
+            {"final_loss", r.steps.empty() ? 0.0 : r.steps.back().loss},
+            {"median_step_ms", median(ms)},
+            {"median_tokens_per_s", median(tps)},
+            {"median_max_mean_load", median(load)}};
+}
+
+}  // namespace
+
+CLI::App* add_train_command(CLI::App& app, TrainArgs& args) {
+    CLI::App* cmd = app.add_subcommand("train", "train a MoE-GPT on CPU ranks (MPI) under a balancing policy");
+    cmd->add_flag("--save", args.save, "write a checkpoint at the end (and every train.save_every steps)");
+    cmd->add_option("--resume", args.resume, "continue from a checkpoint directory (or one step-N directory in it)");
+    add_run_options(cmd, args.common);
+    return cmd;
+}
+
+CLI::App* add_profile_command(CLI::App& app, ProfileArgs& args) {
+    CLI::App* cmd = app.add_subcommand(
+        "profile", "run N iterations and record the routing trace; --calibrate also measures this machine");
+    cmd->add_option("-o,--out", args.trace_out, "trace file to write (default results/traces/<run_id>.ptrace)");
+    cmd->add_flag("--calibrate", args.calibrate,
+                  "measure all-to-all and point-to-point bandwidth, expert GEMM throughput and non-expert time, and "
+                  "write a cluster file prophet plan accepts");
+    cmd->add_option("--cluster-out", args.cluster_out,
+                    "calibrated cluster file (default results/clusters/calibrated-<D>rank.toml)");
+    add_run_options(cmd, args.common);
+    return cmd;
+}
+
+int run_train(const TrainArgs& args, int* argc, char*** argv) {
+    const bool root_env = env_world_rank() == 0;
+    if (args.common.help_config) {
+        if (root_env) print_schema(train_schema(), "train");
+        return kExitOk;
+    }
+    std::unique_ptr<RunContext> ctx;
+    try {
+        ctx = start_run("train", args.common, argc, argv);
+    } catch (const Error& e) {
+        if (root_env) std::fprintf(stderr, "prophet: %s\n", e.what());
+        return e.exit_code();
+    }
+    if (args.common.dry_run) {
+        if (root_env)
+            std::printf("dry run: would train %lld steps on %d rank(s) with balance.policy=%s, recording into %s\n",
+                        static_cast<long long>(ctx->settings.steps), env_world_size(), ctx->settings.policy.c_str(),
+                        ctx->settings.store_path.c_str());
+        return kExitOk;
+    }
+    const bool root = ctx->comm->rank() == 0;
+    int64_t step = 0;
+    try {
+        Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
+        if (!args.resume.empty()) {
+            trainer.resume(args.resume);
+            if (root) {
+                ctx->store->put_event(ctx->run_id, trainer.next_step(), 0, "info", "resume", args.resume, "");
+                std::fprintf(stderr, "prophet: resumed from %s at step %lld\n", args.resume.c_str(),
+                             static_cast<long long>(trainer.next_step()));
+            }
+        }
+        if (root && !args.common.json) print_parameter_table(*ctx, trainer, stderr);
+        const std::string checkpoint_dir = ctx->settings.checkpoint_dir.empty()
+                                               ? "results/ckpt/" + ctx->run_id
+                                               : ctx->settings.checkpoint_dir;
+        const LoopResult r = run_loop(*ctx, trainer, args.common, args.save, false, checkpoint_dir);
+        step = trainer.next_step();
+        if (root) {
+            const nlohmann::json summary = summary_json(*ctx, r);
+            if (args.common.json) std::printf("%s\n", summary.dump().c_str());
+            std::fprintf(stderr, "prophet: run %s finished: %zu steps, final loss %.5f, median %.2f ms/step, %.0f tok/s\n",
+                         ctx->run_id.c_str(), r.steps.size(), summary["final_loss"].get<double>(),
+                         summary["median_step_ms"].get<double>(), summary["median_tokens_per_s"].get<double>());
+            ctx->store->finish_run(ctx->run_id, "finished", 0, "");
+            ctx->store->checkpoint();
+        }
+    } catch (const Error& e) {
+        std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
+        fail_run(*ctx, e.exit_code(), e.what(), step);
+        return e.exit_code();
+    }
+    ctx->comm->barrier();
+    return kExitOk;
+}
+
+int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
+    const bool root_env = env_world_rank() == 0;
+    if (args.common.help_config) {
+        if (root_env) print_schema(train_schema(), "profile");
+        return kExitOk;
+    }
+    std::unique_ptr<RunContext> ctx;
+    try {
+        ctx = start_run("profile", args.common, argc, argv);
+    } catch (const Error& e) {
+        if (root_env) std::fprintf(stderr, "prophet: %s\n", e.what());
+        return e.exit_code();
+    }
+    if (args.common.dry_run) {
+        if (root_env)
+            std::printf("dry run: would profile %lld iterations on %d rank(s)%s, recording into %s\n",
+                        static_cast<long long>(ctx->settings.steps), env_world_size(),
+                        args.calibrate ? " and calibrate" : "", ctx->settings.store_path.c_str());
+        return kExitOk;
+    }
+    const bool root = ctx->comm->rank() == 0;
+    const int D = ctx->comm->size();
+    const ModelConfig& m = ctx->settings.model;
+    try {
+        Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
+        if (root && !args.common.json) print_parameter_table(*ctx, trainer, stderr);
+        const LoopResult r = run_loop(*ctx, trainer, args.common, false, true, "");
+        // the routing trace of the run
+        Trace trace;
+        trace.meta.num_iterations = static_cast<int>(r.steps.size());
+        trace.meta.num_layers = m.L;
+        trace.meta.num_devices = D;
+        trace.meta.num_experts = m.E;
+        trace.meta.top_k = m.K;
+        trace.meta.tokens_per_iteration = static_cast<int64_t>(m.B) * m.T;
+        trace.meta.d_model = m.C;
+        trace.meta.d_ffn = m.hidden_size();
+        trace.meta.seq_len = m.T;
+        trace.meta.source = "profile:" + ctx->run_id;
+        for (const StepStats& st : r.steps) {
+            trace.counts.insert(trace.counts.end(), st.counts.begin(), st.counts.end());
+            trace.transitions.insert(trace.transitions.end(), st.transitions.begin(), st.transitions.end());
+        }
+        if (m.capacity_factor > 0) trace.meta.source += " (capacity drops excluded)";
+        nlohmann::json out = {{"run_id", ctx->run_id}};
+        if (root) {
+            validate_trace(trace, trace.meta.source);
+            const std::string path =
+                args.trace_out.empty() ? "results/traces/" + ctx->run_id + ".ptrace" : args.trace_out;
+            std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
+                                                    ? std::filesystem::path(".")
+                                                    : std::filesystem::path(path).parent_path());
+            write_trace_file(trace, path);
+            const std::string trace_id = ctx->store->save_trace(trace, ctx->run_id);
+            out["trace_file"] = path;
+            out["trace_id"] = trace_id;
+            std::fprintf(stderr, "prophet: routing trace of %zu iterations: %s (store trace:%s)\n", r.steps.size(),
+                         path.c_str(), trace_id.c_str());
+        }
+        if (args.calibrate) {
+            const Calibration cal = calibrate_machine(*ctx->comm, trainer.model(), ctx->settings);
+            if (root) {
+                ClusterSpec cluster = calibration_cluster(cal, D);
+                const std::string path = args.cluster_out.empty()
+                                             ? "results/clusters/calibrated-" + std::to_string(D) + "rank.toml"
+                                             : args.cluster_out;
+                std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
+                                                        ? std::filesystem::path(".")
+                                                        : std::filesystem::path(path).parent_path());
+                write_cluster_file(cluster, cal, path);
+                ctx->store->put_event(ctx->run_id, 0, 0, "info", "calibration", path, calibration_json(cal));
+                out["cluster_file"] = path;
+                out["calibration"] = nlohmann::json::parse(calibration_json(cal));
+                std::fprintf(stderr, "prophet: calibrated cluster file %s\n", path.c_str());
+            }
+        }
+        if (root) {
+            if (args.common.json) std::printf("%s\n", out.dump(2).c_str());
+            ctx->store->finish_run(ctx->run_id, "finished", 0, "");
+        }
+    } catch (const Error& e) {
+        std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
+        fail_run(*ctx, e.exit_code(), e.what(), 0);
+        return e.exit_code();
+    }
+    ctx->comm->barrier();
+    return kExitOk;
+}
+
+}  // namespace prophet::cli

@@ -1,0 +1,218 @@
+#include "train/calibrate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "kernels/blas.h"
+#include "kernels/kernels.h"
+#include "model/data.h"
+
+namespace prophet {
+namespace {
+
+constexpr int kWarmup = 2;
+constexpr int kRepeats = 7;
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// median over repeats of the slowest rank's time of fn(), seconds
+template <typename Fn>
+double time_collective(Communicator& comm, Fn fn) {
+    std::vector<double> samples;
+    for (int r = 0; r < kWarmup + kRepeats; ++r) {
+        comm.barrier();
+        const int64_t t0 = now_ns();
+        fn();
+        double t = (now_ns() - t0) * 1e-9;
+        comm.all_reduce_max(&t, 1);
+        if (r >= kWarmup) samples.push_back(t);
+    }
+    return median(samples);
+}
+
+// The local executor, timed: how long the expert part of a forward/backward takes.
+class TimedExecutor final : public MoeExecutor<float> {
+  public:
+    explicit TimedExecutor(MoeExecutor<float>* inner) : inner_(inner) {}
+    void forward(int layer, int N, const float* h, const int* idx, const float* w, float* out) override {
+        const int64_t t0 = now_ns();
+        inner_->forward(layer, N, h, idx, w, out);
+        forward_s += (now_ns() - t0) * 1e-9;
+    }
+    void backward(int layer, int N, const float* dout, float* dh, float* dw) override {
+        const int64_t t0 = now_ns();
+        inner_->backward(layer, N, dout, dh, dw);
+        backward_s += (now_ns() - t0) * 1e-9;
+    }
+    const char* name() const override { return "timed-local"; }
+    double forward_s = 0, backward_s = 0;
+
+  private:
+    MoeExecutor<float>* inner_;
+};
+
+}  // namespace
+
+Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, const TrainSettings& settings) {
+    const int D = comm.size();
+    if (D < 2)
+        throw Error(kExitConfig, "calibration needs at least 2 ranks to measure communication; fix: mpirun -np 2 "
+                                 "(or more) prophet profile --calibrate ...");
+    Calibration cal;
+    cal.num_ranks = D;
+    const ModelConfig& m = settings.model;
+    const int C = m.C, F = m.hidden_size();
+
+    // ---- all-to-all by message size ----
+    for (size_t per_peer : {1024ul, 4096ul, 16384ul, 65536ul, 262144ul, 1048576ul}) {
+        std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
+        std::vector<size_t> bytes(D, per_peer), offsets(D);
+        for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
+        bytes[comm.rank()] = 0;  // nothing to self: the model's R_i counts other devices only
+        const double t = time_collective(comm, [&] {
+            comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
+        });
+        cal.a2a_received_bytes.push_back(static_cast<double>(per_peer) * (D - 1));
+        cal.a2a_seconds.push_back(t);
+    }
+
+    // ---- point to point, Trans and Agg of one expert ----
+    {
+        const size_t bytes = 4u << 20;
+        std::vector<char> buffer(bytes, 1);
+        const double t = time_collective(comm, [&] {
+            if (comm.rank() == 0) comm.isend(buffer.data(), bytes, 1, 7301)->wait();
+            if (comm.rank() == 1) comm.irecv(buffer.data(), bytes, 0, 7301)->wait();
+        });
+        cal.p2p_bytes_per_s = bytes / t;
+    }
+    {
+        const size_t count = 2 * static_cast<size_t>(C) * F;  // one expert's w1 + w2
+        std::vector<float> expert(count, 0.5f);
+        std::vector<int> everyone(D);
+        for (int r = 0; r < D; ++r) everyone[r] = r;
+        const double bytes = static_cast<double>(count) * sizeof(float);
+        const double t_trans = time_collective(comm, [&] {
+            comm.broadcast_subset_async(expert.data(), count * sizeof(float), 0, everyone, 7302)->wait();
+        });
+        const double t_agg = time_collective(
+            comm, [&] { comm.reduce_sum_subset_async(expert.data(), count, 0, everyone, 7303)->wait(); });
+        cal.trans_bytes_per_s = (D - 1) * bytes / (D * t_trans);
+        cal.agg_bytes_per_s = (D - 1) * bytes / (D * t_agg);
+    }
+
+    // ---- expert FFN throughput at this rank's token count ----
+    {
+        const int M = (m.B / D) * m.T;
+        std::vector<float> x(static_cast<size_t>(M) * C, 0.01f), w1(static_cast<size_t>(C) * F, 0.02f),
+            w2(static_cast<size_t>(F) * C, 0.02f), pre(static_cast<size_t>(M) * F), act(pre.size()),
+            y(static_cast<size_t>(M) * C);
+        const double t = time_collective(comm, [&] {
+            gemm<float>(false, false, M, F, C, 1.0f, x.data(), C, w1.data(), F, 0.0f, pre.data(), F);
+            gelu_forward<float>(act.data(), pre.data(), pre.size());
+            gemm<float>(false, false, M, C, F, 1.0f, act.data(), F, w2.data(), C, 0.0f, y.data(), C);
+        });
+        cal.expert_flops_per_s = 4.0 * M * C * F / t;
+    }
+
+    // ---- non-expert block time: the model with a timed local executor ----
+    {
+        Model<float> model(trained.config);
+        TimedExecutor timed(model.local_executor.get());
+        model_set_executor(model, static_cast<MoeExecutor<float>*>(&timed));
+        auto data = make_data_source(settings.data, m.T, m.B);
+        const int B_local = m.B / D;
+        std::vector<int32_t> inputs(static_cast<size_t>(B_local) * m.T), targets(inputs.size());
+        const auto [first, last] = rank_sequences(m.B, comm.rank(), D);
+        data->batch(0, first, last, inputs.data(), targets.data());
+        std::vector<double> fnec, bnec;
+        for (int r = 0; r < kWarmup + kRepeats; ++r) {
+            timed.forward_s = timed.backward_s = 0;
+            model_zero_grad(model);
+            comm.barrier();
+            const int64_t t0 = now_ns();
+            model_forward(model, inputs.data(), targets.data(), B_local, static_cast<double>(m.B) * m.T);
+            const int64_t t1 = now_ns();
+            model_backward(model);
+            const int64_t t2 = now_ns();
+            double times[2] = {((t1 - t0) * 1e-9 - timed.forward_s) / m.L, ((t2 - t1) * 1e-9 - timed.backward_s) / m.L};
+            comm.all_reduce_max(times, 2);
+            if (r >= kWarmup) {
+                fnec.push_back(times[0]);
+                bnec.push_back(times[1]);
+            }
+        }
+        cal.fnec_s = median(fnec);
+        cal.bnec_s = median(bnec);
+    }
+    return cal;
+}
+
+ClusterSpec calibration_cluster(const Calibration& cal, int num_devices) {
+    ClusterSpec c;
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    c.name = std::string("calibrated-") + host + "-" + std::to_string(num_devices) + "rank";
+    c.num_devices = num_devices;
+    c.devices_per_node = num_devices;
+    c.compute_flops = cal.expert_flops_per_s;
+    // one bandwidth step per measured size; the boundary between two steps is the geometric mean of their sizes
+    for (size_t i = 0; i < cal.a2a_seconds.size(); ++i) {
+        const double upper = i + 1 < cal.a2a_seconds.size()
+                                 ? std::sqrt(cal.a2a_received_bytes[i] * cal.a2a_received_bytes[i + 1])
+                                 : std::numeric_limits<double>::infinity();
+        c.a2a_bandwidth.push_back({upper, cal.a2a_received_bytes[i] / cal.a2a_seconds[i]});
+    }
+    c.trans_bytes_per_s = cal.trans_bytes_per_s;
+    c.agg_bytes_per_s = cal.agg_bytes_per_s;
+    c.intra_node_bytes_per_s = cal.p2p_bytes_per_s;
+    c.inter_node_bytes_per_s = cal.p2p_bytes_per_s;
+    c.fnec_s = cal.fnec_s;
+    c.bnec_s = cal.bnec_s;
+    return c;
+}
+
+std::string calibration_json(const Calibration& cal) {
+    nlohmann::json j = {{"num_ranks", cal.num_ranks},
+                        {"a2a_received_bytes", cal.a2a_received_bytes},
+                        {"a2a_seconds", cal.a2a_seconds},
+                        {"p2p_gbit_s", cal.p2p_bytes_per_s * 8 / 1e9},
+                        {"trans_gbit_s", cal.trans_bytes_per_s * 8 / 1e9},
+                        {"agg_gbit_s", cal.agg_bytes_per_s * 8 / 1e9},
+                        {"expert_gflop_s", cal.expert_flops_per_s / 1e9},
+                        {"fnec_ms", cal.fnec_s * 1e3},
+                        {"bnec_ms", cal.bnec_s * 1e3},
+                        {"blas", blas_config()}};
+    return j.dump();
+}
+
+void write_cluster_file(const ClusterSpec& cluster, const Calibration& cal, const std::string& path) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp);
+        if (!out) throw_input_error(path, "cannot write the cluster file", "check the directory exists and is writable");
+        out << "# Calibrated by `prophet profile --calibrate` on " << cal.num_ranks << " ranks of this machine.\n";
+        out << "# all-to-all: every rank sends m bytes to each other rank; the steps below are bytes received per rank.\n";
+        for (size_t i = 0; i < cal.a2a_seconds.size(); ++i)
+            out << "#   received " << cal.a2a_received_bytes[i] / 1024.0 << " KiB in " << cal.a2a_seconds[i] * 1e6
+                << " us\n";
+        out << "# point to point " << cal.p2p_bytes_per_s * 8 / 1e9 << " Gbit/s; " << blas_config() << "\n";
+        out << cluster_to_toml(cluster);
+        out << "source = \"prophet profile --calibrate\"\n";
+        if (!out.flush()) throw_input_error(path, "write failed", "check free disk space");
+    }
+    std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace prophet

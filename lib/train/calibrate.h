@@ -1,0 +1,40 @@
+// calibrate.h: measures this machine for the cost model (`prophet profile --calibrate`) and writes a cluster file
+// that `prophet plan` accepts. Each figure is measured the way the cost model uses it:
+//   all-to-all: every rank sends m bytes to every other rank; B̄(size) = received bytes per rank / time (Eq 1);
+//   Trans / Agg: one expert (2CF floats) broadcast from / reduced to rank 0 among all ranks; B from Eq 4 / 5 with
+//                r = D-1 receivers: B = (D-1) * bytes / (D * time);
+//   point to point: rank 0 -> rank 1, 4 MiB;
+//   compute: the expert FFN (two GEMMs and gelu) on this rank's tokens, 4 M C F FLOP per call (Eq 2's t);
+//   FNEC / BNEC: a forward/backward of the model with a timed local expert executor, minus the expert time, / L.
+// Timings are medians over repeats of the maximum over ranks (the slowest rank decides, as in a step).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "balance/cluster.h"
+#include "comm/comm.h"
+#include "model/moe_gpt.h"
+#include "train/train_config.h"
+
+namespace prophet {
+
+struct Calibration {
+    int num_ranks = 0;
+    std::vector<double> a2a_received_bytes;  // per size step: bytes each rank receives in one all-to-all
+    std::vector<double> a2a_seconds;         // per size step: median time
+    double p2p_bytes_per_s = 0;
+    double trans_bytes_per_s = 0;
+    double agg_bytes_per_s = 0;
+    double expert_flops_per_s = 0;
+    double fnec_s = 0;
+    double bnec_s = 0;
+};
+
+// Collective: every rank takes part. Needs at least 2 ranks (exit 3 otherwise).
+Calibration calibrate_machine(Communicator& comm, const Model<float>& model, const TrainSettings& settings);
+ClusterSpec calibration_cluster(const Calibration& cal, int num_devices);
+void write_cluster_file(const ClusterSpec& cluster, const Calibration& cal, const std::string& path);
+std::string calibration_json(const Calibration& cal);
+
+}  // namespace prophet

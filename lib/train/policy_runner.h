@@ -1,0 +1,50 @@
+// policy_runner.h: runs the configured balancing policy every iteration of a real run, layer by layer.
+//
+// Called by the expert-parallel executor after the counts exchange, with this iteration's global D x E counts;
+// every rank calls it with identical inputs, so every rank derives the same placement without communicating.
+// `prophet` plans iteration j from iteration j-1's counts (iteration 0: static); `prophet-oracle`, `fastermoe`,
+// `top2`, `top3` and `exhaustive` plan on the current counts; `eplb`, `moetuner` and `moetuner-joint` run static
+// for the first `profile_iterations` iterations, then plan once from those iterations' counts and keep the result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "balance/cost_model.h"
+#include "balance/policies.h"
+
+namespace prophet {
+
+class PolicyRunner {
+  public:
+    PolicyRunner(std::string policy, int num_layers, int num_devices, int num_experts, CostModel cost,
+                 BalanceOptions options, int profile_iterations, int num_nodes);
+
+    // The placement of `layer` for `iteration`; counts [D*E] are this iteration's global counts.
+    Placement plan(int64_t iteration, int layer, const int64_t* counts);
+    // After every layer of an iteration has run: remember its counts ([L][D][E]) for the next iteration.
+    void end_iteration(int64_t iteration, const std::vector<int64_t>& counts);
+
+    const std::string& policy() const { return policy_; }
+
+    // State a resumed run needs to make the same placements: previous counts and offline placements (JSON).
+    std::string save_state() const;
+    void load_state(const std::string& json);
+
+  private:
+    void plan_offline();
+
+    std::string policy_;
+    int L_, D_, E_;
+    CostModel cost_;
+    BalanceOptions options_;
+    int profile_iterations_;
+    int num_nodes_;
+    std::vector<int64_t> previous_;     // [L][D][E] counts of the last finished iteration (empty: none)
+    std::vector<int64_t> window_;       // [L][D][E] counts summed over the profiling window
+    int64_t window_iterations_ = 0;
+    std::vector<Placement> offline_;    // [L] once planned
+};
+
+}  // namespace prophet

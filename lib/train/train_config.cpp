@@ -1,0 +1,127 @@
+#include "train/train_config.h"
+
+#include <unistd.h>
+
+#include "balance/cluster.h"
+#include "balance/options.h"
+#include "core/error.h"
+
+namespace prophet {
+
+const Schema& train_schema() {
+    static const Schema schema = [] {
+        Schema s;
+        s.add_string("store.path", "results/prophet.db", {}, "SQLite file every run records into");
+        s.add_string("run.experiment", "train", {}, "experiment label stored with the run");
+        s.add_int("run.seed", 1, 0, 1e15, "seed of the parameter initialisation (the data has its own data.seed)");
+        // the model: shape letters as in docs/model.md
+        s.add_int("model.V", 256, 2, 1 << 20, "V: vocabulary size (byte-level: 256)");
+        s.add_int("model.T", 64, 1, 1 << 16, "T: sequence length, tokens");
+        s.add_int("model.C", 128, 1, 1 << 16, "C: channels");
+        s.add_int("model.NH", 4, 1, 1024, "NH: attention heads (C % NH == 0)");
+        s.add_int("model.L", 4, 1, 1024, "L: blocks, each with an MoE layer");
+        s.add_int("model.E", 8, 1, 1 << 16, "E: experts per MoE layer (E % D == 0)");
+        s.add_int("model.K", 2, 1, 1 << 16, "K: experts per token (K <= E)");
+        s.add_int("model.F", 0, 0, 1 << 20, "F: expert hidden size (0: 2C)");
+        s.add_int("model.B", 8, 1, 1 << 20, "B: global batch, sequences (B % D == 0)");
+        s.add_float("model.aux_loss_coef", 0.0, 0.0, 1e3, "auxiliary load-balancing loss coefficient (0: off)");
+        s.add_float("model.capacity_factor", 0.0, 0.0, 1e3, "expert capacity factor (0: dropless)");
+        add_data_keys(s);
+        s.add_int("train.steps", 20, 1, 1e12, "training steps");
+        s.add_float("train.lr", 1e-3, 0.0, 10.0, "peak learning rate", true);
+        s.add_float("train.min_lr", 1e-4, 0.0, 10.0, "learning rate at the end of the cosine decay");
+        s.add_int("train.warmup_steps", 2, 0, 1e12, "linear warmup steps");
+        s.add_float("train.weight_decay", 0.1, 0.0, 10.0, "AdamW weight decay (matrices only)");
+        s.add_float("train.grad_clip", 1.0, 0.0, 1e6, "global gradient-norm clip (0: off)");
+        s.add_int("train.log_every", 1, 1, 1e9, "print a step line every N steps");
+        s.add_int("train.threads", 1, 1, 256, "BLAS threads per rank");
+        s.add_string("train.checkpoint_dir", "", {}, "where --save writes checkpoints (empty: results/ckpt/<run_id>)");
+        s.add_int("train.save_every", 0, 0, 1e12, "checkpoint every N steps (0: at the end only, with --save)");
+        s.add_bool("train.record_loads", true, "record the D x E expert loads of every step and layer");
+        add_balance_keys(s, /*allow_all=*/false, "static");
+        s.add_string("balance.cluster", "experiments/clusters/cpu-local.toml", {},
+                     "cluster file of the planner's cost model (num_devices is taken from the run)");
+        s.add_float("comm.timeout_s", 600.0, 0.0, 1e6, "a collective blocked longer than this ends the job (exit 6)");
+        return s;
+    }();
+    return schema;
+}
+
+TrainSettings train_settings_from(const Config& c, int world_size) {
+    TrainSettings t;
+    ModelConfig& m = t.model;
+    m.V = static_cast<int>(c.get_int("model.V"));
+    m.T = static_cast<int>(c.get_int("model.T"));
+    m.C = static_cast<int>(c.get_int("model.C"));
+    m.NH = static_cast<int>(c.get_int("model.NH"));
+    m.L = static_cast<int>(c.get_int("model.L"));
+    m.E = static_cast<int>(c.get_int("model.E"));
+    m.K = static_cast<int>(c.get_int("model.K"));
+    m.F = static_cast<int>(c.get_int("model.F"));
+    m.B = static_cast<int>(c.get_int("model.B"));
+    m.aux_loss_coef = c.get_float("model.aux_loss_coef");
+    m.capacity_factor = c.get_float("model.capacity_factor");
+    t.seed = c.get_int("run.seed");
+    m.seed = static_cast<uint64_t>(t.seed);
+    model_config_validate(m);
+    const int D = world_size;
+    if (m.E % D != 0)
+        throw_config_error("model.E", std::to_string(m.E),
+                           "must be divisible by the number of ranks D = " + std::to_string(D) +
+                               " (expert parallelism puts E/D experts on each rank)",
+                           "use E = " + std::to_string(((m.E + D - 1) / D) * D) + " or run on a divisor of E ranks");
+    if (m.B % D != 0)
+        throw_config_error("model.B", std::to_string(m.B),
+                           "must be divisible by the number of ranks D = " + std::to_string(D) +
+                               " (each rank takes B/D sequences)",
+                           "use B = " + std::to_string(((m.B + D - 1) / D) * D));
+
+    if (c.has("data.vocab_size") && c.get_int("data.vocab_size") != m.V)
+        throw_config_error("data.vocab_size", std::to_string(c.get_int("data.vocab_size")),
+                           "must equal model.V = " + std::to_string(m.V), "drop data.vocab_size (it follows model.V)");
+    t.data = data_config_from(c);
+    t.data.vocab_size = m.V;
+    t.data.validate();
+    if (t.data.source == "file" && access(t.data.path.c_str(), R_OK) != 0)
+        throw_config_error("data.path", "\"" + t.data.path + "\"", "cannot read the data file",
+                           "give an existing file, or --set data.source=generated");
+
+    t.steps = c.get_int("train.steps");
+    t.lr.max_lr = c.get_float("train.lr");
+    t.lr.min_lr = c.get_float("train.min_lr");
+    t.lr.warmup_steps = c.get_int("train.warmup_steps");
+    t.lr.total_steps = t.steps;
+    t.adamw.weight_decay = c.get_float("train.weight_decay");
+    t.grad_clip = c.get_float("train.grad_clip");
+    t.log_every = static_cast<int>(c.get_int("train.log_every"));
+    t.threads = static_cast<int>(c.get_int("train.threads"));
+    t.checkpoint_dir = c.get_string("train.checkpoint_dir");
+    t.save_every = c.get_int("train.save_every");
+    t.record_loads = c.get_bool("train.record_loads");
+
+    t.policy = c.get_string("balance.policy");
+    t.balance = balance_options_from(c);
+    t.profile_iterations = static_cast<int>(std::max<int64_t>(1, c.get_int("balance.profile_iterations")));
+    t.cluster_path = c.get_string("balance.cluster");
+    ClusterSpec cluster = load_cluster_file(t.cluster_path);
+    cluster.num_devices = D;
+    if (cluster.devices_per_node > D || D % cluster.devices_per_node != 0) cluster.devices_per_node = D;
+    t.cost.cluster = cluster;
+    t.cost.model.d_model = m.C;
+    t.cost.model.d_ffn = m.hidden_size();
+    t.cost.model.seq_len = m.T;
+    t.cost.model.bytes_per_elem = 4;
+    t.cost.model.tokens_per_device = static_cast<int64_t>(m.B / D) * m.T;
+    if (t.policy == "exhaustive" && (D - 1) * m.E > 22)
+        throw_config_error("balance.policy", "exhaustive",
+                           "enumerates 2^((D-1)*E) placements per layer and step; too many for D = " +
+                               std::to_string(D) + ", E = " + std::to_string(m.E),
+                           "use it with D = E <= 4");
+
+    t.store_path = c.get_string("store.path");
+    t.experiment = c.get_string("run.experiment");
+    t.comm_timeout_s = c.get_float("comm.timeout_s");
+    return t;
+}
+
+}  // namespace prophet

@@ -1,0 +1,45 @@
+// train_config.h: every key of `prophet train` / `prophet profile`, and the checks that must pass before any
+// communication (E divisible by D, K <= E, B divisible by D, a readable data file, a cluster file for the planner).
+#pragma once
+
+#include <string>
+
+#include "balance/cost_model.h"
+#include "balance/policies.h"
+#include "core/config.h"
+#include "kernels/optim.h"
+#include "model/data.h"
+#include "model/model_config.h"
+
+namespace prophet {
+
+const Schema& train_schema();
+
+struct TrainSettings {
+    ModelConfig model;
+    DataConfig data;
+    int64_t steps = 20;
+    LrSchedule lr;
+    AdamWConfig adamw;
+    double grad_clip = 1.0;
+    int log_every = 1;
+    int threads = 1;  // BLAS threads per rank
+    std::string checkpoint_dir;
+    int64_t save_every = 0;  // 0: only at the end when checkpoint_dir is set
+    std::string policy;
+    BalanceOptions balance;
+    int profile_iterations = 1;  // eplb/moetuner: static for this many iterations, then plan once
+    std::string cluster_path;    // the planner's cost model (num_devices is replaced by the world size)
+    CostModel cost;
+    std::string store_path;
+    std::string experiment;
+    int64_t seed = 1;
+    double comm_timeout_s = 600;
+    bool record_loads = true;    // one expert_load row per step and layer
+};
+
+// Reads and cross-checks the resolved config for a run on `world_size` ranks; throws prophet::Error (exit 3)
+// naming the key, the value, the rule and a fix. Reads the cluster file and checks the data file exists.
+TrainSettings train_settings_from(const Config& config, int world_size);
+
+}  // namespace prophet

@@ -1,0 +1,83 @@
+// trainer.h: one MoE-GPT training run on the ranks of a communicator, expert-parallel under a balancing policy.
+//
+// Dense parameters are data-parallel (gradients summed across ranks); experts are expert-parallel: expert e's home
+// is rank e / (E/D), the only rank that keeps its optimizer state and updates it. Every iteration the policy
+// (PolicyRunner) picks a placement per layer; the executor sends parameters to the ranks that compute a replica
+// (Trans) and sums their gradients home (Agg). Any placement gives the same losses up to float summation order.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "balance/placement.h"
+#include "comm/comm.h"
+#include "model/data.h"
+#include "model/moe_gpt.h"
+#include "train/policy_runner.h"
+#include "train/train_config.h"
+
+namespace prophet {
+
+class ExpertParallelExecutor;
+
+struct StepStats {
+    int64_t step = 0;
+    double loss = 0;           // mean cross-entropy over the global batch (+ aux loss when enabled)
+    double lr = 0;
+    double grad_norm = 0;      // before clipping
+    double step_ms = 0;        // wall time of the step (max over ranks)
+    double tokens_per_s = 0;   // global tokens / step time
+    double max_mean_load = 0;  // max_i H_i / mean_i H_i under the placement used, mean over layers
+    // wall time per activity, max over ranks, summed over layers (ms)
+    double a2a_ms = 0, expert_ms = 0, trans_ms = 0, agg_ms = 0, plan_ms = 0, nonexpert_ms = 0;
+    int replicas = 0;                   // replicas over all layers
+    std::vector<int64_t> counts;        // [L][D][E] tokens rank d routed to expert e
+    std::vector<int64_t> transitions;   // [L-1][E][E] when record_transitions
+    std::vector<Placement> placements;  // [L]
+};
+
+class Trainer {
+  public:
+    Trainer(Communicator& comm, const TrainSettings& settings, std::string checkpoint_hash);
+    ~Trainer();
+
+    // Runs step next_step() on every rank (collective) and returns its statistics (identical on every rank).
+    StepStats step();
+    int64_t next_step() const { return next_step_; }
+
+    void set_record_transitions(bool on) { record_transitions_ = on; }
+
+    // Collective. Rank 0 gathers the home experts and writes a checkpoint of step next_step() - 1 under dir.
+    std::string save(const std::string& dir);
+    // Collective. Every rank reads the checkpoint (dir or a step directory) and continues after its step.
+    void resume(const std::string& path);
+
+    Model<float>& model() { return *model_; }
+    const Model<float>& model() const { return *model_; }
+    const TrainSettings& settings() const { return settings_; }
+    const DataSource& data() const { return *data_; }
+
+  private:
+    void sum_dense_gradients();
+    double global_grad_norm_sq();
+
+    Communicator& comm_;
+    TrainSettings settings_;
+    std::string checkpoint_hash_;
+    std::unique_ptr<Model<float>> model_;
+    std::unique_ptr<DataSource> data_;
+    std::unique_ptr<PolicyRunner> policy_;
+    std::unique_ptr<ExpertParallelExecutor> executor_;
+    std::vector<char> skip_;        // [tensors] 1 for expert tensors this rank is not home of
+    std::vector<char> home_experts_;  // [tensors] 1 for the expert tensors this rank is home of
+    std::vector<int32_t> inputs_, targets_;  // [B/D, T]
+    int64_t next_step_ = 0;
+    bool record_transitions_ = false;
+};
+
+// sha256 over the keys that change the numbers a resumed run must repeat (model.*, data.*, run.seed, the
+// optimizer and schedule keys, balance.*); store paths, logging and checkpoint keys may differ on resume.
+std::string checkpoint_config_hash(const Config& config);
+
+}  // namespace prophet

@@ -1,0 +1,140 @@
+// `prophet train` as a user runs it: one rank without mpirun and 4 MPI ranks under mpirun. The same seed and
+// data give the same losses for every placement policy and for 1 vs 4 ranks; a resumed run repeats the
+// uninterrupted run's losses exactly; bad input fails before any communication with nothing written.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+    int exit_code = -1;
+    std::string out, err;
+    std::vector<double> losses;
+};
+
+bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+RunResult run(const std::string& launcher, const std::string& args, const fs::path& dir) {
+    const std::string err_path = (dir / "stderr.txt").string();
+    const std::string command = std::string("cd '") + PROPHET_SOURCE_DIR + "' && " + launcher + " '" + PROPHET_BINARY +
+                                "' " + args + " 2>'" + err_path + "'";
+    RunResult r;
+    FILE* pipe = popen(command.c_str(), "r");
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+    const int status = pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err_path);
+    r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty() || line[0] != '{') continue;
+        const auto j = nlohmann::json::parse(line);
+        if (j.contains("step") && j.contains("loss")) r.losses.push_back(j["loss"].get<double>());
+    }
+    return r;
+}
+
+const char* kMpi = "mpirun --allow-run-as-root --oversubscribe -np 4";
+
+class TrainCli : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() / ("prophet-train-" + std::to_string(getpid()) + "-" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        db_ = (dir_ / "store.db").string();
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    std::string train(const std::string& extra) {
+        return "train --config experiments/train/skewed-4rank.toml --json --set store.path=" + db_ + " " + extra;
+    }
+    fs::path dir_;
+    std::string db_;
+};
+
+void expect_close(const std::vector<double>& a, const std::vector<double>& b, const std::string& what) {
+    ASSERT_EQ(a.size(), b.size()) << what;
+    ASSERT_FALSE(a.empty()) << what;
+    for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_LE(std::fabs(a[i] - b[i]), 1e-5 * std::fabs(b[i])) << what << " step " << i;
+}
+
+}  // namespace
+
+TEST_F(TrainCli, OneRankWithoutMpirun) {
+    const RunResult r = run("", train(""), dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(r.losses.size(), 20u);
+    EXPECT_LT(r.losses.back(), r.losses.front());
+    EXPECT_NE(r.out.find("\"summary\":true"), std::string::npos);
+}
+
+TEST_F(TrainCli, MpiPlacementsAndRankCountsGiveTheSameLosses) {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const RunResult one = run("", train(""), dir_);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const RunResult reference = run(kMpi, train(""), dir_);
+    ASSERT_EQ(reference.exit_code, 0) << reference.err;
+    expect_close(reference.losses, one.losses, "4 MPI ranks vs 1 rank");
+    for (const char* policy : {"fastermoe", "prophet", "eplb", "moetuner"}) {
+        const RunResult r = run(kMpi, train(std::string("--set balance.policy=") + policy), dir_);
+        ASSERT_EQ(r.exit_code, 0) << policy << ": " << r.err;
+        expect_close(r.losses, reference.losses, policy);
+    }
+}
+
+TEST_F(TrainCli, MpiResumeRepeatsTheLossesExactly) {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const std::string ckpt = (dir_ / "ckpt").string();
+    const std::string common =
+        "--set balance.policy=prophet --set train.steps=12 --set train.save_every=6 --set train.checkpoint_dir=" + ckpt;
+    const RunResult full = run(kMpi, train(common + " --save"), dir_);
+    ASSERT_EQ(full.exit_code, 0) << full.err;
+    ASSERT_TRUE(fs::exists(fs::path(ckpt) / "step-00000005")) << full.err;
+    const RunResult resumed = run(kMpi, train(common + " --resume " + ckpt + "/step-00000005"), dir_);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    ASSERT_EQ(resumed.losses.size(), 6u);
+    for (size_t i = 0; i < 6; ++i) EXPECT_EQ(resumed.losses[i], full.losses[6 + i]) << "step " << 6 + i;
+}
+
+TEST_F(TrainCli, BadInputFailsBeforeCommunicationAndWritesNothing) {
+    auto expect_failure = [&](const std::string& launcher, const std::string& extra, const std::string& needle) {
+        const RunResult r = run(launcher, train(extra), dir_);
+        EXPECT_EQ(r.exit_code, prophet::kExitConfig) << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("rank 1"), std::string::npos) << "only rank 0 reports a config error: " << r.err;
+        EXPECT_FALSE(fs::exists(db_)) << "a refused run created the store";
+    };
+    expect_failure("", "--set model.K=9", "model.K");
+    expect_failure("", "--set data.source=file --set data.path=/nonexistent/corpus.bin", "data.path");
+    const std::string other = (dir_ / "other").string();
+    fs::create_directories(other);
+    if (have_mpirun()) {
+        expect_failure(kMpi, "--set model.E=6", "model.E = 6");
+        expect_failure(kMpi, "--set model.B=6", "model.B = 6");
+    }
+    // a checkpoint from another config
+    const std::string ckpt = (dir_ / "ckpt").string();
+    const RunResult saved = run("", train("--set train.steps=2 --save --set train.checkpoint_dir=" + ckpt), dir_);
+    ASSERT_EQ(saved.exit_code, 0) << saved.err;
+    const RunResult other_config = run("", train("--set model.C=32 --resume " + ckpt), dir_);
+    EXPECT_EQ(other_config.exit_code, prophet::kExitConfig) << other_config.err;
+    EXPECT_NE(other_config.err.find("another config"), std::string::npos) << other_config.err;
+}
