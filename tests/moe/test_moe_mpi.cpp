@@ -1,0 +1,79 @@
+// The expert-parallel executor over MPI ranks: the exact-movement and oracle checks of moe_checks.h for every
+// placement case. ctest runs them as `mpirun --allow-run-as-root --oversubscribe -np 4 test_moe
+// --gtest_filter=Mpi*` (test moe_mpi_4); without a launcher they skip.
+//   mpirun -np 4 ./build/tests/test_moe --gtest_filter='Mpi*'
+#include <gtest/gtest.h>
+
+#include "comm/comm.h"
+#include "kernels/blas.h"
+#include "moe_checks.h"
+
+using namespace prophet;
+using namespace prophet::moe_test;
+
+namespace {
+
+// MPI is initialised once for the whole binary (gtest_main owns main), only when a launcher started it.
+class MpiEnvironment : public ::testing::Environment {
+  public:
+    static Communicator* world() { return world_.get(); }
+    void SetUp() override {
+        if (mpi_available() && launched_by_mpi()) {
+            blas_set_num_threads(1);
+            world_ = make_mpi_communicator(nullptr, nullptr);
+            world_->set_timeout_s(120.0);  // a rank that failed and left a collective fails the others, not hangs
+        }
+    }
+    void TearDown() override {
+        world_.reset();
+        finalize_mpi();
+    }
+
+  private:
+    static inline std::unique_ptr<Communicator> world_;
+};
+::testing::Environment* const g_mpi_environment = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
+
+#define SKIP_UNLESS_MPI()                                                       \
+    Communicator* world = MpiEnvironment::world();                              \
+    if (!world) GTEST_SKIP() << "not started by mpirun (or built without MPI)"; \
+    Communicator& comm = *world
+
+struct MpiCase {
+    PlacementCase placement;
+    RouteRule rule;
+};
+
+void PrintTo(const MpiCase& c, std::ostream* os) {
+    *os << case_name(c.placement) << (c.rule == RouteRule::kOwner ? " owner" : " least_loaded");
+}
+
+std::string mpi_case_name(const ::testing::TestParamInfo<MpiCase>& info) {
+    return std::string(case_name(info.param.placement)) +
+           (info.param.rule == RouteRule::kOwner ? "_owner" : "_least_loaded");
+}
+
+const MpiCase kCases[] = {
+    {PlacementCase::kStatic, RouteRule::kOwner},
+    {PlacementCase::kReplicated, RouteRule::kOwner},
+    {PlacementCase::kMovedOwners, RouteRule::kOwner},
+    {PlacementCase::kMovedOwnersReplicated, RouteRule::kOwner},
+    {PlacementCase::kReplicated, RouteRule::kLeastLoaded},
+    {PlacementCase::kMovedOwnersReplicated, RouteRule::kLeastLoaded},
+};
+
+class MpiMoeEp : public ::testing::TestWithParam<MpiCase> {};
+
+}  // namespace
+
+TEST_P(MpiMoeEp, ExactMovement) {
+    SKIP_UNLESS_MPI();
+    for (uint64_t seed : {1u, 2u, 3u}) check_exact_movement(comm, GetParam().placement, GetParam().rule, seed);
+}
+
+TEST_P(MpiMoeEp, MatchesLocalExecutor) {
+    SKIP_UNLESS_MPI();
+    for (uint64_t seed : {11u, 12u}) check_oracle(comm, GetParam().placement, GetParam().rule, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mpi, MpiMoeEp, ::testing::ValuesIn(kCases), mpi_case_name);
