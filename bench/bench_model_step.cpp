@@ -70,19 +70,29 @@ GemmRate gemm_gflops(int M, int N, int K, bool ta, bool tb) {
 
 int main(int argc, char** argv) {
     int threads = 1, steps = 40, warmup = 5;
+    std::string preset = "small";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--model")) preset = argv[i + 1];
         else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--warmup")) warmup = std::atoi(argv[i + 1]);
         else {
-            std::fprintf(stderr, "usage: %s [--steps N] [--warmup N] [--threads N]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--model small|tiny] [--steps N] [--warmup N] [--threads N]\n", argv[0]);
             return 2;
         }
     }
     blas_setup(argc, argv, threads);  // first: may re-exec with OPENBLAS_CORETYPE set
 
+    // the presets of experiments/models/{small,tiny}.toml
     ModelConfig cfg;
-    cfg.V = 256, cfg.T = 64, cfg.C = 128, cfg.NH = 4, cfg.L = 4, cfg.E = 8, cfg.K = 2, cfg.F = 256, cfg.B = 8;
+    if (preset == "small") {
+        cfg.V = 256, cfg.T = 64, cfg.C = 128, cfg.NH = 4, cfg.L = 4, cfg.E = 8, cfg.K = 2, cfg.F = 256, cfg.B = 8;
+    } else if (preset == "tiny") {
+        cfg.V = 256, cfg.T = 32, cfg.C = 64, cfg.NH = 4, cfg.L = 2, cfg.E = 4, cfg.K = 2, cfg.F = 128, cfg.B = 8;
+    } else {
+        std::fprintf(stderr, "bench_model_step: --model %s: must be small or tiny\n", preset.c_str());
+        return 2;
+    }
     Model<float> model(cfg);
     const int N = cfg.B * cfg.T;
     AdamWConfig adamw;

@@ -18,12 +18,16 @@ CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
     cmd->add_option("input", args.input, "info/convert/import: a trace file or generator .toml; export: a trace or run id")
         ->required();
     cmd->add_option("-o,--out", args.output, "convert/export: the binary trace file to write (docs/trace-format.md)");
+    cmd->add_option("--format", args.format, "convert/export: binary (docs/trace-format.md) or csv")
+        ->check(CLI::IsMember({"binary", "csv"}))
+        ->capture_default_str();
     cmd->add_option("--store", args.store_path, "import/export: the SQLite store")->capture_default_str();
     cmd->add_flag("--json", args.json, "info: JSON on stdout");
     cmd->footer(
         "Examples:\n"
         "  prophet trace info experiments/traces/zipf-e16-k2.toml\n"
         "  prophet trace convert experiments/traces/zipf-e16-k2.toml -o /tmp/zipf.ptrace\n"
+        "  prophet trace convert /tmp/zipf.ptrace --format csv -o /tmp/zipf.csv   (and back: convert zipf.csv)\n"
         "  prophet trace import /tmp/zipf.ptrace          (prints the trace id; plan with --trace trace:<id>)\n"
         "  prophet trace export <trace-or-run-id> -o /tmp/out.ptrace");
     return cmd;
@@ -32,17 +36,23 @@ CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
 int run_trace(const TraceArgs& args) {
     if ((args.action == "convert" || args.action == "export") && args.output.empty())
         throw Error(kExitUsage, "usage error: prophet trace " + args.action + " needs --out FILE");
+    const auto write = [&](const Trace& trace) {
+        if (args.format == "csv")
+            write_trace_csv(trace, args.output);
+        else
+            write_trace_file(trace, args.output);
+    };
     if (args.action == "export") {
         Store store = Store::open(args.store_path);
         const Trace trace = store.load_trace(args.input);
-        write_trace_file(trace, args.output);
+        write(trace);
         std::fprintf(stderr, "prophet trace: wrote %s\n", args.output.c_str());
         return kExitOk;
     }
     const Trace trace = load_trace(args.input);
     validate_trace(trace, args.input);
     if (args.action == "convert") {
-        write_trace_file(trace, args.output);
+        write(trace);
         std::fprintf(stderr, "prophet trace: wrote %s\n", args.output.c_str());
         return kExitOk;
     }

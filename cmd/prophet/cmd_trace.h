@@ -9,6 +9,7 @@ struct TraceArgs {
     std::string action;  // info | convert | import | export
     std::string input;   // file, generator .toml, or (export) a trace or run id
     std::string output;  // convert / export: trace file to write
+    std::string format = "binary";  // convert / export: binary | csv
     std::string store_path = "results/prophet.db";
     bool json = false;
 };

@@ -393,7 +393,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
             }
         }
         if (root) {
-            if (args.common.json) std::printf("%s\n", out.dump(2).c_str());
+            if (args.common.json) std::printf("%s\n", out.dump().c_str());
             ctx->store->finish_run(ctx->run_id, "finished", 0, "");
         }
     } catch (const Error& e) {

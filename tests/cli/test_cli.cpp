@@ -84,9 +84,10 @@ class Cli : public ::testing::Test {
 TEST_F(Cli, HelpListsOnlyWorkingSubcommands) {
     const Result r = run_prophet("--help", dir_);
     EXPECT_EQ(r.exit_code, 0);
-    EXPECT_NE(r.out.find("plan"), std::string::npos);
+    for (const char* present : {"plan", "trace", "train", "profile"})
+        EXPECT_NE(r.out.find(std::string("\n  ") + present), std::string::npos) << present;
     EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
-    for (const char* absent : {"train", "sweep", "ablate", "profile"})
+    for (const char* absent : {"sweep", "ablate"})
         EXPECT_EQ(r.out.find(std::string("\n  ") + absent), std::string::npos) << absent << " is not built yet";
     EXPECT_EQ(run_prophet("frobnicate", dir_).exit_code, prophet::kExitUsage);
     EXPECT_EQ(run_prophet("", dir_).exit_code, prophet::kExitUsage);
@@ -213,6 +214,31 @@ TEST_F(Cli, TraceErrorsExitThreeAndWriteNothing) {
     expect_failure(run_prophet("plan --trace " + neg_path + " --cluster " + cluster4_ + " --set store.path=" + db_,
                                dir_),
                    prophet::kExitConfig, "negative");
+}
+
+TEST_F(Cli, CsvTracesRoundTripAndNaNCountsAreRefused) {
+    const std::string csv = (dir_ / "tiny.csv").string();
+    ASSERT_EQ(run_prophet("trace convert experiments/traces/tiny-e4-d4.toml --format csv -o " + csv, dir_).exit_code, 0);
+    const Result ok = run_prophet("plan --trace " + csv + " --cluster " + cluster4_ + " --set store.path=" + db_ +
+                                      " --policy static --json",
+                                  dir_);
+    ASSERT_EQ(ok.exit_code, 0) << ok.err;
+    std::filesystem::remove(db_);
+    // a spreadsheet's NaN in one cell
+    std::ifstream in(csv);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t header = text.find("iteration,layer,device,expert,tokens\n");
+    ASSERT_NE(header, std::string::npos);
+    const size_t row = header + std::string("iteration,layer,device,expert,tokens\n").size();
+    const size_t comma = text.rfind(',', text.find('\n', row));
+    const std::string nan_csv = write("nan.csv", text.substr(0, comma + 1) + "nan" + text.substr(text.find('\n', row)));
+    expect_failure(run_prophet("plan --trace " + nan_csv + " --cluster " + cluster4_ + " --set store.path=" + db_, dir_),
+                   prophet::kExitConfig, "NaN");
+    const std::string negative_csv =
+        write("negative.csv", text.substr(0, comma + 1) + "-4" + text.substr(text.find('\n', row)));
+    expect_failure(
+        run_prophet("plan --trace " + negative_csv + " --cluster " + cluster4_ + " --set store.path=" + db_, dir_),
+        prophet::kExitConfig, "negative");
 }
 
 TEST_F(Cli, ForeignStoreExitsFive) {
