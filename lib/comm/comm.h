@@ -56,10 +56,12 @@ class Communicator {
     // Among a subset of ranks (sorted, containing root; ranks outside the subset must not call): Trans
     // (broadcast the owner's expert parameters to the replica holders) and Agg (sum the holders' gradients into
     // the owner). The reduce sums contributions in ascending rank order, so the result is deterministic.
+    // Default: point to point (root sends to each member / members send to the root); an implementation with
+    // native subset collectives (NCCL on a sub-communicator) may override.
     virtual CommHandle broadcast_subset_async(void* data, size_t bytes, int root, const std::vector<int>& ranks,
-                                              int tag) = 0;
+                                              int tag);
     virtual CommHandle reduce_sum_subset_async(float* data, size_t count, int root, const std::vector<int>& ranks,
-                                               int tag) = 0;
+                                               int tag);
 
     // wall-clock limit for one blocking call before the job is declared hung (exit 6); 0 = none
     virtual void set_timeout_s(double seconds) = 0;

@@ -164,4 +164,14 @@ CommHandle reduce_sum_subset_p2p(Communicator& comm, float* data, size_t count, 
 
 }  // namespace comm_detail
 
+CommHandle Communicator::broadcast_subset_async(void* data, size_t bytes, int root, const std::vector<int>& ranks,
+                                                int tag) {
+    return comm_detail::broadcast_subset_p2p(*this, data, bytes, root, ranks, tag);
+}
+
+CommHandle Communicator::reduce_sum_subset_async(float* data, size_t count, int root, const std::vector<int>& ranks,
+                                                 int tag) {
+    return comm_detail::reduce_sum_subset_p2p(*this, data, count, root, ranks, tag);
+}
+
 }  // namespace prophet

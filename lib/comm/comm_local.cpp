@@ -282,15 +282,6 @@ class LocalComm final : public Communicator {
         return true;
     }
 
-    CommHandle broadcast_subset_async(void* data, size_t bytes, int root, const std::vector<int>& ranks,
-                                      int tag) override {
-        return comm_detail::broadcast_subset_p2p(*this, data, bytes, root, ranks, tag);
-    }
-    CommHandle reduce_sum_subset_async(float* data, size_t count, int root, const std::vector<int>& ranks,
-                                       int tag) override {
-        return comm_detail::reduce_sum_subset_p2p(*this, data, count, root, ranks, tag);
-    }
-
     void set_timeout_s(double seconds) override {
         PROPHET_ASSERT_MSG(seconds >= 0.0, "comm timeout must be >= 0 s (0 = none)");
         timeout_s_ = seconds;

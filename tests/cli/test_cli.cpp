@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "core/error.h"
 #include "store/store.h"
 
@@ -18,28 +19,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int exit_code = -1;
-    std::string out;  // stdout
-    std::string err;  // stderr
-};
+using Result = prophet::testing::CliResult;
 
-// Runs `prophet <args>` from the repository root, capturing stdout and stderr separately.
-Result run_prophet(const std::string& args, const fs::path& dir) {
-    const std::string err_path = (dir / "stderr.txt").string();
-    const std::string command =
-        std::string("cd '") + PROPHET_SOURCE_DIR + "' && '" + PROPHET_BINARY + "' " + args + " 2>'" + err_path + "'";
-    Result r;
-    FILE* pipe = popen(command.c_str(), "r");
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-    const int status = pclose(pipe);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err_path);
-    r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    return r;
-}
+Result run_prophet(const std::string& args, const fs::path& dir) { return prophet::testing::run_prophet("", args, dir); }
 
 class Cli : public ::testing::Test {
   protected:

@@ -14,33 +14,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "core/error.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct RunResult {
-    int exit_code = -1;
-    std::string out, err;
-    std::vector<double> losses;
+struct RunResult : prophet::testing::CliResult {
+    std::vector<double> losses;  // the "loss" of every step line of --json output
 };
 
 bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
 RunResult run(const std::string& launcher, const std::string& args, const fs::path& dir) {
-    const std::string err_path = (dir / "stderr.txt").string();
-    const std::string command = std::string("cd '") + PROPHET_SOURCE_DIR + "' && " + launcher + " '" + PROPHET_BINARY +
-                                "' " + args + " 2>'" + err_path + "'";
     RunResult r;
-    FILE* pipe = popen(command.c_str(), "r");
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-    const int status = pclose(pipe);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err_path);
-    r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    static_cast<prophet::testing::CliResult&>(r) = prophet::testing::run_prophet(launcher, args, dir);
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);) {
         if (line.empty() || line[0] != '{') continue;

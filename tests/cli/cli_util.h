@@ -1,0 +1,38 @@
+// cli_util.h: running the `prophet` binary from tests, as a user would, with stdout and stderr kept apart.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace prophet::testing {
+
+struct CliResult {
+    int exit_code = -1;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+// Runs `<launcher> prophet <args>` from the repository root; `dir` holds the captured stderr. launcher is empty
+// for a plain run, or e.g. "mpirun -np 4".
+inline CliResult run_prophet(const std::string& launcher, const std::string& args, const std::filesystem::path& dir) {
+    const std::string err_path = (dir / "stderr.txt").string();
+    const std::string command = std::string("cd '") + PROPHET_SOURCE_DIR + "' && " + launcher + " '" +
+                                PROPHET_BINARY + "' " + args + " 2>'" + err_path + "'";
+    CliResult r;
+    FILE* pipe = popen(command.c_str(), "r");
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+    const int status = pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err_path);
+    r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return r;
+}
+
+}  // namespace prophet::testing
