@@ -61,6 +61,16 @@ void BM_plan_prophet(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(plan_prophet(counts.data(), D, E, cost, options));
 }
 
+// the same with alpha = 0.01: Eq 7 almost never stops the search, so the greedy walks every candidate (worst case)
+void BM_plan_prophet_full_search(benchmark::State& state) {
+    const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));
+    const auto counts = zipf_counts(D, E, 7);
+    const CostModel cost = cost_for(D);
+    BalanceOptions options;
+    options.alpha = 0.01;
+    for (auto _ : state) benchmark::DoNotOptimize(plan_prophet(counts.data(), D, E, cost, options));
+}
+
 void BM_plan_fastermoe(benchmark::State& state) {
     const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));
     const auto counts = zipf_counts(D, E, 7);
@@ -88,6 +98,7 @@ void grid(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_plan_prophet)->Apply(grid)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_plan_prophet_full_search)->Apply(grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_fastermoe)->Apply(grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_eplb)->Apply(grid)->Unit(benchmark::kMicrosecond);
 
