@@ -1,0 +1,194 @@
+// schedule.cpp: the `none` and `blockwise` op lists of one iteration.
+#include "sim/schedule.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace prophet::sim {
+
+const char* op_kind_name(OpKind kind) {
+    switch (kind) {
+        case OpKind::kGate: return "gate";
+        case OpKind::kPlan: return "plan";
+        case OpKind::kTrans: return "trans";
+        case OpKind::kDispatchA2a: return "dispatch_a2a";
+        case OpKind::kFec: return "fec";
+        case OpKind::kCombineA2a: return "combine_a2a";
+        case OpKind::kFnec: return "fnec";
+        case OpKind::kBnec: return "bnec";
+        case OpKind::kCombineA2aBwd: return "combine_a2a_bwd";
+        case OpKind::kBec: return "bec";
+        case OpKind::kDispatchA2aBwd: return "dispatch_a2a_bwd";
+        case OpKind::kAgg: return "agg";
+        case OpKind::kOptimizer: return "optimizer";
+    }
+    return "?";
+}
+
+bool is_comm_kind(OpKind kind) {
+    return kind == OpKind::kTrans || kind == OpKind::kDispatchA2a || kind == OpKind::kCombineA2a ||
+           kind == OpKind::kCombineA2aBwd || kind == OpKind::kDispatchA2aBwd || kind == OpKind::kAgg;
+}
+
+const char* op_part_name(OpPart part) {
+    switch (part) {
+        case OpPart::kWhole: return "whole";
+        case OpPart::kUnderNec: return "under_nec";
+        case OpPart::kUnderExpert: return "under_expert";
+    }
+    return "?";
+}
+
+ScheduleKind parse_schedule_kind(const std::string& name) {
+    if (name == "none") return ScheduleKind::kNone;
+    if (name == "blockwise") return ScheduleKind::kBlockwise;
+    throw_config_error("sim.schedule", name, "must be none or blockwise", "--set sim.schedule=blockwise");
+}
+
+const char* schedule_kind_name(ScheduleKind kind) { return kind == ScheduleKind::kNone ? "none" : "blockwise"; }
+
+int Schedule::find(OpKind kind, int layer, OpPart part) const {
+    for (size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].kind == kind && ops[i].layer == layer && ops[i].part == part) return static_cast<int>(i);
+    return -1;
+}
+
+namespace {
+
+class Builder {
+  public:
+    explicit Builder(Schedule* s) : s_(s) {}
+    int add(OpKind kind, int layer, OpPart part, std::vector<int> deps, bool next_iteration = false) {
+        ScheduleOp op;
+        op.kind = kind;
+        op.layer = layer;
+        op.part = part;
+        op.resource = is_comm_kind(kind) ? Resource::kComm : Resource::kCompute;
+        op.collective = is_comm_kind(kind);
+        op.next_iteration = next_iteration;
+        for (int d : deps)
+            if (d >= 0 && std::find(op.deps.begin(), op.deps.end(), d) == op.deps.end()) op.deps.push_back(d);
+        s_->ops.push_back(std::move(op));
+        return static_cast<int>(s_->ops.size()) - 1;
+    }
+
+  private:
+    Schedule* s_;
+};
+
+void build_none(Builder& b, int L, std::vector<int>* aggs, int* last) {
+    int prev = -1;  // the op the next block waits for
+    for (int l = 0; l < L; ++l) {
+        const int gate = b.add(OpKind::kGate, l, OpPart::kWhole, {prev});
+        const int plan = b.add(OpKind::kPlan, l, OpPart::kWhole, {gate});
+        const int trans = b.add(OpKind::kTrans, l, OpPart::kWhole, {plan});
+        const int disp = b.add(OpKind::kDispatchA2a, l, OpPart::kWhole, {gate, trans});
+        const int fec = b.add(OpKind::kFec, l, OpPart::kWhole, {disp, trans});
+        const int comb = b.add(OpKind::kCombineA2a, l, OpPart::kWhole, {fec});
+        prev = b.add(OpKind::kFnec, l, OpPart::kWhole, {comb});
+    }
+    for (int l = L - 1; l >= 0; --l) {
+        const int bnec = b.add(OpKind::kBnec, l, OpPart::kWhole, {prev});
+        const int cb = b.add(OpKind::kCombineA2aBwd, l, OpPart::kWhole, {bnec});
+        const int bec = b.add(OpKind::kBec, l, OpPart::kWhole, {cb});
+        const int db = b.add(OpKind::kDispatchA2aBwd, l, OpPart::kWhole, {bec});
+        prev = b.add(OpKind::kAgg, l, OpPart::kWhole, {db});
+        aggs->push_back(prev);
+    }
+    *last = prev;
+}
+
+void build_blockwise(Builder& b, int L, std::vector<int>* aggs, int* last) {
+    // Trans sub-ops of each block: block 0's whole Trans opens the iteration (its placement was planned in the
+    // previous iteration); block l+1's two parts run beside block l's expert and non-expert compute.
+    std::vector<std::vector<int>> trans(L);
+    trans[0].push_back(b.add(OpKind::kTrans, 0, OpPart::kWhole, {}));
+    int prev = -1;
+    for (int l = 0; l < L; ++l) {
+        const int gate = b.add(OpKind::kGate, l, OpPart::kWhole, {prev});
+        b.add(OpKind::kPlan, l, OpPart::kWhole, {gate}, /*next_iteration=*/true);
+        const int disp = b.add(OpKind::kDispatchA2a, l, OpPart::kWhole, {gate});
+        if (l + 1 < L) trans[l + 1].push_back(b.add(OpKind::kTrans, l + 1, OpPart::kUnderExpert, {}));
+        std::vector<int> fec_deps = {disp};
+        fec_deps.insert(fec_deps.end(), trans[l].begin(), trans[l].end());
+        const int fec = b.add(OpKind::kFec, l, OpPart::kWhole, fec_deps);
+        const int comb = b.add(OpKind::kCombineA2a, l, OpPart::kWhole, {fec});
+        if (l + 1 < L) trans[l + 1].push_back(b.add(OpKind::kTrans, l + 1, OpPart::kUnderNec, {}));
+        prev = b.add(OpKind::kFnec, l, OpPart::kWhole, {comb});
+    }
+    int bec_above = -1;  // BEC of block l+1: the gradients its Agg sends
+    for (int l = L - 1; l >= 0; --l) {
+        if (l + 1 < L) aggs->push_back(b.add(OpKind::kAgg, l + 1, OpPart::kUnderNec, {bec_above}));
+        const int bnec = b.add(OpKind::kBnec, l, OpPart::kWhole, {prev});
+        const int cb = b.add(OpKind::kCombineA2aBwd, l, OpPart::kWhole, {bnec});
+        if (l + 1 < L) aggs->push_back(b.add(OpKind::kAgg, l + 1, OpPart::kUnderExpert, {bec_above}));
+        const int bec = b.add(OpKind::kBec, l, OpPart::kWhole, {cb});
+        prev = b.add(OpKind::kDispatchA2aBwd, l, OpPart::kWhole, {bec});
+        bec_above = bec;
+    }
+    aggs->push_back(b.add(OpKind::kAgg, 0, OpPart::kWhole, {bec_above}));
+    *last = prev;
+}
+
+}  // namespace
+
+Schedule build_schedule(ScheduleKind kind, int num_layers, bool include_optimizer) {
+    PROPHET_ASSERT_MSG(num_layers >= 1, "a schedule needs at least one block");
+    Schedule s;
+    s.kind = kind;
+    s.num_layers = num_layers;
+    s.include_optimizer = include_optimizer;
+    Builder b(&s);
+    std::vector<int> aggs;
+    int last = -1;
+    if (kind == ScheduleKind::kNone)
+        build_none(b, num_layers, &aggs, &last);
+    else
+        build_blockwise(b, num_layers, &aggs, &last);
+    if (include_optimizer) {
+        std::vector<int> deps = aggs;
+        deps.push_back(last);
+        b.add(OpKind::kOptimizer, -1, OpPart::kWhole, deps);
+    }
+    PROPHET_ASSERT_MSG(check_schedule(s).empty(), check_schedule(s));
+    return s;
+}
+
+std::string check_schedule(const Schedule& s) {
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+        const ScheduleOp& op = s.ops[i];
+        const std::string where = "op " + std::to_string(i) + " (" + op_kind_name(op.kind) + ")";
+        for (int d : op.deps)
+            if (d < 0 || static_cast<size_t>(d) >= i)
+                return where + " depends on op " + std::to_string(d) + ", not an earlier one";
+        if (is_comm_kind(op.kind) != (op.resource == Resource::kComm)) return where + " is on the wrong stream";
+        if (op.collective != (op.resource == Resource::kComm))
+            return where + ": collective ops are exactly the comm ops";
+        if (op.kind == OpKind::kOptimizer ? op.layer != -1 : (op.layer < 0 || op.layer >= s.num_layers))
+            return where + " has layer " + std::to_string(op.layer) + " out of range";
+        if (op.part != OpPart::kWhole && op.kind != OpKind::kTrans && op.kind != OpKind::kAgg)
+            return where + " is split but only Trans and Agg split";
+    }
+    return "";
+}
+
+std::string schedule_to_text(const Schedule& s) {
+    std::ostringstream out;
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+        const ScheduleOp& op = s.ops[i];
+        out << i << " " << (op.resource == Resource::kComm ? "comm   " : "compute") << " " << op_kind_name(op.kind);
+        if (op.layer >= 0) out << "[" << op.layer << "]";
+        if (op.part != OpPart::kWhole) out << "." << op_part_name(op.part);
+        if (op.next_iteration) out << " (for j+1)";
+        if (!op.deps.empty()) {
+            out << " <-";
+            for (int d : op.deps) out << " " << d;
+        }
+        out << "\n";
+    }
+    return out.str();
+}
+
+}  // namespace prophet::sim

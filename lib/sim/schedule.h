@@ -1,0 +1,86 @@
+// schedule.h: the op DAG of one training iteration as plain data: which op runs on which stream, in which
+// order, after which other ops. The simulator (simulator.h) times it; a trainer can walk the same list.
+//
+// Every device has two in-order streams, compute and comm. An op is either per-device (one instance per device,
+// its dependencies read on the same device) or collective (one instance spanning every device's stream: it
+// starts when every device's stream is free and every dependency has ended on every device, and ends at the same
+// time everywhere). Ops are listed in issue order; each stream runs its ops in that order, so the order of two
+// ops on one stream is a dependency too. docs/simulator.md draws both schedules.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace prophet::sim {
+
+enum class OpKind : int {
+    kGate,            // gate of block l (compute, per device)
+    kPlan,            // Algorithm 1 for block l (compute, per device: every device plans on the gathered counts)
+    kTrans,           // parameters of block l's replicated experts, owner -> holders (comm, collective)
+    kDispatchA2a,     // forward dispatch all-to-all (comm, collective)
+    kFec,             // forward expert compute, H_i tokens on device i (compute, per device)
+    kCombineA2a,      // forward combine all-to-all
+    kFnec,            // forward non-expert compute of the block
+    kBnec,            // backward non-expert compute
+    kCombineA2aBwd,   // backward all-to-all of the combine's gradient (first in backward)
+    kBec,             // backward expert compute, 2x FEC
+    kDispatchA2aBwd,  // backward all-to-all of the dispatch's gradient
+    kAgg,             // replica gradients of block l, holders -> owner (comm, collective)
+    kOptimizer,       // optimizer step (compute, per device), after every Agg
+};
+constexpr int kNumOpKinds = 13;
+const char* op_kind_name(OpKind kind);  // "gate", "plan", "trans", "dispatch_a2a", ..., "optimizer"
+bool is_comm_kind(OpKind kind);         // trans, the four all-to-alls, agg
+
+enum class Resource : int { kCompute = 0, kComm = 1 };
+
+// Trans and Agg may be split in two sub-ops (blockwise schedule): the part hidden under the neighbouring block's
+// non-expert compute (FNEC for Trans, BNEC for Agg) and the part under its expert compute (FEC / BEC).
+enum class OpPart : int { kWhole = 0, kUnderNec = 1, kUnderExpert = 2 };
+const char* op_part_name(OpPart part);  // "whole", "under_nec", "under_expert"
+
+enum class ScheduleKind : int {
+    kNone,       // Eq 6: Plan, Trans, A2A, FEC, A2A serialized per block; Agg before the next block's backward
+    kBlockwise,  // Pro-Prophet §4: Plan(j+1) under A2A(j); Trans(l+1) under FEC(l) + FNEC(l);
+                 // Agg(l+1) under BNEC(l) + BEC(l)
+};
+ScheduleKind parse_schedule_kind(const std::string& name);  // "none" | "blockwise"; config error otherwise
+const char* schedule_kind_name(ScheduleKind kind);
+
+struct ScheduleOp {
+    OpKind kind = OpKind::kGate;
+    int layer = -1;                // the block the op belongs to (a Trans/Agg sub-op: the block whose experts move);
+                                   // -1 for the optimizer
+    OpPart part = OpPart::kWhole;
+    Resource resource = Resource::kCompute;
+    bool collective = false;
+    bool next_iteration = false;   // Plan that decides iteration j+1's placement, run inside iteration j
+    std::vector<int> deps;         // indices of earlier ops that must end first (data dependencies)
+};
+
+struct Schedule {
+    ScheduleKind kind = ScheduleKind::kNone;
+    int num_layers = 0;
+    bool include_optimizer = false;
+    std::vector<ScheduleOp> ops;   // issue order
+
+    // index of the op, or -1
+    int find(OpKind kind, int layer, OpPart part = OpPart::kWhole) const;
+};
+
+// The op list of one iteration with num_layers blocks (>= 1).
+//   none:      per block l: gate, plan, trans, dispatch, fec, combine, fnec; then for l = L-1..0: bnec, combine_bwd,
+//              bec, dispatch_bwd, agg; then the optimizer. Every op waits for the one before it on the critical path.
+//   blockwise: trans(0) whole at the start; per block l: gate, plan (for j+1, beside dispatch), dispatch,
+//              trans(l+1) under_expert beside fec(l), combine, trans(l+1) under_nec beside fnec(l); backward
+//              l = L-1..0: agg(l+1) under_nec beside bnec(l), combine_bwd, agg(l+1) under_expert beside bec(l),
+//              dispatch_bwd; agg(0) whole at the end; the optimizer after every agg.
+Schedule build_schedule(ScheduleKind kind, int num_layers, bool include_optimizer);
+
+// "" or what is wrong: a dependency that does not point to an earlier op, a comm op on the compute stream, ...
+std::string check_schedule(const Schedule& schedule);
+
+// One line per op in issue order: "<index> <stream> <kind>[<layer>].<part> <- deps" (docs and debugging).
+std::string schedule_to_text(const Schedule& schedule);
+
+}  // namespace prophet::sim

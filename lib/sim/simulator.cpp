@@ -1,0 +1,315 @@
+// simulator.cpp: op durations from the cost model, the engine run per iteration, and the derived measures.
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+#include "sim/engine.h"
+
+namespace prophet::sim {
+
+SplitRule parse_split_rule(const std::string& name) {
+    if (name == "time") return SplitRule::kTime;
+    if (name == "half") return SplitRule::kHalf;
+    if (name == "fluid") return SplitRule::kFluid;
+    throw_config_error("sim.split_rule", name, "must be time, half or fluid", "--set sim.split_rule=time");
+}
+
+const char* split_rule_name(SplitRule rule) {
+    switch (rule) {
+        case SplitRule::kTime: return "time";
+        case SplitRule::kHalf: return "half";
+        case SplitRule::kFluid: return "fluid";
+    }
+    return "?";
+}
+
+ScheduleKind system_schedule(const std::string& policy) {
+    return system_cost_eq(policy) == 8 ? ScheduleKind::kBlockwise : ScheduleKind::kNone;
+}
+
+namespace {
+
+// Trans (or Agg) time of only the experts with subset[e] = 1, by the cost model.
+double subset_transfer_s(const CostModel& cost, const LayerFlow& flow, const Placement& placement,
+                         const std::vector<uint8_t>& subset, bool agg) {
+    const int D = placement.num_devices;
+    const int E = placement.num_experts;
+    Placement part = placement;
+    LayerFlow part_flow = flow;
+    for (int e = 0; e < E; ++e) {
+        if (subset[e]) continue;
+        part_flow.replica_holders[e] = 0;
+        const auto row = part.replica.begin() + static_cast<size_t>(e) * D;
+        std::fill(row, row + D, uint8_t{0});
+    }
+    const CostBreakdown c = predict_layer(cost, part_flow, part);
+    return agg ? c.agg_s : c.trans_s;
+}
+
+using Interval = std::pair<double, double>;
+
+// sorted, disjoint, non-empty intervals
+std::vector<Interval> merge_intervals(std::vector<Interval> v) {
+    std::sort(v.begin(), v.end());
+    std::vector<Interval> out;
+    for (const Interval& iv : v) {
+        if (iv.second <= iv.first) continue;
+        if (!out.empty() && iv.first <= out.back().second)
+            out.back().second = std::max(out.back().second, iv.second);
+        else
+            out.push_back(iv);
+    }
+    return out;
+}
+
+double measure(const std::vector<Interval>& merged) {
+    double total = 0;
+    for (const Interval& iv : merged) total += iv.second - iv.first;
+    return total;
+}
+
+// length of [s, e] covered by the merged intervals
+double covered(const std::vector<Interval>& merged, double s, double e) {
+    if (e <= s) return 0;
+    auto it = std::upper_bound(merged.begin(), merged.end(), s,
+                               [](double value, const Interval& iv) { return value < iv.second; });
+    double total = 0;
+    for (; it != merged.end() && it->first < e; ++it) total += std::min(e, it->second) - std::max(s, it->first);
+    return total;
+}
+
+struct LayerState {
+    LayerFlow flow;
+    CostBreakdown cost;
+    std::vector<double> fec_s;  // [D]
+    TransferSplit trans, agg;   // blockwise split (blocks >= 1)
+};
+
+}  // namespace
+
+TransferSplit split_transfer(const CostModel& cost, const LayerFlow& flow, const Placement& placement,
+                             SplitRule rule, double budget_s, bool agg) {
+    const int E = placement.num_experts;
+    const CostBreakdown c = predict_layer(cost, flow, placement);
+    TransferSplit split;
+    split.whole_s = agg ? c.agg_s : c.trans_s;
+    if (rule == SplitRule::kFluid) {
+        split.under_nec_s = std::min(split.whole_s, std::max(0.0, budget_s));
+        split.under_expert_s = split.whole_s - split.under_nec_s;
+        return split;
+    }
+    std::vector<int> moved;  // replicated experts in expert order
+    for (int e = 0; e < E; ++e)
+        if (flow.replica_holders[e] > 0) moved.push_back(e);
+    split.nec_experts.assign(E, 0);
+    if (rule == SplitRule::kHalf) {
+        const size_t first = (moved.size() + 1) / 2;
+        for (size_t k = 0; k < first; ++k) split.nec_experts[moved[k]] = 1;
+    } else {
+        double filled = 0;
+        std::vector<uint8_t> one(E, 0);
+        for (int e : moved) {
+            one[e] = 1;
+            const double t = subset_transfer_s(cost, flow, placement, one, agg);
+            one[e] = 0;
+            if (filled + t <= budget_s) {
+                split.nec_experts[e] = 1;
+                filled += t;
+            }
+        }
+    }
+    std::vector<uint8_t> rest(E, 0);
+    for (int e : moved) rest[e] = split.nec_experts[e] ? 0 : 1;
+    split.under_nec_s = subset_transfer_s(cost, flow, placement, split.nec_experts, agg);
+    split.under_expert_s = subset_transfer_s(cost, flow, placement, rest, agg);
+    return split;
+}
+
+SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placement>>& placements,
+                   const CostModel& cost, const SimOptions& options, const std::vector<double>* plan_s) {
+    const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
+    PROPHET_ASSERT_MSG(trace.counts != nullptr && I >= 1 && L >= 1 && D >= 1 && E >= 1, "empty trace");
+    PROPHET_ASSERT_MSG(static_cast<int>(placements.size()) == I, "placements must be [I][L]");
+    PROPHET_ASSERT_MSG(!plan_s || plan_s->size() == static_cast<size_t>(I) * L, "plan_s must be [I*L]");
+    PROPHET_ASSERT(options.gate_s >= 0 && options.plan_s >= 0 && options.optimizer_s >= 0);
+
+    SimResult result;
+    result.schedule = build_schedule(options.schedule, L, options.include_optimizer);
+    result.num_devices = D;
+    const std::vector<ScheduleOp>& ops = result.schedule.ops;
+    const size_t n_ops = ops.size();
+    const bool blockwise = options.schedule == ScheduleKind::kBlockwise;
+    const double flops = cost.cluster.compute_flops * cost.compute_scale;
+    auto plan_time = [&](int it, int l) {
+        if (!plan_s) return options.plan_s;
+        const int planned = blockwise && it + 1 < I ? it + 1 : it;  // blockwise: Plan(j+1) runs in iteration j
+        return (*plan_s)[static_cast<size_t>(planned) * L + l];
+    };
+
+    std::vector<LayerState> layers(L);
+    std::vector<double> durations(n_ops * D);
+    double elapsed = 0;
+    for (int it = 0; it < I; ++it) {
+        PROPHET_ASSERT_MSG(static_cast<int>(placements[it].size()) == L, "placements must be [I][L]");
+        IterationResult ir;
+        ir.iteration = it;
+        ir.start_s = elapsed;
+        ir.blocks.resize(L);
+        for (int l = 0; l < L; ++l) {
+            const Placement& p = placements[it][l];
+            PROPHET_ASSERT_MSG(p.num_devices == D && p.num_experts == E, "placement shape differs from the trace");
+            LayerState& st = layers[l];
+            st.flow = compute_flow(trace.layer(it, l), D, E, p, options.route_rule);
+            st.cost = predict_layer(cost, st.flow, p);
+            st.fec_s.assign(D, 0.0);
+            for (int d = 0; d < D; ++d)
+                st.fec_s[d] = static_cast<double>(st.flow.computed[d]) * cost.expert_flops_per_token() / flops;
+            if (blockwise && l >= 1) {
+                st.trans = split_transfer(cost, st.flow, p, options.split_rule, st.cost.fnec_s, false);
+                st.agg = split_transfer(cost, st.flow, p, options.split_rule, st.cost.bnec_s, true);
+            }
+            BlockResult& br = ir.blocks[l];
+            br.cost = st.cost;
+            int64_t h_max = 0, h_sum = 0;
+            for (int64_t h : st.flow.computed) {
+                h_max = std::max(h_max, h);
+                h_sum += h;
+            }
+            br.max_mean_load = h_sum > 0 ? static_cast<double>(h_max) * D / static_cast<double>(h_sum) : 1.0;
+        }
+
+        for (size_t i = 0; i < n_ops; ++i) {
+            const ScheduleOp& op = ops[i];
+            const LayerState* st = op.layer >= 0 ? &layers[op.layer] : nullptr;
+            for (int d = 0; d < D; ++d) {
+                double t = 0;
+                switch (op.kind) {
+                    case OpKind::kGate: t = options.gate_s; break;
+                    case OpKind::kPlan: t = plan_time(it, op.layer); break;
+                    case OpKind::kTrans:
+                        t = op.part == OpPart::kWhole       ? st->cost.trans_s
+                            : op.part == OpPart::kUnderNec ? st->trans.under_nec_s
+                                                           : st->trans.under_expert_s;
+                        break;
+                    case OpKind::kAgg:
+                        t = op.part == OpPart::kWhole       ? st->cost.agg_s
+                            : op.part == OpPart::kUnderNec ? st->agg.under_nec_s
+                                                           : st->agg.under_expert_s;
+                        break;
+                    case OpKind::kDispatchA2a:
+                    case OpKind::kCombineA2a:
+                    case OpKind::kCombineA2aBwd:
+                    case OpKind::kDispatchA2aBwd: t = st->cost.a2a_s; break;
+                    case OpKind::kFec: t = st->fec_s[d]; break;
+                    case OpKind::kBec: t = 2.0 * st->fec_s[d]; break;
+                    case OpKind::kFnec: t = st->cost.fnec_s; break;
+                    case OpKind::kBnec: t = st->cost.bnec_s; break;
+                    case OpKind::kOptimizer: t = options.optimizer_s; break;
+                }
+                durations[i * D + d] = t;
+            }
+        }
+
+        const EngineTimes times = run_engine(ops, D, durations);
+
+        // compute coverage: union over devices of every compute op
+        std::vector<Interval> compute_iv;
+        std::vector<std::array<double, kNumOpKinds>> busy(D);
+        for (auto& b : busy) b.fill(0.0);
+        for (size_t i = 0; i < n_ops; ++i)
+            for (int d = 0; d < D; ++d) {
+                const double s = times.start[i * D + d], e = times.end[i * D + d];
+                ir.iteration_s = std::max(ir.iteration_s, e);
+                busy[d][static_cast<int>(ops[i].kind)] += durations[i * D + (ops[i].collective ? 0 : d)];
+                if (ops[i].resource == Resource::kCompute) compute_iv.emplace_back(s, e);
+            }
+        const std::vector<Interval> compute_cover = merge_intervals(std::move(compute_iv));
+        ir.compute_s = measure(compute_cover);
+        for (int k = 0; k < kNumOpKinds; ++k)
+            for (int d = 0; d < D; ++d) ir.kind_busy_s[k] = std::max(ir.kind_busy_s[k], busy[d][k]);
+
+        std::vector<std::vector<Interval>> moe_iv(L);
+        for (size_t i = 0; i < n_ops; ++i) {
+            const ScheduleOp& op = ops[i];
+            if (op.layer < 0) continue;
+            BlockResult& br = ir.blocks[op.layer];
+            const double s = times.start[i * D], e = times.end[i * D];
+            const double length = durations[i * D];
+            if (op.resource == Resource::kComm) {
+                const double exposed = std::max(0.0, (e - s) - covered(compute_cover, s, e));
+                ir.exposed_comm_s += exposed;
+                ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
+                if (op.kind == OpKind::kTrans) {
+                    br.trans_s += length;
+                    br.exposed_trans_s += exposed;
+                    if (op.part == OpPart::kUnderNec) br.trans_under_nec_s = length;
+                    if (op.part == OpPart::kUnderExpert) br.trans_under_expert_s = length;
+                } else if (op.kind == OpKind::kAgg) {
+                    br.agg_s += length;
+                    br.exposed_agg_s += exposed;
+                    if (op.part == OpPart::kUnderNec) br.agg_under_nec_s = length;
+                    if (op.part == OpPart::kUnderExpert) br.agg_under_expert_s = length;
+                } else {
+                    moe_iv[op.layer].emplace_back(s, e);
+                }
+            } else if (op.kind == OpKind::kFec || op.kind == OpKind::kBec) {
+                for (int d = 0; d < D; ++d) {
+                    moe_iv[op.layer].emplace_back(times.start[i * D + d], times.end[i * D + d]);
+                    if (op.kind == OpKind::kFec) br.fec_s = std::max(br.fec_s, durations[i * D + d]);
+                }
+            }
+        }
+        for (int l = 0; l < L; ++l) {
+            BlockResult& br = ir.blocks[l];
+            br.moe_s = measure(merge_intervals(std::move(moe_iv[l]))) + br.exposed_trans_s + br.exposed_agg_s;
+            ir.mean_max_mean_load += br.max_mean_load / L;
+            ir.max_max_mean_load = std::max(ir.max_max_mean_load, br.max_mean_load);
+        }
+
+        if (options.record_timeline)
+            for (size_t i = 0; i < n_ops; ++i)
+                for (int d = 0; d < D; ++d) {
+                    TimelineEntry entry;
+                    entry.iteration = it;
+                    entry.op = static_cast<int>(i);
+                    entry.kind = ops[i].kind;
+                    entry.layer = ops[i].layer;
+                    entry.part = ops[i].part;
+                    entry.device = d;
+                    entry.start_s = times.start[i * D + d];
+                    entry.end_s = times.end[i * D + d];
+                    result.timeline.push_back(entry);
+                }
+        elapsed += ir.iteration_s;
+        result.iterations.push_back(std::move(ir));
+    }
+    result.total_s = elapsed;
+    result.mean_iteration_s = elapsed / I;
+    for (const IterationResult& ir : result.iterations) result.mean_exposed_comm_s += ir.exposed_comm_s / I;
+    return result;
+}
+
+SimResult simulate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
+                          const EvalSettings& settings, const SimOptions& options, PolicyScore* score) {
+    PolicyScore s = evaluate_policy(name, trace, cost, settings, /*allow_skip=*/false);
+    const int I = trace.num_iterations, L = trace.num_layers;
+    PROPHET_ASSERT(s.layers.size() == static_cast<size_t>(I) * L);
+    std::vector<std::vector<Placement>> placements(I);
+    std::vector<double> plan(static_cast<size_t>(I) * L, 0.0);
+    const bool offline = name == "eplb" || name == "moetuner" || name == "moetuner-joint";
+    for (const LayerScore& ls : s.layers) {
+        placements[ls.iteration].push_back(ls.placement);
+        plan[static_cast<size_t>(ls.iteration) * L + ls.layer] = offline ? 0.0 : ls.plan_us * 1e-6;
+    }
+    SimOptions o = options;
+    o.route_rule = settings.options.route_rule;
+    const bool measured = options.plan_s < 0;
+    if (measured) o.plan_s = 0;
+    SimResult r = simulate(trace, placements, cost, o, measured ? &plan : nullptr);
+    if (score) *score = std::move(s);
+    return r;
+}
+
+}  // namespace prophet::sim
