@@ -17,7 +17,7 @@ TEST(Cluster, ShippedFilesLoad) {
         SCOPED_TRACE(entry.path().string());
         EXPECT_GT(c.num_devices, 0);
         EXPECT_EQ(c.num_devices % c.devices_per_node, 0);
-        EXPECT_GT(c.compute_flops, 1e11);
+        EXPECT_GT(c.compute_flops, 1e9);  // cpu-local: tens of GFLOP/s
         ASSERT_FALSE(c.a2a_bandwidth.empty());
         for (size_t i = 1; i < c.a2a_bandwidth.size(); ++i)
             EXPECT_GT(c.a2a_bandwidth[i].max_message_bytes, c.a2a_bandwidth[i - 1].max_message_bytes);
