@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd_plan.h"
+#include "cmd_sweep.h"
 #include "cmd_trace.h"
 #include "cmd_train.h"
 #include "comm/comm.h"
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
     CLI::App* trace = cli::add_trace_command(app, trace_args);
     cli::TrainArgs train_args;
     CLI::App* train = cli::add_train_command(app, train_args);
+    cli::SweepArgs sweep_args;
+    CLI::App* sweep = cli::add_sweep_command(app, sweep_args);
     cli::ProfileArgs profile_args;
     CLI::App* profile = cli::add_profile_command(app, profile_args);
 
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
     try {
         if (plan->parsed()) return cli::run_plan(plan_args);
         if (trace->parsed()) return cli::run_trace(trace_args);
+        if (sweep->parsed()) return cli::run_sweep_command(sweep_args);
         int rc = kExitUsage;
         if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
         if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);

@@ -1,0 +1,86 @@
+// sweep.h: `prophet sweep`: a grid of (cluster, trace, policy, seed, grid combination) points, each run by the
+// simulator or the cost model and recorded as one run; points already finished in the store are skipped.
+//
+// File format and semantics: docs/sweep.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.h"
+#include "store/store.h"
+
+namespace prophet::sweep {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;  // (key, TOML value text)
+
+struct GridAxis {
+    std::string key;                  // trace.* or a plan.* / balance.* key
+    std::vector<std::string> values;  // canonical TOML text of each value
+};
+
+struct SweepSpec {
+    std::string origin;  // the file (for messages)
+    std::string dir;     // its directory: relative paths not found from the working directory resolve here
+    std::string name;
+    std::string engine = "sim";  // sim | model
+    std::string store_path;      // empty: not set in the file
+    std::vector<std::string> clusters, traces, policies;
+    std::vector<int64_t> seeds;
+    std::vector<GridAxis> grid;  // in key order
+    bool match_devices = false;  // leave out (cluster, generator trace) pairs whose device counts differ
+};
+
+// Throws prophet::Error (exit 3) naming key, value, rule and fix for any defect: unknown keys, empty lists,
+// unknown engine or policy, a grid key that is neither a trace generator key nor a plan.* / balance.* key, or a
+// grid value the key does not accept, missing cluster or trace files.
+SweepSpec parse_sweep_file(const std::string& path);
+SweepSpec parse_sweep_string(const std::string& text, const std::string& origin, const std::string& dir = ".");
+
+struct SweepPoint {
+    int index = 0;                       // 0-based, in expansion order
+    std::string cluster, trace, policy;  // as written in the sweep file
+    int64_t seed = 0;
+    KeyValues grid;         // this point's grid values (key order)
+    KeyValues params;       // the flattened resolved point config, sorted by key
+    std::string canonical;  // "key=value\n" lines of params
+    std::string hash;       // sha256_hex(canonical)
+    std::string description;
+};
+
+// The per-point run keys (plan.*, balance.*) a grid may set.
+const Schema& point_schema();
+
+// clusters x traces x seeds x grid x policies, outermost first (the last grid key varies fastest among the grid
+// keys); validates every point's config. Throws prophet::Error (exit 3) like parse_sweep_*.
+std::vector<SweepPoint> expand_points(const SweepSpec& spec);
+
+// The canonical "key=value\n" text of a key-value list (sorted by key; order of `kv` does not matter).
+std::string canonical_text(KeyValues kv);
+
+struct SweepOptions {
+    std::string store_path;  // resolved
+    bool dry_run = false;
+    int max_points = -1;  // stop after this many points have run (skips do not count); < 0: no limit
+    RunInfo base;         // git sha, version, hardware, overrides: copied into each point's run
+    std::function<void(const std::string&)> log;  // progress lines (stderr in the binary); may be empty
+};
+
+struct SweepSummary {
+    int points = 0;
+    int already_done = 0;  // finished in the store before this invocation
+    int ran = 0, skipped = 0, failed = 0;
+    std::vector<std::string> run_ids;  // runs written by this invocation (finished and failed)
+};
+
+// Runs (or, dry_run, only counts) every point; a point failing with prophet::Error is recorded as a failed run
+// and the sweep continues.
+SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options);
+
+// "1m20s", "12s", "1h02m"
+std::string format_duration(double seconds);
+
+}  // namespace prophet::sweep

@@ -1,0 +1,223 @@
+// test_sweep.cpp: sweep file validation, grid expansion and point identity, and the resumable point loop
+// (skips, partial runs, failed points) against a temporary store.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "core/error.h"
+#include "store/store.h"
+#include "sweep/sweep.h"
+
+namespace fs = std::filesystem;
+using namespace prophet;
+using namespace prophet::sweep;
+
+namespace {
+
+class Sweep : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        fs::current_path(PROPHET_SOURCE_DIR);
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() / ("prophet-sweep-" + std::to_string(getpid()) + "-" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        db_ = (dir_ / "store.db").string();
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    SweepOptions options(int max_points = -1) const {
+        SweepOptions o;
+        o.store_path = db_;
+        o.max_points = max_points;
+        return o;
+    }
+    int runs_in_store(const std::string& experiment) {
+        Store store = Store::open(db_);
+        return static_cast<int>(store.list_runs(experiment).size());
+    }
+
+    fs::path dir_;
+    std::string db_;
+};
+
+const char* kTiny =
+    "[sweep]\nname = \"t\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
+    "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\n";
+
+std::string config_error(const std::string& text) {
+    try {
+        parse_sweep_string(text, "bad.toml");
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_code(), kExitConfig) << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << "no error for:\n" << text;
+    return "";
+}
+
+}  // namespace
+
+TEST_F(Sweep, GridExpansionCountAndOrder) {
+    const SweepSpec spec =
+        parse_sweep_string(std::string(kTiny) +
+                               "policies = [\"static\", \"prophet\"]\nseeds = [1, 2, 3]\n"
+                               "[sweep.grid]\n\"trace.zipf_s\" = [0.5, 1.5]\n\"balance.alpha\" = [1.0, 2.0, 4.0]\n",
+                           "grid.toml");
+    const auto points = expand_points(spec);
+    ASSERT_EQ(points.size(), 1u * 1 * 3 * 6 * 2);
+    // policies innermost, then the grid (last key fastest), then seeds
+    EXPECT_EQ(points[0].policy, "static");
+    EXPECT_EQ(points[1].policy, "prophet");
+    EXPECT_EQ(points[0].grid[0], std::make_pair(std::string("balance.alpha"), std::string("1.0")));
+    EXPECT_EQ(points[0].grid[1].second, "0.5");
+    EXPECT_EQ(points[2].grid[1].second, "1.5");
+    EXPECT_EQ(points[2].grid[0].second, "1.0");
+    EXPECT_EQ(points[4].grid[0].second, "2.0");
+    EXPECT_EQ(points[0].seed, 1);
+    EXPECT_EQ(points[12].seed, 2);
+    for (size_t i = 0; i < points.size(); ++i) EXPECT_EQ(points[i].index, static_cast<int>(i));
+    std::set<std::string> hashes;
+    for (const auto& p : points) hashes.insert(p.hash);
+    EXPECT_EQ(hashes.size(), points.size());
+}
+
+TEST_F(Sweep, PointHashStableUnderKeyOrder) {
+    const std::string a = std::string(kTiny) +
+                          "policies = [\"prophet\"]\nseeds = [7]\n"
+                          "[sweep.grid]\n\"trace.zipf_s\" = [1.5]\n\"balance.alpha\" = [2.0]\n";
+    const std::string b =
+        "[sweep]\nseeds = [7]\npolicies = [\"prophet\"]\n"
+        "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\n"
+        "clusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\nname = \"t\"\n"
+        "[sweep.grid]\n\"balance.alpha\" = [2.0]\n\"trace.zipf_s\" = [1.50]\n";
+    const auto pa = expand_points(parse_sweep_string(a, "a.toml"));
+    const auto pb = expand_points(parse_sweep_string(b, "b.toml"));
+    ASSERT_EQ(pa.size(), 1u);
+    ASSERT_EQ(pb.size(), 1u);
+    EXPECT_EQ(pa[0].canonical, pb[0].canonical);
+    EXPECT_EQ(pa[0].hash, pb[0].hash);
+    EXPECT_EQ(canonical_text({{"b", "1"}, {"a", "2"}}), canonical_text({{"a", "2"}, {"b", "1"}}));
+    const auto pc = expand_points(parse_sweep_string(a.substr(0, a.find("[sweep.grid]")), "c.toml"));
+    EXPECT_NE(pa[0].hash, pc[0].hash);
+}
+
+TEST_F(Sweep, SmokeSweepIsResumable) {
+    const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");
+    const SweepSummary first = run_sweep(spec, options());
+    EXPECT_EQ(first.points, 6);
+    EXPECT_EQ(first.ran, 6);
+    EXPECT_EQ(first.failed, 0);
+    EXPECT_EQ(runs_in_store("smoke"), 6);
+    {
+        Store store = Store::open(db_);
+        const auto runs = store.list_runs("smoke");
+        const RunRow& row = runs.front();
+        EXPECT_TRUE(row.info.simulated);
+        EXPECT_EQ(row.info.backend, "sim");
+        EXPECT_EQ(row.info.world_size, 4);
+        EXPECT_EQ(store.get_metrics(row.run_id, "iteration_ms").size(), 4u);
+        EXPECT_EQ(store.get_metrics(row.run_id, "speedup_vs_static").size(), 1u);
+        EXPECT_EQ(store.get_metrics(row.run_id, "js_divergence_mean").size(), 1u);
+        bool has_policy = false;
+        for (const auto& [k, v] : store.get_params(row.run_id)) has_policy |= k == "balance.policy";
+        EXPECT_TRUE(has_policy);
+    }
+    const SweepSummary second = run_sweep(spec, options());
+    EXPECT_EQ(second.ran, 0);
+    EXPECT_EQ(second.skipped, 6);
+    EXPECT_TRUE(second.run_ids.empty());
+    EXPECT_EQ(runs_in_store("smoke"), 6);
+}
+
+TEST_F(Sweep, KilledMidwayRunsOnlyTheRest) {
+    const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");
+    const SweepSummary part = run_sweep(spec, options(2));
+    EXPECT_EQ(part.ran, 2);
+    EXPECT_EQ(runs_in_store("smoke"), 2);
+    SweepOptions dry = options();
+    dry.dry_run = true;
+    EXPECT_EQ(run_sweep(spec, dry).already_done, 2);
+    const SweepSummary rest = run_sweep(spec, options());
+    EXPECT_EQ(rest.skipped, 2);
+    EXPECT_EQ(rest.ran, 4);
+    EXPECT_EQ(runs_in_store("smoke"), 6);
+}
+
+TEST_F(Sweep, FailingPointIsRecordedAndOthersRun) {
+    const SweepSpec spec = parse_sweep_string(
+        "[sweep]\nname = \"f\"\nclusters = [\"experiments/clusters/hpwnv-16.toml\", "
+        "\"experiments/clusters/moetuner-h100-ep4.toml\"]\ntraces = [\"experiments/traces/tiny-e4-d4.toml\"]\n"
+        "policies = [\"static\", \"prophet\"]\nseeds = [1]\nengine = \"model\"\n",
+        "f.toml");
+    std::vector<std::string> lines;
+    SweepOptions o = options();
+    o.log = [&](const std::string& line) { lines.push_back(line); };
+    const SweepSummary s = run_sweep(spec, o);
+    EXPECT_EQ(s.points, 4);
+    EXPECT_EQ(s.failed, 2);
+    EXPECT_EQ(s.ran, 2);
+    ASSERT_EQ(lines.size(), 4u);
+    EXPECT_NE(lines[0].find("failed:"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("[1/4]"), std::string::npos) << lines[0];
+    Store store = Store::open(db_);
+    int failed = 0, finished = 0;
+    for (const RunRow& r : store.list_runs("f")) {
+        if (r.status == "failed") {
+            ++failed;
+            EXPECT_NE(r.error.find("D = 4"), std::string::npos) << r.error;
+        }
+        if (r.status == "finished") {
+            ++finished;
+            EXPECT_EQ(r.info.backend, "model");
+            EXPECT_FALSE(r.info.simulated);
+            EXPECT_EQ(store.get_metrics(r.run_id, "eq8_ms").size(), 1u);
+        }
+    }
+    EXPECT_EQ(failed, 2);
+    EXPECT_EQ(finished, 2);
+    // failed points are retried on the next invocation
+    EXPECT_EQ(run_sweep(spec, options()).failed, 2);
+}
+
+TEST_F(Sweep, BadSweepFilesExit3) {
+    const std::string base = std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\n";
+    EXPECT_NE(config_error(base + "colour = 1\n").find("sweep.colour"), std::string::npos);
+    EXPECT_NE(config_error(std::string(kTiny) + "policies = []\nseeds = [1]\n").find("sweep.policies"),
+              std::string::npos);
+    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = []\n").find("must not be empty"),
+              std::string::npos);
+    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"nope\"]\nseeds = [1]\n").find("unknown policy"),
+              std::string::npos);
+    EXPECT_NE(config_error(base + "engine = \"gpu\"\n").find("sweep.engine"), std::string::npos);
+    EXPECT_NE(config_error(base + "[sweep.grid]\n\"sim.split\" = [1]\n").find("sweep.grid.sim.split"),
+              std::string::npos);
+    EXPECT_NE(config_error(base + "[sweep.grid]\n\"trace.drift_rat\" = [0.1]\n").find("did you mean"),
+              std::string::npos);
+    EXPECT_NE(config_error(base + "[sweep.grid]\n\"balance.alpha\" = [-1.0]\n").find("balance.alpha"),
+              std::string::npos);
+    EXPECT_NE(config_error(base + "[sweep.grid]\n\"trace.zipf_s\" = []\n").find("non-empty"), std::string::npos);
+    EXPECT_NE(config_error("[sweep]\nname = \"t\"\nclusters = [\"no/such.toml\"]\n"
+                           "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\n")
+                  .find("no such file"),
+              std::string::npos);
+    EXPECT_NE(config_error(base + "[other]\nx = 1\n").find("other"), std::string::npos);
+}
+
+TEST_F(Sweep, ShippedSweepFilesParse) {
+    for (const char* name : {"smoke", "locality-stress", "sensitivity", "paper-tables"}) {
+        const SweepSpec spec = parse_sweep_file(std::string("experiments/sweeps/") + name + ".toml");
+        EXPECT_FALSE(expand_points(spec).empty()) << name;
+    }
+    // match_devices pairs every cluster with its own D: 4 clusters with 6 traces each x 3 policies x 3 seeds
+    EXPECT_EQ(expand_points(parse_sweep_file("experiments/sweeps/paper-tables.toml")).size(), 4u * 6 * 3 * 3);
+}
+
+TEST(SweepFormat, Duration) {
+    EXPECT_EQ(format_duration(80), "1m20s");
+    EXPECT_EQ(format_duration(12.2), "12s");
+    EXPECT_EQ(format_duration(3720), "1h02m");
+}
