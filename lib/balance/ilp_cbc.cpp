@@ -2,13 +2,12 @@
 //
 // Plain branch and bound with the usual Cgl cuts (probing, Gomory, knapsack cover, clique, MIR, flow cover)
 // and CBC's rounding / local-search heuristics; Clp and CBC print nothing. The time limit is wall clock
-// (setUseElapsedTime): CBC checks it between nodes and cut passes, so a solve can overrun by one node's LP.
+// (setUseElapsedTime): CBC checks it between nodes and cut passes; a Clp deadline at 1.5 x limit + 1 s stops a
+// runaway LP (see solve_mip).
 #include "balance/ilp_cbc.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include <coin/CbcHeuristic.hpp>
 #include <coin/CbcHeuristicLocal.hpp>
@@ -71,21 +70,37 @@ double MipModel::max_violation(const std::vector<double>& values) const {
     return worst;
 }
 
+// largest integrality violation of the integer columns
+double integrality_violation(const MipModel& model, const std::vector<double>& values) {
+    double worst = 0;
+    for (int j = 0; j < model.num_cols(); ++j)
+        if (model.integer[j]) worst = std::max(worst, std::fabs(values[j] - std::round(values[j])));
+    return worst;
+}
+
 MipResult solve_mip(const MipModel& model, const MipSettings& settings) {
     MipResult result;
     const int64_t start_ns = now_ns();
     const int n = model.num_cols();
     const int m = model.num_rows();
+    const double limit_s = std::max(0.01, settings.time_limit_s);
+    // Clp's wall-clock deadline (absolute, from now): CBC checks its own limit only between nodes and cut
+    // passes, so this bounds a single runaway LP. Past it Clp stops LPs unsolved, which CBC may read as pruned
+    // nodes: then neither its bound nor a claim of optimality is trusted (see deadline_hit below).
+    const double deadline_s = 1.5 * limit_s + 1.0;
     // a usable warm start, checked here too: CBC silently drops an infeasible one, and the caller wants to
     // know that the fallback (result = warm start) is valid
     const bool warm_ok = settings.initial != nullptr && static_cast<int>(settings.initial->size()) == n &&
-                         model.max_violation(*settings.initial) <= 1e-7;
+                         model.max_violation(*settings.initial) <= 1e-7 &&
+                         integrality_violation(model, *settings.initial) <= 1e-9;
+    double root_bound = 0;  // LP relaxation value: a valid bound whatever happens later
+    bool root_solved = false;
     try {
+        static_assert(sizeof(CoinBigIndex) == sizeof(int), "CoinBigIndex must be int for the row starts");
         // row-ordered sparse matrix (colOrdered = false)
         CoinPackedMatrix matrix(false, n, m, static_cast<CoinBigIndex>(model.row_index.size()),
                                 model.row_value.data(), model.row_index.data(),
                                 reinterpret_cast<const CoinBigIndex*>(model.row_start.data()), nullptr);
-        static_assert(sizeof(CoinBigIndex) == sizeof(int), "CoinBigIndex must be int for the row starts");
         OsiClpSolverInterface solver;
         solver.messageHandler()->setLogLevel(0);
         solver.setHintParam(OsiDoReducePrint, true, OsiHintTry);
@@ -94,24 +109,17 @@ MipResult solve_mip(const MipModel& model, const MipSettings& settings) {
         for (int j = 0; j < n; ++j) {
             if (model.integer[j]) solver.setInteger(j);
         }
-        if (const char* dump = getenv("PROPHET_ILP_DUMP")) {
-            static int counter = 0;
-            solver.writeMps((std::string(dump) + std::to_string(counter++)).c_str());
-        }
-        if (const char* pert = getenv("PROPHET_ILP_PERT")) solver.getModelPtr()->setPerturbation(atoi(pert));
-        if (getenv("PROPHET_ILP_PRIMAL")) solver.setHintParam(OsiDoDualInInitial, false, OsiHintDo);
+        solver.getModelPtr()->setMaximumWallSeconds(deadline_s);
 
-        CbcModel cbc(solver);  // clones the solver
+        CbcModel cbc(solver);  // clones the solver (and its deadline)
         cbc.setLogLevel(0);
         cbc.messageHandler()->setLogLevel(0);
         cbc.solver()->messageHandler()->setLogLevel(0);
         cbc.setUseElapsedTime(true);
-        cbc.setMaximumSeconds(std::max(0.01, settings.time_limit_s));
+        cbc.setMaximumSeconds(limit_s);
         cbc.setAllowableFractionGap(std::max(0.0, settings.relative_gap));
         cbc.setAllowableGap(1e-9);
         cbc.setPrintFrequency(0);
-        if (const char* ns = getenv("PROPHET_ILP_STRONG")) cbc.setNumberStrong(atoi(ns));
-        if (const char* nt = getenv("PROPHET_ILP_TRUST")) cbc.setNumberBeforeTrust(atoi(nt));
 
         CglProbing probing;
         probing.setUsingObjective(true);
@@ -130,57 +138,75 @@ MipResult solve_mip(const MipModel& model, const MipSettings& settings) {
         clique.setRowCliqueReport(false);
         CglMixedIntegerRounding2 mir;
         CglFlowCover flow;
-        const char* dbg_cuts = getenv("PROPHET_ILP_CUTS");
-        const std::string cut_set = dbg_cuts ? dbg_cuts : "pgkcmfrl";
-        if (cut_set.find('p') != std::string::npos) cbc.addCutGenerator(&probing, -1, "Probing");
-        if (cut_set.find('g') != std::string::npos) cbc.addCutGenerator(&gomory, -1, "Gomory");
-        if (cut_set.find('k') != std::string::npos) cbc.addCutGenerator(&knapsack, -1, "Knapsack");
-        if (cut_set.find('c') != std::string::npos) cbc.addCutGenerator(&clique, -1, "Clique");
-        if (cut_set.find('m') != std::string::npos) cbc.addCutGenerator(&mir, -1, "MIR2");
-        if (cut_set.find('f') != std::string::npos) cbc.addCutGenerator(&flow, -1, "FlowCover");
+        if (!settings.strong_branching) {
+            // on degenerate LPs (ILP 2) every strong-branching probe is a slow hot-started dual simplex
+            cbc.setNumberStrong(0);
+            cbc.setNumberBeforeTrust(0);
+        }
+        if (settings.cuts) {
+            cbc.addCutGenerator(&probing, -1, "Probing");
+            cbc.addCutGenerator(&gomory, -1, "Gomory");
+            cbc.addCutGenerator(&knapsack, -1, "Knapsack");
+            cbc.addCutGenerator(&clique, -1, "Clique");
+            cbc.addCutGenerator(&mir, -1, "MIR2");
+            cbc.addCutGenerator(&flow, -1, "FlowCover");
+        }
         CbcRounding rounding(cbc);
-        if (cut_set.find('r') != std::string::npos) cbc.addHeuristic(&rounding);
+        cbc.addHeuristic(&rounding);
         CbcHeuristicLocal local(cbc);
-        if (cut_set.find('l') != std::string::npos) cbc.addHeuristic(&local);
+        cbc.addHeuristic(&local);
 
+        cbc.initialSolve();
+        root_solved = cbc.solver()->isProvenOptimal();
+        if (root_solved) root_bound = cbc.solver()->getObjValue();
         if (warm_ok) {
             const double objective = model.objective_of(*settings.initial);
             cbc.setBestSolution(settings.initial->data(), n, objective, true);
         }
-        if (getenv("PROPHET_ILP_DEBUG")) {
-            cbc.initialSolve();
-            fprintf(stderr, "[ilp] cols=%d rows=%d lp=%g t=%.3f\n", n, m, cbc.solver()->getObjValue(),
-                    (now_ns() - start_ns) * 1e-9);
+        if (cbc.solver()->isProvenPrimalInfeasible()) {
+            result.infeasible = !warm_ok;
+        } else {
+            cbc.branchAndBound();
         }
-        cbc.branchAndBound();
-        if (getenv("PROPHET_ILP_DEBUG"))
-            fprintf(stderr, "[ilp] obj=%g bound=%g nodes=%d status=%d/%d\n", cbc.getObjValue(),
-                    cbc.getBestPossibleObjValue(), cbc.getNodeCount(), cbc.status(), cbc.secondaryStatus());
-
+        const double elapsed = static_cast<double>(now_ns() - start_ns) * 1e-9;
+        const bool deadline_hit = elapsed >= deadline_s || !root_solved;
         result.nodes = cbc.getNodeCount();
-        result.time_limited = cbc.isSecondsLimitReached();
-        result.infeasible = cbc.isProvenInfeasible();
+        result.time_limited = cbc.isSecondsLimitReached() || deadline_hit;
+        if (!deadline_hit) result.infeasible = result.infeasible || (cbc.isProvenInfeasible() && !warm_ok);
         if (cbc.bestSolution() != nullptr) {
             result.has_solution = true;
             result.values.assign(cbc.bestSolution(), cbc.bestSolution() + n);
             result.objective = model.objective_of(result.values);
             result.optimal = cbc.isProvenOptimal() && !result.time_limited;
-            result.bound = std::min(cbc.getBestPossibleObjValue(), result.objective);
+            result.bound = deadline_hit ? root_bound : std::max(root_bound, cbc.getBestPossibleObjValue());
         }
     } catch (const CoinError& error) {
         throw Error(kExitRunFailed, "CBC failed: " + error.className() + "::" + error.methodName() + ": " +
                                         error.message());
     }
-    // CBC's answer must satisfy the rows (its tolerances are 1e-7 on scaled data); otherwise use the warm start
-    if (result.has_solution && model.max_violation(result.values) > 1e-5) result.has_solution = false;
+    // CBC's answer must satisfy the rows and integrality (its tolerances are 1e-7 on scaled data); otherwise,
+    // or when it found nothing, the warm start is the answer
+    if (result.has_solution &&
+        (model.max_violation(result.values) > 1e-5 || integrality_violation(model, result.values) > 1e-5))
+        result.has_solution = false;
+    if (result.has_solution) {
+        // round the integer columns (CBC leaves them within its integer tolerance)
+        for (int j = 0; j < n; ++j)
+            if (model.integer[j]) result.values[j] = std::round(result.values[j]);
+        result.objective = model.objective_of(result.values);
+    }
     if (!result.has_solution && warm_ok) {
         result.has_solution = true;
         result.values = *settings.initial;
         result.objective = model.objective_of(result.values);
         result.optimal = false;
-        result.bound = std::min(result.bound, result.objective);
+        result.bound = root_solved ? root_bound : 0.0;
     }
-    if (!result.has_solution) result.bound = 0;
+    if (result.has_solution) {
+        result.bound = std::min(result.bound, result.objective);
+    } else {
+        result.bound = 0;
+    }
     result.seconds = static_cast<double>(now_ns() - start_ns) * 1e-9;
     return result;
 }

@@ -44,6 +44,8 @@ struct MipSettings {
     double relative_gap = 0.0;     // CBC allowable fraction gap
     double time_limit_s = 10.0;    // wall clock, checked by CBC between nodes and cut passes
     const std::vector<double>* initial = nullptr;  // warm start (all columns), used when feasible
+    bool cuts = true;              // Cgl cut generators (off: each pass costs seconds on big degenerate LPs)
+    bool strong_branching = true;  // CBC's default strong branching (off: pseudo-costs from the start)
 };
 
 struct MipResult {
@@ -52,7 +54,7 @@ struct MipResult {
     bool time_limited = false;
     bool infeasible = false;
     double objective = 0;       // of values
-    double bound = 0;           // CBC's best lower bound (never above objective)
+    double bound = 0;           // a proven lower bound (CBC's, or the root LP's after a deadline; <= objective)
     std::vector<double> values; // [num_cols]
     double seconds = 0;         // wall clock of the solve
     int64_t nodes = 0;

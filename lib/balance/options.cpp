@@ -25,7 +25,7 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     s.add_string("balance.ilp_objective", "minmax", {"minmax", "sumdev"}, "moetuner ILP 1 objective");
     s.add_float("balance.ilp_gap", 0.025, 0.0, 1.0, "moetuner: relative MIP gap at which CBC stops");
     s.add_float("balance.ilp_time_limit_s", 10.0, 0.0, 86400.0, "moetuner: time limit per ILP solve, s", true);
-    s.add_int("balance.ilp2_exact_max_devices", 8, 1, 64, "moetuner: solve ILP 2 exactly up to this many devices");
+    s.add_int("balance.ilp2_exact_max_devices", 6, 1, 64, "moetuner: solve ILP 2 exactly up to this many devices");
     s.add_int("balance.profile_iterations", 0, 0, 1 << 30,
               "eplb/moetuner: plan from the first N iterations (0: all, in-sample)");
 }

@@ -33,7 +33,7 @@ struct BalanceOptions {
     std::string ilp_objective = "minmax";  // ILP 1: "minmax" | "sumdev"
     double ilp_gap = 0.025;               // relative MIP gap
     double ilp_time_limit_s = 10.0;       // per ILP solve
-    int ilp2_exact_max_devices = 8;       // ILP 2 solved exactly up to this D; above: greedy + local search
+    int ilp2_exact_max_devices = 6;       // ILP 2 exact up to this D (D = 8 spends the whole time limit); above: heuristic
     // top-n broadcast baseline (Fig 15)
     int broadcast_top = 2;
 };
@@ -113,6 +113,7 @@ struct EplbReport {
     int physical_slots = 0;      // S = E + redundant
     int slots_per_device = 0;    // S / D (every device holds exactly this many physical experts)
     std::vector<int> copies;     // [L*E] physical copies of each expert (owner + replicas)
+    int repairs = 0;             // duplicate-avoiding swaps the packing needed (over all layers)
 };
 std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layers, int num_devices, int num_experts,
                                  int num_nodes, const BalanceOptions& options, EplbReport* report);
@@ -131,6 +132,9 @@ struct Ilp1Result {
     double solve_s = 0;
 };
 Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_devices, const BalanceOptions& options);
+// tests: ilp_only = no warm start and no fallback, the answer is CBC's own (cluster -1/-2 where it is invalid)
+Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_devices, const BalanceOptions& options,
+                               bool ilp_only);
 
 // MoETuner ILP 2 alone: clusters [L][E] (cluster of each expert, clusters in [0, D)) -> gpu_of_cluster [L][D]
 // (a permutation per layer). objective = sum over layer pairs of the busiest ordered GPU pair's
@@ -148,6 +152,16 @@ struct Ilp2Result {
 Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<double>& transitions, int num_layers,
                          int num_devices, int num_experts, const std::vector<double>& link_cost,
                          const BalanceOptions& options);
+
+// Test and benchmark switches for moetuner_ilp2 (the plain overload uses the defaults).
+struct Ilp2Switches {
+    bool chain_dp = true;        // D <= 6: the exact DP over layer permutations without Eq 13 (bound / answer)
+    int formulation = 0;         // exact ILP 2 model: 0 = default (compact), 1 = z-RLT, 2 = compact
+    bool ilp_only = false;       // tests: no heuristic, no DP; warm start = identity if feasible; answer = CBC's
+};
+Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<double>& transitions, int num_layers,
+                         int num_devices, int num_experts, const std::vector<double>& link_cost,
+                         const BalanceOptions& options, const Ilp2Switches& switches);
 
 // ILP 2's objective for any owner-only placements [L]: sum_{l < L-1} max_{g1 != g2} link_cost[g1,g2] *
 // sum_{e1 on g1 at l, e2 on g2 at l+1} transitions[l][e1][e2].

@@ -83,7 +83,7 @@ struct Copy {
 // bin duplicate-free. Each copy is placed once with at most one swap, so packing terminates after
 // sum(counts) steps. The swap chosen minimises the larger of the two bins' loads (ties: lower b, lower f).
 std::vector<std::vector<int>> pack_without_duplicates(const std::vector<double>& w, const std::vector<int>& counts,
-                                                      int num_bins, int slots_per_bin) {
+                                                      int num_bins, int slots_per_bin, int* repairs) {
     const int n = static_cast<int>(w.size());
     std::vector<Copy> copies;
     for (int i = 0; i < n; ++i)
@@ -135,6 +135,7 @@ std::vector<std::vector<int>> pack_without_duplicates(const std::vector<double>&
             }
         }
         PROPHET_ASSERT_MSG(swap_bin >= 0, "EPLB pack: the duplicate-repair swap must exist (see the proof above)");
+        ++*repairs;
         // move swap_item's copy from swap_bin to room
         auto& items = bin_items[swap_bin];
         items.erase(std::find(items.begin(), items.end(), swap_item));
@@ -245,6 +246,7 @@ std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layer
 
     std::vector<Placement> out;
     out.reserve(L);
+    int repairs = 0;
     for (int l = 0; l < L; ++l) {
         const double* w = loads.data() + static_cast<size_t>(l) * E;
         // node_experts[n]: the logical experts packed onto node n (all of them when global)
@@ -268,7 +270,7 @@ std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layer
             std::vector<double> local_w(experts.size());
             for (size_t i = 0; i < experts.size(); ++i) local_w[i] = w[experts[i]];
             const std::vector<int> counts = replicate(local_w, slots_per_node, devices_per_node);
-            const auto bin_of = pack_without_duplicates(local_w, counts, devices_per_node, slots_per_device);
+            const auto bin_of = pack_without_duplicates(local_w, counts, devices_per_node, slots_per_device, &repairs);
             for (size_t i = 0; i < experts.size(); ++i) {
                 const int e = experts[i];
                 owner[e] = n * devices_per_node + bin_of[i][0];  // copy 0 is packed first among e's copies
@@ -286,6 +288,7 @@ std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layer
         PROPHET_ASSERT_MSG(problem.empty(), "eplb produced an invalid placement: " + problem);
         out.push_back(std::move(p));
     }
+    if (report) report->repairs = repairs;
     return out;
 }
 

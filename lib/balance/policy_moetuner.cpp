@@ -5,22 +5,27 @@
 //   x[c,e] in {0,1}, sum_c x[c,e] = 1 (the partition constraint the paper lacks), sum_e x[c,e] >= 1 (Eq 7),
 //   T_c = sum_e P[e] x[c,e]; "minmax": min t, t >= T_c; "sumdev": min sum_c d_c, d_c >= |T_c - mean| (Eq 1,
 //   linearised). Loads are divided by the mean cluster load, so objectives are O(1) for CBC.
-//   Symmetry: clusters are labelled by their first member in descending-load order (cluster c's lightest-rank
-//   member must come after cluster c-1's), which pins the heaviest expert to cluster 0 and keeps every
-//   objective value, since both objectives are invariant under relabelling clusters.
+//   Symmetry: clusters are labelled by their first member in descending-load order, so x[c, e] = 0 whenever
+//   c > rank(e) (the heaviest expert is pinned to cluster 0). Both objectives are invariant under relabelling
+//   clusters, so no optimum is lost. (The full ordering rows, x[c, rank r] <= sum_{r' < r} x[c-1, rank r'],
+//   were measured: no gain up to E = 64 and a root LP that Clp could not finish in 16 s at E = 256, D = 32.)
 //   Bound: t >= max(1, max_e w_e) (in mean units); sumdev: sum d >= 2 max(0, max_e w_e - 1).
 //   Warm start: LPT plus move/swap local search.
-// ILP 2 (all layers together): cluster c of layer l onto GPU g, y[l,c,g] a permutation per layer;
-//   u_l >= sum_{c1,c2} C[l,c1,c2] link[g1,g2] z[l,c1,g1,c2,g2] for every ordered pair g1 != g2, min sum_l u_l,
-//   z = y[l,c1,g1] y[l+1,c2,g2] by z >= y1 + y2 - 1 and the RLT equalities (sum_g2 z = y[l,c1,g1],
-//   sum_g1 z = y[l+1,c2,g2]); z only for cluster pairs that exchange tokens. Memory (Eq 13): each GPU holds
+// ILP 2 (all layers together): cluster c of layer l onto GPU g, y[l,c,g] a permutation per layer; minimise
+//   sum_l u_l with u_l >= the link-cost-weighted tokens on every ordered GPU pair g1 != g2 between layers l and
+//   l+1 (C from the transitions and ILP 1's clusters, with the l+1 index fix). Memory (Eq 13): each GPU holds
 //   E*L/D experts over all layers; clusters have free sizes, so that may be infeasible: the planner first finds
-//   the smallest achievable max_g |mem_g - E*L/D| (0 when E*L/D is reachable, the rounding gap otherwise) and
-//   imposes it as a hard band.
-//   Exact when D <= ilp2_exact_max_devices; above, and as CBC's warm start, a deterministic heuristic: three
-//   starts (identity, memory-LPT, layer-by-layer traffic greedy), each improved by pairwise swaps within a layer
-//   on the lexicographic key (memory deviation, sum of squared memory deviations, sum_l u_l, total cross cost).
+//   the smallest achievable max_g |mem_g - E*L/D| (0 when reachable) and imposes it as a hard band.
+//   Exact when D <= ilp2_exact_max_devices: a heuristic incumbent, the chain DP without Eq 13 (D <= 6: a lower
+//   bound, and often the optimum), then CBC on the compact or the z-RLT model (build_phase_b) with the DP bound.
+//   Above that limit the heuristic alone: three deterministic starts (identity, memory-LPT, layer-by-layer
+//   traffic greedy), each improved by local search on the lexicographic key (memory deviation, sum of squared
+//   memory deviations, sum_l u_l, total cross cost).
+// Joint ILP (small instances): w[l,e,g] with the partition, >= 1 per GPU, Eq 13, the load epigraph and the
+//   traffic epigraph over z = w w' (RLT rows); objective = the dimensionless J of moetuner_joint_objective;
+//   warm-started from the two-stage answer, so J(joint) <= J(two-stage) always.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -79,7 +84,8 @@ void validate_moetuner(const std::vector<double>& loads, const std::vector<doubl
                            "must hold L * E = " + std::to_string(static_cast<size_t>(L) * E), "pass loads [L][E]");
     if (!transitions.empty() && transitions.size() != static_cast<size_t>(L - 1) * E * E)
         throw_config_error("moetuner.transitions", std::to_string(transitions.size()) + " values",
-                           "must be empty or hold (L-1) * E * E = " + std::to_string(static_cast<size_t>(L - 1) * E * E),
+                           "must be empty or hold (L-1) * E * E = " +
+                               std::to_string(static_cast<size_t>(L - 1) * E * E),
                            "pass transitions [L-1][E][E]");
     if (link_cost.size() != static_cast<size_t>(D) * D)
         throw_config_error("moetuner.link_cost", std::to_string(link_cost.size()) + " values",
@@ -195,6 +201,11 @@ std::vector<int> greedy_clusters(const std::vector<double>& w, int D, bool minma
 }  // namespace
 
 Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_devices, const BalanceOptions& options) {
+    return moetuner_ilp1_layer(loads, num_experts, num_devices, options, false);
+}
+
+Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_devices, const BalanceOptions& options,
+                               bool ilp_only) {
     const int E = num_experts, D = num_devices;
     validate_objective_options(options);
     if (D < 1 || E < D)
@@ -251,10 +262,6 @@ Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_dev
             const int col = m.add_binary();
             if (c > rank[e]) m.col_ub[col] = 0.0;  // cluster c's first member has rank >= c
         }
-    // prefix[c][r] = sum_{r' <= r} x[c, order[r']]  (continuous, columns after x)
-    std::vector<int> prefix(static_cast<size_t>(D) * E);
-    for (int c = 0; c < D; ++c)
-        for (int r = 0; r < E; ++r) prefix[static_cast<size_t>(c) * E + r] = m.add_col(0.0, E, 0.0, false);
     int t_col = -1;
     std::vector<int> d_cols;
     if (minmax) {
@@ -308,35 +315,13 @@ Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_dev
         coefs.assign(D, 1.0);
         m.add_row(cols, coefs, 2.0 * std::max(0.0, w_max - 1.0), ilp::infinity());
     }
-    // prefix definitions and the first-member ordering x[c, order[r]] <= prefix[c-1][r-1]
-    for (int c = 0; c < D; ++c)
-        for (int r = 0; r < E; ++r) {
-            const int p = prefix[static_cast<size_t>(c) * E + r];
-            if (r == 0) {
-                m.add_row({p, x(c, order[0])}, {1.0, -1.0}, 0.0, 0.0);
-            } else {
-                m.add_row({p, prefix[static_cast<size_t>(c) * E + r - 1], x(c, order[r])}, {1.0, -1.0, -1.0}, 0.0,
-                          0.0);
-            }
-            if (c >= 1 && r >= c)
-                m.add_row({x(c, order[r]), prefix[static_cast<size_t>(c - 1) * E + r - 1]}, {1.0, -1.0}, -ilp::infinity(),
-                          0.0);
-        }
-
-    // warm start: the canonical greedy partition with its prefix sums and objective columns
+    // warm start: the canonical greedy partition and its objective columns
     std::vector<double> start_values(m.num_cols(), 0.0);
     {
         std::vector<double> T(D, 0.0);
         for (int e = 0; e < E; ++e) {
             start_values[x(greedy[e], e)] = 1.0;
             T[greedy[e]] += w[e];
-        }
-        for (int c = 0; c < D; ++c) {
-            double running = 0;
-            for (int r = 0; r < E; ++r) {
-                running += start_values[x(c, order[r])];
-                start_values[prefix[static_cast<size_t>(c) * E + r]] = running;
-            }
         }
         if (minmax) {
             start_values[t_col] = std::max(std::max(1.0, w_max), *std::max_element(T.begin(), T.end()));
@@ -347,11 +332,11 @@ Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_dev
     ilp::MipSettings settings;
     settings.relative_gap = options.ilp_gap;
     settings.time_limit_s = options.ilp_time_limit_s;
-    settings.initial = &start_values;
+    settings.initial = ilp_only ? nullptr : &start_values;
     const ilp::MipResult result = ilp::solve_mip(m, settings);
 
     std::vector<int> cluster = greedy;
-    bool from_ilp = false;
+    if (ilp_only) cluster.assign(E, -1);  // tests: CBC's answer or nothing
     if (result.has_solution) {
         std::vector<int> candidate(E, -1);
         std::vector<int> size(D, 0);
@@ -365,16 +350,18 @@ Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_dev
             if (valid) ++size[found];
         }
         for (int c = 0; c < D && valid; ++c) valid = size[c] > 0;
-        if (valid && !less_tol(evaluate(greedy), evaluate(candidate))) {
-            cluster = candidate;
-            from_ilp = true;
-        }
+        if (ilp_only || (valid && !less_tol(evaluate(greedy), evaluate(candidate)))) cluster = candidate;
     }
     out.cluster = cluster;
+    if (std::find(cluster.begin(), cluster.end(), -1) != cluster.end() ||
+        std::find(cluster.begin(), cluster.end(), -2) != cluster.end()) {
+        out.objective = kInf;  // ilp_only and CBC's answer is not a partition
+        out.solve_s = seconds_since(start);
+        return out;
+    }
     out.objective = evaluate(cluster);
     out.bound = std::min(out.objective, result.has_solution ? result.bound * mean : 0.0);
     out.optimal = result.optimal;  // CBC proved its incumbent (its own or the warm start) within the gap
-    (void)from_ilp;
     out.solve_s = seconds_since(start);
     return out;
 }
@@ -426,8 +413,8 @@ Ilp2Data make_ilp2_data(const std::vector<int>& clusters, const std::vector<doub
     data.has_traffic = max_link > 0 && total_c > 0;
     const int64_t total = static_cast<int64_t>(E) * L;
     data.target = static_cast<double>(total) / D;
-    data.memory_lb = total % D == 0 ? 0.0
-                                    : std::max(std::ceil(data.target) - data.target, data.target - std::floor(data.target));
+    data.memory_lb = total % D == 0 ? 0.0 : std::max(std::ceil(data.target) - data.target,
+                                                     data.target - std::floor(data.target));
     return data;
 }
 
@@ -498,71 +485,97 @@ Ilp2Key full_key(const Ilp2Data& data, const std::vector<int>& gpu) {
     return key;
 }
 
-// pairwise swaps of two clusters' GPUs within one layer, first improvement, until none improves the key
-// (or max_seconds pass; the result is then still valid, only less improved)
+// Local search on the key, first improvement, until no move improves it (or max_seconds pass; the result is
+// then still valid, only less improved). Moves: (1) swap the GPUs of two clusters of one layer; (2) when
+// traffic matters, a memory-neutral pair of swaps on the same two GPUs g1, g2 in two layers l < l' whose size
+// differences cancel: with Eq 13 tight, single swaps of unequal clusters always break memory, so without (2)
+// the traffic of such layers could never improve.
 void local_search(const Ilp2Data& data, std::vector<int>& gpu, double max_seconds) {
     const int L = data.L, D = data.D;
     const int64_t start = now_ns();
+    std::vector<int> on(static_cast<size_t>(L) * D);  // on[l*D + g] = cluster of layer l on GPU g
+    for (int l = 0; l < L; ++l)
+        for (int c = 0; c < D; ++c) on[static_cast<size_t>(l) * D + gpu[static_cast<size_t>(l) * D + c]] = c;
     std::vector<double> mem = memory_of(data, gpu);
     std::vector<double> pair_worst(std::max(0, L - 1)), pair_total(std::max(0, L - 1));
     std::vector<double> scratch;
     Ilp2Key key;
-    memory_key(data, mem, key);
-    for (int l = 0; l + 1 < L; ++l) {
-        std::tie(pair_worst[l], pair_total[l]) = layer_pair_cost(data, gpu, l, scratch);
-        key.traffic += pair_worst[l];
-        key.total += pair_total[l];
-    }
+    auto recompute = [&] {
+        key = Ilp2Key();
+        memory_key(data, mem, key);
+        for (int l = 0; l + 1 < L; ++l) {
+            std::tie(pair_worst[l], pair_total[l]) = layer_pair_cost(data, gpu, l, scratch);
+            key.traffic += pair_worst[l];
+            key.total += pair_total[l];
+        }
+    };
+    recompute();
+    // swap the GPUs g1, g2 in layer l (clusters, inverse map and memory)
+    auto swap_gpus = [&](int l, int g1, int g2) {
+        const size_t i1 = static_cast<size_t>(l) * D + g1, i2 = static_cast<size_t>(l) * D + g2;
+        const int c1 = on[i1], c2 = on[i2];
+        const int s1 = data.size[static_cast<size_t>(l) * D + c1], s2 = data.size[static_cast<size_t>(l) * D + c2];
+        std::swap(gpu[static_cast<size_t>(l) * D + c1], gpu[static_cast<size_t>(l) * D + c2]);
+        std::swap(on[i1], on[i2]);
+        mem[g1] += s2 - s1;
+        mem[g2] += s1 - s2;
+    };
+    // try the swaps (layer, g1, g2) as one move; keep it if the key improves, else undo
+    std::vector<int> touched;
+    std::vector<std::pair<double, double>> trial_cost;
+    auto try_move = [&](std::initializer_list<std::array<int, 3>> swaps) {
+        for (const auto& s : swaps) swap_gpus(s[0], s[1], s[2]);
+        Ilp2Key trial;
+        memory_key(data, mem, trial);
+        trial.traffic = key.traffic;
+        trial.total = key.total;
+        touched.clear();
+        trial_cost.clear();
+        if (data.has_traffic) {
+            for (const auto& s : swaps)
+                for (int p : {s[0] - 1, s[0]})
+                    if (p >= 0 && p + 1 < L && std::find(touched.begin(), touched.end(), p) == touched.end())
+                        touched.push_back(p);
+            for (int p : touched) {
+                trial_cost.push_back(layer_pair_cost(data, gpu, p, scratch));
+                trial.traffic += trial_cost.back().first - pair_worst[p];
+                trial.total += trial_cost.back().second - pair_total[p];
+            }
+        }
+        if (trial < key) {
+            key = trial;
+            for (size_t i = 0; i < touched.size(); ++i)
+                std::tie(pair_worst[touched[i]], pair_total[touched[i]]) = trial_cost[i];
+            return true;
+        }
+        for (auto it = std::rbegin(swaps); it != std::rend(swaps); ++it) swap_gpus((*it)[0], (*it)[1], (*it)[2]);
+        return false;
+    };
+    auto size_on = [&](int l, int g) {
+        return data.size[static_cast<size_t>(l) * D + on[static_cast<size_t>(l) * D + g]];
+    };
     bool improved = true;
     for (int pass = 0; improved && pass < 1000; ++pass) {
         improved = false;
         if (pass > 0 && seconds_since(start) > max_seconds) break;
         for (int l = 0; l < L; ++l)
-            for (int a = 0; a < D; ++a)
-                for (int b = a + 1; b < D; ++b) {
-                    const size_t ia = static_cast<size_t>(l) * D + a, ib = static_cast<size_t>(l) * D + b;
-                    const int size_a = data.size[ia], size_b = data.size[ib];
-                    if (size_a == size_b && !data.has_traffic) continue;  // changes nothing
-                    std::swap(gpu[ia], gpu[ib]);
-                    Ilp2Key trial = key;
-                    std::vector<double> trial_mem = mem;
-                    if (size_a != size_b) {
-                        // a now on gpu[ia] (b's old GPU) ...
-                        trial_mem[gpu[ia]] += size_a - size_b;
-                        trial_mem[gpu[ib]] += size_b - size_a;
-                        memory_key(data, trial_mem, trial);
-                    }
-                    double w_prev = 0, t_prev = 0, w_next = 0, t_next = 0;
-                    if (data.has_traffic) {
-                        if (l > 0) {
-                            std::tie(w_prev, t_prev) = layer_pair_cost(data, gpu, l - 1, scratch);
-                            trial.traffic += w_prev - pair_worst[l - 1];
-                            trial.total += t_prev - pair_total[l - 1];
-                        }
-                        if (l + 1 < L) {
-                            std::tie(w_next, t_next) = layer_pair_cost(data, gpu, l, scratch);
-                            trial.traffic += w_next - pair_worst[l];
-                            trial.total += t_next - pair_total[l];
-                        }
-                    }
-                    if (trial < key) {
-                        key = trial;
-                        mem = trial_mem;
-                        if (data.has_traffic && l > 0) {
-                            pair_worst[l - 1] = w_prev;
-                            pair_total[l - 1] = t_prev;
-                        }
-                        if (data.has_traffic && l + 1 < L) {
-                            pair_worst[l] = w_next;
-                            pair_total[l] = t_next;
-                        }
-                        improved = true;
-                    } else {
-                        std::swap(gpu[ia], gpu[ib]);
-                    }
+            for (int g1 = 0; g1 < D; ++g1)
+                for (int g2 = g1 + 1; g2 < D; ++g2) {
+                    if (size_on(l, g1) == size_on(l, g2) && !data.has_traffic) continue;  // changes nothing
+                    improved |= try_move({{l, g1, g2}});
                 }
-        // recompute from scratch once per pass so incremental sums do not drift
-        key = full_key(data, gpu);
+        if (data.has_traffic && !improved) {
+            for (int l = 0; l < L; ++l)
+                for (int g1 = 0; g1 < D; ++g1)
+                    for (int g2 = g1 + 1; g2 < D; ++g2) {
+                        const int delta = size_on(l, g1) - size_on(l, g2);
+                        if (delta == 0) continue;
+                        for (int l2 = l + 1; l2 < L; ++l2)
+                            if (size_on(l2, g1) - size_on(l2, g2) == -delta)
+                                improved |= try_move({{l, g1, g2}, {l2, g1, g2}});
+                    }
+        }
+        recompute();  // from scratch once per pass so incremental sums do not drift
     }
 }
 
@@ -635,7 +648,8 @@ std::vector<std::vector<int>> heuristic_starts(const Ilp2Data& data) {
                 greedy[static_cast<size_t>(l + 1) * D + c2] = best;
                 worst = best_worst;
                 for (int c1 = 0; c1 < D; ++c1)
-                    pair[static_cast<size_t>(greedy[static_cast<size_t>(l) * D + c1]) * D + best] += data.c_at(l, c1, c2);
+                    pair[static_cast<size_t>(greedy[static_cast<size_t>(l) * D + c1]) * D + best] +=
+                        data.c_at(l, c1, c2);
             }
         }
         starts.push_back(greedy);
@@ -657,60 +671,96 @@ std::vector<int> heuristic_assignment(const Ilp2Data& data, double max_seconds) 
     return best;
 }
 
-// Exact minimum of sum_l u_l over one permutation per layer, ignoring Eq 13, by dynamic programming along the
-// layer chain: V_{l+1}(s) = min_p V_l(p) + u_l(p, s), with u_l(p, s) = max_{g1 != g2} link[g1,g2] *
+// The chain DP: exact minimum over one permutation per layer of sum_l u_l (Eq 13 ignored), by dynamic
+// programming along the layer chain: V_{l+1}(s) = min_p V_l(p) + u_l(p, s), u_l(p, s) = max_{g1 != g2} link[g1,g2] *
 // C[l, p^-1(g1), s^-1(g2)] (one cluster per GPU). L * (D!)^2 * D^2 work, so only for D <= kChainDpMaxDevices.
-// Ties go to the lexicographically smaller permutation (identity first). Returns false when D is too large.
+// Ties go to the lexicographically smaller permutation (identity first).
 constexpr int kChainDpMaxDevices = 6;
-bool chain_dp(const Ilp2Data& data, double& value, std::vector<int>& gpu) {
-    const int L = data.L, D = data.D;
-    if (D > kChainDpMaxDevices || L < 2) return false;
+
+struct ChainDp {
+    int D = 0;
     std::vector<std::vector<int>> perms, inverse;  // perms[k][c] = GPU of cluster c; inverse[k][g] = cluster on g
-    std::vector<int> p(D);
-    std::iota(p.begin(), p.end(), 0);
-    do {
-        perms.push_back(p);
-        std::vector<int> inv(D);
-        for (int c = 0; c < D; ++c) inv[p[c]] = c;
-        inverse.push_back(inv);
-    } while (std::next_permutation(p.begin(), p.end()));
-    const int P = static_cast<int>(perms.size());
-    std::vector<double> V(P, 0.0), next(P);
-    std::vector<int> parent(static_cast<size_t>(L) * P, -1);  // [l][s]: best p of layer l-1
-    std::vector<std::pair<int, int>> pairs;                      // (g1, g2) with a link cost
-    for (int g1 = 0; g1 < D; ++g1)
-        for (int g2 = 0; g2 < D; ++g2)
-            if (g1 != g2 && data.link[static_cast<size_t>(g1) * D + g2] > 0) pairs.push_back({g1, g2});
-    for (int l = 0; l + 1 < L; ++l) {
-        const double* C = data.C.data() + static_cast<size_t>(l) * D * D;
-        for (int s = 0; s < P; ++s) {
-            double best = kInf;
-            int arg = 0;
-            for (int q = 0; q < P; ++q) {
-                if (!(V[q] < best)) continue;  // u >= 0: cannot beat best
-                double u = 0;
-                for (const auto& [g1, g2] : pairs) {
-                    u = std::max(u, data.link[static_cast<size_t>(g1) * D + g2] * C[inverse[q][g1] * D + inverse[s][g2]]);
-                    if (V[q] + u >= best) break;
+    std::vector<std::pair<int, int>> pairs;        // ordered GPU pairs with a link cost
+
+    explicit ChainDp(const Ilp2Data& data) : D(data.D) {
+        std::vector<int> p(D);
+        std::iota(p.begin(), p.end(), 0);
+        do {
+            perms.push_back(p);
+            std::vector<int> inv(D);
+            for (int c = 0; c < D; ++c) inv[p[c]] = c;
+            inverse.push_back(inv);
+        } while (std::next_permutation(p.begin(), p.end()));
+        for (int g1 = 0; g1 < D; ++g1)
+            for (int g2 = 0; g2 < D; ++g2)
+                if (g1 != g2 && data.link[static_cast<size_t>(g1) * D + g2] > 0) pairs.push_back({g1, g2});
+    }
+
+    // returns the minimum; gpu [L*D] the argmin
+    double solve(const Ilp2Data& data, std::vector<int>& gpu) const {
+        const int L = data.L, P = static_cast<int>(perms.size());
+        std::vector<double> V(P, 0.0), next(P);
+        std::vector<int> parent(static_cast<size_t>(L) * P, 0);  // [l][s]: best p of layer l-1
+        for (int l = 0; l + 1 < L; ++l) {
+            const double* C = data.C.data() + static_cast<size_t>(l) * D * D;
+            for (int s = 0; s < P; ++s) {
+                double best = kInf;
+                int arg = 0;
+                for (int q = 0; q < P; ++q) {
+                    if (!(V[q] < best)) continue;  // u >= 0: cannot beat best
+                    double u = 0;
+                    for (const auto& [g1, g2] : pairs) {
+                        u = std::max(u, data.link[static_cast<size_t>(g1) * D + g2] *
+                                            C[inverse[q][g1] * D + inverse[s][g2]]);
+                        if (V[q] + u >= best) break;
+                    }
+                    if (V[q] + u < best) {
+                        best = V[q] + u;
+                        arg = q;
+                    }
                 }
-                if (V[q] + u < best) {
-                    best = V[q] + u;
-                    arg = q;
-                }
+                next[s] = best;
+                parent[static_cast<size_t>(l + 1) * P + s] = arg;
             }
-            next[s] = best;
-            parent[static_cast<size_t>(l + 1) * P + s] = arg;
+            V.swap(next);
         }
-        V.swap(next);
+        int s = static_cast<int>(std::min_element(V.begin(), V.end()) - V.begin());
+        const double value = V[s];
+        gpu.assign(static_cast<size_t>(L) * D, 0);
+        for (int l = L - 1; l >= 0; --l) {
+            for (int c = 0; c < D; ++c) gpu[static_cast<size_t>(l) * D + c] = perms[s][c];
+            if (l > 0) s = parent[static_cast<size_t>(l) * P + s];
+        }
+        return value;
     }
-    int s = static_cast<int>(std::min_element(V.begin(), V.end()) - V.begin());
-    value = V[s];
-    gpu.assign(static_cast<size_t>(L) * D, 0);
-    for (int l = L - 1; l >= 0; --l) {
-        for (int c = 0; c < D; ++c) gpu[static_cast<size_t>(l) * D + c] = perms[s][c];
-        if (l > 0) s = parent[static_cast<size_t>(l) * P + s];
+};
+
+// ILP 2 without Eq 13, solved exactly by the chain DP: its value bounds ILP 2 from below, and its answer is
+// optimal for ILP 2 when it meets the memory band (it then replaces the incumbent if better). A Lagrangian
+// version (memory prices per GPU in the DP, subgradient steps) was tried and dropped: on skewed cluster sizes
+// its dual never rose above this unpriced value (3100 against an optimum of 5090 at D = 4, L = 8).
+struct DpBound {
+    bool ran = false;
+    double bound = 0;
+};
+DpBound chain_dp_bound(const Ilp2Data& data, double band, double max_seconds, std::vector<int>& gpu, Ilp2Key& key) {
+    DpBound out;
+    if (data.D > kChainDpMaxDevices || data.L < 2 || !data.has_traffic) return out;
+    const ChainDp dp(data);
+    std::vector<int> candidate;
+    out.ran = true;
+    out.bound = dp.solve(data, candidate);
+    // the DP answer, and the DP answer repaired for memory by the local search, as incumbents
+    for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1) local_search(data, candidate, max_seconds);
+        const Ilp2Key candidate_key = full_key(data, candidate);
+        if (!less_tol(band, candidate_key.memory_dev) && less_tol(candidate_key.traffic, key.traffic)) {
+            gpu = candidate;
+            key = candidate_key;
+        }
     }
-    return true;
+    out.bound = std::min(out.bound, key.traffic);
+    return out;
 }
 
 // gpu [L*D] from y values; empty when not a permutation per layer
@@ -777,8 +827,201 @@ void add_assignment_rows(ilp::MipModel& m, const Ilp2Data& data, double band, in
 std::vector<double> y_values(const std::vector<int>& gpu, int L, int D, int num_cols) {
     std::vector<double> values(num_cols, 0.0);
     for (int l = 0; l < L; ++l)
-        for (int c = 0; c < D; ++c) values[(static_cast<size_t>(l) * D + c) * D + gpu[static_cast<size_t>(l) * D + c]] = 1;
+        for (int c = 0; c < D; ++c)
+            values[(static_cast<size_t>(l) * D + c) * D + gpu[static_cast<size_t>(l) * D + c]] = 1;
     return values;
+}
+
+// ILP 2's phase B model (min sum_l u_l inside the memory band), columns y first (see add_y_columns). Two exact
+// formulations (both checked against brute force in tests/balance/test_moetuner.cpp):
+//  - "z-RLT" (formulation 1), the corrected ILP 2 of docs/policies-offline.md: z[l,c1,g1,c2,g2] =
+//    y[l,c1,g1] y[l+1,c2,g2] with the four level-1 RLT families, u_l >= sum_{c1,c2} C link z / scale per ordered
+//    GPU pair, plus two families of valid cuts; D^4 z per layer pair;
+//  - "compact" (the default): one cluster per GPU means pair (g1, g2) carries exactly C[l, c1, c2] for the
+//    clusters c1 on g1 and c2 on g2, so u_l >= link (sum_{c2} C[c1,c2] y[l+1,c2,g2] - M_c1 (1 - y[l,c1,g1])),
+//    M_c1 = max_c2 C[c1,c2], for every (g1, g2, c1), and the mirror rows per c2, are exact for binary y; no z,
+//    D^3 rows per layer pair. Its LP is weaker but solves in milliseconds where the z-RLT root LP takes Clp
+//    0.2 s (D = 4, L = 4) to 50 s (D = 8, L = 4), so CBC explores far more nodes; measured, it proved more
+//    instances and never ended worse (docs/policies-offline.md).
+// Both also get sum_l u_l >= the chain DP's value when it ran. initial: the warm start from `gpu`.
+struct PhaseBModel {
+    ilp::MipModel model;
+    double scale = 1;             // objective units: u_l = (traffic * link) / scale
+    std::vector<double> initial;  // warm start
+    bool rlt = false;
+};
+
+PhaseBModel build_phase_b(const Ilp2Data& data, double band, bool dp_ran, double dp_value, const std::vector<int>& gpu,
+                          int formulation) {
+    const int L = data.L, D = data.D;
+    PhaseBModel out;
+    ilp::MipModel& m = out.model;
+    add_y_columns(m, data);
+    add_assignment_rows(m, data, band, -1);
+    auto y = [&](int l, int c, int g) { return (l * D + c) * D + g; };
+    double max_link = 0;
+    for (double v : data.link) max_link = std::max(max_link, v);
+    double scale = 0;  // coefficients C * link / scale are <= 1
+    std::vector<uint8_t> pair_has_traffic(std::max(0, L - 1), 0);
+    int pairs_with_traffic = 0;
+    for (int l = 0; l + 1 < L; ++l) {
+        double total = 0;
+        for (int i = 0; i < D * D; ++i) total += data.C[static_cast<size_t>(l) * D * D + i];
+        scale = std::max(scale, total * max_link);
+        pair_has_traffic[l] = total > 0;
+        pairs_with_traffic += total > 0;
+    }
+    out.scale = scale;
+    out.rlt = formulation == 1;
+    (void)pairs_with_traffic;
+    const double* link = data.link.data();
+    std::vector<int> u_cols(std::max(0, L - 1), -1), z_first(std::max(0, L - 1), -1);
+    auto z = [&](int l, int c1, int g1, int c2, int g2) { return z_first[l] + ((c1 * D + g1) * D + c2) * D + g2; };
+    for (int l = 0; l + 1 < L; ++l) {
+        if (!pair_has_traffic[l]) continue;
+        u_cols[l] = m.add_col(0.0, ilp::infinity(), 1.0, false);
+        if (out.rlt) {
+            z_first[l] = m.num_cols();
+            for (int i = 0; i < D * D * D * D; ++i) m.add_col(0.0, 1.0, 0.0, false);
+        }
+    }
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    auto add_sum_row = [&](int y_col) {  // sum(cols) - y = 0
+        cols.push_back(y_col);
+        coefs.assign(cols.size(), 1.0);
+        coefs.back() = -1.0;
+        m.add_row(cols, coefs, 0.0, 0.0);
+    };
+    for (int l = 0; l + 1 < L; ++l) {
+        if (!pair_has_traffic[l]) continue;
+        if (!out.rlt) {
+            for (int side = 0; side < 2; ++side)
+                for (int g1 = 0; g1 < D; ++g1)
+                    for (int g2 = 0; g2 < D; ++g2) {
+                        const double lc = link[g1 * D + g2];
+                        if (g1 == g2 || lc == 0) continue;
+                        for (int a = 0; a < D; ++a) {
+                            // side 0: a = c1 fixed on g1, sum over c2 on g2; side 1: a = c2 fixed on g2
+                            double big_m = 0;
+                            cols.assign(1, u_cols[l]);
+                            coefs.assign(1, 1.0);
+                            for (int b = 0; b < D; ++b) {
+                                const double c = side == 0 ? data.c_at(l, a, b) : data.c_at(l, b, a);
+                                if (c == 0) continue;
+                                big_m = std::max(big_m, c);
+                                cols.push_back(side == 0 ? y(l + 1, b, g2) : y(l, b, g1));
+                                coefs.push_back(-lc * c / scale);
+                            }
+                            if (big_m == 0) continue;
+                            cols.push_back(side == 0 ? y(l, a, g1) : y(l + 1, a, g2));
+                            coefs.push_back(-lc * big_m / scale);
+                            m.add_row(cols, coefs, -lc * big_m / scale, ilp::infinity());
+                        }
+                    }
+            continue;
+        }
+        // level-1 RLT: each assignment row of one layer times each y of the other layer. With them,
+        // z >= y1 + y2 - 1 holds in the LP too (z[g1,g2] = y1 - sum_{g2' != g2} z[g1,g2'] >= y1 - sum_{g2' != g2}
+        // y[l+1,c2,g2'] = y1 + y2 - 1), and the LP can no longer park every pair on the diagonal
+        // (sum_{c1,c2} z[.,g1,.,g2] = 1: one cluster pair per GPU pair).
+        for (int c1 = 0; c1 < D; ++c1)
+            for (int g1 = 0; g1 < D; ++g1) {
+                for (int c2 = 0; c2 < D; ++c2) {
+                    cols.clear();
+                    for (int g2 = 0; g2 < D; ++g2) cols.push_back(z(l, c1, g1, c2, g2));
+                    add_sum_row(y(l, c1, g1));  // sum_g2 z = y[l,c1,g1]
+                }
+                for (int g2 = 0; g2 < D; ++g2) {
+                    cols.clear();
+                    for (int c2 = 0; c2 < D; ++c2) cols.push_back(z(l, c1, g1, c2, g2));
+                    add_sum_row(y(l, c1, g1));  // sum_c2 z = y[l,c1,g1]
+                }
+            }
+        for (int c2 = 0; c2 < D; ++c2)
+            for (int g2 = 0; g2 < D; ++g2) {
+                for (int c1 = 0; c1 < D; ++c1) {
+                    cols.clear();
+                    for (int g1 = 0; g1 < D; ++g1) cols.push_back(z(l, c1, g1, c2, g2));
+                    add_sum_row(y(l + 1, c2, g2));  // sum_g1 z = y[l+1,c2,g2]
+                }
+                for (int g1 = 0; g1 < D; ++g1) {
+                    cols.clear();
+                    for (int c1 = 0; c1 < D; ++c1) cols.push_back(z(l, c1, g1, c2, g2));
+                    add_sum_row(y(l + 1, c2, g2));  // sum_c1 z = y[l+1,c2,g2]
+                }
+            }
+        // epigraph: u_l >= sum_{c1,c2} C link z for every ordered pair g1 != g2 with a cost
+        for (int g1 = 0; g1 < D; ++g1)
+            for (int g2 = 0; g2 < D; ++g2) {
+                const double lc = link[g1 * D + g2];
+                if (g1 == g2 || lc == 0) continue;
+                cols.assign(1, u_cols[l]);
+                coefs.assign(1, 1.0);
+                for (int c1 = 0; c1 < D; ++c1)
+                    for (int c2 = 0; c2 < D; ++c2) {
+                        if (data.c_at(l, c1, c2) == 0) continue;
+                        cols.push_back(z(l, c1, g1, c2, g2));
+                        coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
+                    }
+                if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
+            }
+        // valid cuts. (a) One (g1, g2) carries all of C[c1,c2], and that pair costs at least this share:
+        // u_l >= C[c1,c2] sum_{g1 != g2} link z[c1,.,c2,.]. (b) A source cluster's outflow (a target's inflow) is
+        // spread over at most D - 1 ordered pairs: (D - 1) u_l >= its total cost.
+        for (int c1 = 0; c1 < D; ++c1)
+            for (int c2 = 0; c2 < D; ++c2) {
+                if (data.c_at(l, c1, c2) == 0) continue;
+                cols.assign(1, u_cols[l]);
+                coefs.assign(1, 1.0);
+                for (int g1 = 0; g1 < D; ++g1)
+                    for (int g2 = 0; g2 < D; ++g2) {
+                        const double lc = link[g1 * D + g2];
+                        if (g1 == g2 || lc == 0) continue;
+                        cols.push_back(z(l, c1, g1, c2, g2));
+                        coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
+                    }
+                if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
+            }
+        for (int side = 0; side < 2 && D > 2; ++side)
+            for (int a = 0; a < D; ++a) {
+                cols.assign(1, u_cols[l]);
+                coefs.assign(1, D - 1.0);
+                for (int b = 0; b < D; ++b) {
+                    const int c1 = side == 0 ? a : b, c2 = side == 0 ? b : a;
+                    if (data.c_at(l, c1, c2) == 0) continue;
+                    for (int g1 = 0; g1 < D; ++g1)
+                        for (int g2 = 0; g2 < D; ++g2) {
+                            const double lc = link[g1 * D + g2];
+                            if (g1 == g2 || lc == 0) continue;
+                            cols.push_back(z(l, c1, g1, c2, g2));
+                            coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
+                        }
+                }
+                if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
+            }
+    }
+    if (dp_ran) {
+        // the DP value bounds sum_l u_l from below
+        cols.clear();
+        for (int l = 0; l + 1 < L; ++l)
+            if (u_cols[l] >= 0) cols.push_back(u_cols[l]);
+        m.add_row(cols, std::vector<double>(cols.size(), 1.0), dp_value / scale * (1 - 1e-9), ilp::infinity());
+    }
+    // warm start from gpu
+    out.initial = y_values(gpu, L, D, m.num_cols());
+    std::vector<double> scratch;
+    for (int l = 0; l + 1 < L; ++l) {
+        if (!pair_has_traffic[l]) continue;
+        if (out.rlt) {
+            for (int c1 = 0; c1 < D; ++c1)
+                for (int c2 = 0; c2 < D; ++c2)
+                    out.initial[z(l, c1, gpu[static_cast<size_t>(l) * D + c1], c2,
+                                  gpu[static_cast<size_t>(l + 1) * D + c2])] = 1;
+        }
+        out.initial[u_cols[l]] = layer_pair_cost(data, gpu, l, scratch).first / scale;
+    }
+    return out;
 }
 
 }  // namespace
@@ -786,6 +1029,13 @@ std::vector<double> y_values(const std::vector<int>& gpu, int L, int D, int num_
 Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<double>& transitions, int num_layers,
                          int num_devices, int num_experts, const std::vector<double>& link_cost,
                          const BalanceOptions& options) {
+    return moetuner_ilp2(clusters, transitions, num_layers, num_devices, num_experts, link_cost, options,
+                         Ilp2Switches());
+}
+
+Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<double>& transitions, int num_layers,
+                         int num_devices, int num_experts, const std::vector<double>& link_cost,
+                         const BalanceOptions& options, const Ilp2Switches& switches) {
     const int L = num_layers, D = num_devices, E = num_experts;
     const int64_t start = now_ns();
     std::vector<double> dummy_loads(static_cast<size_t>(L) * E, 0.0);
@@ -794,12 +1044,15 @@ Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<dou
         throw_config_error("moetuner.clusters", std::to_string(clusters.size()) + " values",
                            "must hold L * E = " + std::to_string(static_cast<size_t>(L) * E), "");
     for (int c : clusters)
-        if (c < 0 || c >= D) throw_config_error("moetuner.clusters", std::to_string(c), "clusters must be in [0, D)", "");
+        if (c < 0 || c >= D)
+            throw_config_error("moetuner.clusters", std::to_string(c), "clusters must be in [0, D)", "");
 
     const Ilp2Data data = make_ilp2_data(clusters, transitions, L, D, E, link_cost);
     Ilp2Result out;
     out.exact = D <= options.ilp2_exact_max_devices;
-    std::vector<int> gpu = heuristic_assignment(data, options.ilp_time_limit_s);
+    // each local search may take a quarter of the time limit (3 starts, plus one from the DP or phase A)
+    const double search_s = options.ilp_time_limit_s / 4;
+    std::vector<int> gpu = switches.ilp_only ? heuristic_starts(data)[0] : heuristic_assignment(data, search_s);
     Ilp2Key key = full_key(data, gpu);
     bool optimal = out.exact && !data.has_traffic && !less_tol(data.memory_lb, key.memory_dev);
     double bound = 0;
@@ -834,7 +1087,7 @@ Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<dou
             if (phase_a.has_solution) {
                 std::vector<int> candidate = gpu_from_y(phase_a.values, L, D, 0);
                 if (!candidate.empty()) {
-                    local_search(data, candidate, options.ilp_time_limit_s);  // never raises memory deviation
+                    if (!switches.ilp_only) local_search(data, candidate, search_s);  // keeps memory
                     const Ilp2Key candidate_key = full_key(data, candidate);
                     if (candidate_key < key) {
                         gpu = candidate;
@@ -847,174 +1100,43 @@ Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<dou
         }
 
         if (data.has_traffic) {
-            // the chain DP over layer permutations without Eq 13 (small D only): a lower bound, and the optimum
-            // itself whenever its answer meets the memory band or the incumbent already reaches it
-            double dp_value = 0;
-            std::vector<int> dp_gpu;
-            const bool dp_ran = chain_dp(data, dp_value, dp_gpu);
+            // ILP 2 without Eq 13 by the chain DP (small D only): a lower bound, often the optimum itself
+            DpBound dp;
+            if (switches.chain_dp && !switches.ilp_only) dp = chain_dp_bound(data, band, search_s, gpu, key);
+            const bool dp_ran = dp.ran;
+            const double dp_value = dp.bound;
             bool settled = false;
             if (dp_ran) {
-                const Ilp2Key dp_key = full_key(data, dp_gpu);
-                if (!less_tol(band, dp_key.memory_dev) && less_tol(dp_key.traffic, key.traffic)) {
-                    gpu = dp_gpu;
-                    key = dp_key;
-                }
                 bound = std::min(dp_value, key.traffic);
                 settled = key.traffic <= dp_value * (1.0 + options.ilp_gap) + 1e-12 * std::max(1.0, dp_value);
                 if (settled) optimal = memory_proven;
             }
             if (!settled) {
-            // phase B: min sum_l u_l inside the memory band
-            ilp::MipModel m;
-            add_y_columns(m, data);
-            add_assignment_rows(m, data, band, -1);
-            auto y = [&](int l, int c, int g) { return (l * D + c) * D + g; };
-            double max_link = 0;
-            for (double v : data.link) max_link = std::max(max_link, v);
-            double scale = 0;  // coefficients C * link / scale are <= 1
-            std::vector<uint8_t> pair_has_traffic(std::max(0, L - 1), 0);
-            for (int l = 0; l + 1 < L; ++l) {
-                double total = 0;
-                for (int i = 0; i < D * D; ++i) total += data.C[static_cast<size_t>(l) * D * D + i];
-                scale = std::max(scale, total * max_link);
-                pair_has_traffic[l] = total > 0;
-            }
-            // z[l,c1,g1,c2,g2] = y[l,c1,g1] y[l+1,c2,g2], all D^4 of a layer pair with traffic (the RLT rows
-            // below need every cluster pair, not only those that exchange tokens)
-            std::vector<int> u_cols(std::max(0, L - 1), -1), z_first(std::max(0, L - 1), -1);
-            auto z = [&](int l, int c1, int g1, int c2, int g2) {
-                return z_first[l] + ((c1 * D + g1) * D + c2) * D + g2;
-            };
-            for (int l = 0; l + 1 < L; ++l) {
-                if (!pair_has_traffic[l]) continue;
-                u_cols[l] = m.add_col(0.0, ilp::infinity(), 1.0, false);
-                z_first[l] = m.num_cols();
-                for (int i = 0; i < D * D * D * D; ++i) m.add_col(0.0, 1.0, 0.0, false);
-            }
-            std::vector<int> cols;
-            std::vector<double> coefs;
-            auto add_sum_row = [&](int y_col) {  // sum(cols) - y = 0
-                cols.push_back(y_col);
-                coefs.assign(cols.size(), 1.0);
-                coefs.back() = -1.0;
-                m.add_row(cols, coefs, 0.0, 0.0);
-            };
-            for (int l = 0; l + 1 < L; ++l) {
-                if (!pair_has_traffic[l]) continue;
-                // level-1 RLT: each assignment row of one layer times each y of the other layer. With them,
-                // z >= y1 + y2 - 1 holds in the LP too (z[g1,g2] = y1 - sum_{g2' != g2} z[g1,g2'] >= y1 - sum_{g2'
-                // != g2} y[l+1,c2,g2'] = y1 + y2 - 1), and the LP can no longer park every pair on the diagonal
-                // (sum_{c1,c2} z[.,g1,.,g2] = 1: one cluster pair per GPU pair).
-                for (int c1 = 0; c1 < D; ++c1)
-                    for (int g1 = 0; g1 < D; ++g1)
-                        for (int c2 = 0; c2 < D; ++c2) {
-                            cols.clear();
-                            for (int g2 = 0; g2 < D; ++g2) cols.push_back(z(l, c1, g1, c2, g2));
-                            add_sum_row(y(l, c1, g1));  // sum_g2 z = y[l,c1,g1]
-                        }
-                for (int c1 = 0; c1 < D; ++c1)
-                    for (int g1 = 0; g1 < D; ++g1)
-                        for (int g2 = 0; g2 < D; ++g2) {
-                            cols.clear();
-                            for (int c2 = 0; c2 < D; ++c2) cols.push_back(z(l, c1, g1, c2, g2));
-                            add_sum_row(y(l, c1, g1));  // sum_c2 z = y[l,c1,g1]
-                        }
-                for (int c2 = 0; c2 < D; ++c2)
-                    for (int g2 = 0; g2 < D; ++g2) {
-                        for (int c1 = 0; c1 < D; ++c1) {
-                            cols.clear();
-                            for (int g1 = 0; g1 < D; ++g1) cols.push_back(z(l, c1, g1, c2, g2));
-                            add_sum_row(y(l + 1, c2, g2));  // sum_g1 z = y[l+1,c2,g2]
-                        }
-                        for (int g1 = 0; g1 < D; ++g1) {
-                            cols.clear();
-                            for (int c1 = 0; c1 < D; ++c1) cols.push_back(z(l, c1, g1, c2, g2));
-                            add_sum_row(y(l + 1, c2, g2));  // sum_c1 z = y[l+1,c2,g2]
+                // phase B: min sum_l u_l inside the memory band
+                const PhaseBModel pb = build_phase_b(data, band, dp_ran, dp_value, gpu, switches.formulation);
+                const ilp::MipModel& m = pb.model;
+                const double scale = pb.scale;
+                const std::vector<double>& initial = pb.initial;
+                settings.initial = &initial;
+                // measured (docs/policies-offline.md): strong branching probes are slow hot-started dual simplex
+                // runs on this degenerate LP; cuts help prove small instances and stall the root above D = 4
+                settings.strong_branching = false;
+                settings.cuts = D <= 4;
+                const ilp::MipResult phase_b = ilp::solve_mip(m, settings);
+                if (phase_b.has_solution) {
+                    std::vector<int> candidate = gpu_from_y(phase_b.values, L, D, 0);
+                    if (!candidate.empty()) {
+                        const Ilp2Key candidate_key = full_key(data, candidate);
+                        if (!less_tol(band, candidate_key.memory_dev) &&
+                            (switches.ilp_only || less_tol(candidate_key.traffic, key.traffic))) {
+                            gpu = candidate;
+                            key = candidate_key;
                         }
                     }
-                // epigraph: u_l >= sum_{c1,c2} C link z for every ordered pair g1 != g2 with a cost
-                for (int g1 = 0; g1 < D; ++g1)
-                    for (int g2 = 0; g2 < D; ++g2) {
-                        const double lc = data.link[static_cast<size_t>(g1) * D + g2];
-                        if (g1 == g2 || lc == 0) continue;
-                        cols.assign(1, u_cols[l]);
-                        coefs.assign(1, 1.0);
-                        for (int c1 = 0; c1 < D; ++c1)
-                            for (int c2 = 0; c2 < D; ++c2) {
-                                if (data.c_at(l, c1, c2) == 0) continue;
-                                cols.push_back(z(l, c1, g1, c2, g2));
-                                coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
-                            }
-                        if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
-                    }
-                // valid cuts. (a) One (g1, g2) carries all of C[c1,c2], and that pair costs at least this share:
-                // u_l >= C[c1,c2] sum_{g1 != g2} link z[c1,.,c2,.]. (b) A source cluster's outflow (a target's
-                // inflow) is spread over at most D - 1 ordered pairs: (D - 1) u_l >= its total cost.
-                for (int c1 = 0; c1 < D; ++c1)
-                    for (int c2 = 0; c2 < D; ++c2) {
-                        if (data.c_at(l, c1, c2) == 0) continue;
-                        cols.assign(1, u_cols[l]);
-                        coefs.assign(1, 1.0);
-                        for (int g1 = 0; g1 < D; ++g1)
-                            for (int g2 = 0; g2 < D; ++g2) {
-                                const double lc = data.link[static_cast<size_t>(g1) * D + g2];
-                                if (g1 == g2 || lc == 0) continue;
-                                cols.push_back(z(l, c1, g1, c2, g2));
-                                coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
-                            }
-                        if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
-                    }
-                for (int side = 0; side < 2 && D > 2; ++side)
-                    for (int a = 0; a < D; ++a) {
-                        cols.assign(1, u_cols[l]);
-                        coefs.assign(1, D - 1.0);
-                        for (int b = 0; b < D; ++b) {
-                            const int c1 = side == 0 ? a : b, c2 = side == 0 ? b : a;
-                            if (data.c_at(l, c1, c2) == 0) continue;
-                            for (int g1 = 0; g1 < D; ++g1)
-                                for (int g2 = 0; g2 < D; ++g2) {
-                                    const double lc = data.link[static_cast<size_t>(g1) * D + g2];
-                                    if (g1 == g2 || lc == 0) continue;
-                                    cols.push_back(z(l, c1, g1, c2, g2));
-                                    coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
-                                }
-                        }
-                        if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
-                    }
-            }
-            if (dp_ran) {
-                // the DP value bounds sum_l u_l from below
-                cols.clear();
-                for (int l = 0; l + 1 < L; ++l)
-                    if (u_cols[l] >= 0) cols.push_back(u_cols[l]);
-                m.add_row(cols, std::vector<double>(cols.size(), 1.0), dp_value / scale * (1 - 1e-9), ilp::infinity());
-            }
-            // warm start from the heuristic
-            std::vector<double> initial = y_values(gpu, L, D, m.num_cols());
-            std::vector<double> scratch;
-            for (int l = 0; l + 1 < L; ++l) {
-                if (!pair_has_traffic[l]) continue;
-                for (int c1 = 0; c1 < D; ++c1)
-                    for (int c2 = 0; c2 < D; ++c2)
-                        initial[z(l, c1, gpu[static_cast<size_t>(l) * D + c1], c2,
-                                  gpu[static_cast<size_t>(l + 1) * D + c2])] = 1;
-                initial[u_cols[l]] = layer_pair_cost(data, gpu, l, scratch).first / scale;
-            }
-            settings.initial = &initial;
-            const ilp::MipResult phase_b = ilp::solve_mip(m, settings);
-            if (phase_b.has_solution) {
-                std::vector<int> candidate = gpu_from_y(phase_b.values, L, D, 0);
-                if (!candidate.empty()) {
-                    const Ilp2Key candidate_key = full_key(data, candidate);
-                    if (!less_tol(band, candidate_key.memory_dev) && less_tol(candidate_key.traffic, key.traffic)) {
-                        gpu = candidate;
-                        key = candidate_key;
-                    }
+                    bound = std::min(key.traffic, std::max(bound, phase_b.bound * scale));
+                    optimal = memory_proven && phase_b.optimal;
                 }
-                bound = std::min(key.traffic, std::max(bound, phase_b.bound * scale));
-                optimal = memory_proven && phase_b.optimal;
             }
-            }  // !settled
         } else {
             optimal = memory_proven;
         }
@@ -1078,7 +1200,9 @@ double moetuner_traffic_objective(const std::vector<Placement>& placements, cons
         double worst = 0;
         for (int g1 = 0; g1 < D; ++g1)
             for (int g2 = 0; g2 < D; ++g2)
-                if (g1 != g2) worst = std::max(worst, pair[static_cast<size_t>(g1) * D + g2] * link_cost[static_cast<size_t>(g1) * D + g2]);
+                if (g1 != g2)
+                    worst = std::max(worst, pair[static_cast<size_t>(g1) * D + g2] *
+                                                link_cost[static_cast<size_t>(g1) * D + g2]);
         total += worst;
     }
     return total;
@@ -1111,7 +1235,8 @@ JointObjective moetuner_joint_objective(const std::vector<Placement>& placements
     if (!transitions.empty() && max_link > 0) {
         for (int l = 0; l + 1 < L; ++l) {
             double volume = 0;
-            for (size_t i = 0; i < static_cast<size_t>(E) * E; ++i) volume += transitions[static_cast<size_t>(l) * E * E + i];
+            for (size_t i = 0; i < static_cast<size_t>(E) * E; ++i)
+                volume += transitions[static_cast<size_t>(l) * E * E + i];
             if (volume <= 0) continue;
             std::vector<Placement> pair = {placements[l], placements[l + 1]};
             std::vector<double> one(transitions.begin() + static_cast<size_t>(l) * E * E,
@@ -1141,7 +1266,8 @@ std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loa
 
     // the two-stage answer: warm start, and it fixes the memory band so that it is feasible for the joint ILP
     std::vector<Placement> two_stage = plan_moetuner(expert_loads, transitions, L, D, E, link_cost, options);
-    const JointObjective two_stage_j = moetuner_joint_objective(two_stage, expert_loads, transitions, link_cost, options);
+    const JointObjective two_stage_j =
+        moetuner_joint_objective(two_stage, expert_loads, transitions, link_cost, options);
     std::vector<double> mem(D, 0.0);
     for (const Placement& p : two_stage)
         for (int g : p.owner) mem[g] += 1;

@@ -26,7 +26,8 @@ std::vector<double> zipf_layers(int L, int E, double s, uint64_t seed) {
         std::vector<int> perm(E);
         std::iota(perm.begin(), perm.end(), 0);
         rng.shuffle(perm.data(), E);
-        for (int r = 0; r < E; ++r) loads[static_cast<size_t>(l) * E + perm[r]] = std::floor(1e5 / std::pow(r + 1.0, s));
+        for (int r = 0; r < E; ++r)
+            loads[static_cast<size_t>(l) * E + perm[r]] = std::floor(1e5 / std::pow(r + 1.0, s));
     }
     return loads;
 }
@@ -100,6 +101,18 @@ TEST(Eplb, ExtremeSkewStillNeverDuplicates) {
     expect_valid_layout(ps, report, L, D, E);
     EXPECT_EQ(report.copies[3], D);  // capped at one copy per device
     EXPECT_EQ(report.copies[E + 0], D);
+}
+
+TEST(Eplb, DuplicateRepairSwapKeepsLayoutValid) {
+    // found by random search: a late copy of a replicated expert arrives when the only devices with room already
+    // hold that expert, so the packing must swap (upstream EPLB would place a duplicate here)
+    const std::vector<double> loads = {1, 1, 1, 7, 1, 2, 2, 5, 2};
+    BalanceOptions o;
+    o.eplb_redundant_slots = 6;  // S = 15, 5 per device
+    EplbReport report;
+    const auto ps = plan_eplb(loads, 1, 3, 9, 1, o, &report);
+    EXPECT_GT(report.repairs, 0);
+    expect_valid_layout(ps, report, 1, 3, 9);
 }
 
 TEST(Eplb, DefaultRedundancyIsOneSlotPerDevice) {
