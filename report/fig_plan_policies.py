@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Predicted MoE-layer time and max/mean load per policy from `prophet plan` runs (bars).
+
+`prophet plan --policy all` records, per policy P, metrics plan.P.time_ms (Eq 8 for prophet / prophet-oracle,
+Eq 6 for the others; per MoE layer, mean over iterations and layers) and plan.P.max_mean_load. One bar group per
+trace / cluster; bars are the mean ± sd across plan runs with the same inputs (errorbar='sd'; a single run has no bar).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+
+NAME = "fig_plan_policies"
+
+
+def main(argv=None):
+    args = C.parse_args(__doc__.splitlines()[0], argv=argv)
+    con = C.connect(args.db)
+    if con is None:
+        C.no_data(NAME, f"no store at {args.db}")
+    runs = C.load_runs(con, command="plan", experiment=args.experiment)
+    if runs.empty:
+        C.no_data(NAME, "no finished `prophet plan` runs")
+    met = C.load_metrics(con, runs["run_id"], like="plan.%")
+    met = met[(met["layer"] == -1) & (met["rank"] == -1)]
+    if met.empty:
+        C.no_data(NAME, "no plan.<policy>.* metrics")
+    parts = met["key"].str.extract(r"^plan\.(?P<policy>.+)\.(?P<metric>time_ms|max_mean_load)$")
+    met = met.join(parts).dropna(subset=["policy", "metric"])
+    if met.empty:
+        C.no_data(NAME, "no plan.<policy>.time_ms / max_mean_load metrics")
+    params = C.load_params(con, runs["run_id"], keys=["input.trace", "input.cluster"])
+    met = met.merge(params.reset_index(), on="run_id", how="left")
+    met["setting"] = (met.get("input.trace").map(C.stem).fillna("?") + " / " +
+                      met.get("input.cluster").map(C.stem).fillna("?"))
+    wide = met.pivot_table(index=["run_id", "setting", "policy"], columns="metric", values="value").reset_index()
+    wide.columns.name = None
+    order = C.policy_order(wide["policy"])
+    settings = sorted(wide["setting"].unique())
+    C.setup_style()
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    specs = [("time_ms", "predicted MoE-layer time (ms)", "Predicted time per policy"),
+             ("max_mean_load", "max / mean device load", "Load imbalance per policy")]
+    for ax, (col, ylabel, title) in zip(axes, specs):
+        if col not in wide.columns:
+            ax.set_visible(False)
+            continue
+        sns.barplot(data=wide, x="policy", y=col, order=order, hue="setting", hue_order=settings,
+                    estimator="mean", errorbar="sd", capsize=0.05, errwidth=1.0, ax=ax)
+        ax.set_xlabel("policy")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        plt.setp(ax.get_xticklabels(), rotation=35, ha="right")
+        if col == "max_mean_load":
+            ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
+        if ax is axes[0]:
+            ax.legend(title="trace / cluster", fontsize=7)
+        elif ax.get_legend() is not None:
+            ax.get_legend().remove()
+    cap = ("Bars: mean \u00b1 sd across plan runs with the same inputs (errorbar='sd'; one run: no bar). Time: Eq 8 for prophet/"
+           "prophet-oracle, Eq 6 otherwise. Dashed: perfect balance. Data: prophet plan, plan.<policy>.* metrics.")
+    C.add_caption(fig, cap)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    C.save_figure(fig, args.out, NAME)
+    cols = [c for c in ("time_ms", "max_mean_load") if c in wide.columns]
+    t = wide.groupby(["setting", "policy"])[cols].agg(["mean", "std"])
+    t.columns = [f"{a}_{'sd' if b == 'std' else b}" for a, b in t.columns]
+    t = t.reset_index()
+    t["_o"] = t["policy"].map({p: i for i, p in enumerate(order)})
+    t = t.sort_values(["setting", "_o"]).drop(columns="_o").reset_index(drop=True)
+    t["runs"] = [int(wide[(wide["setting"] == s) & (wide["policy"] == p)]["run_id"].nunique())
+                 for s, p in zip(t["setting"], t["policy"])]
+    C.print_result(NAME, cap, t)
+
+
+if __name__ == "__main__":
+    main()
