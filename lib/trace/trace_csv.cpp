@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "trace/atomic_file.h"
 #include "trace/trace.h"
 
 namespace prophet {
@@ -560,19 +561,7 @@ void write_trace_csv(const Trace& trace, const std::string& path) {
         }
     }
     out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    out.close();
-    std::error_code ec;
-    if (!out) {
-        std::filesystem::remove(tmp, ec);
-        throw Error(kExitResource, "resource error: cannot write trace file " + tmp +
-                                       " (disk full or I/O error); fix: free space or write elsewhere");
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::filesystem::remove(tmp, ec);
-        throw_input_error(path, "cannot rename " + tmp + " to it: " + ec.message(),
-                          "check that the target is writable and not a directory");
-    }
+    finish_atomic_write(out, tmp, path);
 }
 
 }  // namespace prophet

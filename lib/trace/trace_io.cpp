@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "trace/atomic_file.h"
 #include "trace/trace.h"
 
 namespace prophet {
@@ -334,19 +335,7 @@ void write_trace_file(const Trace& trace, const std::string& path) {
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     write_int64_le(out, trace.counts);
     if (has_transitions) write_int64_le(out, trace.transitions);
-    out.close();
-    std::error_code ec;
-    if (!out) {
-        std::filesystem::remove(tmp, ec);
-        throw Error(kExitResource, "resource error: cannot write trace file " + tmp +
-                                       " (disk full or I/O error); fix: free space or write elsewhere");
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::filesystem::remove(tmp, ec);
-        throw_input_error(path, "cannot rename " + tmp + " to it: " + ec.message(),
-                          "check that the target is writable and not a directory");
-    }
+    finish_atomic_write(out, tmp, path);
 }
 
 Trace read_trace_file(const std::string& path) {
@@ -466,6 +455,22 @@ Trace load_trace(const std::string& path) {
                                 "(binary content)",
                           "pass a binary trace written by prophet profile or a generator .toml");
     return generate_trace_from_toml_string(text, path);
+}
+
+void finish_atomic_write(std::ofstream& out, const std::string& tmp, const std::string& path) {
+    out.close();
+    std::error_code ec;
+    if (!out) {
+        std::filesystem::remove(tmp, ec);
+        throw Error(kExitResource, "resource error: cannot write trace file " + tmp +
+                                       " (disk full or I/O error); fix: free space or write elsewhere");
+    }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::filesystem::remove(tmp, ec);
+        throw_input_error(path, "cannot rename " + tmp + " to it: " + ec.message(),
+                          "check that the target is writable and not a directory");
+    }
 }
 
 }  // namespace prophet
