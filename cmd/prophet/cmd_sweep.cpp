@@ -28,14 +28,15 @@ const Schema& sweep_command_schema() {
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
     CLI::App* sweep = app.add_subcommand(
         "sweep",
-        "run a grid of (cluster, trace, policy, seed, config) points with the simulator or the cost model; "
-        "resumable");
+        "run a grid of (cluster, trace, policy, seed, config) points with the simulator, the cost model or real "
+        "prophet train child processes (engine = \"real\"); resumable");
     sweep->add_option("file", args.file, "sweep file (experiments/sweeps/*.toml)")->check(CLI::ExistingFile);
     sweep->add_option("--max-points", args.max_points, "stop after this many points have run (resume later)");
     add_common_options(sweep, args.common);
     sweep->footer(
         "Points already finished in the store (same sweep name and point config hash) are skipped.\n"
-        "Example:\n  prophet sweep experiments/sweeps/smoke.toml --set store.path=/tmp/smoke.db");
+        "Example:\n  prophet sweep experiments/sweeps/smoke.toml --set store.path=/tmp/smoke.db\n"
+        "  prophet sweep experiments/sweeps/real-smoke.toml --set store.path=/tmp/real-smoke.db");
     return sweep;
 }
 

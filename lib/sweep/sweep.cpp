@@ -1,14 +1,24 @@
 // sweep.cpp: sweep file parsing and validation, grid expansion, point identity, and the resumable point loop.
 #include "sweep/sweep.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
 #include "balance/cluster.h"
@@ -20,6 +30,9 @@
 #include "core/timer.h"
 #include "sim/simulator.h"
 #include "trace/trace.h"
+#include "train/train_config.h"
+
+extern char** environ;
 
 namespace prophet::sweep {
 
@@ -27,8 +40,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kSweepKeys[] = {"name",  "engine", "clusters", "traces",       "policies",
-                            "seeds", "store",  "grid",     "match_devices"};
+const char* kSweepKeys[] = {"name", "engine",        "clusters",     "traces", "policies", "seeds",
+                            "store", "match_devices", "train_config", "ranks",  "grid",     "set"};
+
+// Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
+bool reserved_train_key(const std::string& k) {
+    return k == "balance.policy" || k == "run.seed" || k == "run.experiment" || k == "store.path";
+}
 
 std::string quoted(const std::string& s) { return value_to_toml(Value(s)); }
 
@@ -153,7 +171,8 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         if (std::find(std::begin(kSweepKeys), std::end(kSweepKeys), k) == std::end(kSweepKeys))
             throw_config_error(
                 "sweep." + k, node_text(node), "unknown key",
-                "use only name, engine, clusters, traces, policies, seeds, store, match_devices and [sweep.grid]");
+                "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
+                "[sweep.grid] and [sweep.set]");
     }
     SweepSpec spec;
     spec.origin = origin;
@@ -165,9 +184,10 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     spec.name = *name;
     if (const toml::node* engine = sweep->get("engine")) {
         const auto* s = engine->as_string();
-        if (!s || (s->get() != "sim" && s->get() != "model"))
-            throw_config_error("sweep.engine", node_text(*engine), "must be \"sim\" or \"model\"",
-                               "engine = \"sim\" (discrete-event simulator) or \"model\" (cost model means)");
+        if (!s || (s->get() != "sim" && s->get() != "model" && s->get() != "real"))
+            throw_config_error("sweep.engine", node_text(*engine), "must be \"sim\", \"model\" or \"real\"",
+                               "engine = \"sim\" (discrete-event simulator), \"model\" (cost model means) or "
+                               "\"real\" (prophet train child processes)");
         spec.engine = s->get();
     }
     if (const toml::node* store = sweep->get("store")) {
@@ -184,8 +204,42 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                "match_devices = true");
         spec.match_devices = b->get();
     }
-    spec.clusters = string_list(*sweep, "clusters", "[\"experiments/clusters/hpwnv-16.toml\"]");
-    spec.traces = string_list(*sweep, "traces", "[\"experiments/traces/zipf-e16-k2.toml\"]");
+    const bool real = spec.engine == "real";
+    if (real) {
+        // a real point trains the model of train_config; a cluster or trace would be silently meaningless
+        for (const char* k : {"clusters", "traces", "match_devices"})
+            if (const toml::node* node = sweep->get(k))
+                throw_config_error(std::string("sweep.") + k, node_text(*node),
+                                   "engine = \"real\" trains the model of train_config and takes no " +
+                                       std::string(k),
+                                   "remove `" + std::string(k) + "` (vary the training run with [sweep.grid])");
+        const toml::node* tc = sweep->get("train_config");
+        const auto* tcs = tc ? tc->as_string() : nullptr;
+        if (!tcs || tcs->get().empty())
+            throw_config_error("sweep.train_config", tc ? node_text(*tc) : "(missing)",
+                               "engine = \"real\" needs the prophet train config file its points run",
+                               "add `train_config = \"experiments/train/skewed-4rank.toml\"` under [sweep]");
+        spec.train_config = tcs->get();
+        if (sweep->get("ranks")) {
+            for (const toml::node& item : require_array(*sweep, "ranks", "[1, 4]")) {
+                const auto* v = item.as_integer();
+                if (!v || v->get() < 1 || v->get() > 4096)
+                    throw_config_error("sweep.ranks", node_text(item), "every entry must be an integer in [1, 4096]",
+                                       "ranks = [1, 4] (1 runs without mpirun)");
+                spec.ranks.push_back(static_cast<int>(v->get()));
+            }
+        } else {
+            spec.ranks = {1};
+        }
+    } else {
+        for (const char* k : {"train_config", "ranks", "set"})
+            if (const toml::node* node = sweep->get(k))
+                throw_config_error(std::string("sweep.") + k, node_text(*node),
+                                   "only engine = \"real\" takes " + std::string(k),
+                                   "remove it, or set engine = \"real\"");
+        spec.clusters = string_list(*sweep, "clusters", "[\"experiments/clusters/hpwnv-16.toml\"]");
+        spec.traces = string_list(*sweep, "traces", "[\"experiments/traces/zipf-e16-k2.toml\"]");
+    }
     spec.policies = string_list(*sweep, "policies", "[\"static\", \"prophet\"]");
     const auto& known = policy_names();
     for (const std::string& p : spec.policies)
@@ -209,8 +263,18 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         for (const auto& [key, node] : *grid) {
             const std::string k(key.str());
             const bool trace_key = k.rfind("trace.", 0) == 0;
-            const Schema& schema = trace_key ? trace_generator_schema() : point_schema();
-            if (!schema.find(k) || k == "balance.policy" || k == "trace.seed") {
+            const Schema& schema = real ? train_schema() : trace_key ? trace_generator_schema() : point_schema();
+            if (real && (!schema.find(k) || reserved_train_key(k))) {
+                std::string fix = "a real sweep's grid key is a prophet train key (prophet train --help-config)";
+                if (k == "balance.policy") fix = "list policies in `policies`, not in the grid";
+                if (k == "run.seed") fix = "list seeds in `seeds`, not in the grid";
+                if (k == "run.experiment" || k == "store.path")
+                    fix = "the sweep sets it (the sweep name / the sweep's store)";
+                const std::string near = schema.closest(k);
+                if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
+                throw_config_error("sweep.grid." + k, node_text(node), "not a key a real sweep grid may vary", fix);
+            }
+            if (!real && (!schema.find(k) || k == "balance.policy" || k == "trace.seed")) {
                 std::string fix = "a grid key is a trace generator key (trace.*) or a plan.* / balance.* key";
                 if (k == "balance.policy") fix = "list policies in `policies`, not in the grid";
                 if (k == "trace.seed") fix = "list seeds in `seeds`, not in the grid";
@@ -238,6 +302,35 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         std::sort(spec.grid.begin(), spec.grid.end(),
                   [](const GridAxis& a, const GridAxis& b) { return a.key < b.key; });
     }
+    if (const toml::node* set_node = real ? sweep->get("set") : nullptr) {
+        const toml::table* set = set_node->as_table();
+        if (!set)
+            throw_config_error("sweep.set", node_text(*set_node), "must be a table of train key -> value",
+                               "[sweep.set]\n\"train.steps\" = 6");
+        for (const auto& [key, node] : *set) {
+            const std::string k(key.str());
+            if (!train_schema().find(k) || reserved_train_key(k)) {
+                std::string fix = "use a prophet train key (prophet train --help-config) other than balance.policy, "
+                                  "run.seed, run.experiment and store.path";
+                const std::string near = train_schema().closest(k);
+                if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
+                throw_config_error("sweep.set." + k, node_text(node), "not a key a real sweep may set", fix);
+            }
+            for (const GridAxis& axis : spec.grid)
+                if (axis.key == k)
+                    throw_config_error("sweep.set." + k, node_text(node), "the key is also in [sweep.grid]",
+                                       "keep it in one of [sweep.set] and [sweep.grid]");
+            const std::optional<Value> v = scalar_value(node);
+            if (!v)
+                throw_config_error("sweep.set." + k, node_text(node), "must be a number, bool or string",
+                                   "\"" + k + "\" = 6");
+            Config check(train_schema(), "sweep set of " + origin);
+            check.apply_set(k + "=" + value_to_toml(*v));  // exit 3 on a wrong type or bound
+            spec.set.emplace_back(k, value_to_toml(check.get(k)));
+        }
+        std::sort(spec.set.begin(), spec.set.end());
+    }
+    if (real) check_files(spec, {spec.train_config}, "train_config");
     check_files(spec, spec.clusters, "clusters");
     check_files(spec, spec.traces, "traces");
     return spec;
@@ -288,9 +381,76 @@ int generator_devices(const SweepSpec& spec, const std::string& path, const KeyV
 
 }  // namespace
 
+namespace {
+
+// The grid values of combination c (the last key varies fastest), in key order.
+KeyValues grid_combination(const SweepSpec& spec, size_t c) {
+    KeyValues grid;
+    for (size_t a = spec.grid.size(); a-- > 0;) {
+        const GridAxis& axis = spec.grid[a];
+        grid.emplace_back(axis.key, axis.values[c % axis.values.size()]);
+        c /= axis.values.size();
+    }
+    std::reverse(grid.begin(), grid.end());
+    return grid;
+}
+
+std::string file_sha256(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return sha256_hex(buffer.str());
+}
+
+// engine "real": ranks x seeds x grid x policies. The point config is the train overrides the child gets plus the
+// point.* coordinates; the train config file's SHA-256 is part of it, so editing the file reruns the points.
+std::vector<SweepPoint> expand_real_points(const SweepSpec& spec, size_t combos) {
+    const std::string config_sha = file_sha256(resolve_path(spec, spec.train_config));
+    std::vector<SweepPoint> points;
+    for (int ranks : spec.ranks)
+        for (int64_t seed : spec.seeds)
+            for (size_t c = 0; c < combos; ++c)
+                for (const std::string& policy : spec.policies) {
+                    SweepPoint p;
+                    p.policy = policy;
+                    p.seed = seed;
+                    p.ranks = ranks;
+                    p.grid = grid_combination(spec, c);
+                    KeyValues params = spec.set;
+                    for (const auto& kv : p.grid) params.push_back(kv);
+                    params.emplace_back("balance.policy", quoted(policy));
+                    params.emplace_back("run.seed", std::to_string(seed));
+                    params.emplace_back("point.engine", quoted(spec.engine));
+                    params.emplace_back("point.train_config", quoted(spec.train_config));
+                    params.emplace_back("point.train_config_sha256", quoted(config_sha));
+                    params.emplace_back("point.ranks", std::to_string(ranks));
+                    params.emplace_back("point.seed", std::to_string(seed));
+                    std::sort(params.begin(), params.end());
+                    p.params = params;
+                    p.canonical = canonical_text(params);
+                    p.hash = sha256_hex(p.canonical);
+                    p.description = policy + " " + stem(spec.train_config) + " D=" + std::to_string(ranks) +
+                                    " seed=" + std::to_string(seed);
+                    for (const auto& [k, v] : p.grid) p.description += " " + k + "=" + v;
+                    p.index = static_cast<int>(points.size());
+                    points.push_back(std::move(p));
+                }
+    return points;
+}
+
+}  // namespace
+
+std::string coordinates_key(const SweepPoint& p) {
+    KeyValues rest;
+    for (const auto& kv : p.params)
+        if (kv.first != "balance.policy") rest.push_back(kv);
+    return canonical_text(rest);
+}
+
 std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
     size_t combos = 1;
     for (const GridAxis& axis : spec.grid) combos *= axis.values.size();
+    if (spec.engine == "real") return expand_real_points(spec, combos);
     std::vector<SweepPoint> points;
     for (const std::string& cluster : spec.clusters)
         for (const std::string& trace : spec.traces)
@@ -302,13 +462,7 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
                         p.trace = trace;
                         p.policy = policy;
                         p.seed = seed;
-                        size_t rest = c;
-                        for (size_t a = spec.grid.size(); a-- > 0;) {  // the last key varies fastest
-                            const GridAxis& axis = spec.grid[a];
-                            p.grid.emplace_back(axis.key, axis.values[rest % axis.values.size()]);
-                            rest /= axis.values.size();
-                        }
-                        std::reverse(p.grid.begin(), p.grid.end());
+                        p.grid = grid_combination(spec, c);
                         if (spec.match_devices) {
                             const int td = generator_devices(spec, trace, p.grid);
                             if (td >= 0 && td != cluster_devices(spec, cluster)) continue;
@@ -479,6 +633,119 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
     return m;
 }
 
+struct ChildResult {
+    int exit_code = -1;
+    std::string out, err;
+};
+
+// Runs argv (PATH lookup for argv[0]) with stdin from /dev/null and stdout / stderr captured; both pipes are read
+// together (poll) so a child filling one cannot stall on the other.
+ChildResult run_child(const std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    int out_pipe[2], err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+        throw Error(kExitRunFailed, std::string("run failed: cannot create a pipe: ") + std::strerror(errno));
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    ChildResult r;
+    if (rc != 0) {
+        close(out_pipe[0]);
+        close(err_pipe[0]);
+        r.exit_code = 127;
+        r.err = "cannot run " + args[0] + ": " + std::strerror(rc);
+        return r;
+    }
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    std::string* sinks[2] = {&r.out, &r.err};
+    int open_fds = 2;
+    char buffer[65536];
+    while (open_fds > 0) {
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+            if (n > 0) {
+                sinks[i]->append(buffer, static_cast<size_t>(n));
+            } else if (n == 0 || errno != EINTR) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                --open_fds;
+            }
+        }
+    }
+    for (pollfd& f : fds)
+        if (f.fd >= 0) close(f.fd);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return r;
+}
+
+std::string last_line(const std::string& text) {
+    size_t end = text.find_last_not_of(" \t\r\n");
+    if (end == std::string::npos) return "";
+    const size_t newline = text.rfind('\n', end);
+    const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+    return text.substr(begin, end - begin + 1);
+}
+
+// This process's binary: the children run the same prophet that runs the sweep.
+std::string self_binary() {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) throw Error(kExitRunFailed, "run failed: cannot resolve /proc/self/exe; fix: run prophet on Linux");
+    return self.string();
+}
+
+std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options) {
+    std::vector<std::string> cmd;
+    if (p.ranks > 1)  // as root OpenMPI needs --allow-run-as-root; more ranks than cores need --oversubscribe
+        cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(p.ranks)};
+    cmd.push_back(options.prophet_binary.empty() ? self_binary() : options.prophet_binary);
+    for (const char* a : {"train", "--config"}) cmd.push_back(a);
+    cmd.push_back(resolve_path(spec, spec.train_config));
+    cmd.push_back("--json");
+    auto set = [&](const std::string& kv) {
+        cmd.push_back("--set");
+        cmd.push_back(kv);
+    };
+    set("store.path=" + options.store_path);
+    set("run.experiment=" + spec.name);
+    set("run.seed=" + std::to_string(p.seed));
+    set("balance.policy=" + p.policy);
+    for (const auto& [k, v] : spec.set) set(k + "=" + v);
+    for (const auto& [k, v] : p.grid) set(k + "=" + v);
+    return cmd;
+}
+
+// The child's final {"summary": true, ...} line of stdout; throws when there is none.
+nlohmann::json child_summary(const std::string& out) {
+    std::istringstream lines(out);
+    std::string line;
+    nlohmann::json summary;
+    while (std::getline(lines, line)) {
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (j.is_object() && j.value("summary", false)) summary = std::move(j);
+    }
+    if (summary.is_null())
+        throw Error(kExitRunFailed, "run failed: the prophet train child exited 0 but printed no summary line");
+    return summary;
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
@@ -489,14 +756,26 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         if (options.log) options.log(line);
     };
 
+    const bool real = spec.engine == "real";
     std::set<std::string> done;
+    std::map<std::string, double> static_ms;  // engine real: coordinates_key -> the static point's median_step_ms
     std::error_code ec;
     const bool store_exists = fs::exists(options.store_path, ec);
     std::optional<Store> store;
     if (store_exists || !options.dry_run) {
         store.emplace(Store::open(options.store_path));
+        std::map<std::string, std::string> done_runs;  // config_hash -> run_id
         for (const RunRow& row : store->list_runs(spec.name))
-            if (row.info.command == "sweep" && row.status == "finished") done.insert(row.info.config_hash);
+            if (row.info.command == "sweep" && row.status == "finished") {
+                done.insert(row.info.config_hash);
+                done_runs.emplace(row.info.config_hash, row.run_id);
+            }
+        // a resumed sweep still pairs new points with the static points an earlier invocation finished
+        if (real)
+            for (const SweepPoint& p : points)
+                if (p.policy == "static" && done_runs.count(p.hash))
+                    for (const MetricRow& m : store->get_metrics(done_runs[p.hash], "median_step_ms"))
+                        static_ms[coordinates_key(p)] = m.value;
     }
     for (const SweepPoint& p : points)
         if (done.count(p.hash)) ++summary.already_done;
@@ -526,33 +805,85 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         info.config_toml = p.canonical;
         info.config_hash = p.hash;
         info.seed = p.seed;
-        info.backend = spec.engine == "sim" ? "sim" : "model";
+        info.backend = spec.engine == "sim" ? "sim" : spec.engine == "model" ? "model" : "real";
         info.simulated = spec.engine == "sim";
         std::string run_id, status_text;
-        try {
-            const PointData d = load_point(spec, p);
-            info.world_size = d.cluster.num_devices;
-            double headline_ms = 0;
-            const std::vector<Metric> metrics = run_point(d, spec.engine, p.policy, &headline_ms);
-            store->transaction([&] {
-                run_id = store->begin_run(info);
-                store->put_params(run_id, p.params);
-                for (const Metric& m : metrics) store->put_metric(run_id, m.key, m.step, m.value);
-                store->finish_run(run_id, "finished", 0, "");
-            });
-            ++summary.ran;
-            char buffer[64];
-            std::snprintf(buffer, sizeof buffer, "%.4g ms", headline_ms);
-            status_text = buffer;
-        } catch (const Error& e) {
-            if (e.exit_code() == kExitDatabase) throw;
-            store->transaction([&] {
-                run_id = store->begin_run(info);
-                store->put_params(run_id, p.params);
-                store->finish_run(run_id, "failed", e.exit_code(), e.what());
-            });
-            ++summary.failed;
-            status_text = std::string("failed: ") + e.what();
+        if (real) {
+            info.world_size = p.ranks;
+            // the child records its own run: hold no connection to the store while it writes
+            store.reset();
+            const ChildResult child = run_child(child_command(spec, p, options));
+            store.emplace(Store::open(options.store_path));
+            std::string error;
+            int exit_code = child.exit_code;
+            nlohmann::json s;
+            if (child.exit_code == 0) {
+                try {
+                    s = child_summary(child.out);
+                } catch (const Error& e) {
+                    error = e.what();
+                    exit_code = e.exit_code();
+                }
+            } else {
+                const std::string line = last_line(child.err);
+                error = "prophet train exited with code " + std::to_string(child.exit_code) +
+                        (line.empty() ? "" : ": " + line);
+            }
+            if (error.empty()) {
+                const double step_ms = s.value("median_step_ms", 0.0);
+                const std::string key = coordinates_key(p);
+                if (p.policy == "static") static_ms[key] = step_ms;
+                KeyValues params = p.params;
+                params.emplace_back("child_run_id", quoted(s.value("run_id", std::string())));
+                store->transaction([&] {
+                    run_id = store->begin_run(info);
+                    store->put_params(run_id, params);
+                    for (const char* k : {"median_step_ms", "median_tokens_per_s", "median_max_mean_load",
+                                          "final_loss"})
+                        store->put_metric(run_id, k, 0, s.value(k, 0.0));
+                    if (static_ms.count(key) && step_ms > 0)
+                        store->put_metric(run_id, "speedup_vs_static", 0, static_ms[key] / step_ms);
+                    store->finish_run(run_id, "finished", 0, "");
+                });
+                ++summary.ran;
+                char buffer[64];
+                std::snprintf(buffer, sizeof buffer, "%.4g ms", step_ms);
+                status_text = buffer;
+            } else {
+                store->transaction([&] {
+                    run_id = store->begin_run(info);
+                    store->put_params(run_id, p.params);
+                    store->finish_run(run_id, "failed", exit_code, error);
+                });
+                ++summary.failed;
+                status_text = "failed: " + error;
+            }
+        } else {
+            try {
+                const PointData d = load_point(spec, p);
+                info.world_size = d.cluster.num_devices;
+                double headline_ms = 0;
+                const std::vector<Metric> metrics = run_point(d, spec.engine, p.policy, &headline_ms);
+                store->transaction([&] {
+                    run_id = store->begin_run(info);
+                    store->put_params(run_id, p.params);
+                    for (const Metric& m : metrics) store->put_metric(run_id, m.key, m.step, m.value);
+                    store->finish_run(run_id, "finished", 0, "");
+                });
+                ++summary.ran;
+                char buffer[64];
+                std::snprintf(buffer, sizeof buffer, "%.4g ms", headline_ms);
+                status_text = buffer;
+            } catch (const Error& e) {
+                if (e.exit_code() == kExitDatabase) throw;
+                store->transaction([&] {
+                    run_id = store->begin_run(info);
+                    store->put_params(run_id, p.params);
+                    store->finish_run(run_id, "failed", e.exit_code(), e.what());
+                });
+                ++summary.failed;
+                status_text = std::string("failed: ") + e.what();
+            }
         }
         summary.run_ids.push_back(run_id);
         ++ran_or_failed;

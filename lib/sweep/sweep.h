@@ -1,5 +1,6 @@
 // sweep.h: `prophet sweep`: a grid of (cluster, trace, policy, seed, grid combination) points, each run by the
-// simulator or the cost model and recorded as one run; points already finished in the store are skipped.
+// simulator, the cost model or (engine "real") a `prophet train` child process, and recorded as one run; points
+// already finished in the store are skipped.
 //
 // File format and semantics: docs/sweep.md.
 #pragma once
@@ -26,12 +27,16 @@ struct SweepSpec {
     std::string origin;  // the file (for messages)
     std::string dir;     // its directory: relative paths not found from the working directory resolve here
     std::string name;
-    std::string engine = "sim";  // sim | model
+    std::string engine = "sim";  // sim | model | real
     std::string store_path;      // empty: not set in the file
     std::vector<std::string> clusters, traces, policies;
     std::vector<int64_t> seeds;
     std::vector<GridAxis> grid;  // in key order
     bool match_devices = false;  // leave out (cluster, generator trace) pairs whose device counts differ
+    // engine "real" only
+    std::string train_config;   // the `prophet train --config` file, as written
+    std::vector<int> ranks;     // D of each point (1: no mpirun); part of the grid
+    KeyValues set;              // [sweep.set]: fixed train overrides for every point, sorted by key
 };
 
 // Throws prophet::Error (exit 3) naming key, value, rule and fix for any defect: unknown keys, empty lists,
@@ -42,8 +47,9 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
 
 struct SweepPoint {
     int index = 0;                       // 0-based, in expansion order
-    std::string cluster, trace, policy;  // as written in the sweep file
+    std::string cluster, trace, policy;  // as written in the sweep file (cluster, trace empty for engine "real")
     int64_t seed = 0;
+    int ranks = 1;          // engine "real": the child's D
     KeyValues grid;         // this point's grid values (key order)
     KeyValues params;       // the flattened resolved point config, sorted by key
     std::string canonical;  // "key=value\n" lines of params
@@ -53,6 +59,9 @@ struct SweepPoint {
 
 // The per-point run keys (plan.*, balance.*) a grid may set.
 const Schema& point_schema();
+
+// The key of a point without its policy: points sharing it differ only in policy (speedup_vs_static pairs them).
+std::string coordinates_key(const SweepPoint& p);
 
 // clusters x traces x seeds x grid x policies, outermost first (the last grid key varies fastest among the grid
 // keys); validates every point's config. Throws prophet::Error (exit 3) like parse_sweep_*.
@@ -66,6 +75,7 @@ struct SweepOptions {
     bool dry_run = false;
     int max_points = -1;  // stop after this many points have run (skips do not count); < 0: no limit
     RunInfo base;         // git sha, version, hardware, overrides: copied into each point's run
+    std::string prophet_binary;  // engine "real": the binary the children run; empty: this process (/proc/self/exe)
     std::function<void(const std::string&)> log;  // progress lines (stderr in the binary); may be empty
 };
 

@@ -221,3 +221,79 @@ TEST(SweepFormat, Duration) {
     EXPECT_EQ(format_duration(12.2), "12s");
     EXPECT_EQ(format_duration(3720), "1h02m");
 }
+
+// engine = "real": validation before anything runs, and the expansion (ranks x seeds x grid x policies). Running
+// the children is covered by tests/cli/test_sweep_real_cli.cpp, which has the prophet binary.
+namespace {
+
+const char* kReal =
+    "[sweep]\nname = \"r\"\nengine = \"real\"\ntrain_config = \"experiments/train/skewed-4rank.toml\"\n"
+    "policies = [\"static\", \"prophet\"]\nseeds = [1, 2]\n";
+
+}  // namespace
+
+TEST(SweepReal, ValidationNamesTheKey) {
+    EXPECT_NE(config_error(std::string(kReal) + "clusters = [\"experiments/clusters/hpwnv-16.toml\"]\n")
+                  .find("sweep.clusters"),
+              std::string::npos);
+    EXPECT_NE(config_error(std::string(kReal) + "traces = [\"experiments/traces/zipf-e16-k2.toml\"]\n")
+                  .find("sweep.traces"),
+              std::string::npos);
+    EXPECT_NE(config_error("[sweep]\nname = \"r\"\nengine = \"real\"\npolicies = [\"static\"]\nseeds = [1]\n")
+                  .find("sweep.train_config"),
+              std::string::npos);
+    EXPECT_NE(config_error("[sweep]\nname = \"r\"\nengine = \"real\"\ntrain_config = \"no/such.toml\"\n"
+                           "policies = [\"static\"]\nseeds = [1]\n")
+                  .find("no such file"),
+              std::string::npos);
+    EXPECT_NE(config_error(std::string(kReal) + "ranks = [0]\n").find("sweep.ranks"), std::string::npos);
+    const std::string typo = config_error(std::string(kReal) + "[sweep.grid]\n\"model.EE\" = [4]\n");
+    EXPECT_NE(typo.find("sweep.grid.model.EE"), std::string::npos);
+    EXPECT_NE(typo.find("did you mean"), std::string::npos);
+    EXPECT_NE(config_error(std::string(kReal) + "[sweep.grid]\n\"balance.policy\" = [\"static\"]\n").find("policies"),
+              std::string::npos);
+    EXPECT_NE(config_error(std::string(kReal) + "[sweep.set]\n\"run.seed\" = 3\n").find("sweep.set.run.seed"),
+              std::string::npos);
+    EXPECT_NE(config_error(std::string(kReal) + "[sweep.set]\n\"train.steps\" = -1\n").find("train.steps"),
+              std::string::npos);
+    EXPECT_NE(config_error(std::string(kReal) + "[sweep.grid]\n\"train.steps\" = [2]\n[sweep.set]\n"
+                                                "\"train.steps\" = 3\n")
+                  .find("also in [sweep.grid]"),
+              std::string::npos);
+    // the sim / model engines take none of the real engine's keys
+    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\nranks = [1]\n")
+                  .find("sweep.ranks"),
+              std::string::npos);
+}
+
+TEST(SweepReal, ExpansionAndIdentity) {
+    const SweepSpec spec = parse_sweep_string(std::string(kReal) + "ranks = [1, 4]\n[sweep.grid]\n"
+                                                                   "\"train.lr\" = [0.001, 0.003]\n[sweep.set]\n"
+                                                                   "\"train.steps\" = 3\n",
+                                              "r.toml");
+    EXPECT_EQ(spec.engine, "real");
+    ASSERT_EQ(spec.set.size(), 1u);
+    const std::vector<SweepPoint> points = expand_points(spec);
+    ASSERT_EQ(points.size(), 16u);  // ranks 2 x seeds 2 x lr 2 x policies 2
+    std::set<std::string> hashes;
+    for (const SweepPoint& p : points) hashes.insert(p.hash);
+    EXPECT_EQ(hashes.size(), points.size());
+    EXPECT_EQ(points[0].ranks, 1);
+    EXPECT_EQ(points[15].ranks, 4);
+    EXPECT_EQ(points[0].policy, "static");
+    EXPECT_EQ(points[1].policy, "prophet");
+    // policy varies fastest; the pair shares every other coordinate
+    EXPECT_EQ(coordinates_key(points[0]), coordinates_key(points[1]));
+    EXPECT_NE(coordinates_key(points[0]), coordinates_key(points[2]));
+    EXPECT_NE(points[0].canonical.find("point.ranks=1\n"), std::string::npos);
+    EXPECT_NE(points[0].canonical.find("train.steps=3\n"), std::string::npos);
+    EXPECT_NE(points[0].canonical.find("train.lr="), std::string::npos);
+    // a default ranks list is [1]
+    EXPECT_EQ(expand_points(parse_sweep_string(kReal, "r.toml")).size(), 4u);
+}
+
+TEST(SweepReal, ShippedSmokeParses) {
+    const SweepSpec spec = parse_sweep_file("experiments/sweeps/real-smoke.toml");
+    EXPECT_EQ(spec.engine, "real");
+    EXPECT_EQ(expand_points(spec).size(), 6u);
+}

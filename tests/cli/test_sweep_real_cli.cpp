@@ -1,0 +1,120 @@
+// `prophet sweep` with engine = "real": each point runs `prophet train` as a child process that records its own
+// run; the sweep records the point run (child_run_id, summary metrics, speedup_vs_static), skips finished points on
+// a re-run, and records a failing child as a failed point without stopping.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "core/error.h"
+#include "store/store.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class SweepRealCli : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() / ("prophet-sweep-real-" + std::to_string(getpid()) + "-" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        db_ = (dir_ / "store.db").string();
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    // Writes the sweep file into the temp dir and runs it (from the repository root) with --json.
+    prophet::testing::CliResult sweep(const std::string& body) {
+        const fs::path file = dir_ / "sweep.toml";
+        std::ofstream(file) << "[sweep]\nname = \"real-test\"\nengine = \"real\"\n"
+                               "train_config = \"experiments/train/skewed-4rank.toml\"\n"
+                            << body;
+        return prophet::testing::run_prophet("", "sweep '" + file.string() + "' --json --set store.path='" + db_ + "'",
+                                             dir_);
+    }
+
+    fs::path dir_;
+    std::string db_;
+};
+
+double metric(prophet::Store& store, const std::string& run_id, const std::string& key) {
+    const auto rows = store.get_metrics(run_id, key);
+    EXPECT_EQ(rows.size(), 1u) << run_id << " " << key;
+    return rows.empty() ? -1 : rows[0].value;
+}
+
+}  // namespace
+
+TEST_F(SweepRealCli, RecordsPointAndChildRunsAndResumes) {
+    const std::string body =
+        "ranks = [1]\npolicies = [\"static\", \"prophet\"]\nseeds = [1]\n[sweep.set]\n\"train.steps\" = 3\n";
+    const auto r = sweep(body);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["points"], 2);
+    EXPECT_EQ(j["ran"], 2);
+    EXPECT_EQ(j["failed"], 0);
+    ASSERT_EQ(j["run_ids"].size(), 2u);
+
+    prophet::Store store = prophet::Store::open(db_);
+    std::map<std::string, int> by_command;
+    for (const auto& row : store.list_runs("real-test")) {
+        ++by_command[row.info.command];
+        EXPECT_EQ(row.status, "finished") << row.run_id;
+    }
+    EXPECT_EQ(by_command["sweep"], 2);
+    EXPECT_EQ(by_command["train"], 2);  // the children's own runs, under the sweep's name
+    for (int i = 0; i < 2; ++i) {
+        const std::string id = j["run_ids"][i];
+        const prophet::RunRow row = store.get_run(id);
+        EXPECT_EQ(row.info.backend, "real");
+        EXPECT_FALSE(row.info.simulated);
+        EXPECT_EQ(row.info.world_size, 1);
+        std::string child;
+        for (const auto& [k, v] : store.get_params(id))
+            if (k == "child_run_id") child = nlohmann::json::parse(v).get<std::string>();
+        ASSERT_FALSE(child.empty());
+        const prophet::RunRow child_row = store.get_run(child);
+        EXPECT_EQ(child_row.info.command, "train");
+        EXPECT_EQ(store.get_metrics(child, "loss").size(), 3u);  // the child recorded its per-step metrics
+        EXPECT_GT(metric(store, id, "median_step_ms"), 0);
+        EXPECT_GT(metric(store, id, "final_loss"), 0);
+        const double speedup = metric(store, id, "speedup_vs_static");
+        if (i == 0) EXPECT_DOUBLE_EQ(speedup, 1.0);  // static against itself
+        EXPECT_GT(speedup, 0);
+    }
+
+    const auto again = sweep(body);
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const auto k = nlohmann::json::parse(again.out);
+    EXPECT_EQ(k["already_done"], 2);
+    EXPECT_EQ(k["skipped"], 2);
+    EXPECT_EQ(k["ran"], 0);
+    EXPECT_EQ(prophet::Store::open(db_).list_runs("real-test").size(), 4u);  // nothing new
+}
+
+TEST_F(SweepRealCli, FailingChildIsRecordedAndTheSweepContinues) {
+    // model.K = 99 > E = 8: the child rejects it (exit 3) before training; K = 2 trains
+    const auto r = sweep(
+        "ranks = [1]\npolicies = [\"static\"]\nseeds = [1]\n[sweep.set]\n\"train.steps\" = 2\n"
+        "[sweep.grid]\n\"model.K\" = [99, 2]\n");
+    EXPECT_EQ(r.exit_code, prophet::kExitRunFailed) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["points"], 2);
+    EXPECT_EQ(j["failed"], 1);
+    EXPECT_EQ(j["ran"], 1);
+    prophet::Store store = prophet::Store::open(db_);
+    const prophet::RunRow failed = store.get_run(j["run_ids"][0]);
+    EXPECT_EQ(failed.status, "failed");
+    EXPECT_EQ(failed.exit_code.value_or(-1), prophet::kExitConfig);
+    EXPECT_NE(failed.error.find("model.K"), std::string::npos) << failed.error;  // the child's stderr last line
+    EXPECT_EQ(store.get_run(j["run_ids"][1]).status, "finished");
+    EXPECT_NE(r.err.find("failed: "), std::string::npos);
+}
