@@ -23,6 +23,8 @@ FIGURES = [
                         "plan.compute_scale / plan.bandwidth_scale)."),
     ("fig_plan_policies", "Predicted MoE-layer time and max/mean load of every policy (prophet plan)."),
     ("fig_train", "Loss, step time and max/mean load per step, by policy (prophet train)."),
+    ("fig_validation", "Simulated (schedule none, sweep validate_cluster) against measured step time of real sweep "
+                       "points, with the relative error (prophet sweep, engine real)."),
 ]
 
 

@@ -46,6 +46,9 @@ def main(argv=None):
     if df.empty:
         C.no_data(NAME, "no finished `prophet sweep` runs with speedup_vs_static" +
                   (f" in experiment {args.experiment}" if args.experiment else ""))
+    # real-run sweeps (engine = "real") have no cluster file or trace: they train the model of their train_config
+    df["cluster"] = df["cluster"].fillna("real CPU ranks")
+    df["trace"] = df["trace"].fillna("train config")
     df["setting"] = df["experiment"] + "\n" + df["cluster"] + "\n" + df["trace"]
     order = C.policy_order(df["policy"])
     settings = sorted(df["setting"].unique())

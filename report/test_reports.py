@@ -5,7 +5,9 @@
 
 Fixture (temp dir): the smoke sweep, a tiny drift sweep (2 seeds x trace.drift_rate grid, static / prophet /
 prophet-oracle) for fig_locality, a tiny planner-scale sweep (plan.compute_scale x plan.bandwidth_scale) for
-fig_sensitivity, `prophet plan --policy all` and two 3-step `prophet train` runs (static, prophet).
+fig_sensitivity, `prophet plan --policy all` and two 3-step `prophet train` runs (static, prophet); and, in a
+second store (fig_validation's), a tiny real sweep (ranks = [1], 3 steps, static / prophet, validate_cluster =
+experiments/clusters/cpu-local.toml).
 Checks: every figure script writes a non-empty PNG and PDF and prints a markdown table; rebuilding gives identical
 files; every script exits 0 with the no-data message on a missing, an empty and a data-less store;
 build_report.py writes a report linking every figure. Last line: "N passed, M failed".
@@ -20,7 +22,23 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = sys.executable
-FIGS = ["fig_speedup", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train"]
+FIGS = ["fig_speedup", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train",
+        "fig_validation"]
+# figures drawn from the validation store (a real sweep; kept apart: fig_speedup does not handle real sweep points)
+VALIDATION_FIGS = {"fig_validation"}
+
+VALIDATION_SWEEP = """[sweep]
+name = "fixture-validation"
+engine = "real"
+train_config = "experiments/train/skewed-4rank.toml"
+ranks = [1]
+policies = ["static", "prophet"]
+seeds = [1]
+validate_cluster = "experiments/clusters/cpu-local.toml"
+
+[sweep.set]
+"train.steps" = 3
+"""
 
 DRIFT_TRACE = """[trace]
 generator = "drift"
@@ -111,7 +129,14 @@ def build_fixture(prophet, tmp, c):
         c.check(r.returncode == 0, f"fixture: prophet {what}",
                 f"exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}")
     c.check(os.path.isfile(db), "fixture: store file exists", db)
-    return db
+    vdb = os.path.join(tmp, "validation.db")
+    val = os.path.join(tmp, "validation.toml")
+    with open(val, "w") as f:
+        f.write(VALIDATION_SWEEP)
+    r = run([prophet, "sweep", val, "--no-report", "--set", f"store.path={vdb}"], timeout=240)
+    c.check(r.returncode == 0 and "sim " in r.stderr, "fixture: prophet sweep validation (engine real)",
+            f"exit {r.returncode}: {r.stderr[-400:]}")
+    return db, vdb
 
 
 def run_script(name, db, out, extra=()):
@@ -134,10 +159,10 @@ def main():
     try:
         if not c.check(os.access(prophet, os.X_OK), "prophet binary is executable", prophet):
             raise SystemExit
-        db = build_fixture(prophet, tmp, c)
+        db, vdb = build_fixture(prophet, tmp, c)
         out = os.path.join(tmp, "figs")
         for name in FIGS:
-            r = run_script(name, db, out)
+            r = run_script(name, vdb if name in VALIDATION_FIGS else db, out)
             png, pdf = os.path.join(out, name + ".png"), os.path.join(out, name + ".pdf")
             c.check(r.returncode == 0, f"{name}: exit 0", r.stderr[-800:])
             c.check(nonempty(png) and nonempty(pdf), f"{name}: wrote non-empty PNG and PDF",
@@ -174,7 +199,7 @@ def main():
                         not os.path.exists(os.path.join(eo, name + ".png")),
                         f"{name} on {label} store: no-data message, exit 0", r.stdout[:200] + r.stderr[-400:])
         if os.path.isfile(only_train):
-            for name in FIGS[:-1]:
+            for name in [n for n in FIGS if n != "fig_train"]:
                 eo = os.path.join(tmp, "train-only-out")
                 r = run_script(name, only_train, eo)
                 c.check(r.returncode == 0 and r.stdout.startswith("no data:"),
@@ -189,8 +214,18 @@ def main():
                 r.stderr[-800:])
         text = open(report).read() if os.path.isfile(report) else ""
         for name in FIGS:
+            if name in VALIDATION_FIGS:
+                continue
             c.check(f"](figures/{name}.png)" in text and nonempty(os.path.join(rdir, "figures", name + ".png")),
                     f"REPORT.md links {name}.png")
+        # the validation store: its report links fig_validation (fig_speedup's exit on real points is not ours)
+        vreport = os.path.join(rdir, "VALIDATION.md")
+        r = run([PY, os.path.join(HERE, "build_report.py"), "--db", vdb, "--out", os.path.join(rdir, "figures-v"),
+                 "--report", vreport], timeout=600)
+        vtext = open(vreport).read() if os.path.isfile(vreport) else ""
+        for name in sorted(VALIDATION_FIGS):
+            c.check(f"](figures-v/{name}.png)" in vtext and nonempty(os.path.join(rdir, "figures-v", name + ".png")),
+                    f"validation REPORT links {name}.png", r.stderr[-400:])
         r = run([PY, os.path.join(HERE, "build_report.py"), "--db", empty, "--out", os.path.join(tmp, "eo2"),
                  "--report", os.path.join(tmp, "EMPTY.md")], timeout=300)
         etext = open(os.path.join(tmp, "EMPTY.md")).read() if r.returncode == 0 else ""

@@ -9,6 +9,7 @@ struct SweepArgs {
     CommonArgs common;
     std::string file;     // the sweep .toml
     int max_points = -1;  // stop after this many points have run (testing / partial runs)
+    bool no_report = false;  // skip report/build_report.py at the end
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args);

@@ -41,7 +41,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* kSweepKeys[] = {"name", "engine",        "clusters",     "traces", "policies", "seeds",
-                            "store", "match_devices", "train_config", "ranks",  "grid",     "set"};
+                            "store", "match_devices", "train_config", "ranks",  "grid",     "set",
+                            "validate_cluster"};
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -172,7 +173,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             throw_config_error(
                 "sweep." + k, node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "[sweep.grid] and [sweep.set]");
+                "validate_cluster, [sweep.grid] and [sweep.set]");
     }
     SweepSpec spec;
     spec.origin = origin;
@@ -231,8 +232,15 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         } else {
             spec.ranks = {1};
         }
+        if (const toml::node* vc = sweep->get("validate_cluster")) {
+            const auto* vcs = vc->as_string();
+            if (!vcs || vcs->get().empty())
+                throw_config_error("sweep.validate_cluster", node_text(*vc), "must be a non-empty path string",
+                                   "validate_cluster = \"experiments/clusters/cpu-local.toml\"");
+            spec.validate_cluster = vcs->get();
+        }
     } else {
-        for (const char* k : {"train_config", "ranks", "set"})
+        for (const char* k : {"train_config", "ranks", "set", "validate_cluster"})
             if (const toml::node* node = sweep->get(k))
                 throw_config_error(std::string("sweep.") + k, node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),
@@ -331,6 +339,10 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         std::sort(spec.set.begin(), spec.set.end());
     }
     if (real) check_files(spec, {spec.train_config}, "train_config");
+    if (!spec.validate_cluster.empty()) {
+        check_files(spec, {spec.validate_cluster}, "validate_cluster");
+        load_cluster_file(resolve_path(spec, spec.validate_cluster));  // exit 3 on a defective cluster file now
+    }
     check_files(spec, spec.clusters, "clusters");
     check_files(spec, spec.traces, "traces");
     return spec;
@@ -748,6 +760,83 @@ nlohmann::json child_summary(const std::string& out) {
 
 }  // namespace
 
+Validation validate_run(Store& store, const std::string& run_id, const std::string& policy,
+                        const std::string& cluster_path) {
+    Config config(train_schema(), "the params of run " + run_id);
+    for (const auto& [k, v] : store.get_params(run_id))
+        if (train_schema().find(k)) config.apply_set(k + "=" + v);
+    ModelConfig m;
+    m.T = static_cast<int>(config.get_int("model.T"));
+    m.C = static_cast<int>(config.get_int("model.C"));
+    m.L = static_cast<int>(config.get_int("model.L"));
+    m.E = static_cast<int>(config.get_int("model.E"));
+    m.K = static_cast<int>(config.get_int("model.K"));
+    m.F = static_cast<int>(config.get_int("model.F"));
+    m.B = static_cast<int>(config.get_int("model.B"));
+    const RunRow run = store.get_run(run_id);
+    const int D = run.info.world_size;
+    // the global step_ms rows give the recorded steps (the loads are recorded for the same steps)
+    std::map<int64_t, double> step_ms;
+    for (const MetricRow& row : store.get_metrics(run_id, "step_ms"))
+        if (row.layer == -1 && row.rank == -1) step_ms[row.step] = row.value;
+    if (step_ms.size() < 2)
+        throw_input_error("run " + run_id, "recorded " + std::to_string(step_ms.size()) + " steps",
+                          "validation skips step 0 and needs at least 2 steps (train.steps >= 2)");
+    Trace trace;
+    trace.meta.num_iterations = static_cast<int>(step_ms.size());
+    trace.meta.num_layers = m.L;
+    trace.meta.num_devices = D;
+    trace.meta.num_experts = m.E;
+    trace.meta.top_k = m.K;
+    trace.meta.tokens_per_iteration = static_cast<int64_t>(m.B) * m.T;
+    trace.meta.d_model = m.C;
+    trace.meta.d_ffn = m.hidden_size();
+    trace.meta.seq_len = m.T;
+    trace.meta.source = "profile:" + run_id;
+    for (const auto& [step, ms] : step_ms)
+        for (int l = 0; l < m.L; ++l) {
+            const std::optional<ExpertLoadRow> load = store.get_expert_load(run_id, step, l);
+            if (!load || load->num_devices != D || load->num_experts != m.E)
+                throw_input_error("run " + run_id,
+                                  "no expert_load row of D = " + std::to_string(D) + " by E = " + std::to_string(m.E) +
+                                      " for step " + std::to_string(step) + ", layer " + std::to_string(l),
+                                  "keep train.record_loads = true in the train config");
+            trace.counts.insert(trace.counts.end(), load->tokens.begin(), load->tokens.end());
+        }
+    ClusterSpec cluster = load_cluster_file(cluster_path);
+    cluster.num_devices = D;
+    if (cluster.devices_per_node > D || D % cluster.devices_per_node != 0) cluster.devices_per_node = D;
+    CostModel cost;
+    cost.cluster = cluster;
+    cost.model.d_model = m.C;
+    cost.model.d_ffn = m.hidden_size();
+    cost.model.seq_len = m.T;
+    cost.model.bytes_per_elem = 4;
+    cost.model.tokens_per_device = static_cast<int64_t>(m.B / D) * m.T;
+    EvalSettings settings;
+    settings.options = balance_options_from(config);
+    settings.plan_repeats = 1;
+    settings.profile_iterations =
+        static_cast<int>(std::max<int64_t>(1, config.get_int("balance.profile_iterations")));
+    settings.num_nodes = std::max(1, D / std::max(1, cluster.devices_per_node));
+    sim::SimOptions o;
+    o.schedule = sim::ScheduleKind::kNone;  // the real trainer does not overlap communication yet
+    o.plan_s = -1;                          // the policy's measured planning time, as the trainer plans in-step
+    o.record_timeline = false;
+    const sim::SimResult r = sim::simulate_policy(policy, view_of(trace), cost, settings, o);
+    Validation v;
+    for (size_t i = 1; i < r.iterations.size(); ++i)
+        v.sim_step_ms += r.iterations[i].iteration_s * 1e3 / static_cast<double>(r.iterations.size() - 1);
+    std::vector<double> measured;
+    for (const auto& [step, ms] : step_ms)
+        if (step != step_ms.begin()->first) measured.push_back(ms);
+    std::sort(measured.begin(), measured.end());
+    const size_t n = measured.size();
+    v.measured_step_ms = n % 2 ? measured[n / 2] : 0.5 * (measured[n / 2 - 1] + measured[n / 2]);
+    v.sim_error = v.measured_step_ms > 0 ? (v.sim_step_ms - v.measured_step_ms) / v.measured_step_ms : 0.0;
+    return v;
+}
+
 SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     const std::vector<SweepPoint> points = expand_points(spec);
     SweepSummary summary;
@@ -834,7 +923,19 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                 const std::string key = coordinates_key(p);
                 if (p.policy == "static") static_ms[key] = step_ms;
                 KeyValues params = p.params;
-                params.emplace_back("child_run_id", quoted(s.value("run_id", std::string())));
+                const std::string child_id = s.value("run_id", std::string());
+                params.emplace_back("child_run_id", quoted(child_id));
+                std::optional<Validation> validation;
+                std::string validation_error;
+                if (!spec.validate_cluster.empty()) {
+                    try {
+                        validation = validate_run(*store, child_id, p.policy,
+                                                  resolve_path(spec, spec.validate_cluster));
+                    } catch (const Error& e) {
+                        if (e.exit_code() == kExitDatabase) throw;
+                        validation_error = e.what();
+                    }
+                }
                 store->transaction([&] {
                     run_id = store->begin_run(info);
                     store->put_params(run_id, params);
@@ -843,12 +944,25 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                         store->put_metric(run_id, k, 0, s.value(k, 0.0));
                     if (static_ms.count(key) && step_ms > 0)
                         store->put_metric(run_id, "speedup_vs_static", 0, static_ms[key] / step_ms);
+                    if (validation) {
+                        store->put_metric(run_id, "sim_step_ms", 0, validation->sim_step_ms);
+                        store->put_metric(run_id, "measured_step_ms", 0, validation->measured_step_ms);
+                        store->put_metric(run_id, "sim_error", 0, validation->sim_error);
+                    }
                     store->finish_run(run_id, "finished", 0, "");
                 });
                 ++summary.ran;
                 char buffer[64];
                 std::snprintf(buffer, sizeof buffer, "%.4g ms", step_ms);
                 status_text = buffer;
+                if (validation) {
+                    std::snprintf(buffer, sizeof buffer, " (sim %.4g ms vs measured %.4g ms: %+.1f%%)",
+                                  validation->sim_step_ms, validation->measured_step_ms,
+                                  validation->sim_error * 100);
+                    status_text += buffer;
+                } else if (!validation_error.empty()) {
+                    status_text += " (validation skipped: " + validation_error + ")";
+                }
             } else {
                 store->transaction([&] {
                     run_id = store->begin_run(info);

@@ -37,6 +37,7 @@ struct SweepSpec {
     std::string train_config;   // the `prophet train --config` file, as written
     std::vector<int> ranks;     // D of each point (1: no mpirun); part of the grid
     KeyValues set;              // [sweep.set]: fixed train overrides for every point, sorted by key
+    std::string validate_cluster;  // cluster file the child's recorded loads are simulated on (empty: no validation)
 };
 
 // Throws prophet::Error (exit 3) naming key, value, rule and fix for any defect: unknown keys, empty lists,
@@ -92,5 +93,18 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options);
 
 // "1m20s", "12s", "1h02m"
 std::string format_duration(double seconds);
+
+// Simulator validation of one real point (docs/sweep.md, docs/simulator.md "Validation").
+struct Validation {
+    double sim_step_ms = 0;       // mean simulated iteration time over iterations 1.. (schedule none)
+    double measured_step_ms = 0;  // median of the child's step_ms over steps 1..
+    double sim_error = 0;         // (sim - measured) / measured
+};
+
+// Rebuilds the trace of a finished train run from its expert_load rows (every step and layer; dims from its
+// model.* params), simulates it with `policy` on the cluster file (num_devices = the run's D, schedule none) and
+// compares with the run's step_ms. Throws prophet::Error (exit 3) when the run recorded too few steps or no loads.
+Validation validate_run(Store& store, const std::string& run_id, const std::string& policy,
+                        const std::string& cluster_path);
 
 }  // namespace prophet::sweep

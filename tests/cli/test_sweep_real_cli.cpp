@@ -31,12 +31,14 @@ class SweepRealCli : public ::testing::Test {
     void TearDown() override { fs::remove_all(dir_); }
 
     // Writes the sweep file into the temp dir and runs it (from the repository root) with --json.
-    prophet::testing::CliResult sweep(const std::string& body) {
+    // report: build REPORT.md at the end (the other tests pass --no-report: the report takes seconds).
+    prophet::testing::CliResult sweep(const std::string& body, bool report = false) {
         const fs::path file = dir_ / "sweep.toml";
         std::ofstream(file) << "[sweep]\nname = \"real-test\"\nengine = \"real\"\n"
                                "train_config = \"experiments/train/skewed-4rank.toml\"\n"
                             << body;
-        return prophet::testing::run_prophet("", "sweep '" + file.string() + "' --json --set store.path='" + db_ + "'",
+        return prophet::testing::run_prophet("", "sweep '" + file.string() + "' --json" + (report ? "" : " --no-report") +
+                                                 " --set store.path='" + db_ + "'",
                                              dir_);
     }
 
@@ -117,4 +119,31 @@ TEST_F(SweepRealCli, FailingChildIsRecordedAndTheSweepContinues) {
     EXPECT_NE(failed.error.find("model.K"), std::string::npos) << failed.error;  // the child's stderr last line
     EXPECT_EQ(store.get_run(j["run_ids"][1]).status, "finished");
     EXPECT_NE(r.err.find("failed: "), std::string::npos);
+}
+
+TEST_F(SweepRealCli, ValidationRecordsSimulatedAndMeasuredStepTimeAndBuildsTheReport) {
+    const auto r = sweep(
+        "ranks = [1]\npolicies = [\"static\", \"prophet\"]\nseeds = [1]\n"
+        "validate_cluster = \"experiments/clusters/cpu-local.toml\"\n[sweep.set]\n\"train.steps\" = 3\n",
+        /*report=*/true);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["run_ids"].size(), 2u);
+    prophet::Store store = prophet::Store::open(db_);
+    for (const auto& id : j["run_ids"]) {
+        const double sim = metric(store, id, "sim_step_ms");
+        const double measured = metric(store, id, "measured_step_ms");
+        EXPECT_GT(sim, 0);
+        EXPECT_GT(measured, 0);
+        EXPECT_NEAR(metric(store, id, "sim_error"), (sim - measured) / measured, 1e-9);
+    }
+    EXPECT_NE(r.err.find("sim "), std::string::npos) << r.err;  // the progress line shows the comparison
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "REPORT.md")) << r.err;
+    EXPECT_NE(r.err.find("REPORT.md"), std::string::npos) << r.err;
+}
+
+TEST_F(SweepRealCli, ValidateClusterMustExist) {
+    const auto r = sweep("ranks = [1]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"no/such.toml\"\n");
+    EXPECT_EQ(r.exit_code, prophet::kExitConfig) << r.err;
+    EXPECT_NE(r.err.find("sweep.validate_cluster"), std::string::npos) << r.err;
 }
