@@ -324,6 +324,12 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
     }
     std::unique_ptr<RunContext> ctx;
     try {
+        const Config config = resolve_config(train_schema(), args.common);
+        if (config.get_float("model.capacity_factor") > 0)
+            throw_config_error("model.capacity_factor", std::to_string(config.get_float("model.capacity_factor")),
+                               "must be 0 for prophet profile: a trace records every routed token, and dropped "
+                               "tokens would make its counts disagree with tokens x top-k",
+                               "--set model.capacity_factor=0");
         ctx = start_run("profile", args.common, argc, argv);
     } catch (const Error& e) {
         if (root_env) std::fprintf(stderr, "prophet: %s\n", e.what());
@@ -359,7 +365,6 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
             trace.counts.insert(trace.counts.end(), st.counts.begin(), st.counts.end());
             trace.transitions.insert(trace.transitions.end(), st.transitions.begin(), st.transitions.end());
         }
-        if (m.capacity_factor > 0) trace.meta.source += " (capacity drops excluded)";
         nlohmann::json out = {{"run_id", ctx->run_id}};
         if (root) {
             validate_trace(trace, trace.meta.source);
