@@ -35,7 +35,9 @@ void expect_valid(const Placement& p, const std::vector<int64_t>& counts, int D,
         for (int e = 0; e < E; ++e) {
             const int dst = flow.destination[static_cast<size_t>(src) * E + e];
             EXPECT_TRUE(p.holds(e, dst)) << "tokens of expert " << e << " sent to device " << dst << " which lacks it";
-            if (p.holds(e, src)) EXPECT_EQ(dst, src) << "a holder computes its own tokens";
+            if (p.holds(e, src)) {
+                EXPECT_EQ(dst, src) << "a holder computes its own tokens";
+            }
         }
 }
 

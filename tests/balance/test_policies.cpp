@@ -48,7 +48,9 @@ TEST(Prophet, NeverWorseThanStaticAndNearTheOptimum) {
                                                 std::to_string(seed) + " eq=" + std::to_string(eq);
                         EXPECT_LE(c_greedy, c_static * (1 + 1e-12)) << tag;
                         EXPECT_LE(c_best, c_greedy * (1 + 1e-12)) << "the exhaustive search is not optimal: " << tag;
-                        if (alpha < 1) EXPECT_LE(c_greedy, 1.5 * c_best) << tag;
+                        if (alpha < 1) {
+                            EXPECT_LE(c_greedy, 1.5 * c_best) << tag;
+                        }
                         worst = std::max(worst, c_greedy / c_best);
                         ++cases;
                     }

@@ -89,7 +89,9 @@ TEST_F(SweepRealCli, RecordsPointAndChildRunsAndResumes) {
         EXPECT_GT(metric(store, id, "median_step_ms"), 0);
         EXPECT_GT(metric(store, id, "final_loss"), 0);
         const double speedup = metric(store, id, "speedup_vs_static");
-        if (i == 0) EXPECT_DOUBLE_EQ(speedup, 1.0);  // static against itself
+        if (i == 0) {
+            EXPECT_DOUBLE_EQ(speedup, 1.0);  // static against itself
+        }
         EXPECT_GT(speedup, 0);
     }
 
