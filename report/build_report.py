@@ -16,6 +16,10 @@ import common as C  # noqa: E402
 
 FIGURES = [
     ("fig_speedup", "Speedup of each policy over static per cluster and trace (prophet sweep)."),
+    ("fig_layers", "Per-layer speedup over static (static layer_moe_ms / policy layer_moe_ms), bars per policy "
+                   "(prophet sweep, engine sim; the paper's Fig 11)."),
+    ("fig_rb", "Balance degree RB = std(static) / std(policy) of the per-device tokens per layer, with prophet RB / "
+               "fastermoe RB in the table (prophet sweep, engine sim; the paper's Fig 16)."),
     ("fig_iterations", "Simulated time of every iteration, one line per policy (prophet sweep, engine sim)."),
     ("fig_locality", "Speedup of prophet / prophet-oracle over static against the JS divergence between "
                      "consecutive iterations (prophet sweep over trace.* grids)."),

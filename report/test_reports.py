@@ -8,6 +8,7 @@ prophet-oracle) for fig_locality, a tiny planner-scale sweep (plan.compute_scale
 fig_sensitivity, `prophet plan --policy all` and two 3-step `prophet train` runs (static, prophet); and, in a
 second store (fig_validation's), a tiny real sweep (ranks = [1], 3 steps, static / prophet, validate_cluster =
 experiments/clusters/cpu-local.toml).
+The sim sweeps record the per-layer metrics (layer_moe_ms, layer_rb_vs_static, ...) that fig_layers / fig_rb draw.
 Checks: every figure script writes a non-empty PNG and PDF and prints a markdown table; rebuilding gives identical
 files; every script exits 0 with the no-data message on a missing, an empty and a data-less store;
 build_report.py writes a report linking every figure. Last line: "N passed, M failed".
@@ -22,7 +23,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = sys.executable
-FIGS = ["fig_speedup", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train",
+FIGS = ["fig_speedup", "fig_layers", "fig_rb", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train",
         "fig_validation"]
 # figures drawn from the validation store (a real sweep; kept apart: fig_speedup does not handle real sweep points)
 VALIDATION_FIGS = {"fig_validation"}

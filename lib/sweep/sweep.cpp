@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -580,8 +581,9 @@ TraceView view_of(const Trace& trace) {
 }
 
 // Plans with the belief cost model, simulates on the true one (equal unless plan.*_scale != 1).
+// score: optional copy of the policy's PolicyScore (balance_std, rb_vs_static per iteration and layer).
 sim::SimResult simulate_planned(const std::string& policy, const PointData& d, const TraceView& view,
-                                const EvalSettings& settings) {
+                                const EvalSettings& settings, PolicyScore* score = nullptr) {
     PolicyScore s = evaluate_policy(policy, view, d.belief, settings, /*allow_skip=*/false);
     const int I = view.num_iterations, L = view.num_layers;
     std::vector<std::vector<Placement>> placements(I);
@@ -595,13 +597,16 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
     o.schedule = sim::system_schedule(policy);
     o.route_rule = settings.options.route_rule;
     o.record_timeline = false;
-    return sim::simulate(view, placements, d.truth, o, &plan);
+    sim::SimResult r = sim::simulate(view, placements, d.truth, o, &plan);
+    if (score) *score = std::move(s);
+    return r;
 }
 
 struct Metric {
     std::string key;
     int64_t step;
     double value;
+    int layer = -1;  // >= 0: a per-layer metric (step 0)
 };
 
 // Runs one point; returns its metrics and the headline number (ms) for the progress line.
@@ -610,7 +615,8 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
     const TraceView view = view_of(d.trace);
     std::vector<Metric> m;
     if (engine == "sim") {
-        const sim::SimResult r = simulate_planned(policy, d, view, d.settings);
+        PolicyScore score;
+        const sim::SimResult r = simulate_planned(policy, d, view, d.settings, &score);
         double static_ms = r.mean_iteration_s * 1e3;
         if (policy != "static") {
             EvalSettings quick = d.settings;
@@ -626,6 +632,36 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
         m.push_back({"mean_iteration_ms", 0, mean_ms});
         m.push_back({"mean_exposed_comm_ms", 0, r.mean_exposed_comm_s * 1e3});
         m.push_back({"speedup_vs_static", 0, mean_ms > 0 ? static_ms / mean_ms : 0.0});
+        // per layer (step 0, layer = block index), means over iterations: simulated MoE time of the block,
+        // population std of the per-device computed tokens H_i, and RB = std(static) / std(policy)
+        const int L = view.num_layers;
+        std::vector<double> moe_ms(L, 0.0), bal_std(L, 0.0), rb(L, 0.0);
+        std::vector<int> moe_n(L, 0), score_n(L, 0), rb_n(L, 0);
+        for (const sim::IterationResult& it : r.iterations)
+            for (int l = 0; l < L && l < static_cast<int>(it.blocks.size()); ++l) {
+                moe_ms[l] += it.blocks[l].moe_s * 1e3;
+                ++moe_n[l];
+            }
+        for (const LayerScore& ls : score.layers) {
+            if (ls.layer < 0 || ls.layer >= L) continue;
+            bal_std[ls.layer] += ls.balance_std;
+            ++score_n[ls.layer];
+            if (std::isfinite(ls.rb_vs_static)) {  // infinite (policy std 0, static's not): left out of the mean
+                rb[ls.layer] += ls.rb_vs_static;
+                ++rb_n[ls.layer];
+            }
+        }
+        double rb_sum = 0;
+        for (int l = 0; l < L; ++l) {
+            const double mm = moe_n[l] ? moe_ms[l] / moe_n[l] : 0.0;
+            const double sd = score_n[l] ? bal_std[l] / score_n[l] : 0.0;
+            const double rl = rb_n[l] ? rb[l] / rb_n[l] : 0.0;
+            m.push_back({"layer_moe_ms", 0, mm, l});
+            m.push_back({"layer_balance_std", 0, sd, l});
+            m.push_back({"layer_rb_vs_static", 0, rl, l});
+            rb_sum += rl;
+        }
+        m.push_back({"mean_rb_vs_static", 0, L > 0 ? rb_sum / L : 0.0});
         *headline_ms = mean_ms;
     } else {
         const PolicyScore p = evaluate_policy(policy, view, d.belief, d.settings, /*allow_skip=*/false);
@@ -981,7 +1017,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                 store->transaction([&] {
                     run_id = store->begin_run(info);
                     store->put_params(run_id, p.params);
-                    for (const Metric& m : metrics) store->put_metric(run_id, m.key, m.step, m.value);
+                    for (const Metric& m : metrics) store->put_metric(run_id, m.key, m.step, m.value, m.layer);
                     store->finish_run(run_id, "finished", 0, "");
                 });
                 ++summary.ran;

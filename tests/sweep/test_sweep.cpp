@@ -133,6 +133,48 @@ TEST_F(Sweep, SmokeSweepIsResumable) {
     EXPECT_EQ(runs_in_store("smoke"), 6);
 }
 
+// engine sim: per-layer metrics (step 0, layer = block index), L rows each, and RB = 1 for static itself
+TEST_F(Sweep, SimPointRecordsPerLayerMetrics) {
+    const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");  // tiny-e4-d4: L = 2
+    const SweepSummary s = run_sweep(spec, options());
+    ASSERT_EQ(s.failed, 0);
+    const int L = 2;
+    Store store = Store::open(db_);
+    const auto runs = store.list_runs("smoke");
+    ASSERT_EQ(runs.size(), 6u);
+    int statics = 0;
+    for (const RunRow& row : runs) {
+        std::string policy;
+        for (const auto& [k, v] : store.get_params(row.run_id))
+            if (k == "balance.policy") policy = v;
+        for (const char* key : {"layer_moe_ms", "layer_balance_std", "layer_rb_vs_static"}) {
+            const auto rows = store.get_metrics(row.run_id, key);
+            ASSERT_EQ(rows.size(), static_cast<size_t>(L)) << key << " " << policy;
+            std::set<int> layers;
+            for (const MetricRow& m : rows) {
+                EXPECT_EQ(m.step, 0) << key;
+                EXPECT_EQ(m.rank, -1) << key;
+                EXPECT_GE(m.value, 0.0) << key;
+                layers.insert(m.layer);
+            }
+            EXPECT_EQ(layers, (std::set<int>{0, 1})) << key;
+        }
+        for (const MetricRow& m : store.get_metrics(row.run_id, "layer_moe_ms")) EXPECT_GT(m.value, 0.0);
+        const auto mean_rb = store.get_metrics(row.run_id, "mean_rb_vs_static");
+        ASSERT_EQ(mean_rb.size(), 1u);
+        EXPECT_EQ(mean_rb[0].layer, -1);
+        if (policy == "\"static\"") {
+            ++statics;
+            for (const MetricRow& m : store.get_metrics(row.run_id, "layer_rb_vs_static"))
+                EXPECT_DOUBLE_EQ(m.value, 1.0) << "layer " << m.layer;
+            EXPECT_DOUBLE_EQ(mean_rb[0].value, 1.0);
+        } else {
+            EXPECT_GT(mean_rb[0].value, 0.0) << policy;
+        }
+    }
+    EXPECT_EQ(statics, 2);
+}
+
 TEST_F(Sweep, KilledMidwayRunsOnlyTheRest) {
     const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");
     const SweepSummary part = run_sweep(spec, options(2));
@@ -208,7 +250,7 @@ TEST_F(Sweep, BadSweepFilesExit3) {
 }
 
 TEST_F(Sweep, ShippedSweepFilesParse) {
-    for (const char* name : {"smoke", "locality-stress", "sensitivity", "paper-tables"}) {
+    for (const char* name : {"smoke", "locality-stress", "sensitivity", "paper-tables", "fig11-layers", "fig16-rb"}) {
         const SweepSpec spec = parse_sweep_file(std::string("experiments/sweeps/") + name + ".toml");
         EXPECT_FALSE(expand_points(spec).empty()) << name;
     }
