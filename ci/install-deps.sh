@@ -11,6 +11,7 @@ packages=(
   coinor-libcbc-dev coinor-libclp-dev coinor-libcgl-dev coinor-libosi-dev coinor-libcoinutils-dev
   openmpi-bin libopenmpi-dev
   python3-pandas python3-seaborn python3-matplotlib
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do
