@@ -25,13 +25,7 @@ const Schema& plan_schema() {
         s.add_int("run.seed", 0, 0, 1e18, "seed recorded with the run (plan itself is deterministic)");
         add_balance_keys(s, /*allow_all=*/true, "all");
         s.add_int("plan.repeats", 5, 1, 1000, "timing repeats per planning call (median reported)");
-        s.add_bool("plan.topology_aware", false, "use the busiest-link cost model (per-pair and NIC bandwidth)");
-        s.add_float("plan.compute_scale", 1.0, 0.0, 1e6, "planner's belief about compute throughput x this factor", true);
-        s.add_float("plan.bandwidth_scale", 1.0, 0.0, 1e6, "planner's belief about bandwidths x this factor", true);
-        s.add_int("plan.d_model", 0, 0, 1 << 20, "C for bytes and FLOPs (0: from the trace)");
-        s.add_int("plan.d_ffn", 0, 0, 1 << 22, "F, expert hidden size (0: from the trace)");
-        s.add_int("plan.seq_len", 0, 0, 1 << 22, "T for the attention FLOPs of FNEC (0: from the trace)");
-        s.add_int("plan.bytes_per_elem", 4, 1, 8, "bytes per activation/parameter element (4: fp32, 2: bf16)");
+        add_cost_model_keys(s, "");
         s.add_bool("plan.record_layers", true, "store one plan_results row per policy, iteration and layer");
         s.add_bool("plan.save_trace", true, "store the trace with the run (skipped when it came from the store)");
         return s;
@@ -147,30 +141,10 @@ int run_plan(const PlanArgs& args) {
     const Trace& trace = loaded.trace;
     const TraceMeta& meta = trace.meta;
     const ClusterSpec cluster = load_cluster_file(args.cluster);
-    if (cluster.num_devices != meta.num_devices)
-        throw_input_error(args.trace, "the trace has D = " + std::to_string(meta.num_devices) +
-                                          " devices but the cluster " + args.cluster + " has num_devices = " +
-                                          std::to_string(cluster.num_devices),
-                          "use a cluster file with num_devices = " + std::to_string(meta.num_devices) +
-                              " or a trace recorded on " + std::to_string(cluster.num_devices) + " devices");
-    if (meta.num_experts % meta.num_devices != 0)
-        throw_input_error(args.trace, "E = " + std::to_string(meta.num_experts) + " experts is not divisible by D = " +
-                                          std::to_string(meta.num_devices) + " devices (static EP needs E/D per device)",
-                          "use E a multiple of D");
-    CostModel cost;
-    cost.cluster = cluster;
-    cost.model.d_model = config.get_int("plan.d_model") > 0 ? static_cast<int>(config.get_int("plan.d_model")) : meta.d_model;
-    cost.model.d_ffn = config.get_int("plan.d_ffn") > 0 ? static_cast<int>(config.get_int("plan.d_ffn")) : meta.d_ffn;
-    cost.model.seq_len = config.get_int("plan.seq_len") > 0 ? static_cast<int>(config.get_int("plan.seq_len")) : meta.seq_len;
-    cost.model.tokens_per_device = meta.tokens_per_iteration / meta.num_devices;
-    cost.model.bytes_per_elem = static_cast<int>(config.get_int("plan.bytes_per_elem"));
-    cost.topology_aware = config.get_bool("plan.topology_aware");
-    cost.compute_scale = config.get_float("plan.compute_scale");
-    cost.bandwidth_scale = config.get_float("plan.bandwidth_scale");
-    if (cost.model.d_model <= 0 || cost.model.d_ffn <= 0)
-        throw_config_error("plan.d_model", std::to_string(cost.model.d_model),
-                           "the trace carries no model dimensions and none were set",
-                           "--set plan.d_model=1024 --set plan.d_ffn=2048");
+    const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
+                           meta.d_model,     meta.d_ffn,       meta.seq_len};
+    const CostModel cost = cost_model_for_trace(cluster, args.cluster, shape, args.trace, config,
+                                                "--set plan.d_model=1024 --set plan.d_ffn=2048");
 
     std::vector<std::string> policies;
     const std::string& chosen = config.get_string("balance.policy");

@@ -51,4 +51,48 @@ BalanceOptions balance_options_from(const Config& c) {
     return o;
 }
 
+void add_cost_model_keys(Schema& s, const std::string& scale_note) {
+    s.add_bool("plan.topology_aware", false, "use the busiest-link cost model (per-pair and NIC bandwidth)");
+    s.add_float("plan.compute_scale", 1.0, 0.0, 1e6, "planner's belief about compute throughput x this factor" + scale_note,
+                true);
+    s.add_float("plan.bandwidth_scale", 1.0, 0.0, 1e6, "planner's belief about bandwidths x this factor" + scale_note,
+                true);
+    s.add_int("plan.d_model", 0, 0, 1 << 20, "C for bytes and FLOPs (0: from the trace)");
+    s.add_int("plan.d_ffn", 0, 0, 1 << 22, "F, expert hidden size (0: from the trace)");
+    s.add_int("plan.seq_len", 0, 0, 1 << 22, "T for the attention FLOPs of FNEC (0: from the trace)");
+    s.add_int("plan.bytes_per_elem", 4, 1, 8, "bytes per activation/parameter element (4: fp32, 2: bf16)");
+}
+
+CostModel cost_model_for_trace(const ClusterSpec& cluster, const std::string& cluster_origin, const TraceShape& t,
+                               const std::string& trace_origin, const Config& c, const std::string& dims_fix) {
+    if (cluster.num_devices != t.num_devices)
+        throw_input_error(trace_origin,
+                          "the trace has D = " + std::to_string(t.num_devices) + " devices but the cluster " +
+                              cluster_origin + " has num_devices = " + std::to_string(cluster.num_devices),
+                          "use a cluster file with num_devices = " + std::to_string(t.num_devices) +
+                              " or a trace recorded on " + std::to_string(cluster.num_devices) + " devices");
+    if (t.num_experts % t.num_devices != 0)
+        throw_input_error(trace_origin,
+                          "E = " + std::to_string(t.num_experts) + " experts is not divisible by D = " +
+                              std::to_string(t.num_devices) + " devices (static EP needs E/D per device)",
+                          "use E a multiple of D");
+    const auto override_or = [&](const char* key, int from_trace) {
+        return c.get_int(key) > 0 ? static_cast<int>(c.get_int(key)) : from_trace;
+    };
+    CostModel cost;
+    cost.cluster = cluster;
+    cost.model.d_model = override_or("plan.d_model", t.d_model);
+    cost.model.d_ffn = override_or("plan.d_ffn", t.d_ffn);
+    cost.model.seq_len = override_or("plan.seq_len", t.seq_len);
+    cost.model.tokens_per_device = t.tokens_per_iteration / t.num_devices;
+    cost.model.bytes_per_elem = static_cast<int>(c.get_int("plan.bytes_per_elem"));
+    cost.topology_aware = c.get_bool("plan.topology_aware");
+    cost.compute_scale = c.get_float("plan.compute_scale");
+    cost.bandwidth_scale = c.get_float("plan.bandwidth_scale");
+    if (cost.model.d_model <= 0 || cost.model.d_ffn <= 0)
+        throw_config_error("plan.d_model", std::to_string(cost.model.d_model),
+                           "the trace carries no model dimensions and none were set", dims_fix);
+    return cost;
+}
+
 }  // namespace prophet

@@ -122,16 +122,7 @@ const Schema& point_schema() {
         Schema s;
         add_balance_keys(s, /*allow_all=*/false, "static");
         s.add_int("plan.repeats", 1, 1, 1000, "timing repeats per planning call (median reported)");
-        s.add_bool("plan.topology_aware", false, "use the busiest-link cost model (per-pair and NIC bandwidth)");
-        s.add_float("plan.compute_scale", 1.0, 0.0, 1e6,
-                    "planner's belief about compute throughput x this factor (the simulated cluster stays fixed)",
-                    true);
-        s.add_float("plan.bandwidth_scale", 1.0, 0.0, 1e6,
-                    "planner's belief about bandwidths x this factor (the simulated cluster stays fixed)", true);
-        s.add_int("plan.d_model", 0, 0, 1 << 20, "C for bytes and FLOPs (0: from the trace)");
-        s.add_int("plan.d_ffn", 0, 0, 1 << 22, "F, expert hidden size (0: from the trace)");
-        s.add_int("plan.seq_len", 0, 0, 1 << 22, "T for the attention FLOPs of FNEC (0: from the trace)");
-        s.add_int("plan.bytes_per_elem", 4, 1, 8, "bytes per activation/parameter element (4: fp32, 2: bf16)");
+        add_cost_model_keys(s, " (the simulated cluster stays fixed)");
         return s;
     }();
     return schema;
@@ -535,29 +526,14 @@ PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
     }
     validate_trace(d.trace, trace_path);
     const TraceMeta& meta = d.trace.meta;
-    if (d.cluster.num_devices != meta.num_devices)
-        throw_input_error(p.trace,
-                          "the trace has D = " + std::to_string(meta.num_devices) + " devices but the cluster " +
-                              p.cluster + " has num_devices = " + std::to_string(d.cluster.num_devices),
-                          "pair the trace with a cluster of num_devices = " + std::to_string(meta.num_devices));
-    if (meta.num_experts % meta.num_devices != 0)
-        throw_input_error(
-            p.trace,
-            "E = " + std::to_string(meta.num_experts) + " is not divisible by D = " + std::to_string(meta.num_devices),
-            "use E a multiple of D");
     const Config pc = point_config(p.params);
-    CostModel cost;
-    cost.cluster = d.cluster;
-    cost.model.d_model = pc.get_int("plan.d_model") > 0 ? static_cast<int>(pc.get_int("plan.d_model")) : meta.d_model;
-    cost.model.d_ffn = pc.get_int("plan.d_ffn") > 0 ? static_cast<int>(pc.get_int("plan.d_ffn")) : meta.d_ffn;
-    cost.model.seq_len = pc.get_int("plan.seq_len") > 0 ? static_cast<int>(pc.get_int("plan.seq_len")) : meta.seq_len;
-    cost.model.tokens_per_device = meta.tokens_per_iteration / meta.num_devices;
-    cost.model.bytes_per_elem = static_cast<int>(pc.get_int("plan.bytes_per_elem"));
-    cost.topology_aware = pc.get_bool("plan.topology_aware");
-    if (cost.model.d_model <= 0 || cost.model.d_ffn <= 0)
-        throw_config_error("plan.d_model", std::to_string(cost.model.d_model),
-                           "the trace carries no model dimensions and none were set",
-                           "add \"plan.d_model\" and \"plan.d_ffn\" to [sweep.grid]");
+    const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
+                           meta.d_model,     meta.d_ffn,       meta.seq_len};
+    CostModel cost = cost_model_for_trace(d.cluster, p.cluster, shape, p.trace, pc,
+                                          "add \"plan.d_model\" and \"plan.d_ffn\" to [sweep.grid]");
+    // the truth is the cluster as it is; only the planner's belief is scaled (below)
+    cost.compute_scale = 1.0;
+    cost.bandwidth_scale = 1.0;
     d.truth = cost;
     d.belief = cost;
     d.belief.compute_scale = pc.get_float("plan.compute_scale");
