@@ -32,6 +32,43 @@ def layer_frame(con, experiment, key):
     return out, keys
 
 
+def draw_layer_panels(df, y, ylabel):
+    """One panel per experiment / cluster / trace (the first MAX_PANELS): bars of `y` per layer and policy, mean
+    +- sd across seeds, a dashed line at 1 (static). Returns the frame restricted to the drawn settings (with a
+    `setting` column), the figure, its number of rows and the largest number of seeds behind a bar."""
+    df = df.copy()
+    df["setting"] = df["experiment"] + " / " + df["cluster"].astype(str) + " / " + df["trace"].astype(str)
+    settings = sorted(df["setting"].unique())[:MAX_PANELS]
+    df = df[df["setting"].isin(settings)]
+    order = C.policy_order(df["policy"])
+    C.setup_style()
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    nl = int(df["layer"].nunique())
+    n = len(settings)
+    ncols = 1 if n <= 2 else 2
+    nrows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(min(12.0, max(6.0, 0.3 * nl * len(order) + 2)) * ncols, 3.4 * nrows + 0.6),
+                             squeeze=False)
+    pal = C.palette(order)
+    for i, s in enumerate(settings):
+        ax = axes[i // ncols][i % ncols]
+        sns.barplot(data=df[df["setting"] == s], x="layer", y=y, hue="policy", hue_order=order, palette=pal,
+                    estimator="mean", errorbar="sd", capsize=0.05, errwidth=1.0, ax=ax)
+        ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
+        ax.set_title(s, fontsize=9)
+        ax.set_xlabel("layer (MoE block)")
+        ax.set_ylabel(ylabel)
+        if i == 0:
+            ax.legend(title="policy", fontsize=7)
+        elif ax.get_legend() is not None:
+            ax.get_legend().remove()
+    for j in range(n, nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    nseeds = int(df.groupby(["setting", "policy", "layer"])["seed"].nunique().max())
+    return df, fig, nrows, nseeds
+
+
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
     con = C.connect(args.db)
@@ -49,36 +86,7 @@ def main(argv=None):
     if df.empty:
         C.no_data(NAME, why + " and a static point at the same coordinates")
     df["speedup"] = df["static_moe_ms"] / df["layer_moe_ms"]
-    df["setting"] = df["experiment"] + " / " + df["cluster"].astype(str) + " / " + df["trace"].astype(str)
-    settings = sorted(df["setting"].unique())[:MAX_PANELS]
-    df = df[df["setting"].isin(settings)]
-    order = C.policy_order(df["policy"])
-    C.setup_style()
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-    nl = int(df["layer"].nunique())
-    n = len(settings)
-    ncols = 1 if n <= 2 else 2
-    nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(min(12.0, max(6.0, 0.3 * nl * len(order) + 2)) * ncols, 3.4 * nrows + 0.6),
-                             squeeze=False)
-    pal = C.palette(order)
-    for i, s in enumerate(settings):
-        ax = axes[i // ncols][i % ncols]
-        sub = df[df["setting"] == s]
-        sns.barplot(data=sub, x="layer", y="speedup", hue="policy", hue_order=order, palette=pal,
-                    estimator="mean", errorbar="sd", capsize=0.05, errwidth=1.0, ax=ax)
-        ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
-        ax.set_title(s, fontsize=9)
-        ax.set_xlabel("layer (MoE block)")
-        ax.set_ylabel("speedup over static (\u00d7)")
-        if i == 0:
-            ax.legend(title="policy", fontsize=7)
-        elif ax.get_legend() is not None:
-            ax.get_legend().remove()
-    for j in range(n, nrows * ncols):
-        axes[j // ncols][j % ncols].set_visible(False)
-    nseeds = int(df.groupby(["setting", "policy", "layer"])["seed"].nunique().max())
+    df, fig, nrows, nseeds = draw_layer_panels(df, "speedup", "speedup over static (\u00d7)")
     cap = (f"Per-layer speedup over static = static layer_moe_ms / policy layer_moe_ms (simulated MoE time of the "
            f"block, mean over iterations) at the same point coordinates. Bars: {C.SD_NOTE} (errorbar='sd', up to "
            f"{nseeds} seeds; grid values pooled). Dashed line: static. Data: prophet sweep (engine sim), metric "

@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
-from fig_layers import MAX_PANELS, layer_frame  # noqa: E402
+from fig_layers import draw_layer_panels, layer_frame  # noqa: E402
 
 NAME = "fig_rb"
 KEY = "layer_rb_vs_static"
@@ -29,35 +29,7 @@ def main(argv=None):
         C.no_data(NAME, "no finished non-static `prophet sweep` runs with per-layer layer_rb_vs_static" +
                   (f" in experiment {args.experiment}" if args.experiment else ""))
     df = df.rename(columns={KEY: "rb"})
-    df["setting"] = df["experiment"] + " / " + df["cluster"].astype(str) + " / " + df["trace"].astype(str)
-    settings = sorted(df["setting"].unique())[:MAX_PANELS]
-    df = df[df["setting"].isin(settings)]
-    order = C.policy_order(df["policy"])
-    C.setup_style()
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-    nl = int(df["layer"].nunique())
-    n = len(settings)
-    ncols = 1 if n <= 2 else 2
-    nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(min(12.0, max(6.0, 0.3 * nl * len(order) + 2)) * ncols, 3.4 * nrows + 0.6),
-                             squeeze=False)
-    pal = C.palette(order)
-    for i, s in enumerate(settings):
-        ax = axes[i // ncols][i % ncols]
-        sns.barplot(data=df[df["setting"] == s], x="layer", y="rb", hue="policy", hue_order=order, palette=pal,
-                    estimator="mean", errorbar="sd", capsize=0.05, errwidth=1.0, ax=ax)
-        ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
-        ax.set_title(s, fontsize=9)
-        ax.set_xlabel("layer (MoE block)")
-        ax.set_ylabel("RB = std(static) / std(policy)")
-        if i == 0:
-            ax.legend(title="policy", fontsize=7)
-        elif ax.get_legend() is not None:
-            ax.get_legend().remove()
-    for j in range(n, nrows * ncols):
-        axes[j // ncols][j % ncols].set_visible(False)
-    nseeds = int(df.groupby(["setting", "policy", "layer"])["seed"].nunique().max())
+    df, fig, nrows, nseeds = draw_layer_panels(df, "rb", "RB = std(static) / std(policy)")
     cap = (f"Balance degree RB per layer = std(static) / std(policy) of the per-device computed tokens (mean over "
            f"iterations). Bars: {C.SD_NOTE} (errorbar='sd', up to {nseeds} seeds; grid values pooled). Dashed line: "
            "static (RB = 1). Table: prophet_over_fastermoe = mean prophet RB / mean fastermoe RB per layer. Data: "
