@@ -20,6 +20,9 @@ void set_error_rank(int rank) { g_error_rank = rank; }
 int error_rank() { return g_error_rank; }
 
 void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
+    // Reset the last-error slot: a non-sticky error (a failed cudaMalloc) would otherwise be reported again by
+    // the next PROPHET_CUDA_CHECK_LAUNCH, against an innocent kernel. (Sticky errors stay: the context is lost.)
+    cudaGetLastError();
     const int code = status == cudaErrorMemoryAllocation ? kExitResource : kExitRunFailed;
     throw Error(code, "CUDA error" + where(call, file, line) + ": " + cudaGetErrorString(status) + " (" +
                           cudaGetErrorName(status) + ")");
