@@ -73,7 +73,10 @@ template class DeviceBuffer<int>;
 
 Context::Context(int device, bool allow_tf32) : device_(device) {
     PROPHET_CUDA_CHECK(cudaSetDevice(device));
-    PROPHET_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // A blocking stream: it synchronizes with the legacy default stream, so the plain cudaMemcpy of
+    // DeviceBuffer::upload/download waits for this stream's kernels and they wait for it (a non-blocking stream
+    // would let a download read a buffer a kernel is still writing).
+    PROPHET_CUDA_CHECK(cudaStreamCreate(&stream_));
     PROPHET_CUBLAS_CHECK(cublasCreate(&cublas_));
     PROPHET_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     PROPHET_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&error_flags_), sizeof(unsigned)));
@@ -108,7 +111,7 @@ void Context::synchronize() {
 
 void* Context::workspace(size_t bytes) {
     if (bytes > workspace_bytes_) {
-        synchronize();
+        PROPHET_CUDA_CHECK(cudaStreamSynchronize(stream_));  // enqueued work may still use the old block
         if (workspace_ != nullptr) PROPHET_CUDA_CHECK(cudaFree(workspace_));
         workspace_ = nullptr;
         workspace_bytes_ = 0;

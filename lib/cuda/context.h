@@ -2,7 +2,7 @@
 // device buffer.
 //
 // Every op in ops.h takes a Context& and enqueues its work on ctx.stream() without synchronizing; results are
-// visible to the host after ctx.synchronize() (or a DeviceBuffer::download, which synchronizes the device). The
+// visible to the host after ctx.synchronize() (or a DeviceBuffer::download: the stream is a blocking one). The
 // cuBLAS handle is bound to the same stream, so library and hand-written kernels are ordered. fp32 GEMMs run in
 // CUBLAS_DEFAULT_MATH (full fp32 products, no TF32) unless allow_tf32 is set, so the GPU matches the CPU oracle.
 #pragma once

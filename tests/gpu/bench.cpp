@@ -91,7 +91,7 @@ std::vector<BenchRow> run_benchmarks(Context& ctx, const std::string& only_op) {
         DeviceBuffer<int> idx((size_t)N * K), off(E + 1), slot((size_t)N * K), tok((size_t)N * K);
         const size_t M = (size_t)N * K;
         DeviceBuffer<float> x(M * C), pre(M * F), act(M * F), y(M * C), out((size_t)N * C), dy(M * C), dx(M * C);
-        DeviceBuffer<float> dh((size_t)N * C);
+        DeviceBuffer<float> dh((size_t)N * C), dpre(M * F);
         std::vector<const float*> pw1(E), pw2(E);
         std::vector<float*> pdw1(E), pdw2(E);
         for (int e = 0; e < E; e++) {
@@ -122,7 +122,7 @@ std::vector<BenchRow> run_benchmarks(Context& ctx, const std::string& only_op) {
             }),
             flops, f4 * (2.0 * M * C + 2.0 * M * F + 2.0 * E * C * F));
         add("moe_experts bwd", shape, time_ms(ctx, [&] {
-                cuda::moe_experts_backward(ctx, dx.data(), pre.data(), y.data(), x.data(), pre.data(), act.data(),
+                cuda::moe_experts_backward(ctx, dx.data(), dpre.data(), y.data(), x.data(), pre.data(), act.data(),
                                            offsets, pw1.data(), pw2.data(), pdw1.data(), pdw2.data(), C, F);
             }),
             2 * flops, f4 * (3.0 * M * C + 3.0 * M * F + 4.0 * E * C * F));
