@@ -73,6 +73,8 @@ void print_parameter_table(const RunContext& ctx, const Trainer& trainer, FILE* 
     row("data", trainer.data().describe().substr(0, 48));
     row("steps, lr", std::to_string(s.steps) + ", " + fmt(s.lr.max_lr) + " (warmup " + std::to_string(s.lr.warmup_steps) + ")");
     row("balance.policy", s.policy + " (route to " + (s.balance.route_rule == RouteRule::kOwner ? "owner" : "least loaded") + ")");
+    row("schedule", std::string(s.schedule_blockwise ? "blockwise (split " + s.schedule_split + ")" : "none") +
+                        (s.link_gbps > 0 ? ", link " + fmt(s.link_gbps) + " Gbit/s" : ""));
     row("planner cluster", s.cluster_path.substr(0, 48));
     row("BLAS", blas_config().substr(0, 48));
     row("store", s.store_path);
@@ -87,8 +89,13 @@ void record_step(Store& store, const std::string& run_id, const StepStats& s, co
             {"step_ms", s.step_ms},   {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.max_mean_load},
             {"a2a_ms", s.a2a_ms},     {"expert_ms", s.expert_ms},       {"nonexpert_ms", s.nonexpert_ms},
             {"trans_ms", s.trans_ms}, {"agg_ms", s.agg_ms},             {"plan_ms", s.plan_ms},
-            {"replicas", static_cast<double>(s.replicas)}};
+            {"replicas", static_cast<double>(s.replicas)},
+            {"trans_exposed_ms", s.trans_exposed_ms}, {"agg_exposed_ms", s.agg_exposed_ms},
+            {"plan_wait_ms", s.plan_wait_ms}};
         for (const auto& [key, value] : metrics) store.put_metric(run_id, key, s.step, value);
+        // one event per rank: its ops of this step (schedule/timeline.h: [kind, lane, block, part, start_us, end_us])
+        for (size_t r = 0; r < s.timelines.size(); ++r)
+            store.put_event(run_id, s.step, static_cast<int>(r), "info", "timeline", "ops of one step", s.timelines[r]);
         const int L = static_cast<int>(s.placements.size());
         for (int l = 0; l < L; ++l) {
             if (record_loads)
@@ -112,6 +119,7 @@ nlohmann::json step_json(const StepStats& s) {
             {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.max_mean_load}, {"a2a_ms", s.a2a_ms},
             {"expert_ms", s.expert_ms}, {"nonexpert_ms", s.nonexpert_ms}, {"trans_ms", s.trans_ms},
             {"agg_ms", s.agg_ms},      {"plan_ms", s.plan_ms},     {"lr", s.lr},
+            {"trans_exposed_ms", s.trans_exposed_ms}, {"agg_exposed_ms", s.agg_exposed_ms},
             {"grad_norm", s.grad_norm}, {"replicas", s.replicas}};
 }
 
@@ -243,6 +251,9 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& args) {
     CLI::App* cmd = app.add_subcommand("train", "train a MoE-GPT on CPU ranks (MPI) under a balancing policy");
     cmd->add_flag("--save", args.save, "write a checkpoint at the end (and every train.save_every steps)");
     cmd->add_option("--resume", args.resume, "continue from a checkpoint directory (or one step-N directory in it)");
+    cmd->add_flag("--timeline", args.timeline,
+                  "record every op of every rank (compute, all-to-all, Trans/Agg and the waits for them) into the "
+                  "store; report/fig_gantt.py draws it");
     add_run_options(cmd, args.common);
     return cmd;
 }
@@ -284,6 +295,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
     int64_t step = 0;
     try {
         Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
+        trainer.set_timeline(args.timeline);
         if (!args.resume.empty()) {
             trainer.resume(args.resume);
             if (root) {

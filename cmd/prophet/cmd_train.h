@@ -10,6 +10,7 @@ struct TrainArgs {
     CommonArgs common;
     bool save = false;        // write a checkpoint at the end (and every train.save_every steps)
     std::string resume;       // checkpoint directory or step directory to continue from
+    bool timeline = false;    // record every op of every rank (events of kind "timeline", docs/scheduler.md)
 };
 
 struct ProfileArgs {

@@ -106,6 +106,8 @@ CommHandle broadcast_subset_p2p(Communicator& comm, void* data, size_t bytes, in
                                 int tag);
 CommHandle reduce_sum_subset_p2p(Communicator& comm, float* data, size_t count, int root,
                                  const std::vector<int>& ranks, int tag);
+// One request completing every part in order (wait) / testing every part (test).
+CommHandle join_requests(std::vector<CommHandle> parts);
 // The exit-6 error for a blocking wait past the deadline: "rank R: <call> timed out after S s<detail>".
 Error timeout_error(int rank, const char* call, double timeout_s, const std::string& detail);
 }  // namespace comm_detail

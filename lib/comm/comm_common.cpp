@@ -119,6 +119,12 @@ Error timeout_error(int rank, const char* call, double timeout_s, const std::str
     return Error(kExitDistributed, out.str());
 }
 
+CommHandle join_requests(std::vector<CommHandle> parts) {
+    auto request = std::make_unique<MultiRequest>();
+    request->parts = std::move(parts);
+    return request;
+}
+
 CommHandle broadcast_subset_p2p(Communicator& comm, void* data, size_t bytes, int root, const std::vector<int>& ranks,
                                 int tag) {
     check_subset(comm, root, ranks, "broadcast_subset_async");

@@ -31,6 +31,9 @@ struct MoeExecutor {
     // dout [N,C]: d loss / d out; dh [N,C] (overwrite); dgate_w [N,K] (overwrite); expert grads (+=)
     virtual void backward(int layer, int N, const Float* dout, Float* dh, Float* dgate_w) = 0;
     virtual const char* name() const = 0;
+    // Called by model_forward before block `layer`'s non-expert compute (ln1, attention, ln2, gate): a scheduler
+    // launches communication that should run beside that compute (the block-wise schedule's Trans).
+    virtual void block_forward_begin(int layer) { (void)layer; }
 };
 
 // Pointers to one expert's parameters and gradients (in the model's arena, or wherever an executor keeps them).

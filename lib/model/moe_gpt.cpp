@@ -201,6 +201,7 @@ double model_forward(Model<Float>& model, const int* inputs, const int* targets,
 
     double aux_loss = 0.0;
     for (int l = 0; l < L; l++) {
+        model.executor->block_forward_begin(l);
         const LayerTensorIdx& p = lay.layers[l];
         const Float* x = l == 0 ? a.encoded : a.residual_moe + (size_t)(l - 1) * N * C;  // [N,C]
         Float* ln1 = a.ln1 + (size_t)l * N * C;                                           // [N,C]

@@ -1,5 +1,5 @@
-// ep_executor.cpp: ExpertParallelExecutor, the stages of layout.h, dispatch.h, experts.h and trans_agg.h in order,
-// blocking, with per-layer timings (see ep_executor.h).
+// ep_executor.cpp: ExpertParallelExecutor, the stages of layout.h, dispatch.h, experts.h and trans_agg.h, either
+// blocking in order or under the block-wise schedule, with per-layer timings (see ep_executor.h).
 #include "moe/ep_executor.h"
 
 #include <algorithm>
@@ -112,12 +112,18 @@ MoeLayerStats ExpertParallelExecutor::step_stats() const {
         sum.expert_fwd_ms += s.expert_fwd_ms;
         sum.expert_bwd_ms += s.expert_bwd_ms;
         sum.agg_ms += s.agg_ms;
+        sum.trans_exposed_ms += s.trans_exposed_ms;
+        sum.agg_exposed_ms += s.agg_exposed_ms;
+        sum.plan_wait_ms += s.plan_wait_ms;
     }
     return sum;
 }
 
 Placement ExpertParallelExecutor::plan(int layer, const int64_t* counts) {
-    Placement p = provider_ ? provider_(layer, counts) : Placement::make_static(D_, E_);
+    return validate(layer, provider_ ? provider_(layer, counts) : Placement::make_static(D_, E_));
+}
+
+Placement ExpertParallelExecutor::validate(int layer, Placement p) {
     if (p.num_devices != D_ || p.num_experts != E_ || (int)p.owner.size() != E_ ||
         p.replica.size() != (size_t)E_ * D_)
         throw Error(kExitRunFailed, "expert parallelism: layer " + std::to_string(layer) + ": the placement is for " +
@@ -144,55 +150,192 @@ void ExpertParallelExecutor::check_same_placement(int layer, const Placement& p)
                                               "provider must be deterministic on every rank");
 }
 
+// ---- block-wise schedule ---------------------------------------------------------------------------------------
+
+void ExpertParallelExecutor::set_schedule(const EpSchedule& schedule) {
+    PROPHET_ASSERT(schedule.fnec_s >= 0 && schedule.bnec_s >= 0 && schedule.expert_transfer_s >= 0);
+    schedule_ = schedule;
+    comm_stream_ = std::make_unique<OrderedWorker>(schedule.blockwise);
+    ahead_placement_.assign(L_, Placement{});
+    trans_nec_.assign(L_, {});
+    trans_ticket_.assign(L_, 0);
+    agg_ticket_.assign(L_, 0);
+    agg_pending_.assign(L_, {});
+    carried_trans_wait_ms_.assign(L_, 0.0);
+    block_begin_ns_.assign(L_, 0);
+}
+
+void ExpertParallelExecutor::record(OpKind kind, int block, int64_t start_ns, int64_t end_ns, int part) {
+    if (timeline_ != nullptr) timeline_->add(kind, OpLane::kCompute, block, part, start_ns, end_ns);
+}
+
+void ExpertParallelExecutor::fetch_ahead(int layer) {
+    PROPHET_ASSERT_MSG(ahead_, "the block-wise schedule needs an ahead placement provider");
+    const int64_t t0 = now_ns();
+    Placement p = validate(layer, ahead_(layer));
+    const int64_t t1 = now_ns();
+    check_same_placement(layer, p);
+    carried_plan_wait_ms_ = (double)(t1 - t0) * 1e-6;
+    record(OpKind::kPlanWait, layer, t0, t1);
+    // the Trans split: budget = the FNEC window of this block; each expert's time = its receivers x one link
+    const std::vector<uint8_t> moving = moe_moving_experts(p);
+    std::vector<double> expert_s(E_, 0.0);
+    for (int e = 0; e < E_; e++)
+        if (moving[e]) expert_s[e] = moe_receivers(p, e) * schedule_.expert_transfer_s;
+    trans_nec_[layer] = split_transfers(moving, expert_s, schedule_.fnec_s, schedule_.split);
+    if (layer == 0) trans_nec_[layer] = moving;  // no FEC(-1): all of Trans(0) beside FNEC(0)
+    ahead_placement_[layer] = std::move(p);
+}
+
+int64_t ExpertParallelExecutor::submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only) {
+    bool any = false;
+    for (uint8_t v : only) any |= v != 0;
+    if (!any) return 0;
+    const Placement* placement = &ahead_placement_[layer];
+    float* const* buffers = (trans ? storage_.params.data() : storage_.grads.data()) + (size_t)layer * E_;  // [E]
+    const size_t numel = 2 * (size_t)C_ * F_;
+    const int64_t ticket = comm_stream_->submit([this, trans, layer, part, placement, buffers, numel,
+                                                 only = std::move(only)] {
+        const int64_t t0 = now_ns();
+        if (trans)
+            moe_trans(comm_, *placement, buffers, numel, kTagTrans, only.data());
+        else
+            moe_agg(comm_, *placement, buffers, numel, kTagAgg, only.data());
+        transfers_.add(trans ? OpKind::kTrans : OpKind::kAgg, OpLane::kComm, layer, part, t0, now_ns());
+    });
+    (trans ? trans_ticket_ : agg_ticket_)[layer] = ticket;
+    return ticket;
+}
+
+void ExpertParallelExecutor::wait_transfer(bool trans, int layer, int64_t ticket) {
+    if (ticket == 0) return;
+    const int64_t t0 = now_ns();
+    comm_stream_->wait(ticket);
+    const int64_t t1 = now_ns();
+    record(trans ? OpKind::kTransWait : OpKind::kAggWait, layer, t0, t1);
+    const double ms = (double)(t1 - t0) * 1e-6;
+    if (!trans) layers_[layer].stats.agg_exposed_ms += ms;
+    else carried_trans_wait_ms_[layer] += ms;
+}
+
+void ExpertParallelExecutor::block_forward_begin(int layer) {
+    PROPHET_ASSERT(layer >= 0 && layer < L_);
+    if (!schedule_.blockwise) {
+        if (!block_begin_ns_.empty()) block_begin_ns_[layer] = now_ns();
+        return;
+    }
+    if (layer == 0) {
+        // a new step: the previous step's transfers were all waited for by finish_backward
+        transfers_.take();
+        for (double& ms : carried_trans_wait_ms_) ms = 0;
+        fetch_ahead(0);
+        layer0_plan_wait_ms_ = carried_plan_wait_ms_;
+    }
+    block_begin_ns_[layer] = now_ns();
+    submit_transfer(true, layer, 1, trans_nec_[layer]);
+}
+
+void ExpertParallelExecutor::finish_backward() {
+    if (bnec_block_ >= 0) {
+        record(OpKind::kBnec, bnec_block_, bnec_begin_ns_, now_ns());
+        bnec_block_ = -1;
+    }
+    if (!schedule_.blockwise) return;
+    for (int l = L_ - 1; l >= 0; l--) wait_transfer(false, l, agg_ticket_[l]);
+    comm_stream_->wait_all();
+    // the transfers' own time per layer, from the communication stream's spans
+    std::vector<OpRecord> spans = transfers_.take();
+    for (const OpRecord& op : spans) {
+        MoeLayerStats& s = layers_[op.block].stats;
+        const double ms = (double)(op.end_ns - op.start_ns) * 1e-6;
+        (op.kind == OpKind::kTrans ? s.trans_ms : s.agg_ms) += ms;
+        if (timeline_ != nullptr) timeline_->add(op.kind, op.lane, op.block, op.part, op.start_ns, op.end_ns);
+    }
+    std::fill(trans_ticket_.begin(), trans_ticket_.end(), 0);
+    std::fill(agg_ticket_.begin(), agg_ticket_.end(), 0);
+}
+
+// ---- forward / backward ----------------------------------------------------------------------------------------
+
 void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int* expert_idx, const float* gate_w,
                                      float* out) {
     PROPHET_ASSERT(layer >= 0 && layer < L_ && N >= 0);
     const int D = D_, E = E_, K = K_, C = C_, F = F_, r = rank();
+    const bool blockwise = schedule_.blockwise;
     LayerState& st = layers_[layer];
     MoeLayerStats& stats = st.stats;
     stats = MoeLayerStats{};
     float* const* params = storage_.params.data() + (size_t)layer * E;  // [E]
+    int64_t t0 = now_ns();
+    if (layer == 0) bnec_block_ = -1;  // a new step
+    if (!block_begin_ns_.empty() && block_begin_ns_[layer] != 0) record(OpKind::kFnec, layer, block_begin_ns_[layer], t0);
 
     // ---- layout + notify
-    int64_t t0 = now_ns();
     local_counts_.resize(E);
     moe_layout_count(N, K, E, expert_idx, local_counts_.data());
     stats.counts.resize((size_t)D * E);
     moe_notify(comm_, E, local_counts_.data(), stats.counts.data());
     stats.layout_ms = ms_since(t0);
 
-    // ---- plan
-    t0 = now_ns();
-    stats.placement = plan(layer, stats.counts.data());
+    // ---- plan (blocking: on this step's counts; block-wise: fetched before the layer, next step's started)
+    int64_t t1 = now_ns();
+    if (blockwise) {
+        stats.placement = ahead_placement_[layer];
+        stats.plan_wait_ms = layer == 0 ? layer0_plan_wait_ms_ : next_plan_wait_ms_;
+        stats.trans_exposed_ms = carried_trans_wait_ms_[layer];
+        if (observe_) observe_(layer, stats.counts.data());
+    } else {
+        stats.placement = plan(layer, stats.counts.data());
+    }
     stats.destination = routing_destination(stats.counts.data(), stats.placement, rule_);
-    stats.plan_ms = ms_since(t0);
+    stats.plan_ms = ms_since(t1);
 
     // NOTE: the consistency check is a collective, so it also absorbs the ranks' skew; it counts as layout
-    t0 = now_ns();
-    check_same_placement(layer, stats.placement);
+    t1 = now_ns();
+    if (!blockwise) check_same_placement(layer, stats.placement);
     moe_layout_build(r, D, E, N, K, expert_idx, stats.counts.data(), stats.destination.data(), &st.layout);
     const MoeDispatchLayout& lo = st.layout;
     const int64_t M_send = lo.num_send_rows, M_recv = lo.num_recv_rows;
-    stats.layout_ms += ms_since(t0);
+    stats.layout_ms += ms_since(t1);
     stats.rows_sent = M_send - lo.send_rows[r];
     stats.rows_received = M_recv - lo.recv_rows[r];
     stats.rows_computed = M_recv;
+    record(OpKind::kLayout, layer, t0, now_ns());
 
-    // ---- Trans
-    t0 = now_ns();
-    moe_trans(comm_, stats.placement, params, 2 * (size_t)C * F, kTagTrans);
-    stats.trans_ms = ms_since(t0);
+    // ---- Trans: inline, or wait for this layer's parts
+    t1 = now_ns();
+    if (blockwise) {
+        const double before = carried_trans_wait_ms_[layer];
+        wait_transfer(true, layer, trans_ticket_[layer]);
+        stats.trans_exposed_ms += carried_trans_wait_ms_[layer] - before;
+    } else {
+        moe_trans(comm_, stats.placement, params, 2 * (size_t)C * F, kTagTrans);
+        stats.trans_ms = ms_since(t1);
+        stats.trans_exposed_ms = stats.trans_ms;
+        if (timeline_ != nullptr) timeline_->add(OpKind::kTrans, OpLane::kCompute, layer, 0, t1, now_ns());
+    }
 
     // ---- dispatch
-    t0 = now_ns();
+    t1 = now_ns();
     send_.resize((size_t)M_send * C);
     recv_.resize((size_t)M_recv * C);
     st.x.resize((size_t)M_recv * C);
     moe_dispatch(comm_, lo, C, h, send_.data(), recv_.data(), st.x.data());
-    stats.dispatch_fwd_ms = ms_since(t0);
+    stats.dispatch_fwd_ms = ms_since(t1);
+    record(OpKind::kDispatch, layer, t1, now_ns());
+
+    // ---- block-wise: the next layer's placement, and the part of its Trans that goes beside this FEC
+    int64_t next_fec_ticket = 0;
+    if (blockwise && layer + 1 < L_) {
+        fetch_ahead(layer + 1);
+        next_plan_wait_ms_ = carried_plan_wait_ms_;
+        std::vector<uint8_t> beside_fec = moe_moving_experts(ahead_placement_[layer + 1]);
+        for (int e = 0; e < E; e++) beside_fec[e] &= !trans_nec_[layer + 1][e];
+        next_fec_ticket = submit_transfer(true, layer + 1, 2, std::move(beside_fec));
+    }
 
     // ---- experts
-    t0 = now_ns();
+    t1 = now_ns();
     sorted_.resize((size_t)M_recv * C);
     if (identity_experts_) {
         std::copy(st.x.begin(), st.x.end(), sorted_.begin());
@@ -211,20 +354,27 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
                                sorted_.data() + (size_t)begin * C);
         }
     }
-    stats.expert_fwd_ms = ms_since(t0);
+    stats.expert_fwd_ms = ms_since(t1);
+    record(OpKind::kFec, layer, t1, now_ns());
+    if (next_fec_ticket != 0) {
+        // NOTE: waited before the combine all-to-all, so the transfer never shares the links with it
+        wait_transfer(true, layer + 1, next_fec_ticket);
+    }
 
     // ---- combine
-    t0 = now_ns();
+    t1 = now_ns();
     st.y_src.resize((size_t)M_send * C);
     moe_combine(comm_, lo, C, sorted_.data(), recv_.data(), st.y_src.data());
     st.gate_w.assign(gate_w, gate_w + (size_t)N * K);
     moe_combine_reduce(lo, C, st.gate_w.data(), st.y_src.data(), out);
-    stats.combine_fwd_ms = ms_since(t0);
+    stats.combine_fwd_ms = ms_since(t1);
+    record(OpKind::kCombine, layer, t1, now_ns());
 }
 
 void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float* dh, float* dgate_w) {
     PROPHET_ASSERT(layer >= 0 && layer < L_);
     const int E = E_, C = C_, F = F_;
+    const bool blockwise = schedule_.blockwise;
     LayerState& st = layers_[layer];
     MoeLayerStats& stats = st.stats;
     const MoeDispatchLayout& lo = st.layout;
@@ -233,8 +383,13 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
     float* const* params = storage_.params.data() + (size_t)layer * E;  // [E]
     float* const* grads = storage_.grads.data() + (size_t)layer * E;    // [E]
 
-    // ---- combine backward at the source, then dispatch dy to where each row was computed
     int64_t t0 = now_ns();
+    if (bnec_block_ >= 0) record(OpKind::kBnec, bnec_block_, bnec_begin_ns_, t0);
+    // block-wise: Agg(l+1)'s part beside BNEC(l+1) must be done before this layer's all-to-alls
+    if (blockwise && layer + 1 < L_) wait_transfer(false, layer + 1, agg_ticket_[layer + 1]);
+
+    // ---- combine backward at the source, then dispatch dy to where each row was computed
+    t0 = now_ns();
     send_.resize((size_t)M_send * C);
     recv_.resize((size_t)M_recv * C);
     sorted_.resize((size_t)M_recv * C);
@@ -242,6 +397,11 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
     moe_dispatch_exchange(comm_, lo, C, send_.data(), recv_.data());
     moe_dispatch_sort(lo, C, recv_.data(), sorted_.data());
     stats.dispatch_bwd_ms = ms_since(t0);
+    record(OpKind::kDispatchBwd, layer, t0, now_ns());
+
+    // block-wise: the rest of Agg(l+1) beside this BEC
+    int64_t prev_bec_ticket = 0;
+    if (blockwise && layer + 1 < L_) prev_bec_ticket = submit_transfer(false, layer + 1, 2, std::move(agg_pending_[layer + 1]));
 
     // ---- experts backward
     t0 = now_ns();
@@ -261,17 +421,37 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
         }
     }
     stats.expert_bwd_ms = ms_since(t0);
+    record(OpKind::kBec, layer, t0, now_ns());
+    if (prev_bec_ticket != 0) wait_transfer(false, layer + 1, prev_bec_ticket);
 
     // ---- combine dx back to the sources
     t0 = now_ns();
     moe_combine(comm_, lo, C, dx_sorted_.data(), recv_.data(), send_.data());
     moe_dispatch_pack_backward(lo, C, send_.data(), dh);
     stats.combine_bwd_ms = ms_since(t0);
+    record(OpKind::kCombineBwd, layer, t0, now_ns());
 
-    // ---- Agg
+    // ---- Agg: inline, or split: beside BNEC(l) now, the rest beside BEC(l-1) (layer 0: all beside BNEC(0))
     t0 = now_ns();
-    moe_agg(comm_, stats.placement, grads, 2 * (size_t)C * F, kTagAgg);
-    stats.agg_ms = ms_since(t0);
+    if (blockwise) {
+        const Placement& p = ahead_placement_[layer];
+        const std::vector<uint8_t> moving = moe_moving_experts(p);
+        std::vector<double> expert_s(E, 0.0);
+        for (int e = 0; e < E; e++)
+            if (moving[e]) expert_s[e] = moe_receivers(p, e) * schedule_.expert_transfer_s;
+        std::vector<uint8_t> nec = layer == 0 ? moving : split_transfers(moving, expert_s, schedule_.bnec_s, schedule_.split);
+        std::vector<uint8_t> rest = moving;
+        for (int e = 0; e < E; e++) rest[e] &= !nec[e];
+        agg_pending_[layer] = std::move(rest);
+        submit_transfer(false, layer, 1, std::move(nec));
+    } else {
+        moe_agg(comm_, stats.placement, grads, 2 * (size_t)C * F, kTagAgg);
+        stats.agg_ms = ms_since(t0);
+        stats.agg_exposed_ms = stats.agg_ms;
+        if (timeline_ != nullptr) timeline_->add(OpKind::kAgg, OpLane::kCompute, layer, 0, t0, now_ns());
+    }
+    bnec_begin_ns_ = now_ns();
+    bnec_block_ = layer;
 }
 
 }  // namespace prophet

@@ -7,6 +7,13 @@
 //   backward(l): combine backward (dgate_w, dy) -> dispatch dy -> experts backward (dW +=) -> combine dx -> dh
 //                -> Agg (group -> home, then the non-home copies' gradients are zeroed)
 //
+// With set_schedule(blockwise) (docs/scheduler.md) the placement of every layer comes from an ahead provider
+// (planned from the previous iteration's counts, on a planner thread), and Trans/Agg run as tasks on a
+// communication stream (an OrderedWorker thread) beside computation: Trans(l+1) beside FEC(l) and FNEC(l+1),
+// Agg(l+1) beside BNEC(l+1) and BEC(l); the main thread waits for a part only right before the stage that needs
+// it, and finish_backward() waits for every Agg (the optimizer must not run before). Results are identical to the
+// blocking order: the same transfers with the same sums, only at other times.
+//
 // Every rank holds all experts' parameters (the model arena), but only expert e's home rank e / (E/D) keeps the
 // authoritative copy and updates it: the trainer passes optimizer_skip_mask() to adamw_step and counts only home
 // experts in the grad norm (home_expert_mask()). Non-home parameter copies are stale except right after Trans.
@@ -20,11 +27,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "balance/placement.h"
 #include "model/moe_executor.h"
 #include "moe/layout.h"
+#include "schedule/split.h"
+#include "schedule/timeline.h"
+#include "schedule/worker.h"
 
 namespace prophet {
 
@@ -59,9 +70,23 @@ struct MoeLayerStats {
     double expert_fwd_ms = 0;
     double expert_bwd_ms = 0;
     double agg_ms = 0;
+    // Time this layer's Trans/Agg held up this rank's computation: the whole transfer when blocking; in the
+    // block-wise schedule, the main thread's waits for them. trans_ms / agg_ms stay the transfers' own time.
+    double trans_exposed_ms = 0;
+    double agg_exposed_ms = 0;
+    double plan_wait_ms = 0;       // block-wise: the main thread's wait for the planner (0 when it was ahead)
 
     double a2a_ms() const { return dispatch_fwd_ms + combine_fwd_ms + dispatch_bwd_ms + combine_bwd_ms; }
     double expert_ms() const { return expert_fwd_ms + expert_bwd_ms; }
+};
+
+// The block-wise schedule's settings. The split uses offline estimates only (every rank must split alike).
+struct EpSchedule {
+    bool blockwise = false;
+    TransferSplitRule split = TransferSplitRule::kTime;
+    double fnec_s = 0;             // one block's forward non-expert compute (the Trans budget beside it)
+    double bnec_s = 0;             // one block's backward non-expert compute (the Agg budget)
+    double expert_transfer_s = 0;  // one expert's parameters (or gradient) over one link
 };
 
 class ExpertParallelExecutor final : public MoeExecutor<float> {
@@ -78,6 +103,26 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     void forward(int layer, int N, const float* h, const int* expert_idx, const float* gate_w, float* out) override;
     void backward(int layer, int N, const float* dout, float* dh, float* dgate_w) override;
     const char* name() const override { return "expert_parallel"; }
+    void block_forward_begin(int layer) override;
+    // Block-wise: waits for every Trans/Agg still in flight (call after model_backward, before the optimizer)
+    // and completes the layers' transfer times. Blocking mode: nothing to wait for.
+    void finish_backward();
+
+    // Before the first step. Blockwise needs set_ahead_provider. The communicator must allow one extra thread
+    // (the communication stream) to call isend/irecv while the main thread runs collectives.
+    void set_schedule(const EpSchedule& schedule);
+    const EpSchedule& schedule() const { return schedule_; }
+    // Block-wise planning: ahead(layer) returns this step's placement of layer before its counts exist (it may
+    // block on a planner); observe(layer, counts [D*E]) hands this step's counts to the planner right after the
+    // counts exchange. Both must behave identically on every rank.
+    using AheadProvider = std::function<Placement(int layer)>;
+    using CountsObserver = std::function<void(int layer, const int64_t* counts)>;
+    void set_ahead_provider(AheadProvider ahead, CountsObserver observe) {
+        ahead_ = std::move(ahead);
+        observe_ = std::move(observe);
+    }
+    // Record every op of this rank (nullptr: off). Not owned.
+    void set_timeline(OpTimeline* timeline) { timeline_ = timeline; }
 
     // nullptr / empty: the static placement every step
     void set_placement_provider(PlacementProvider provider) { provider_ = std::move(provider); }
@@ -118,7 +163,13 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     };
 
     Placement plan(int layer, const int64_t* counts);
+    Placement validate(int layer, Placement p);
     void check_same_placement(int layer, const Placement& placement);
+    // block-wise helpers
+    void fetch_ahead(int layer);  // placement + split of layer (collective: the placement check)
+    int64_t submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only);
+    void wait_transfer(bool trans, int layer, int64_t ticket);
+    void record(OpKind kind, int block, int64_t start_ns, int64_t end_ns, int part = 0);
 
     Communicator* comm_;
     int L_, E_, K_, C_, F_, D_;
@@ -128,6 +179,24 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     bool check_placement_ = true;
     bool identity_experts_ = false;
     std::vector<LayerState> layers_;  // [L]
+    // block-wise schedule
+    EpSchedule schedule_;
+    AheadProvider ahead_;
+    CountsObserver observe_;
+    OpTimeline* timeline_ = nullptr;
+    OpTimeline transfers_;                          // comm-lane spans of this step (always kept)
+    std::unique_ptr<OrderedWorker> comm_stream_;    // Trans/Agg tasks
+    std::vector<Placement> ahead_placement_;        // [L] this step's placements, fetched before each layer
+    std::vector<std::vector<uint8_t>> trans_nec_;   // [L][E] 1: the expert's Trans goes beside FNEC
+    std::vector<int64_t> trans_ticket_;             // [L] last Trans part submitted for the layer (0: none)
+    std::vector<int64_t> agg_ticket_;               // [L] last Agg part submitted (0: none)
+    std::vector<std::vector<uint8_t>> agg_pending_; // [L][E] Agg part still to submit beside BEC(l-1)
+    std::vector<double> carried_trans_wait_ms_;     // [L] waits for layer l's Trans made during forward(l-1)
+    std::vector<int64_t> block_begin_ns_;           // [L] block_forward_begin time (FNEC start)
+    int64_t bnec_begin_ns_ = 0;                     // end of the last backward(l): BNEC(l) start
+    int bnec_block_ = -1;
+    double carried_plan_wait_ms_ = 0;               // fetch_ahead's last wait for the planner
+    double layer0_plan_wait_ms_ = 0, next_plan_wait_ms_ = 0;
     // scratch shared by the layers
     std::vector<int64_t> local_counts_;  // [E]
     std::vector<float> send_;            // [M_send,C]

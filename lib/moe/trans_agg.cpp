@@ -15,11 +15,25 @@ std::vector<int> moe_expert_group(const Placement& placement, int expert, int ho
     return group;
 }
 
-void moe_trans(Communicator* comm, const Placement& placement, float* const* params, size_t numel, int tag_base) {
+std::vector<uint8_t> moe_moving_experts(const Placement& placement) {
+    const int D = placement.num_devices, E = placement.num_experts;
+    std::vector<uint8_t> moving(E, 0);
+    for (int e = 0; e < E; e++) moving[e] = moe_expert_group(placement, e, moe_home_rank(e, E, D)).size() > 1;
+    return moving;
+}
+
+int moe_receivers(const Placement& placement, int expert) {
+    const int D = placement.num_devices, E = placement.num_experts;
+    return (int)moe_expert_group(placement, expert, moe_home_rank(expert, E, D)).size() - 1;
+}
+
+void moe_trans(Communicator* comm, const Placement& placement, float* const* params, size_t numel, int tag_base,
+               const uint8_t* only) {
     const int D = placement.num_devices, E = placement.num_experts, rank = comm->rank();
     PROPHET_ASSERT(comm->size() == D);
     std::vector<CommHandle> inflight;
     for (int e = 0; e < E; e++) {
+        if (only != nullptr && !only[e]) continue;
         const int home = moe_home_rank(e, E, D);
         const std::vector<int> group = moe_expert_group(placement, e, home);
         if (group.size() < 2 || !std::binary_search(group.begin(), group.end(), rank)) continue;
@@ -29,12 +43,14 @@ void moe_trans(Communicator* comm, const Placement& placement, float* const* par
     for (CommHandle& h : inflight) h->wait();
 }
 
-void moe_agg(Communicator* comm, const Placement& placement, float* const* grads, size_t numel, int tag_base) {
+void moe_agg(Communicator* comm, const Placement& placement, float* const* grads, size_t numel, int tag_base,
+             const uint8_t* only) {
     const int D = placement.num_devices, E = placement.num_experts, rank = comm->rank();
     PROPHET_ASSERT(comm->size() == D);
     std::vector<CommHandle> inflight;
     std::vector<int> zero_after;  // experts whose gradient this rank sent to another home
     for (int e = 0; e < E; e++) {
+        if (only != nullptr && !only[e]) continue;
         const int home = moe_home_rank(e, E, D);
         const std::vector<int> group = moe_expert_group(placement, e, home);
         if (group.size() < 2 || !std::binary_search(group.begin(), group.end(), rank)) continue;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "balance/placement.h"
@@ -26,10 +27,18 @@ std::vector<int> moe_expert_group(const Placement& placement, int expert, int ho
 
 // params [E]: this rank's copy of each expert (numel floats each). Broadcasts from home to every group that is
 // more than {home}; all of this rank's broadcasts are in flight together, then waited on. tag_base + e tags e.
-void moe_trans(Communicator* comm, const Placement& placement, float* const* params, size_t numel, int tag_base);
+// only [E] (optional): restrict to the experts with only[e] = 1 (one part of a split Trans).
+void moe_trans(Communicator* comm, const Placement& placement, float* const* params, size_t numel, int tag_base,
+               const uint8_t* only = nullptr);
 
 // grads [E]: this rank's gradient of each expert (numel floats each). Sums every group that is more than {home}
-// into home's gradient, then zeroes the other members' gradients. tag_base + e tags e.
-void moe_agg(Communicator* comm, const Placement& placement, float* const* grads, size_t numel, int tag_base);
+// into home's gradient, then zeroes the other members' gradients. tag_base + e tags e. only: as for moe_trans.
+void moe_agg(Communicator* comm, const Placement& placement, float* const* grads, size_t numel, int tag_base,
+             const uint8_t* only = nullptr);
+
+// [E] 1 for the experts whose Trans/Agg group is more than {home}: the ones that move
+std::vector<uint8_t> moe_moving_experts(const Placement& placement);
+// number of ranks expert e's parameters are sent to (its group size - 1)
+int moe_receivers(const Placement& placement, int expert);
 
 }  // namespace prophet

@@ -38,6 +38,26 @@ Placement PolicyRunner::plan(int64_t iteration, int layer, const int64_t* counts
     return offline_[layer];
 }
 
+bool PolicyRunner::plans_online() const {
+    return policy_ != "static" && policy_ != "eplb" && policy_ != "moetuner" && policy_ != "moetuner-joint";
+}
+
+Placement PolicyRunner::plan_next(int layer, const int64_t* counts) const {
+    (void)layer;
+    if (policy_ == "prophet" || policy_ == "prophet-oracle") return plan_prophet(counts, D_, E_, cost_, options_);
+    if (policy_ == "fastermoe") return plan_fastermoe(counts, D_, E_, cost_, options_);
+    if (policy_ == "top2") return plan_broadcast_top(counts, D_, E_, 2);
+    if (policy_ == "top3") return plan_broadcast_top(counts, D_, E_, 3);
+    if (policy_ == "exhaustive") return plan_exhaustive(counts, D_, E_, cost_, options_);
+    return plan_static(D_, E_);
+}
+
+Placement PolicyRunner::plan_from_previous(int layer) const {
+    if (!plans_online()) return offline_.empty() ? plan_static(D_, E_) : offline_[layer];
+    if (previous_.empty()) return plan_static(D_, E_);
+    return plan_next(layer, previous_.data() + static_cast<size_t>(layer) * D_ * E_);
+}
+
 void PolicyRunner::end_iteration(int64_t iteration, const std::vector<int64_t>& counts) {
     PROPHET_ASSERT(counts.size() == static_cast<size_t>(L_) * D_ * E_);
     previous_ = counts;

@@ -23,6 +23,16 @@ class PolicyRunner {
 
     // The placement of `layer` for `iteration`; counts [D*E] are this iteration's global counts.
     Placement plan(int64_t iteration, int layer, const int64_t* counts);
+    // Ahead planning (the block-wise scheduler needs a layer's placement before its counts exist): every online
+    // policy then plans iteration j from iteration j-1's counts (Pro-Prophet's locality assumption; for
+    // fastermoe, top2, top3, prophet-oracle and exhaustive that makes them predictive). plan_next(layer, counts)
+    // is that rule on this iteration's counts [D*E], for the next iteration; it reads only settings, so a planner
+    // thread may call it while the main thread runs. plan_from_previous(layer) is the same rule on the counts
+    // end_iteration kept (static when none; offline policies: their plan or static), for the first iteration
+    // and after a resume.
+    bool plans_online() const;
+    Placement plan_next(int layer, const int64_t* counts) const;
+    Placement plan_from_previous(int layer) const;
     // After every layer of an iteration has run: remember its counts ([L][D][E]) for the next iteration.
     void end_iteration(int64_t iteration, const std::vector<int64_t>& counts);
 

@@ -42,6 +42,16 @@ const Schema& train_schema() {
         s.add_string("balance.cluster", "experiments/clusters/cpu-local.toml", {},
                      "cluster file of the planner's cost model (num_devices is taken from the run)");
         s.add_float("comm.timeout_s", 600.0, 0.0, 1e6, "a collective blocked longer than this ends the job (exit 6)");
+        s.add_float("comm.link_gbps", 0.0, 0.0, 1e6,
+                    "emulate a network: each rank's point-to-point and all-to-all traffic leaves at this rate, Gbit/s, "
+                    "taking wall time but no CPU (0: off; docs/scheduler.md)");
+        s.add_float("comm.link_latency_us", 0.0, 0.0, 1e6, "emulated per-message latency with comm.link_gbps, us");
+        s.add_string("schedule.mode", "none", {"none", "blockwise"},
+                     "none: Plan, Trans and Agg block in order; blockwise: Pro-Prophet's scheduler (plan ahead on a "
+                     "planner thread, Trans/Agg on a communication thread beside compute)");
+        s.add_string("schedule.split", "time", {"time", "half"},
+                     "how blockwise divides a block's Trans/Agg between its two compute windows: time (fill the "
+                     "non-expert window by estimated transfer time) or half (half the experts, the authors' code)");
         return s;
     }();
     return schema;
@@ -121,6 +131,10 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.store_path = c.get_string("store.path");
     t.experiment = c.get_string("run.experiment");
     t.comm_timeout_s = c.get_float("comm.timeout_s");
+    t.link_gbps = c.get_float("comm.link_gbps");
+    t.link_latency_us = c.get_float("comm.link_latency_us");
+    t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
+    t.schedule_split = c.get_string("schedule.split");
     return t;
 }
 

@@ -35,6 +35,10 @@ struct TrainSettings {
     std::string experiment;
     int64_t seed = 1;
     double comm_timeout_s = 600;
+    double link_gbps = 0;          // > 0: PacedCommunicator in front of the ranks' communicator
+    double link_latency_us = 0;
+    bool schedule_blockwise = false;
+    std::string schedule_split = "time";
     bool record_loads = true;    // one expert_load row per step and layer
 };
 

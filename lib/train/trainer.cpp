@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "kernels/optim.h"
 #include "model/checkpoint.h"
+#include "comm/comm_paced.h"
 #include "moe/ep_executor.h"
 
 namespace prophet {
@@ -26,8 +27,23 @@ std::string checkpoint_config_hash(const Config& config) {
     return sha256_hex(text);
 }
 
+namespace {
+
+std::unique_ptr<Communicator> paced_if_asked(Communicator& comm, const TrainSettings& settings) {
+    if (settings.link_gbps <= 0) return nullptr;
+    if (comm.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE")
+        throw Error(kExitDistributed, "comm.link_gbps needs MPI_THREAD_MULTIPLE (the emulated link's wire thread "
+                                      "calls MPI), but this MPI provided " + mpi_thread_level());
+    return make_paced_communicator(&comm, LinkEmulation{settings.link_gbps * 1e9 / 8, settings.link_latency_us * 1e-6});
+}
+
+}  // namespace
+
 Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string checkpoint_hash)
-    : comm_(comm), settings_(settings), checkpoint_hash_(std::move(checkpoint_hash)) {
+    : paced_(paced_if_asked(comm, settings)),
+      comm_(paced_ ? *paced_ : comm),
+      settings_(settings),
+      checkpoint_hash_(std::move(checkpoint_hash)) {
     const ModelConfig& m = settings_.model;
     const int D = comm_.size();
     model_ = std::make_unique<Model<float>>(m);
@@ -39,6 +55,27 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     executor_->set_placement_provider(
         [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });
     model_set_executor(*model_, static_cast<MoeExecutor<float>*>(executor_.get()));
+    if (settings_.schedule_blockwise) {
+        if (comm_.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE")
+            throw Error(kExitDistributed, "schedule.mode = blockwise needs MPI_THREAD_MULTIPLE (Trans/Agg run on a "
+                                          "communication thread), but this MPI provided " + mpi_thread_level());
+        EpSchedule sched;
+        sched.blockwise = true;
+        sched.split = parse_transfer_split_rule(settings_.schedule_split);
+        // offline estimates, identical on every rank: the cluster file's non-expert times, and one expert's
+        // parameters over the emulated link (or the cluster's Trans bandwidth)
+        sched.fnec_s = settings_.cost.fnec_s();
+        sched.bnec_s = settings_.cost.bnec_s();
+        const double expert_bytes = 2.0 * m.C * m.hidden_size() * sizeof(float);
+        const double link = settings_.link_gbps > 0 ? settings_.link_gbps * 1e9 / 8
+                                                    : settings_.cost.cluster.trans_bytes_per_s;
+        sched.expert_transfer_s = link > 0 ? expert_bytes / link : 0.0;
+        executor_->set_schedule(sched);
+        plan_ahead_ = std::make_unique<PlanAhead>(*policy_, m.L, D, m.E);
+        executor_->set_ahead_provider(
+            [this](int layer) { return plan_ahead_->placement(next_step_, layer); },
+            [this](int layer, const int64_t* counts) { plan_ahead_->observe(next_step_, layer, counts); });
+    }
 
     skip_ = executor_->optimizer_skip_mask(model_->layout);
     home_experts_ = executor_->home_expert_tensor_mask(model_->layout);
@@ -48,6 +85,12 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::set_timeline(bool on) {
+    timeline_ = on ? std::make_unique<OpTimeline>() : nullptr;
+    executor_->set_timeline(timeline_.get());
+    if (plan_ahead_) plan_ahead_->set_timeline(timeline_.get());
+}
 
 void Trainer::sum_dense_gradients() {
     Span<float> dense = model_dense_grads(*model_);
@@ -66,6 +109,26 @@ double Trainer::global_grad_norm_sq() {
     return norm_sq;
 }
 
+std::vector<std::string> Trainer::gather_timelines(int64_t step_start_ns) {
+    const int D = comm_.size();
+    std::vector<int64_t> starts(D);  // [D]
+    comm_.all_gather(&step_start_ns, sizeof(int64_t), starts.data());
+    const int64_t origin = *std::min_element(starts.begin(), starts.end());
+    const std::string mine = timeline_json(timeline_->take(), origin);
+    const int64_t length = (int64_t)mine.size();
+    std::vector<int64_t> lengths(D);  // [D]
+    comm_.all_gather(&length, sizeof(int64_t), lengths.data());
+    const size_t width = (size_t)*std::max_element(lengths.begin(), lengths.end());
+    std::string padded = mine;
+    padded.resize(width, ' ');
+    std::string all(width * D, ' ');
+    comm_.all_gather(padded.data(), width, all.data());
+    std::vector<std::string> out;
+    if (comm_.rank() == 0)
+        for (int d = 0; d < D; d++) out.push_back(all.substr(width * d, (size_t)lengths[d]));
+    return out;
+}
+
 StepStats Trainer::step() {
     const ModelConfig& m = settings_.model;
     const int D = comm_.size();
@@ -80,11 +143,14 @@ StepStats Trainer::step() {
     model_zero_grad(*model_);
     double loss = model_forward(*model_, inputs_.data(), targets_.data(), B_local, static_cast<double>(m.B) * m.T);
     model_backward(*model_);
-    sum_dense_gradients();
+    sum_dense_gradients();     // beside the last Agg under the block-wise schedule
+    executor_->finish_backward();  // every Agg done before the optimizer
+    const int64_t t_opt = now_ns();
     const double norm_sq = global_grad_norm_sq();
     s.grad_norm = std::sqrt(norm_sq);
     s.lr = lr_at_step(settings_.lr, step);
     adamw_step(*model_, s.lr, settings_.adamw, grad_clip_scale(s.grad_norm, settings_.grad_clip), &skip_);
+    if (timeline_) timeline_->add(OpKind::kOptimizer, OpLane::kCompute, -1, 0, t_opt, now_ns());
     comm_.all_reduce_sum(&loss, 1);
     s.loss = loss;
 
@@ -130,16 +196,22 @@ StepStats Trainer::step() {
 
     const MoeLayerStats t = executor_->step_stats();  // summed over layers
     // the counts all-gather (layout) is communication: it counts with the all-to-all
-    double times[6] = {(now_ns() - t0) * 1e-6, t.a2a_ms() + t.layout_ms, t.expert_ms(), t.trans_ms, t.agg_ms,
-                       t.plan_ms};
-    comm_.all_reduce_max(times, 6);
+    double times[9] = {(now_ns() - t0) * 1e-6, t.a2a_ms() + t.layout_ms, t.expert_ms(), t.trans_ms, t.agg_ms,
+                       t.plan_ms, t.trans_exposed_ms, t.agg_exposed_ms, t.plan_wait_ms};
+    comm_.all_reduce_max(times, 9);
+    s.trans_exposed_ms = times[6];
+    s.agg_exposed_ms = times[7];
+    s.plan_wait_ms = times[8];
     s.step_ms = times[0];
     s.a2a_ms = times[1];
     s.expert_ms = times[2];
     s.trans_ms = times[3];
     s.agg_ms = times[4];
     s.plan_ms = times[5];
-    s.nonexpert_ms = std::max(0.0, s.step_ms - s.a2a_ms - s.expert_ms - s.trans_ms - s.agg_ms - s.plan_ms);
+    // NOTE: under the block-wise schedule Trans/Agg run beside the rest, so only their exposed part is subtracted
+    s.nonexpert_ms = std::max(0.0, s.step_ms - s.a2a_ms - s.expert_ms - s.trans_exposed_ms - s.agg_exposed_ms -
+                                       s.plan_ms - s.plan_wait_ms);
+    if (timeline_) s.timelines = gather_timelines(t0);
     s.tokens_per_s = s.step_ms > 0 ? static_cast<double>(m.B) * m.T / (s.step_ms * 1e-3) : 0.0;
     ++next_step_;
     return s;

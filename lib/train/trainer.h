@@ -14,6 +14,8 @@
 #include "comm/comm.h"
 #include "model/data.h"
 #include "model/moe_gpt.h"
+#include "schedule/timeline.h"
+#include "train/plan_ahead.h"
 #include "train/policy_runner.h"
 #include "train/train_config.h"
 
@@ -32,6 +34,12 @@ struct StepStats {
     // wall time per activity, max over ranks, summed over layers (ms)
     double a2a_ms = 0, expert_ms = 0, trans_ms = 0, agg_ms = 0, plan_ms = 0, nonexpert_ms = 0;
     int replicas = 0;                   // replicas over all layers
+    // what Trans/Agg/Plan held up the computation, max over ranks, summed over layers (ms): the whole transfer
+    // when blocking, the waits for it under the block-wise schedule (docs/scheduler.md)
+    double trans_exposed_ms = 0, agg_exposed_ms = 0, plan_wait_ms = 0;
+    // with set_timeline(true), on rank 0: each rank's ops of this step as timeline_json arrays, times in us from
+    // the earliest rank's step start
+    std::vector<std::string> timelines;  // [D]
     std::vector<int64_t> counts;        // [L][D][E] tokens rank d routed to expert e
     std::vector<int64_t> transitions;   // [L-1][E][E] when record_transitions
     std::vector<Placement> placements;  // [L]
@@ -47,6 +55,10 @@ class Trainer {
     int64_t next_step() const { return next_step_; }
 
     void set_record_transitions(bool on) { record_transitions_ = on; }
+    // Record every op of every rank (schedule/timeline.h) into StepStats::timelines (rank 0).
+    void set_timeline(bool on);
+    // The communicator the run uses: the one given, or the emulated network in front of it (comm.link_gbps).
+    Communicator& comm() { return comm_; }
 
     // Collective. Rank 0 gathers the home experts and writes a checkpoint of step next_step() - 1 under dir.
     std::string save(const std::string& dir);
@@ -60,8 +72,10 @@ class Trainer {
 
   private:
     void sum_dense_gradients();
+    std::vector<std::string> gather_timelines(int64_t step_start_ns);  // collective; filled on rank 0
     double global_grad_norm_sq();
 
+    std::unique_ptr<Communicator> paced_;  // comm.link_gbps > 0: the emulated network
     Communicator& comm_;
     TrainSettings settings_;
     std::string checkpoint_hash_;
@@ -69,6 +83,8 @@ class Trainer {
     std::unique_ptr<DataSource> data_;
     std::unique_ptr<PolicyRunner> policy_;
     std::unique_ptr<ExpertParallelExecutor> executor_;
+    std::unique_ptr<PlanAhead> plan_ahead_;     // schedule.mode = blockwise
+    std::unique_ptr<OpTimeline> timeline_;      // set_timeline(true)
     std::vector<char> skip_;        // [tensors] 1 for expert tensors this rank is not home of
     std::vector<char> home_experts_;  // [tensors] 1 for the expert tensors this rank is home of
     std::vector<int32_t> inputs_, targets_;  // [B/D, T]

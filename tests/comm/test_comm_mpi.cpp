@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "comm/comm.h"
+#include "comm/comm_paced.h"
 #include "comm_checks.h"
 #include "core/error.h"
 
@@ -213,6 +214,16 @@ TEST(MpiComm, MpiErrorBecomesErrorWithRankHostAndCall) {
             EXPECT_NE(m.find("lib/comm/comm_mpi.cpp:"), std::string::npos) << m;
         }
     }
+    c.barrier();
+}
+
+// The emulated link over MPI: a wire thread per rank posts MPI sends while the main thread runs collectives, so
+// it needs MPI_THREAD_MULTIPLE (which prophet train checks before it builds one).
+TEST(MpiComm, PacedLinkPassesTheExactChecks) {
+    SKIP_UNLESS_MPI_RANKS();
+    if (mpi_thread_level() != "MPI_THREAD_MULTIPLE") GTEST_SKIP() << "MPI provided " << mpi_thread_level();
+    auto paced = make_paced_communicator(&c, LinkEmulation{2e9, 1e-6});
+    check_all(*paced);
     c.barrier();
 }
 

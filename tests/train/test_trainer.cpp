@@ -11,58 +11,10 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "train/trainer.h"
+#include "train_fixtures.h"
 
 using namespace prophet;
 
-namespace {
-
-Config skewed_config(const std::vector<std::string>& sets) {
-    Config c(train_schema());
-    c.merge_toml_file(std::string(PROPHET_SOURCE_DIR) + "/experiments/train/skewed-4rank.toml");
-    c.apply_set(std::string("balance.cluster=\"") + PROPHET_SOURCE_DIR + "/experiments/clusters/cpu-local.toml\"");
-    for (const std::string& s : sets) c.apply_set(s);
-    return c;
-}
-
-// Runs `steps` steps of the config on `ranks` in-process ranks; returns rank 0's losses.
-std::vector<double> run_local(const Config& config, int ranks, int steps,
-                              const std::function<void(Trainer&, int rank)>& before = nullptr,
-                              const std::function<void(Trainer&, int rank)>& after = nullptr) {
-    const TrainSettings settings = train_settings_from(config, ranks);
-    auto group = make_local_group(ranks);
-    std::vector<std::vector<double>> losses(ranks);
-    std::vector<std::exception_ptr> errors(ranks);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ranks; ++r)
-        threads.emplace_back([&, r] {
-            try {
-                Trainer trainer(*group[r], settings, checkpoint_config_hash(config));
-                if (before) before(trainer, r);
-                for (int i = 0; i < steps; ++i) losses[r].push_back(trainer.step().loss);
-                if (after) after(trainer, r);
-            } catch (...) {
-                errors[r] = std::current_exception();
-            }
-        });
-    for (auto& t : threads) t.join();
-    for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
-    for (int r = 1; r < ranks; ++r) EXPECT_EQ(losses[r], losses[0]) << "ranks disagree on the loss";
-    return losses[0];
-}
-
-void expect_close(const std::vector<double>& a, const std::vector<double>& b, double rel, const std::string& what) {
-    ASSERT_EQ(a.size(), b.size());
-    double worst = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        const double d = std::fabs(a[i] - b[i]) / std::fabs(b[i]);
-        worst = std::max(worst, d);
-        EXPECT_LE(d, rel) << what << ": step " << i << " " << a[i] << " vs " << b[i];
-    }
-    std::printf("%s: worst relative loss difference %.3g over %zu steps\n", what.c_str(), worst, a.size());
-}
-
-}  // namespace
 
 // Tolerance 1e-5 relative: placements change which rank computes a token's expert and therefore the order in
 // which expert gradients are summed (Agg adds replica partial sums); in fp32 that moves losses by ~1e-7 per step,

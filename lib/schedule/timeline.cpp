@@ -1,0 +1,90 @@
+// timeline.cpp: OpTimeline and its summaries (see timeline.h).
+#include "schedule/timeline.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace prophet {
+
+const char* op_kind_name(OpKind kind) {
+    switch (kind) {
+        case OpKind::kFnec: return "fnec";
+        case OpKind::kDispatch: return "dispatch";
+        case OpKind::kFec: return "fec";
+        case OpKind::kCombine: return "combine";
+        case OpKind::kBnec: return "bnec";
+        case OpKind::kDispatchBwd: return "dispatch_bwd";
+        case OpKind::kBec: return "bec";
+        case OpKind::kCombineBwd: return "combine_bwd";
+        case OpKind::kTrans: return "trans";
+        case OpKind::kAgg: return "agg";
+        case OpKind::kTransWait: return "trans_wait";
+        case OpKind::kAggWait: return "agg_wait";
+        case OpKind::kPlan: return "plan";
+        case OpKind::kPlanWait: return "plan_wait";
+        case OpKind::kLayout: return "layout";
+        case OpKind::kHead: return "head";
+        case OpKind::kOptimizer: return "optimizer";
+        case OpKind::kCount: break;
+    }
+    return "?";
+}
+
+const char* op_lane_name(OpLane lane) {
+    switch (lane) {
+        case OpLane::kCompute: return "compute";
+        case OpLane::kComm: return "comm";
+        case OpLane::kPlan: return "plan";
+    }
+    return "?";
+}
+
+void OpTimeline::add(OpKind kind, OpLane lane, int block, int part, int64_t start_ns, int64_t end_ns) {
+    std::lock_guard lock(mutex_);
+    ops_.push_back(OpRecord{kind, lane, (int16_t)block, (int8_t)part, start_ns, end_ns});
+}
+
+std::vector<OpRecord> OpTimeline::take() {
+    std::lock_guard lock(mutex_);
+    std::vector<OpRecord> out;
+    out.swap(ops_);
+    return out;
+}
+
+ExposedComm exposed_comm(const std::vector<OpRecord>& ops) {
+    ExposedComm out;
+    for (const OpRecord& op : ops) {
+        const double ms = (double)(op.end_ns - op.start_ns) * 1e-6;
+        const bool on_compute = op.lane == OpLane::kCompute;
+        switch (op.kind) {
+            case OpKind::kTrans:
+                out.trans_busy_ms += ms;
+                if (on_compute) out.trans_ms += ms;
+                break;
+            case OpKind::kAgg:
+                out.agg_busy_ms += ms;
+                if (on_compute) out.agg_ms += ms;
+                break;
+            case OpKind::kTransWait: out.trans_ms += ms; break;
+            case OpKind::kAggWait: out.agg_ms += ms; break;
+            default: break;
+        }
+    }
+    return out;
+}
+
+std::string timeline_json(const std::vector<OpRecord>& ops, int64_t origin_ns) {
+    std::string out = "[";
+    char buf[160];
+    for (size_t i = 0; i < ops.size(); i++) {
+        const OpRecord& op = ops[i];
+        std::snprintf(buf, sizeof buf, "%s[\"%s\",\"%s\",%d,%d,%.3f,%.3f]", i ? "," : "", op_kind_name(op.kind),
+                      op_lane_name(op.lane), (int)op.block, (int)op.part, (double)(op.start_ns - origin_ns) * 1e-3,
+                      (double)(op.end_ns - origin_ns) * 1e-3);
+        out += buf;
+    }
+    return out + "]";
+}
+
+}  // namespace prophet

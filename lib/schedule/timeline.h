@@ -1,0 +1,76 @@
+// timeline.h: what each rank did when, op by op, for the scheduler's evidence (`prophet train --timeline`).
+//
+// An op is (kind, block, part, lane, start, end). Lanes are the threads of one rank: compute (the main thread:
+// non-expert and expert compute, the all-to-alls it runs, and its WAITS on Trans/Agg), comm (the communication
+// stream's thread: the Trans/Agg transfers themselves) and plan (the planner thread). Times are steady-clock
+// nanoseconds, one clock for every rank of one machine (CLOCK_MONOTONIC), so ranks' timelines line up.
+//
+// Exposed communication is the compute lane's time in trans_wait / agg_wait ops (blocked on a transfer the
+// schedule launched earlier) plus, in the unscheduled mode, the Trans/Agg it ran itself (kind trans/agg on the
+// compute lane): the time Trans/Agg added to the step on this rank.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace prophet {
+
+enum class OpKind : uint8_t {
+    kFnec,        // forward non-expert compute of a block (ln1, attention, ln2, gate)
+    kDispatch,    // forward dispatch all-to-all (with pack/sort)
+    kFec,         // forward expert compute
+    kCombine,     // forward combine all-to-all (with the weighted sum)
+    kBnec,        // backward non-expert compute of a block
+    kDispatchBwd, // backward dispatch all-to-all
+    kBec,         // backward expert compute
+    kCombineBwd,  // backward combine all-to-all
+    kTrans,       // parameter transfer of (a part of) a block's replicas
+    kAgg,         // gradient reduce of (a part of) a block's replicas
+    kTransWait,   // compute lane blocked on a Trans
+    kAggWait,     // compute lane blocked on an Agg
+    kPlan,        // placement search
+    kPlanWait,    // compute lane blocked on the planner
+    kLayout,      // counts exchange + layout
+    kHead,        // embedding, final layernorm, loss (forward or backward)
+    kOptimizer,   // dense gradient all-reduce + AdamW
+    kCount
+};
+const char* op_kind_name(OpKind kind);
+
+enum class OpLane : uint8_t { kCompute = 0, kComm = 1, kPlan = 2 };
+const char* op_lane_name(OpLane lane);
+
+struct OpRecord {
+    OpKind kind;
+    OpLane lane;
+    int16_t block;  // -1: not a block's
+    int8_t part;    // Trans/Agg: 0 whole, 1 beside the non-expert compute, 2 beside the expert compute
+    int64_t start_ns, end_ns;
+};
+
+// Thread-safe append; one per rank.
+class OpTimeline {
+  public:
+    void add(OpKind kind, OpLane lane, int block, int part, int64_t start_ns, int64_t end_ns);
+    // Everything recorded since the last take(), in record order.
+    std::vector<OpRecord> take();
+
+  private:
+    std::mutex mutex_;
+    std::vector<OpRecord> ops_;
+};
+
+// Exposed Trans and Agg in ms of one rank's ops (see above).
+struct ExposedComm {
+    double trans_ms = 0, agg_ms = 0;     // compute lane blocked on / running Trans, Agg
+    double trans_busy_ms = 0, agg_busy_ms = 0;  // the transfers' own duration (either lane)
+};
+ExposedComm exposed_comm(const std::vector<OpRecord>& ops);
+
+// JSON array of [kind, lane, block, part, start_us, end_us] with times relative to origin_ns (microseconds,
+// 3 decimals): the store's timeline event payload (docs/store.md).
+std::string timeline_json(const std::vector<OpRecord>& ops, int64_t origin_ns);
+
+}  // namespace prophet
