@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cmd_infer.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "kernels/blas.h"
@@ -267,6 +268,7 @@ CLI::App* add_profile_command(CLI::App& app, ProfileArgs& args) {
                   "write a cluster file prophet plan accepts");
     cmd->add_option("--cluster-out", args.cluster_out,
                     "calibrated cluster file (default results/clusters/calibrated-<D>rank.toml)");
+    add_inference_flag(cmd);
     add_run_options(cmd, args.common);
     return cmd;
 }
@@ -330,6 +332,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
 
 int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
     const bool root_env = env_world_rank() == 0;
+    if (inference_requested()) return run_inference(args.common, env_world_size(), env_world_rank(), argc, argv);
     if (args.common.help_config) {
         if (root_env) print_schema(train_schema(), "profile");
         return kExitOk;

@@ -1,0 +1,134 @@
+#include "serve/serve_record.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace prophet::serve {
+
+namespace {
+
+// the measured batches' [I][L][D] times of one kind
+std::vector<double> stack(const ServeRun& run, std::vector<double> BatchResult::*field) {
+    std::vector<double> out;
+    for (const BatchResult& b : run.measured) out.insert(out.end(), (b.*field).begin(), (b.*field).end());
+    return out;
+}
+
+void put_tail(Store& store, const std::string& run_id, const std::string& kind, const TailSummary& t, int layer) {
+    const std::pair<const char*, double> stats[] = {
+        {"p50", t.p50}, {"p95", t.p95}, {"p99", t.p99}, {"mean_of_max", t.mean_of_max}, {"max", t.max}};
+    for (const auto& [name, value] : stats) store.put_metric(run_id, "tail." + kind + "." + name, 0, value, layer);
+}
+
+double max_mean_rows(const BatchResult& b, int L, int D) {
+    double sum = 0;
+    for (int l = 0; l < L; ++l) {
+        int64_t mx = 0, total = 0;
+        for (int d = 0; d < D; ++d) {
+            mx = std::max(mx, b.rows_computed[static_cast<size_t>(l) * D + d]);
+            total += b.rows_computed[static_cast<size_t>(l) * D + d];
+        }
+        sum += total > 0 ? static_cast<double>(mx) * D / static_cast<double>(total) : 1.0;
+    }
+    return sum / L;
+}
+
+}  // namespace
+
+RunTails run_tails(const ServeRun& run) {
+    PROPHET_ASSERT(!run.measured.empty());
+    const int I = static_cast<int>(run.measured.size()), L = run.profile.L, D = run.profile.D;
+    RunTails t;
+    const std::vector<double> expert = stack(run, &BatchResult::expert_ms), a2a = stack(run, &BatchResult::a2a_ms),
+                              layer = stack(run, &BatchResult::layer_ms);
+    t.expert = per_layer_tails(expert, I, L, D);
+    t.a2a = per_layer_tails(a2a, I, L, D);
+    t.layer = per_layer_tails(layer, I, L, D);
+    t.expert_sum = summed_layer_tail(expert, I, L, D);
+    t.a2a_sum = summed_layer_tail(a2a, I, L, D);
+    t.layer_sum = summed_layer_tail(layer, I, L, D);
+    std::vector<double> forward;
+    for (const BatchResult& b : run.measured) forward.push_back(b.forward_ms);
+    t.forward = summarize(forward);
+    return t;
+}
+
+void record_serve_run(Store& store, const std::string& run_id, const ServeSettings& settings, const ServeRun& run) {
+    const int L = run.profile.L, D = run.profile.D, E = run.profile.E;
+    const RunTails tails = run_tails(run);
+    Trace profile;
+    profile.meta.num_iterations = 1;
+    profile.meta.num_layers = L;
+    profile.meta.num_devices = D;
+    profile.meta.num_experts = E;
+    profile.meta.top_k = settings.base.model.K;
+    profile.meta.tokens_per_iteration =
+        static_cast<int64_t>(settings.base.model.B) * settings.base.model.T * run.profile.iterations;
+    profile.meta.d_model = settings.base.model.C;
+    profile.meta.d_ffn = settings.base.model.hidden_size();
+    profile.meta.seq_len = settings.base.model.T;
+    profile.meta.source = "serve-profile:" + run_id;
+    profile.counts = run.profile.counts;
+    profile.transitions = run.profile.transitions;
+    store.transaction([&] {
+        for (size_t i = 0; i < run.measured.size(); ++i) {
+            const BatchResult& b = run.measured[i];
+            const int64_t step = static_cast<int64_t>(i);
+            store.put_metric(run_id, "forward_ms", step, b.forward_ms);
+            store.put_metric(run_id, "loss", step, b.loss);
+            store.put_metric(run_id, "max_mean_load", step, max_mean_rows(b, L, D));
+            double sums[3] = {0, 0, 0};
+            for (int l = 0; l < L; ++l) {
+                double mx[3] = {0, 0, 0};
+                for (int d = 0; d < D; ++d) {
+                    const size_t at = static_cast<size_t>(l) * D + d;
+                    store.put_metric(run_id, "expert_ms", step, b.expert_ms[at], l, d);
+                    store.put_metric(run_id, "a2a_ms", step, b.a2a_ms[at], l, d);
+                    mx[0] = std::max(mx[0], b.expert_ms[at]);
+                    mx[1] = std::max(mx[1], b.a2a_ms[at]);
+                    mx[2] = std::max(mx[2], b.layer_ms[at]);
+                }
+                store.put_metric(run_id, "expert_max_ms", step, mx[0], l);
+                store.put_metric(run_id, "a2a_max_ms", step, mx[1], l);
+                store.put_metric(run_id, "layer_max_ms", step, mx[2], l);
+                for (int k = 0; k < 3; ++k) sums[k] += mx[k];
+                store.put_expert_load(run_id, step, l, b.counts.data() + static_cast<size_t>(l) * D * E, D, E);
+                const bool changed = i == 0 || run.measured[i - 1].placements[l].owner != b.placements[l].owner ||
+                                     run.measured[i - 1].placements[l].replica != b.placements[l].replica;
+                if (!changed) continue;
+                const Placement& p = b.placements[l];
+                for (int e = 0; e < E; ++e) {
+                    store.put_placement_row(run_id, step, l, e, 0, p.owner[e]);
+                    int r = 1;
+                    for (int d = 0; d < D; ++d)
+                        if (p.replica[static_cast<size_t>(e) * D + d]) store.put_placement_row(run_id, step, l, e, r++, d);
+                }
+            }
+            store.put_metric(run_id, "expert_max_ms", step, sums[0]);
+            store.put_metric(run_id, "a2a_max_ms", step, sums[1]);
+            store.put_metric(run_id, "layer_max_ms", step, sums[2]);
+        }
+        for (int l = 0; l < L; ++l) {
+            put_tail(store, run_id, "expert", tails.expert[l], l);
+            put_tail(store, run_id, "a2a", tails.a2a[l], l);
+            put_tail(store, run_id, "layer", tails.layer[l], l);
+        }
+        put_tail(store, run_id, "expert", tails.expert_sum, -1);
+        put_tail(store, run_id, "a2a", tails.a2a_sum, -1);
+        put_tail(store, run_id, "layer", tails.layer_sum, -1);
+        put_tail(store, run_id, "forward", tails.forward, -1);
+        store.put_metric(run_id, "plan.offline_s", 0, run.offline_plan_s);
+        if (settings.base.policy == "moetuner" || settings.base.policy == "moetuner-joint") {
+            store.put_metric(run_id, "ilp.ilp1_objective", 0, run.ilp.ilp1_objective);
+            store.put_metric(run_id, "ilp.ilp1_bound", 0, run.ilp.ilp1_bound);
+            store.put_metric(run_id, "ilp.ilp2_objective", 0, run.ilp.ilp2_objective);
+            store.put_metric(run_id, "ilp.ilp2_bound", 0, run.ilp.ilp2_bound);
+            store.put_metric(run_id, "ilp.solve_s", 0, run.ilp.solve_s);
+        }
+        store.save_trace(profile, run_id);
+        store.heartbeat(run_id);
+    });
+}
+
+}  // namespace prophet::serve
