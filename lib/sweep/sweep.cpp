@@ -41,9 +41,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kSweepKeys[] = {"name", "engine",        "clusters",     "traces", "policies", "seeds",
+const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
-                            "validate_cluster"};
+                            "validate_cluster", "variants"};
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -115,6 +115,52 @@ void check_files(const SweepSpec& spec, const std::vector<std::string>& paths, c
 
 std::string stem(const std::string& path) { return fs::path(path).stem().string(); }
 
+const char* kVariantExample = "[sweep.variants.planner]\n\"balance.policy\" = \"prophet\"\n\"sim.schedule\" = \"none\"";
+
+// [sweep.variants]: name -> table of point keys; "balance.policy" is required, the other keys are point keys
+// (balance.*, plan.*, sim.schedule), each checked against point_schema (type, bounds, choices).
+std::vector<Variant> parse_variants(const toml::node& node, const std::string& origin) {
+    const toml::table* table = node.as_table();
+    if (!table || table->empty())
+        throw_config_error("sweep.variants", node_text(node), "must be a non-empty table of name -> table of keys",
+                           kVariantExample);
+    std::vector<Variant> variants;
+    for (const auto& [name_key, body] : *table) {
+        Variant v;
+        v.name = std::string(name_key.str());
+        const std::string where = "sweep.variants." + v.name;
+        const toml::table* keys = body.as_table();
+        if (v.name.empty() || !keys)
+            throw_config_error(where, node_text(body), "every variant must be a named table of point keys",
+                               kVariantExample);
+        Config check(point_schema(), "sweep variant " + v.name + " of " + origin);
+        for (const auto& [key, value] : *keys) {
+            const std::string k(key.str());
+            if (!point_schema().find(k)) {
+                std::string fix = "a variant sets balance.policy and balance.* / plan.* / sim.schedule keys";
+                const std::string near = point_schema().closest(k);
+                if (!near.empty()) fix += "; did you mean \"" + near + "\"?";
+                throw_config_error(where + "." + k, node_text(value), "not a key a variant may set", fix);
+            }
+            const std::optional<Value> sv = scalar_value(value);
+            if (!sv)
+                throw_config_error(where + "." + k, node_text(value), "must be a number, bool or string",
+                                   kVariantExample);
+            check.apply_set(k + "=" + value_to_toml(*sv));  // exit 3 on a wrong type, bound or choice
+            if (k == "balance.policy")
+                v.policy = check.get_string(k);
+            else
+                v.set.emplace_back(k, value_to_toml(check.get(k)));
+        }
+        if (v.policy.empty())
+            throw_config_error(where + ".balance.policy", "(missing)", "every variant names its policy",
+                               "add \"balance.policy\" = \"prophet\" to [" + where + "]");
+        std::sort(v.set.begin(), v.set.end());
+        variants.push_back(std::move(v));
+    }
+    return variants;
+}
+
 }  // namespace
 
 const Schema& point_schema() {
@@ -123,6 +169,9 @@ const Schema& point_schema() {
         add_balance_keys(s, /*allow_all=*/false, "static");
         s.add_int("plan.repeats", 1, 1, 1000, "timing repeats per planning call (median reported)");
         add_cost_model_keys(s, " (the simulated cluster stays fixed)");
+        s.add_string("sim.schedule", "system", {"system", "none", "blockwise"},
+                     "engine sim: the schedule the point is simulated under (system: the policy's own, blockwise for "
+                     "prophet / prophet-oracle, none otherwise)");
         return s;
     }();
     return schema;
@@ -165,7 +214,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             throw_config_error(
                 "sweep." + k, node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "validate_cluster, [sweep.grid] and [sweep.set]");
+                "validate_cluster, [sweep.grid], [sweep.set] and [sweep.variants]");
     }
     SweepSpec spec;
     spec.origin = origin;
@@ -240,8 +289,21 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         spec.clusters = string_list(*sweep, "clusters", "[\"experiments/clusters/hpwnv-16.toml\"]");
         spec.traces = string_list(*sweep, "traces", "[\"experiments/traces/zipf-e16-k2.toml\"]");
     }
-    spec.policies = string_list(*sweep, "policies", "[\"static\", \"prophet\"]");
     const auto& known = policy_names();
+    if (const toml::node* variants_node = sweep->get("variants")) {
+        if (sweep->get("policies"))
+            throw_config_error("sweep.policies", node_text(*sweep->get("policies")),
+                               "a sweep with [sweep.variants] takes its policies from the variants",
+                               "remove `policies` (each variant sets \"balance.policy\")");
+        if (real)
+            throw_config_error("sweep.variants", node_text(*variants_node),
+                               "engine = \"real\" takes no variants", "use engine = \"sim\" (prophet ablate runs the "
+                               "real variants)");
+        spec.variants = parse_variants(*variants_node, origin);
+        for (const Variant& v : spec.variants) spec.policies.push_back(v.policy);
+    } else {
+        spec.policies = string_list(*sweep, "policies", "[\"static\", \"prophet\"]");
+    }
     for (const std::string& p : spec.policies)
         if (std::find(known.begin(), known.end(), p) == known.end()) {
             std::string list;
@@ -330,6 +392,13 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         }
         std::sort(spec.set.begin(), spec.set.end());
     }
+    for (const Variant& v : spec.variants)
+        for (const auto& kv : v.set)
+            for (const GridAxis& axis : spec.grid)
+                if (axis.key == kv.first)
+                    throw_config_error("sweep.variants." + v.name + "." + kv.first, kv.second,
+                                       "the key is also in [sweep.grid]",
+                                       "keep it in one of [sweep.grid] and the variants");
     if (real) check_files(spec, {spec.train_config}, "train_config");
     if (!spec.validate_cluster.empty()) {
         check_files(spec, {spec.validate_cluster}, "validate_cluster");
@@ -455,16 +524,22 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
     size_t combos = 1;
     for (const GridAxis& axis : spec.grid) combos *= axis.values.size();
     if (spec.engine == "real") return expand_real_points(spec, combos);
+    // the innermost axis: the policies, or the variants (a policy with fixed keys)
+    std::vector<Variant> arms = spec.variants;
+    if (arms.empty())
+        for (const std::string& policy : spec.policies) arms.push_back({"", policy, {}});
     std::vector<SweepPoint> points;
     for (const std::string& cluster : spec.clusters)
         for (const std::string& trace : spec.traces)
             for (int64_t seed : spec.seeds)
                 for (size_t c = 0; c < combos; ++c)
-                    for (const std::string& policy : spec.policies) {
+                    for (const Variant& arm : arms) {
+                        const std::string& policy = arm.policy;
                         SweepPoint p;
                         p.cluster = cluster;
                         p.trace = trace;
                         p.policy = policy;
+                        p.variant = arm.name;
                         p.seed = seed;
                         p.grid = grid_combination(spec, c);
                         if (spec.match_devices) {
@@ -480,7 +555,14 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
                             else
                                 config.apply_set(k + "=" + v);
                         }
+                        for (const auto& [k, v] : arm.set) config.apply_set(k + "=" + v);
+                        if (spec.engine == "model" && config.get_string("sim.schedule") != "system")
+                            throw_config_error("sim.schedule", quoted(config.get_string("sim.schedule")),
+                                               "engine = \"model\" simulates no schedule (it reports Eq 6 or Eq 8 "
+                                               "by the policy's system)",
+                                               "use engine = \"sim\", or leave sim.schedule out");
                         for (auto& kv : config.flat()) params.push_back(std::move(kv));
+                        if (!arm.name.empty()) params.emplace_back("ablate.variant", quoted(arm.name));
                         params.emplace_back("point.engine", quoted(spec.engine));
                         params.emplace_back("point.cluster", quoted(cluster));
                         params.emplace_back("point.trace", quoted(trace));
@@ -490,8 +572,8 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
                         p.params = params;
                         p.canonical = canonical_text(params);
                         p.hash = sha256_hex(p.canonical);
-                        p.description =
-                            policy + " " + stem(cluster) + " " + stem(trace) + " seed=" + std::to_string(seed);
+                        p.description = (arm.name.empty() ? policy : arm.name + " (" + policy + ")") + " " +
+                                        stem(cluster) + " " + stem(trace) + " seed=" + std::to_string(seed);
                         for (const auto& [k, v] : p.grid) p.description += " " + k + "=" + v;
                         p.index = static_cast<int>(points.size());
                         points.push_back(std::move(p));
@@ -506,6 +588,7 @@ struct PointData {
     ClusterSpec cluster;
     CostModel truth, belief;
     EvalSettings settings;
+    std::string schedule = "system";  // sim.schedule: system | none | blockwise
 };
 
 PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
@@ -539,6 +622,7 @@ PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
     d.belief.compute_scale = pc.get_float("plan.compute_scale");
     d.belief.bandwidth_scale = pc.get_float("plan.bandwidth_scale");
     d.settings.options = balance_options_from(pc);
+    d.schedule = pc.get_string("sim.schedule");
     d.settings.plan_repeats = static_cast<int>(pc.get_int("plan.repeats"));
     d.settings.profile_iterations = static_cast<int>(pc.get_int("balance.profile_iterations"));
     d.settings.num_nodes = std::max(1, d.cluster.num_devices / std::max(1, d.cluster.devices_per_node));
@@ -558,8 +642,10 @@ TraceView view_of(const Trace& trace) {
 
 // Plans with the belief cost model, simulates on the true one (equal unless plan.*_scale != 1).
 // score: optional copy of the policy's PolicyScore (balance_std, rb_vs_static per iteration and layer).
+// schedule: "system" (the policy's own, sim::system_schedule), "none" or "blockwise".
 sim::SimResult simulate_planned(const std::string& policy, const PointData& d, const TraceView& view,
-                                const EvalSettings& settings, PolicyScore* score = nullptr) {
+                                const EvalSettings& settings, const std::string& schedule,
+                                PolicyScore* score = nullptr) {
     PolicyScore s = evaluate_policy(policy, view, d.belief, settings, /*allow_skip=*/false);
     const int I = view.num_iterations, L = view.num_layers;
     std::vector<std::vector<Placement>> placements(I);
@@ -570,7 +656,9 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
         plan[static_cast<size_t>(ls.iteration) * L + ls.layer] = offline ? 0.0 : ls.plan_us * 1e-6;
     }
     sim::SimOptions o;
-    o.schedule = sim::system_schedule(policy);
+    o.schedule = schedule == "system"   ? sim::system_schedule(policy)
+                 : schedule == "none"   ? sim::ScheduleKind::kNone
+                                        : sim::ScheduleKind::kBlockwise;
     o.route_rule = settings.options.route_rule;
     o.record_timeline = false;
     sim::SimResult r = sim::simulate(view, placements, d.truth, o, &plan);
@@ -592,12 +680,13 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
     std::vector<Metric> m;
     if (engine == "sim") {
         PolicyScore score;
-        const sim::SimResult r = simulate_planned(policy, d, view, d.settings, &score);
+        const sim::SimResult r = simulate_planned(policy, d, view, d.settings, d.schedule, &score);
         double static_ms = r.mean_iteration_s * 1e3;
-        if (policy != "static") {
+        if (policy != "static" || d.schedule != "system") {
             EvalSettings quick = d.settings;
             quick.plan_repeats = 1;
-            static_ms = simulate_planned("static", d, view, quick).mean_iteration_s * 1e3;
+            // the reference is static in its own system (schedule none), whatever this point's schedule
+            static_ms = simulate_planned("static", d, view, quick, "system").mean_iteration_s * 1e3;
         }
         for (const sim::IterationResult& it : r.iterations) {
             m.push_back({"iteration_ms", it.iteration, it.iteration_s * 1e3});

@@ -23,6 +23,14 @@ struct GridAxis {
     std::vector<std::string> values;  // canonical TOML text of each value
 };
 
+// One arm of an ablation ([sweep.variants]): a named policy with fixed point keys (balance.*, plan.*, sim.*),
+// recorded as the run param `ablate.variant` (the name `prophet ablate` records for real runs).
+struct Variant {
+    std::string name;
+    std::string policy;  // its "balance.policy"
+    KeyValues set;       // the other keys, canonical TOML values, sorted by key
+};
+
 struct SweepSpec {
     std::string origin;  // the file (for messages)
     std::string dir;     // its directory: relative paths not found from the working directory resolve here
@@ -32,6 +40,7 @@ struct SweepSpec {
     std::vector<std::string> clusters, traces, policies;
     std::vector<int64_t> seeds;
     std::vector<GridAxis> grid;  // in key order
+    std::vector<Variant> variants;  // [sweep.variants] (engines sim / model), in name order; replaces `policies`
     bool match_devices = false;  // leave out (cluster, generator trace) pairs whose device counts differ
     // engine "real" only
     std::string train_config;   // the `prophet train --config` file, as written
@@ -49,6 +58,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
 struct SweepPoint {
     int index = 0;                       // 0-based, in expansion order
     std::string cluster, trace, policy;  // as written in the sweep file (cluster, trace empty for engine "real")
+    std::string variant;                 // [sweep.variants] name; empty without variants
     int64_t seed = 0;
     int ranks = 1;          // engine "real": the child's D
     KeyValues grid;         // this point's grid values (key order)
@@ -58,7 +68,7 @@ struct SweepPoint {
     std::string description;
 };
 
-// The per-point run keys (plan.*, balance.*) a grid may set.
+// The per-point run keys (plan.*, balance.*, sim.schedule) a grid or a variant may set.
 const Schema& point_schema();
 
 // The key of a point without its policy: points sharing it differ only in policy (speedup_vs_static pairs them).
