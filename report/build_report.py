@@ -20,12 +20,15 @@ FIGURES = [
                    "(prophet sweep, engine sim; the paper's Fig 11)."),
     ("fig_rb", "Balance degree RB = std(static) / std(policy) of the per-device tokens per layer, with prophet RB / "
                "fastermoe RB in the table (prophet sweep, engine sim; the paper's Fig 16)."),
+    ("fig_ablation", "Ablation (the paper's Fig 14): speedup of each variant (planner, scheduler, "
+                     "planner+scheduler, full) over 'none', beside the paper's numbers (runs with ablate.variant)."),
     ("fig_iterations", "Simulated time of every iteration, one line per policy (prophet sweep, engine sim)."),
     ("fig_locality", "Speedup of prophet / prophet-oracle over static against the JS divergence between "
                      "consecutive iterations (prophet sweep over trace.* grids)."),
     ("fig_sensitivity", "Speedup against the planner's compute / bandwidth mis-calibration (prophet sweep over "
                         "plan.compute_scale / plan.bandwidth_scale)."),
     ("fig_plan_policies", "Predicted MoE-layer time and max/mean load of every policy (prophet plan)."),
+    ("fig_planner_scaling", "Measured planning time against E, D and L per policy (prophet sweep, engine model)."),
     ("fig_train", "Loss, step time and max/mean load per step, by policy (prophet train)."),
     ("fig_validation", "Simulated (schedule none, sweep validate_cluster) against measured step time of real sweep "
                        "points, with the relative error (prophet sweep, engine real)."),

@@ -69,6 +69,18 @@ def _query(con, sql, params=()):
         return pd.DataFrame()
 
 
+def load_frame(name, args, loader, missing):
+    """Open args.db read-only and return loader(con, args.experiment); print the no-data line and exit 0 when the
+    store is missing or the frame is empty (missing: what was not found)."""
+    con = connect(args.db)
+    if con is None:
+        no_data(name, f"no store at {args.db}")
+    df = loader(con, args.experiment)
+    if df.empty:
+        no_data(name, missing + (f" in experiment {args.experiment}" if args.experiment else ""))
+    return df
+
+
 def load_runs(con, command=None, experiment=None, status="finished"):
     """Runs as a frame (one row per run), optionally filtered."""
     where, args = [], []

@@ -7,12 +7,24 @@ Sweeps with a plan.compute_scale / plan.bandwidth_scale grid contribute only the
 other grid keys (trace.*, balance.*) are pooled.
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 
 NAME = "fig_speedup"
+# pro-prophet.md §6: speedup over DeepSpeed-MoE, per model, as (fastermoe k=1, prophet k=1, fastermoe k=2,
+# prophet k=2). Table IV is 4xHPNV (16 GPUs), Table V 2xLPWNV (8 GPUs; no L there).
+PAPER_TABLES = {
+    "hpnv-16": ("Table IV (4xHPNV)", {"s": (1.63, 1.98, 2.31, 2.62), "m": (1.99, 2.22, 1.82, 2.10),
+                                      "l": (1.62, 1.80, 1.94, 2.23), "ds": (1.34, 1.70, 1.77, 1.94),
+                                      "dm": (1.68, 2.26, 1.84, 2.07)}),
+    "lpwnv-8": ("Table V (2xLPWNV)", {"s": (1.20, 1.30, 1.56, 1.91), "m": (1.02, 1.18, 1.29, 1.94),
+                                      "ds": (1.12, 1.30, 1.44, 1.64), "dm": (0.96, 1.26, 1.25, 1.58)}),
+}
+MODEL_ORDER = ["s", "m", "l", "ds", "dm"]
+TRACE_RE = re.compile(r"^paper-e(\d+)-k(\d+)-([a-z]+)$")  # paper-tables.toml's traces: D, k, model
 
 
 def speedup_frame(con, experiment):
@@ -37,15 +49,39 @@ def speedup_frame(con, experiment):
     return df.dropna(subset=["speedup_vs_static", "policy"])
 
 
+def paper_tables(df):
+    """The paper's table layout for every cluster with paper-e{D}-k{k}-{model} traces: one row per model, columns
+    fastermoe / prophet at k = 1 and 2 as 'mean ± sd (n)', and the paper's value (over DeepSpeed-MoE) where it
+    has one. Returns markdown text ('' when no such traces)."""
+    m = df["trace"].astype(str).str.extract(TRACE_RE)
+    d = df.assign(k=m[1], model=m[2]).dropna(subset=["model"])
+    d = d[d["policy"].isin(["fastermoe", "prophet"])]
+    if d.empty:
+        return ""
+    out = []
+    for (experiment, cluster), g in d.groupby(["experiment", "cluster"]):
+        title, paper = PAPER_TABLES.get(cluster, (None, {}))
+        rows = []
+        for model in [x for x in MODEL_ORDER if x in set(g["model"])] + sorted(set(g["model"]) - set(MODEL_ORDER)):
+            row = {"model": model.upper()}
+            for i, (policy, k) in enumerate([("fastermoe", "1"), ("prophet", "1"), ("fastermoe", "2"),
+                                             ("prophet", "2")]):
+                v = g[(g["model"] == model) & (g["policy"] == policy) & (g["k"] == k)]["speedup_vs_static"]
+                cell = "-" if v.empty else f"{v.mean():.2f} \u00b1 {v.std(ddof=1) if len(v) > 1 else 0:.3f} ({len(v)})"
+                if model in paper:
+                    cell += f" [paper {paper[model][i]:.2f}]"
+                row[f"{policy} k={k}"] = cell
+            rows.append(row)
+        head = f"**{experiment}, {cluster}**" + (f": the layout of the paper's {title}" if title else "")
+        out += [head + " \u2014 speedup over static, mean \u00b1 sd (seeds); [paper: over DeepSpeed-MoE]", "",
+                C.markdown_table(C.pd.DataFrame(rows)), ""]
+    return "\n".join(out)
+
+
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
-    df = speedup_frame(con, args.experiment)
-    if df.empty:
-        C.no_data(NAME, "no finished `prophet sweep` runs with speedup_vs_static" +
-                  (f" in experiment {args.experiment}" if args.experiment else ""))
+    df = C.load_frame(NAME, args, speedup_frame,
+                      "no finished `prophet sweep` runs with speedup_vs_static")
     # real-run sweeps (engine = "real") have no cluster file or trace: they train the model of their train_config
     df["cluster"] = df["cluster"].fillna("real CPU ranks")
     df["trace"] = df["trace"].fillna("train config")
@@ -76,6 +112,10 @@ def main(argv=None):
     t["policy"] = t["policy"].astype(str)
     t = t.sort_values(["experiment", "cluster", "trace"]).reset_index(drop=True)
     C.print_result(NAME, cap, t)
+    tables = paper_tables(df)
+    if tables:
+        print()
+        print(tables)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 
 Fixture (temp dir): the smoke sweep, a tiny drift sweep (2 seeds x trace.drift_rate grid, static / prophet /
 prophet-oracle) for fig_locality, a tiny planner-scale sweep (plan.compute_scale x plan.bandwidth_scale) for
-fig_sensitivity, `prophet plan --policy all` and two 3-step `prophet train` runs (static, prophet); and, in a
+fig_sensitivity, a tiny ablation sweep ([sweep.variants], the five ablate.variant names) for fig_ablation, a tiny
+engine-model sweep over trace.num_experts x trace.num_layers for fig_planner_scaling,
+`prophet plan --policy all` and two 3-step `prophet train` runs (static, prophet); and, in a
 second store (fig_validation's), a tiny real sweep (ranks = [1], 3 steps, static / prophet, validate_cluster =
 experiments/clusters/cpu-local.toml).
 The sim sweeps record the per-layer metrics (layer_moe_ms, layer_rb_vs_static, ...) that fig_layers / fig_rb draw.
@@ -24,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = sys.executable
 FIGS = ["fig_speedup", "fig_layers", "fig_rb", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train",
-        "fig_validation"]
+        "fig_validation", "fig_ablation", "fig_planner_scaling"]
 # figures drawn from the validation store (a real sweep; kept apart: fig_speedup does not handle real sweep points)
 VALIDATION_FIGS = {"fig_validation"}
 
@@ -82,6 +84,45 @@ seeds = [1, 2]
 "plan.bandwidth_scale" = [0.5, 1.0]
 """
 
+ABLATION_SWEEP = """[sweep]
+name = "fixture-ablation"
+engine = "sim"
+clusters = ["experiments/clusters/moetuner-h100-ep4.toml"]
+traces = ["experiments/traces/tiny-e4-d4.toml"]
+seeds = [1, 2]
+
+[sweep.variants.none]
+"balance.policy" = "static"
+"sim.schedule" = "none"
+[sweep.variants.planner]
+"balance.policy" = "prophet"
+"balance.cost_eq" = 6
+"sim.schedule" = "none"
+[sweep.variants.scheduler]
+"balance.policy" = "fastermoe"
+"sim.schedule" = "blockwise"
+[sweep.variants."planner+scheduler"]
+"balance.policy" = "prophet"
+"balance.cost_eq" = 6
+"sim.schedule" = "blockwise"
+[sweep.variants.full]
+"balance.policy" = "prophet"
+"sim.schedule" = "blockwise"
+"""
+
+SCALING_SWEEP = """[sweep]
+name = "fixture-planner-scaling"
+engine = "model"
+clusters = ["experiments/clusters/moetuner-h100-ep4.toml"]
+traces = ["experiments/traces/tiny-e4-d4.toml"]
+policies = ["prophet", "fastermoe", "eplb", "moetuner"]
+seeds = [1, 2]
+
+[sweep.grid]
+"trace.num_experts" = [4, 8]
+"trace.num_layers" = [1, 2]
+"""
+
 
 class Checker:
     def __init__(self):
@@ -114,8 +155,14 @@ def build_fixture(prophet, tmp, c):
     sen = os.path.join(tmp, "sensitivity.toml")
     with open(sen, "w") as f:
         f.write(SENSITIVITY_SWEEP)
+    abl, sca = os.path.join(tmp, "ablation.toml"), os.path.join(tmp, "scaling.toml")
+    for path, text in ((abl, ABLATION_SWEEP), (sca, SCALING_SWEEP)):
+        with open(path, "w") as f:
+            f.write(text)
     cmds = [
         ("sweep smoke", [prophet, "sweep", "experiments/sweeps/smoke.toml", "--set", store]),
+        ("sweep ablation", [prophet, "sweep", abl, "--no-report", "--set", store]),
+        ("sweep planner scaling", [prophet, "sweep", sca, "--no-report", "--set", store]),
         ("sweep locality", [prophet, "sweep", loc, "--set", store]),
         ("sweep sensitivity", [prophet, "sweep", sen, "--set", store]),
         ("plan", [prophet, "plan", "--trace", "experiments/traces/tiny-e4-d4.toml", "--cluster",
