@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ci/gpu-check.sh: the GPU check (docs/gpu.md), in one go on a machine with an NVIDIA GPU, in under ten minutes:
-#   1. configure and build the CUDA backend and its op tests (PROPHET_CUDA=ON: a missing toolkit is an error)
-#   2. ctest -L gpu: every CUDA op against its CPU op; a SKIPPED test fails the check here (no GPU visible)
+#   1. configure and build the CUDA backend, its op tests and the NCCL communicator test (PROPHET_CUDA=ON)
+#   2. ctest -L gpu: every CUDA op against its CPU op, the NCCL communicator; a SKIPPED test fails the check
 #   3. test_gpu_ops --bench: the ops at the MoE-GPT-S shapes, ms and TFLOP/s or GB/s
 # Everything goes into one folder: nvidia-smi.txt, configure.log, build.log, ctest-gpu.log, ctest-gpu.xml
 # (JUnit), bench.log, bench.json and summary.json ({"status": "pass"|"fail", "stage", elapsed seconds, git sha}).
@@ -45,7 +45,7 @@ timeout "$(left)" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DP
     -DPROPHET_BUILD_BENCH=OFF > "$OUT/configure.log" 2>&1 || summary fail configure "see configure.log"
 
 echo "gpu-check: build"
-timeout "$(left)" cmake --build "$BUILD" -j "$(nproc)" --target test_gpu_ops > "$OUT/build.log" 2>&1 ||
+timeout "$(left)" cmake --build "$BUILD" -j "$(nproc)" --target test_gpu_ops test_comm_nccl > "$OUT/build.log" 2>&1 ||
     summary fail build "see build.log"
 
 echo "gpu-check: ctest -L gpu"
@@ -53,7 +53,7 @@ ctest_rc=0
 timeout "$(left)" ctest --test-dir "$BUILD" -L gpu --output-on-failure --no-tests=error \
     --output-junit "$OUT/ctest-gpu.xml" > "$OUT/ctest-gpu.log" 2>&1 || ctest_rc=$?
 if grep -q "(Skipped)" "$OUT/ctest-gpu.log"; then
-    summary fail tests "GPU tests were skipped: no CUDA device visible (see ctest-gpu.log, nvidia-smi.txt)"
+    summary fail tests "GPU tests were skipped: no CUDA device visible, or a driver too old for CUDA 13 (see ctest-gpu.log, nvidia-smi.txt)"
 fi
 [ "$ctest_rc" -eq 0 ] || summary fail tests "ctest exited $ctest_rc (see ctest-gpu.log)"
 

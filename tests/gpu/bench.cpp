@@ -1,9 +1,11 @@
 // bench.cpp: the GPU ops at the MoE-GPT-S shapes on one GPU (experiments/models/moe-gpt-s.toml: V 50257, T 256,
 // C 512, NH 16, E 16, K 2, F 1024, B 64 -> N = 16384 tokens), ms per call and the achieved TFLOP/s or GB/s.
-// Numbers for the record and closing notes, never asserted. Inputs are random; routing is uniform.
+// Numbers for the record and closing notes, never asserted. Inputs are random; routing is uniform. The last
+// row is a whole training step of MoE-GPT-S (cuda::GpuModel): tokens/s and achieved TFLOP/s.
 #include <cmath>
 #include <cstdio>
 
+#include "cuda/gpu_model.h"
 #include "cuda/ops.h"
 #include "harness.h"
 
@@ -164,6 +166,28 @@ std::vector<BenchRow> run_benchmarks(Context& ctx, const std::string& only_op) {
             }),
             0, f4 * 7.0 * n);
         add("sum_squares", shape, time_ms(ctx, [&] { cuda::sum_squares(ctx, g.data(), n); }), 0, f4 * (double)n);
+    }
+    if (want("model")) {  // one whole training step of MoE-GPT-S on this GPU: forward, backward, clip, AdamW
+        ModelConfig cfg;
+        cfg.V = V, cfg.T = T, cfg.C = C, cfg.NH = NH, cfg.L = 12, cfg.E = E, cfg.K = K, cfg.F = F, cfg.B = B;
+        std::printf("  (initialising MoE-GPT-S on the host: ~240M parameters)\n");
+        std::fflush(stdout);
+        Model<float> cpu(cfg);
+        cuda::GpuModel gpu(ctx, cpu);
+        const std::vector<int> inputs = random_ints(rng, N, V), targets = random_ints(rng, N, V);
+        const AdamWConfig adamw;
+        auto step = [&] {
+            gpu.zero_grad();
+            gpu.forward(inputs.data(), targets.data(), B, double(N));
+            gpu.backward();
+            gpu.adamw_step(1e-4, adamw, grad_clip_scale(std::sqrt(gpu.grad_norm_sq()), 1.0));
+        };
+        const double ms = time_ms(ctx, step, 2, 5);
+        // backward = twice the forward's GEMM FLOPs; AdamW and the element-wise ops are not counted
+        std::snprintf(shape, sizeof shape, "MoE-GPT-S L=12 B=%d T=%d (N=%d)", B, T, N);
+        add("model step", shape, ms, 3.0 * gpu.last_forward_flops(), 0.0);
+        rows.back().tokens = N;
+        std::printf("  %-22s %.0f tokens/s\n", "model step", N / (ms * 1e-3));
     }
     return rows;
 }

@@ -78,6 +78,7 @@ struct BenchRow {
     double ms = 0.0;
     double flops = 0.0;  // useful FLOPs per call (0 if the op is memory-bound)
     double bytes = 0.0;  // minimum bytes moved per call (inputs read + outputs written once)
+    double tokens = 0.0; // tokens per call (the training-step row), for tokens/s
 };
 std::vector<BenchRow> run_benchmarks(cuda::Context& ctx, const std::string& only_op);
 

@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
                 for (const auto& r : rows)
                     j["rows"].push_back({{"op", r.op}, {"shape", r.shape}, {"ms", r.ms}, {"flops", r.flops},
                                          {"bytes", r.bytes}, {"tflops", r.flops / (r.ms * 1e-3) / 1e12},
-                                         {"gbps", r.bytes / (r.ms * 1e-3) / 1e9}});
+                                         {"gbps", r.bytes / (r.ms * 1e-3) / 1e9},
+                                         {"tokens_per_s", r.tokens / (r.ms * 1e-3)}});
                 std::ofstream out(json_path);
                 out << j.dump(2) << "\n";
                 if (!out) throw Error(kExitRunFailed, "test_gpu_ops: cannot write --json " + json_path);

@@ -1,0 +1,201 @@
+// gpu_model.cpp: GpuModel (gpu_model.h). The forward and backward are model/moe_gpt.cpp's, line for line, with
+// the lib/cuda ops in place of the CPU ones and the MoE executor's steps written out.
+#include "cuda/gpu_model.h"
+
+#include "core/error.h"
+#include "cuda/check.h"
+#include "cuda/ops.h"
+
+namespace prophet::cuda {
+
+namespace {
+// device pointers of layer l's experts, [E] each
+struct ExpertPointers {
+    std::vector<const float*> w1, w2;
+    std::vector<float*> dw1, dw2;
+};
+}  // namespace
+
+GpuModel::GpuModel(Context& ctx, const Model<float>& model) : ctx_(ctx), config_(model.config), layout_(model.layout) {
+    if (config_.capacity_factor > 0.0)
+        throw_config_error("model.capacity_factor", std::to_string(config_.capacity_factor),
+                           "the GPU model is dropless for now", "set model.capacity_factor = 0");
+    if (config_.aux_loss_coef > 0.0)
+        throw_config_error("model.aux_loss_coef", std::to_string(config_.aux_loss_coef),
+                           "the GPU model has no auxiliary loss yet", "set model.aux_loss_coef = 0");
+    params_.resize(layout_.num_params);
+    params_.upload(model.params);
+    adam_m_.resize(layout_.num_params);
+    adam_m_.upload(model.adam_m);
+    adam_v_.resize(layout_.num_params);
+    adam_v_.upload(model.adam_v);
+    grads_.resize(layout_.num_params);
+    adam_step_ = model.adam_step;
+    zero_grad();
+}
+
+void GpuModel::allocate(int B) {
+    const ModelConfig& c = config_;
+    const size_t N = (size_t)B * c.T, L = c.L, C = c.C, E = c.E, K = c.K, F = c.hidden_size();
+    const size_t att = (size_t)B * c.NH * c.T * c.T;
+    encoded_.resize(N * C);
+    ln1_.resize(L * N * C), ln1_mean_.resize(L * N), ln1_rstd_.resize(L * N);
+    qkv_.resize(L * N * 3 * C), att_.resize(L * att), atty_.resize(L * N * C), residual_attn_.resize(L * N * C);
+    ln2_.resize(L * N * C), ln2_mean_.resize(L * N), ln2_rstd_.resize(L * N);
+    gate_logits_.resize(L * N * E), gate_w_.resize(L * N * K), expert_idx_.resize(L * N * K);
+    residual_moe_.resize(L * N * C);
+    lnf_.resize(N * C), lnf_mean_.resize(N), lnf_rstd_.resize(N), probs_.resize(N * c.V), branch_.resize(N * C);
+    inputs_.resize(N), targets_.resize(N);
+    offsets_.resize(L * (E + 1)), assignment_slot_.resize(L * N * K), slot_token_.resize(L * N * K);
+    offsets_host_.assign(L, std::vector<int>(E + 1, 0));
+    moe_x_.resize(L * N * K * C), moe_pre_.resize(L * N * K * F), moe_act_.resize(L * N * K * F);
+    moe_y_.resize(L * N * K * C);
+    dresidual_.resize(N * C), dln_.resize(N * C), datty_.resize(N * C), dqkv_.resize(N * 3 * C), datt_.resize(att);
+    dgate_w_.resize(N * K), dgate_logits_.resize(N * E), dy_.resize(N * K * C), dpre_.resize(N * K * F);
+    dx_.resize(N * K * C);
+    B_ = B;
+}
+
+double GpuModel::forward(const int* inputs, const int* targets, int B, double loss_denominator) {
+    const ModelConfig& cfg = config_;
+    const int V = cfg.V, T = cfg.T, C = cfg.C, NH = cfg.NH, L = cfg.L, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
+    const int N = B * T;
+    PROPHET_ASSERT(inputs != nullptr && targets != nullptr && B >= 1 && loss_denominator > 0.0);
+    if (B != B_) allocate(B);
+    PROPHET_CUDA_CHECK(cudaMemcpy(inputs_.data(), inputs, sizeof(int) * N, cudaMemcpyHostToDevice));
+    PROPHET_CUDA_CHECK(cudaMemcpy(targets_.data(), targets, sizeof(int) * N, cudaMemcpyHostToDevice));
+    loss_denominator_ = loss_denominator;
+    const ParamLayout& lay = layout_;
+    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    double flops = 0.0;
+
+    encoder_forward(ctx_, encoded_.data(), inputs_.data(), param(lay.wte), param(lay.wpe), B, T, C, V);
+    for (int l = 0; l < L; l++) {
+        const LayerTensorIdx& p = lay.layers[l];
+        const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;  // [N,C]
+        float* ln1 = ln1_.data() + l * NC;
+        float* qkv = qkv_.data() + l * 3 * NC;
+        float* att = att_.data() + (size_t)l * B * NH * T * T;
+        float* atty = atty_.data() + l * NC;
+        float* residual_attn = residual_attn_.data() + l * NC;
+        float* ln2 = ln2_.data() + l * NC;
+        float* gate_logits = gate_logits_.data() + (size_t)l * N * E;
+        float* gate_w = gate_w_.data() + l * NK;
+        int* expert_idx = expert_idx_.data() + l * NK;
+        int* offsets = offsets_.data() + (size_t)l * (E + 1);
+        int* slot = assignment_slot_.data() + l * NK;
+        float* mx = moe_x_.data() + l * NK * C;
+        float* pre = moe_pre_.data() + l * NK * F;
+        float* act = moe_act_.data() + l * NK * F;
+        float* y = moe_y_.data() + l * NK * C;
+
+        // attention branch: x + proj(attn(ln1(x)))
+        layernorm_forward(ctx_, ln1, ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, x,
+                          param(p.ln1_w), param(p.ln1_b), N, C);
+        matmul_forward(ctx_, qkv, ln1, param(p.qkv_w), param(p.qkv_b), N, C, 3 * C);
+        attention_forward(ctx_, atty, att, qkv, B, T, C, NH);
+        matmul_forward(ctx_, branch_.data(), atty, param(p.proj_w), param(p.proj_b), N, C, C);
+        residual_forward(ctx_, residual_attn, x, branch_.data(), NC);
+        // MoE branch: route, then the experts of this layer (dropless: dispatch = the top-K selection)
+        layernorm_forward(ctx_, ln2, ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N,
+                          residual_attn, param(p.ln2_w), param(p.ln2_b), N, C);
+        matmul_forward(ctx_, gate_logits, ln2, param(p.gate_w), nullptr, N, C, E);
+        gate_topk_forward(ctx_, expert_idx, gate_w, gate_logits, N, E, K);
+        moe_layout(ctx_, offsets, slot, slot_token_.data() + l * NK, expert_idx, N, K, E);
+        offsets_host_[l] = moe_offsets_to_host(ctx_, offsets, E);
+        ExpertPointers w;
+        for (int e = 0; e < E; e++) {
+            w.w1.push_back(param(lay.expert_w1[(size_t)l * E + e]));
+            w.w2.push_back(param(lay.expert_w2[(size_t)l * E + e]));
+        }
+        moe_permute(ctx_, mx, ln2, slot, N, K, C);
+        moe_experts_forward(ctx_, pre, act, y, mx, offsets_host_[l], w.w1.data(), w.w2.data(), C, F);
+        moe_unpermute(ctx_, branch_.data(), y, gate_w, slot, N, K, C);
+        residual_forward(ctx_, residual_moe_.data() + l * NC, residual_attn, branch_.data(), NC);
+        flops += 2.0 * N * C * (3.0 * C + C + E) + 2.0 * 2.0 * B * NH * (double)T * T * (C / NH) +
+                 2.0 * 2.0 * (double)offsets_host_[l][E] * C * F;
+    }
+    const float* x_last = residual_moe_.data() + (size_t)(L - 1) * NC;
+    layernorm_forward(ctx_, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x_last, param(lay.ln_f_w),
+                      param(lay.ln_f_b), N, C);
+    forward_flops_ = flops + 2.0 * N * C * V;
+    return crossentropy_tied_forward(ctx_, probs_.data(), lnf_.data(), param(lay.wte), targets_.data(), N, C, V,
+                                     loss_denominator);
+}
+
+void GpuModel::backward() {
+    const ModelConfig& cfg = config_;
+    const int V = cfg.V, T = cfg.T, C = cfg.C, NH = cfg.NH, L = cfg.L, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
+    PROPHET_ASSERT_MSG(B_ > 0, "GpuModel::backward before forward");
+    const int B = B_, N = B * T;
+    const ParamLayout& lay = layout_;
+    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+
+    PROPHET_CUDA_CHECK(cudaMemsetAsync(dresidual_.data(), 0, sizeof(float) * NC, ctx_.stream()));
+    crossentropy_tied_backward(ctx_, dln_.data(), grad(lay.wte), probs_.data(), lnf_.data(), param(lay.wte),
+                               targets_.data(), N, C, V, loss_denominator_);
+    const float* x_last = residual_moe_.data() + (size_t)(L - 1) * NC;
+    layernorm_backward(ctx_, dresidual_.data(), grad(lay.ln_f_w), grad(lay.ln_f_b), dln_.data(), x_last,
+                       param(lay.ln_f_w), lnf_mean_.data(), lnf_rstd_.data(), N, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const LayerTensorIdx& p = lay.layers[l];
+        const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;
+        const float* ln1 = ln1_.data() + l * NC;
+        const float* qkv = qkv_.data() + l * 3 * NC;
+        const float* att = att_.data() + (size_t)l * B * NH * T * T;
+        const float* atty = atty_.data() + l * NC;
+        const float* residual_attn = residual_attn_.data() + l * NC;
+        const float* ln2 = ln2_.data() + l * NC;
+        const float* gate_w = gate_w_.data() + l * NK;
+        const int* expert_idx = expert_idx_.data() + l * NK;
+        const int* slot = assignment_slot_.data() + l * NK;
+        ExpertPointers w;
+        for (int e = 0; e < E; e++) {
+            const int i1 = lay.expert_w1[(size_t)l * E + e], i2 = lay.expert_w2[(size_t)l * E + e];
+            w.w1.push_back(param(i1)), w.w2.push_back(param(i2));
+            w.dw1.push_back(grad(i1)), w.dw2.push_back(grad(i2));
+        }
+        // MoE branch; dresidual is d(residual_moe) and passes straight through to d(residual_attn)
+        moe_unpermute_backward(ctx_, dy_.data(), dgate_w_.data(), dresidual_.data(), moe_y_.data() + l * NK * C, gate_w,
+                               slot, N, K, C);
+        moe_experts_backward(ctx_, dx_.data(), dpre_.data(), dy_.data(), moe_x_.data() + l * NK * C,
+                             moe_pre_.data() + l * NK * F, moe_act_.data() + l * NK * F, offsets_host_[l],
+                             w.w1.data(), w.w2.data(), w.dw1.data(), w.dw2.data(), C, F);
+        moe_permute_backward(ctx_, dln_.data(), dx_.data(), slot, N, K, C);  // dln = d ln2 from the experts
+        gate_topk_backward(ctx_, dgate_logits_.data(), dgate_w_.data(), gate_w, expert_idx, N, E, K);
+        matmul_backward(ctx_, dln_.data(), grad(p.gate_w), nullptr, dgate_logits_.data(), ln2, param(p.gate_w), N, C,
+                        E, /*accumulate_dinp=*/true);
+        layernorm_backward(ctx_, dresidual_.data(), grad(p.ln2_w), grad(p.ln2_b), dln_.data(), residual_attn,
+                           param(p.ln2_w), ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N, N, C);
+        // attention branch; dresidual is now d(residual_attn) and passes through to d(x)
+        matmul_backward(ctx_, datty_.data(), grad(p.proj_w), grad(p.proj_b), dresidual_.data(), atty, param(p.proj_w),
+                        N, C, C, /*accumulate_dinp=*/false);
+        attention_backward(ctx_, dqkv_.data(), datt_.data(), datty_.data(), qkv, att, B, T, C, NH);
+        matmul_backward(ctx_, dln_.data(), grad(p.qkv_w), grad(p.qkv_b), dqkv_.data(), ln1, param(p.qkv_w), N, C,
+                        3 * C, /*accumulate_dinp=*/false);
+        layernorm_backward(ctx_, dresidual_.data(), grad(p.ln1_w), grad(p.ln1_b), dln_.data(), x, param(p.ln1_w),
+                           ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, N, C);
+    }
+    encoder_backward(ctx_, grad(lay.wte), grad(lay.wpe), dresidual_.data(), inputs_.data(), B, T, C, V);
+}
+
+void GpuModel::zero_grad() {
+    PROPHET_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, sizeof(float) * grads_.size(), ctx_.stream()));
+}
+
+double GpuModel::grad_norm_sq() { return sum_squares(ctx_, grads_.data(), grads_.size()); }
+
+void GpuModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_scale) {
+    adam_step_++;
+    for (const ParamTensor& t : layout_.tensors) {
+        adamw_update(ctx_, params_.data() + t.offset, grads_.data() + t.offset, adam_m_.data() + t.offset,
+                     adam_v_.data() + t.offset, t.size, lr, adamw.beta1, adamw.beta2, adamw.eps,
+                     t.is_matrix ? adamw.weight_decay : 0.0, adam_step_, grad_scale);
+    }
+}
+
+std::vector<float> GpuModel::download_params() const { return params_.download(); }
+std::vector<float> GpuModel::download_grads() const { return grads_.download(); }
+
+}  // namespace prophet::cuda
