@@ -301,7 +301,8 @@ void matmul_forward(Context& ctx, float* out, const float* inp, const float* wei
 
 void matmul_backward(Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int IC, int OC, bool accumulate_dinp) {
-    if (dinp != nullptr) gemm(ctx, false, true, N, IC, OC, 1.0f, dout, OC, weight, OC, accumulate_dinp ? 1.0f : 0.0f, dinp, IC);
+    if (dinp != nullptr)
+        gemm(ctx, false, true, N, IC, OC, 1.0f, dout, OC, weight, OC, accumulate_dinp ? 1.0f : 0.0f, dinp, IC);
     gemm(ctx, true, false, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
     if (dbias != nullptr) column_sums<1>(ctx, dbias, nullptr, RowTerms{dout, OC}, N, OC);
 }

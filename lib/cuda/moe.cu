@@ -257,8 +257,9 @@ void moe_unpermute_backward(Context& ctx, float* dy, float* dgate_w, const float
 
 // ---- the experts: one GEMM pair per non-empty expert, gelu over all rows at once ----------------------------
 
-void moe_experts_forward(Context& ctx, float* pre, float* act, float* y, const float* x, const std::vector<int>& offsets,
-                         const float* const* w1, const float* const* w2, int C, int F) {
+void moe_experts_forward(Context& ctx, float* pre, float* act, float* y, const float* x,
+                         const std::vector<int>& offsets, const float* const* w1, const float* const* w2, int C,
+                         int F) {
     const int E = (int)offsets.size() - 1;
     for (int e = 0; e < E; e++) {
         const int begin = offsets[e], M_e = offsets[e + 1] - begin;

@@ -95,8 +95,8 @@ void moe_unpermute_backward(Context& ctx, float* dy, float* dgate_w, const float
 // One layer's experts on expert-sorted rows: expert(x) = gelu(x W1) W2, one cuBLAS GEMM pair per non-empty expert.
 // offsets [E+1] on the HOST (moe_offsets_to_host); w1[e] [C,F], w2[e] [F,C] device pointers (host arrays [E]).
 // x [M,C]; pre [M,F], act [M,F], y [M,C] (out)
-void moe_experts_forward(Context& ctx, float* pre, float* act, float* y, const float* x, const std::vector<int>& offsets,
-                         const float* const* w1, const float* const* w2, int C, int F);
+void moe_experts_forward(Context& ctx, float* pre, float* act, float* y, const float* x,
+                         const std::vector<int>& offsets, const float* const* w1, const float* const* w2, int C, int F);
 // dy [M,C]; dx [M,C] (overwrite), dpre [M,F] (scratch, overwritten), dw1[e], dw2[e] (+=)
 void moe_experts_backward(Context& ctx, float* dx, float* dpre, const float* dy, const float* x, const float* pre,
                           const float* act, const std::vector<int>& offsets, const float* const* w1,

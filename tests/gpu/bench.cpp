@@ -18,7 +18,9 @@ using cuda::DeviceBuffer;
 
 constexpr int V = 50257, T = 256, C = 512, NH = 16, E = 16, K = 2, F = 1024, B = 64, N = B * T;
 
-DeviceBuffer<float> random_device(Rng& rng, size_t n, double scale = 1.0) { return to_device(random_normal(rng, n, scale)); }
+DeviceBuffer<float> random_device(Rng& rng, size_t n, double scale = 1.0) {
+    return to_device(random_normal(rng, n, scale));
+}
 
 }  // namespace
 
@@ -42,7 +44,8 @@ std::vector<BenchRow> run_benchmarks(Context& ctx, const std::string& only_op) {
         std::snprintf(shape, sizeof shape, "N=%d IC=%d OC=%d", N, C, 3 * C);
         const double flops = 2.0 * N * C * 3 * C;
         add("matmul fwd", shape,
-            time_ms(ctx, [&] { cuda::matmul_forward(ctx, out.data(), inp.data(), w.data(), bias.data(), N, C, 3 * C); }),
+            time_ms(ctx,
+                    [&] { cuda::matmul_forward(ctx, out.data(), inp.data(), w.data(), bias.data(), N, C, 3 * C); }),
             flops, f4 * ((double)N * C + (double)C * 3 * C + (double)N * 3 * C));
         add("matmul bwd", shape, time_ms(ctx, [&] {
                 cuda::matmul_backward(ctx, dinp.data(), dw.data(), db.data(), out.data(), inp.data(), w.data(), N, C,
@@ -58,18 +61,24 @@ std::vector<BenchRow> run_benchmarks(Context& ctx, const std::string& only_op) {
         add("attention fwd", shape,
             time_ms(ctx, [&] { cuda::attention_forward(ctx, out.data(), att.data(), qkv.data(), B, T, C, NH); }), flops,
             f4 * (3.0 * N * C + N * C + 2.0 * att.size()));
-        add("attention bwd", shape, time_ms(ctx, [&] {
-                cuda::attention_backward(ctx, dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
-            }),
+        add("attention bwd", shape,
+            time_ms(ctx,
+                    [&] {
+                        cuda::attention_backward(ctx, dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B,
+                                                 T, C, NH);
+                    }),
             2 * flops, f4 * (6.0 * N * C + 2.0 * N * C + 3.0 * att.size()));
     }
     if (want("layernorm")) {
         auto inp = random_device(rng, (size_t)N * C), w = random_device(rng, C), b = random_device(rng, C);
         DeviceBuffer<float> out((size_t)N * C), mean(N), rstd(N), dinp((size_t)N * C), dw(C), db(C);
         std::snprintf(shape, sizeof shape, "N=%d C=%d", N, C);
-        add("layernorm fwd", shape, time_ms(ctx, [&] {
-                cuda::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
-            }),
+        add("layernorm fwd", shape,
+            time_ms(ctx,
+                    [&] {
+                        cuda::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), w.data(),
+                                                b.data(), N, C);
+                    }),
             0, f4 * 2.0 * N * C);
         add("layernorm bwd", shape, time_ms(ctx, [&] {
                 cuda::layernorm_backward(ctx, dinp.data(), dw.data(), db.data(), out.data(), inp.data(), w.data(),

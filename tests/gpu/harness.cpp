@@ -67,7 +67,8 @@ void Case::expect_equal(const std::string& what, const std::vector<int>& cpu, co
         if (cpu[i] != gpu[i] && bad++ == 0) first = i;
     }
     detail << "n " << cpu.size() << " exact";
-    if (bad > 0) detail << "  " << bad << " differ, first [" << first << "] cpu " << cpu[first] << " gpu " << gpu[first];
+    if (bad > 0)
+        detail << "  " << bad << " differ, first [" << first << "] cpu " << cpu[first] << " gpu " << gpu[first];
     report(what, bad == 0, detail.str());
 }
 

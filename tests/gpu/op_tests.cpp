@@ -91,7 +91,8 @@ void test_layernorm(Case& c, Rng& rng, Context& ctx) {
     layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
     layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(), rstd.data(),
                        N, C);
-    cuda::layernorm_forward(ctx, d_out.data(), d_mean.data(), d_rstd.data(), d_inp.data(), d_w.data(), d_b.data(), N, C);
+    cuda::layernorm_forward(ctx, d_out.data(), d_mean.data(), d_rstd.data(), d_inp.data(), d_w.data(), d_b.data(), N,
+                            C);
     // backward from the CPU's saved statistics, so the backward check does not inherit forward differences
     auto d_mean_cpu = to_device(mean), d_rstd_cpu = to_device(rstd);
     cuda::layernorm_backward(ctx, d_dinp.data(), d_dw.data(), d_db.data(), d_dout.data(), d_inp.data(), d_w.data(),
@@ -110,9 +111,11 @@ void test_layernorm(Case& c, Rng& rng, Context& ctx) {
 void test_matmul(Case& c, Rng& rng, Context& ctx) {
     const Tolerance tol{2e-4, 1e-4};
     const int N = 257, IC = 96, OC = 288;
-    auto inp = random_normal(rng, (size_t)N * IC), w = random_normal(rng, (size_t)IC * OC), bias = random_normal(rng, OC);
+    auto inp = random_normal(rng, (size_t)N * IC), w = random_normal(rng, (size_t)IC * OC),
+         bias = random_normal(rng, OC);
     auto dout = random_normal(rng, (size_t)N * OC);
-    auto dinp = random_normal(rng, (size_t)N * IC), dw = random_normal(rng, (size_t)IC * OC), db = random_normal(rng, OC);
+    auto dinp = random_normal(rng, (size_t)N * IC), dw = random_normal(rng, (size_t)IC * OC),
+         db = random_normal(rng, OC);
     auto d_inp = to_device(inp), d_w = to_device(w), d_bias = to_device(bias), d_dout = to_device(dout);
     auto d_dinp = to_device(dinp), d_dw = to_device(dw), d_db = to_device(db);
     DeviceBuffer<float> d_out((size_t)N * OC), d_out_nobias((size_t)N * OC);
@@ -373,8 +376,8 @@ void test_moe_experts(Case& c, Rng& rng, Context& ctx) {
     cuda::moe_unpermute(ctx, d_out.data(), y.data(), d_gw.data(), d_slot.data(), N, K, C);
     cuda::moe_unpermute_backward(ctx, dy.data(), d_dgate.data(), d_dout.data(), y.data(), d_gw.data(), d_slot.data(), N,
                                  K, C);
-    cuda::moe_experts_backward(ctx, dx.data(), dpre.data(), dy.data(), x.data(), pre.data(), act.data(), off, pw1.data(),
-                               pw2.data(), pdw1.data(), pdw2.data(), C, F);
+    cuda::moe_experts_backward(ctx, dx.data(), dpre.data(), dy.data(), x.data(), pre.data(), act.data(), off,
+                               pw1.data(), pw2.data(), pdw1.data(), pdw2.data(), C, F);
     cuda::moe_permute_backward(ctx, d_dh.data(), dx.data(), d_slot.data(), N, K, C);
     ctx.synchronize();
     c.expect_close("out", out, d_out, tol);
@@ -404,7 +407,8 @@ void test_crossentropy(Case& c, Rng& rng, Context& ctx) {
                                                           d_targets.data(), N, C, V, denom);
     c.expect_close("loss", loss, d_loss, {0.0, 1e-5});
     c.expect_close("probs", probs_fwd, d_probs, {1e-6, 1e-4});
-    crossentropy_tied_backward(dx.data(), dwte.data(), probs.data(), x.data(), wte.data(), targets.data(), N, C, V, denom);
+    crossentropy_tied_backward(dx.data(), dwte.data(), probs.data(), x.data(), wte.data(), targets.data(), N, C, V,
+                               denom);
     auto d_probs_cpu = to_device(probs_fwd);  // backward from the CPU's probs
     cuda::crossentropy_tied_backward(ctx, d_dx.data(), d_dwte.data(), d_probs_cpu.data(), d_x.data(), d_wte.data(),
                                      d_targets.data(), N, C, V, denom);
@@ -472,8 +476,9 @@ void test_model_steps(Case& c, Rng& rng, Context& ctx) {
         gpu.adamw_step(3e-3, adamw, gpu_scale);
         ctx.synchronize();
         worst = std::max(worst, std::fabs(gpu_loss - cpu_loss) / std::fabs(cpu_loss));
-        if (step == 0 || step == 19) losses += " step " + std::to_string(step + 1) + " cpu " + std::to_string(cpu_loss) +
-                                               " gpu " + std::to_string(gpu_loss) + ";";
+        if (step == 0 || step == 19)
+            losses += " step " + std::to_string(step + 1) + " cpu " + std::to_string(cpu_loss) + " gpu " +
+                      std::to_string(gpu_loss) + ";";
     }
     c.expect_true("20 losses within 1e-4 rel", worst <= 1e-4, "worst rel " + std::to_string(worst) + losses);
 }
