@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "cuda/check.h"
@@ -20,6 +21,7 @@ void Case::report(const std::string& what, bool pass, const std::string& detail)
 void Case::expect_close(const std::string& what, const std::vector<float>& cpu, const std::vector<float>& gpu,
                         Tolerance tol) {
     std::ostringstream detail;
+    detail.precision(9);  // enough digits to tell floats one ulp apart
     if (cpu.size() != gpu.size()) {
         detail << "size cpu " << cpu.size() << " gpu " << gpu.size();
         report(what, false, detail.str());
@@ -73,6 +75,57 @@ void Case::expect_equal(const std::string& what, const std::vector<int>& cpu, co
 }
 
 void Case::expect_true(const std::string& what, bool cond, const std::string& detail) { report(what, cond, detail); }
+
+bool harness_self_check() {
+    struct Expectation {
+        const char* what;
+        bool expected_ok;
+        std::function<void(Case&)> run;
+    };
+    const std::vector<float> ref = {1.0f, -2.0f, 0.0f, 1e-3f};
+    const std::vector<Expectation> cases = {
+        {"equal floats pass exactly", true, [&](Case& c) { c.expect_close("x", ref, ref, kExact); }},
+        {"a 1-ulp change fails exact", false,
+         [&](Case& c) {
+             auto g = ref;
+             g[1] = std::nextafter(g[1], 0.0f);
+             c.expect_close("x", ref, g, kExact);
+         }},
+        {"within atol + rtol|cpu| passes", true,
+         [&](Case& c) {
+             auto g = ref;
+             g[0] += 1.5e-6f;  // allowed: 1e-6 + 1e-6 * 1
+             c.expect_close("x", ref, g, {1e-6, 1e-6});
+         }},
+        {"just outside fails", false,
+         [&](Case& c) {
+             auto g = ref;
+             g[2] += 2e-6f;  // allowed at 0: 1e-6
+             c.expect_close("x", ref, g, {1e-6, 1e-6});
+         }},
+        {"a NaN fails", false,
+         [&](Case& c) {
+             auto g = ref;
+             g[3] = std::nanf("");
+             c.expect_close("x", ref, g, {1.0, 1.0});
+         }},
+        {"a size mismatch fails", false,
+         [&](Case& c) { c.expect_close("x", ref, std::vector<float>(ref.begin(), ref.end() - 1), {1.0, 1.0}); }},
+        {"a differing int fails", false, [&](Case& c) { c.expect_equal("i", {1, 2, 3}, {1, 2, 4}); }},
+        {"equal ints pass", true, [&](Case& c) { c.expect_equal("i", {1, 2, 3}, {1, 2, 3}); }},
+        {"a scalar outside rtol fails", false, [&](Case& c) { c.expect_close("s", 1.0, 1.0 + 2e-5, {0.0, 1e-5}); }},
+    };
+    bool all_right = true;
+    for (const Expectation& e : cases) {
+        Case c(std::string("self-check"));
+        e.run(c);
+        const bool right = c.ok() == e.expected_ok && c.checks() == 1;
+        std::printf("%s self-check: %s (expected %s)\n", right ? "ok  " : "FAIL", e.what,
+                    e.expected_ok ? "pass" : "fail");
+        all_right = all_right && right;
+    }
+    return all_right;
+}
 
 std::vector<float> random_normal(Rng& rng, size_t n, double scale) {
     std::vector<float> v(n);

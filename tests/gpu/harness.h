@@ -46,6 +46,11 @@ class Case {
     int failures_ = 0;
 };
 
+// Runs without a GPU: feeds the comparisons known good and bad inputs (a NaN, one element just outside the
+// tolerance, a differing integer, a size mismatch) and returns whether each verdict is the right one, so a
+// comparison that cannot fail is caught in CI (ctest gpu_harness_self_check).
+bool harness_self_check();
+
 // normal(0, scale) floats; uniform ints in [0, bound)
 std::vector<float> random_normal(Rng& rng, size_t n, double scale = 1.0);
 std::vector<int> random_ints(Rng& rng, size_t n, int bound);

@@ -4,6 +4,7 @@
 //   test_gpu_ops --op layernorm       one op test (ctest runs one per op: gpu_<op>)
 //   test_gpu_ops --bench [--json F]   the GPU ops at MoE-GPT-S shapes, ms and TFLOP/s or GB/s (F: JSON rows)
 //   test_gpu_ops --list               the op test names
+//   test_gpu_ops --self-check         the comparisons' own check (no GPU needed): exit 0 right, 1 wrong
 // Exit 77 when there is no CUDA device (ctest SKIP_RETURN_CODE), 2 for a usage error.
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +24,8 @@ constexpr int kExitSkip = 77;
 
 int usage(const std::string& problem) {
     std::fprintf(stderr,
-                 "test_gpu_ops: %s\nusage: test_gpu_ops [--op NAME] [--seed N] [--bench [--json PATH]] [--list]\n",
+                 "test_gpu_ops: %s\nusage: test_gpu_ops [--op NAME] [--seed N] [--bench [--json PATH]] [--list] "
+                 "[--self-check]\n",
                  problem.c_str());
     return prophet::kExitUsage;
 }
@@ -55,6 +57,8 @@ int main(int argc, char** argv) {
             bench = true;
         } else if (a == "--list") {
             list = true;
+        } else if (a == "--self-check") {
+            return gputest::harness_self_check() ? 0 : 1;
         } else {
             return usage("unknown argument '" + a + "'");
         }
