@@ -396,7 +396,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
                          path.c_str(), trace_id.c_str());
         }
         if (args.calibrate) {
-            const Calibration cal = calibrate_machine(*ctx->comm, trainer.model(), ctx->settings);
+            const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx->settings);  // the emulated link, if any
             if (root) {
                 ClusterSpec cluster = calibration_cluster(cal, D);
                 const std::string path = args.cluster_out.empty()

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cmd_ablate.h"
 #include "cmd_plan.h"
 #include "cmd_sweep.h"
 #include "cmd_trace.h"
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
     CLI::App* sweep = cli::add_sweep_command(app, sweep_args);
     cli::ProfileArgs profile_args;
     CLI::App* profile = cli::add_profile_command(app, profile_args);
+    cli::AblateArgs ablate_args;
+    CLI::App* ablate = cli::add_ablate_command(app, ablate_args);
 
     try {
         app.parse(argc, argv);
@@ -53,6 +56,7 @@ int main(int argc, char** argv) {
         if (plan->parsed()) return cli::run_plan(plan_args);
         if (trace->parsed()) return cli::run_trace(trace_args);
         if (sweep->parsed()) return cli::run_sweep_command(sweep_args);
+        if (ablate->parsed()) return cli::run_ablate(ablate_args);
         int rc = kExitUsage;
         if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
         if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);

@@ -16,6 +16,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -324,7 +325,7 @@ void MpiRequest::wait() {
         const auto deadline =
             Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
         int flag = 0;
-        for (;;) {
+        for (int polls = 0;; ++polls) {
             PROPHET_MPI_CHECK_CONTEXT(MPI_Test(&request, &flag, &status), context());
             if (flag) break;
             if (Clock::now() > deadline) {
@@ -341,7 +342,13 @@ void MpiRequest::wait() {
                 throw comm_detail::timeout_error(comm_->rank(), call_, timeout_s,
                                                  " on host " + g_mpi.host + " (" + operation_ + ")");
             }
-            std::this_thread::yield();  // ranks may oversubscribe the cores
+            // Ranks may oversubscribe the cores, and other threads of this rank (a communication stream, an
+            // emulated link's wire thread) need the CPU and MPI's lock: yield at first, then back off to sleeps of
+            // up to 100 us (a wait that long is far from latency-bound).
+            if (polls < 64)
+                std::this_thread::yield();
+            else
+                std::this_thread::sleep_for(std::chrono::microseconds(std::min(100, (polls - 63) * 2)));
         }
     }
     complete(status);

@@ -4,6 +4,8 @@
 //   mpirun -np 4 ./build/tests/test_comm --gtest_filter='Mpi*'
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <chrono>
 #include <thread>
 
@@ -224,6 +226,30 @@ TEST(MpiComm, PacedLinkPassesTheExactChecks) {
     if (mpi_thread_level() != "MPI_THREAD_MULTIPLE") GTEST_SKIP() << "MPI provided " << mpi_thread_level();
     auto paced = make_paced_communicator(&c, LinkEmulation{2e9, 1e-6});
     check_all(*paced);
+    c.barrier();
+}
+
+// Under ci/slow-net.sh (ctest slow_net_mpi_2 sets PROPHET_SLOW_NET_GBPS to the shaper's rate): 8 MiB from rank 0
+// to rank 1 must not beat the shaped rate (upper bound, with 20% for the token bucket's burst and headers not
+// counted by the shaper's rate), and must still move (lower bound: a tenth of it). Skipped elsewhere.
+TEST(MpiComm, RateLimitedLinkHoldsItsRate) {
+    SKIP_UNLESS_MPI_RANKS();
+    const char* limit = std::getenv("PROPHET_SLOW_NET_GBPS");
+    if (!limit) GTEST_SKIP() << "not under ci/slow-net.sh";
+    const double limit_gbps = std::atof(limit);
+    const size_t bytes = 8u << 20;
+    std::vector<char> buffer(bytes, 'x');
+    c.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (c.rank() == 0) c.isend(buffer.data(), bytes, 1, 91)->wait();
+    if (c.rank() == 1) c.irecv(buffer.data(), bytes, 0, 91)->wait();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (c.rank() == 1) {
+        const double gbps = bytes * 8 / s / 1e9;
+        std::printf("[ info ] 8 MiB in %.1f ms: %.3f Gbit/s on a %.3f Gbit/s shaped link\n", s * 1e3, gbps, limit_gbps);
+        EXPECT_LE(gbps, 1.2 * limit_gbps);
+        EXPECT_GE(gbps, 0.1 * limit_gbps);
+    }
     c.barrier();
 }
 

@@ -1,0 +1,334 @@
+// cmd_ablate.cpp: `prophet ablate` (see cmd_ablate.h): child processes, the store record, the table.
+#include "cmd_ablate.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "train/train_config.h"
+
+namespace prophet::cli {
+
+namespace {
+
+// The paper's variants (Fig 14), in its incremental order. "scheduler" has no planner of Pro-Prophet's: the
+// FasterMoE placement (every hot expert shadowed), planned ahead like every policy under the scheduler.
+struct Variant {
+    const char* name;
+    std::vector<std::string> sets;
+    const char* what;
+};
+const std::vector<Variant>& variants() {
+    static const std::vector<Variant> v = {
+        {"none", {"balance.policy=static", "schedule.mode=none"}, "static expert parallelism"},
+        {"planner", {"balance.policy=prophet", "balance.cost_eq=6", "schedule.mode=none"},
+         "Pro-Prophet's planner (Eq 6: transfers counted as exposed), Trans/Agg blocking"},
+        {"scheduler", {"balance.policy=fastermoe", "schedule.mode=blockwise"},
+         "FasterMoE's placement with the block-wise scheduler"},
+        {"planner+scheduler", {"balance.policy=prophet", "balance.cost_eq=6", "schedule.mode=blockwise"},
+         "planner (Eq 6) and scheduler, not coupled"},
+        {"full", {"balance.policy=prophet", "balance.cost_eq=8", "schedule.mode=blockwise"},
+         "planner under Eq 8 (it knows the scheduler hides transfers) and scheduler"},
+    };
+    return v;
+}
+
+// The paper's Fig 14 (MoE-GPT-M, HPWNV): each step's speedup over the previous one.
+const std::map<std::string, std::pair<double, double>> kPaperIncremental = {
+    {"planner", {1.26, 1.12}}, {"planner+scheduler", {1.14, 1.01}}, {"full", {1.03, 1.02}}};
+
+struct ChildResult {
+    int exit_code = 0;
+    std::string out;       // stdout
+    std::string err_tail;  // last lines of stderr
+};
+
+// Runs argv (searching PATH) with stdout captured and stderr to a temporary file.
+ChildResult run_child(const std::vector<std::string>& argv) {
+    int pipe_fd[2];
+    if (pipe(pipe_fd) != 0) throw Error(kExitRunFailed, "run failed: pipe() for a child: " + std::string(strerror(errno)));
+    char err_path[] = "/tmp/prophet-ablate-XXXXXX";
+    const int err_fd = mkstemp(err_path);
+    if (err_fd < 0) throw Error(kExitRunFailed, "run failed: mkstemp for a child's stderr");
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t pid = fork();
+    if (pid < 0) throw Error(kExitRunFailed, "run failed: fork: " + std::string(strerror(errno)));
+    if (pid == 0) {
+        dup2(pipe_fd[1], 1);
+        dup2(err_fd, 2);
+        close(pipe_fd[0]);
+        close(pipe_fd[1]);
+        std::vector<char*> args;
+        for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        std::fprintf(stderr, "cannot run %s: %s\n", args[0], strerror(errno));
+        _exit(127);
+    }
+    close(pipe_fd[1]);
+    ChildResult r;
+    char buffer[4096];
+    for (;;) {
+        const ssize_t n = read(pipe_fd[0], buffer, sizeof buffer);
+        if (n > 0) r.out.append(buffer, (size_t)n);
+        if (n == 0 || (n < 0 && errno != EINTR)) break;
+    }
+    close(pipe_fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    std::ifstream err(err_path);
+    std::string line;
+    std::vector<std::string> lines;
+    while (std::getline(err, line)) lines.push_back(line);
+    close(err_fd);
+    unlink(err_path);
+    for (size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i) r.err_tail += lines[i] + "\n";
+    return r;
+}
+
+std::string self_binary() {
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) throw Error(kExitRunFailed, "run failed: cannot resolve /proc/self/exe; fix: run prophet on Linux");
+    return self.string();
+}
+
+struct Stat {
+    double mean = 0, sd = 0;
+    int n = 0;
+};
+Stat mean_sd(const std::vector<double>& v) {
+    Stat s;
+    s.n = (int)v.size();
+    if (v.empty()) return s;
+    for (double x : v) s.mean += x;
+    s.mean /= s.n;
+    if (s.n > 1) {
+        double ss = 0;
+        for (double x : v) ss += (x - s.mean) * (x - s.mean);
+        s.sd = std::sqrt(ss / (s.n - 1));
+    }
+    return s;
+}
+std::string pm(const Stat& s, int precision = 2) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*f ± %.*f", precision, s.mean, precision, s.sd);
+    return b;
+}
+
+// Mean over the steps >= warmup of a global per-step metric.
+double run_mean(Store& store, const std::string& run_id, const std::string& key, int warmup) {
+    double sum = 0;
+    int n = 0;
+    for (const MetricRow& row : store.get_metrics(run_id, key))
+        if (row.layer == -1 && row.rank == -1 && row.step >= warmup) {
+            sum += row.value;
+            ++n;
+        }
+    return n ? sum / n : std::nan("");
+}
+
+}  // namespace
+
+CLI::App* add_ablate_command(CLI::App& app, AblateArgs& args) {
+    CLI::App* cmd = app.add_subcommand(
+        "ablate", "Pro-Prophet's ablation on real runs: none / planner / scheduler / planner+scheduler / full over "
+                  "N seeds, mean ± sd of the step time and the exposed Trans/Agg time");
+    cmd->add_option("--seeds", args.seeds, "number of seeds (run.seed = first .. first + N - 1)")
+        ->check(CLI::Range(1, 1000));
+    cmd->add_option("--first-seed", args.first_seed, "first seed");
+    cmd->add_option("--ranks", args.ranks, "ranks per run (mpirun -np D when D > 1)")->check(CLI::Range(1, 4096));
+    cmd->add_option("--variants", args.variants, "subset of: none planner scheduler planner+scheduler full")
+        ->delimiter(',');
+    cmd->add_option("--warmup", args.warmup, "steps left out of each run's means")->check(CLI::Range(0, 1000000));
+    cmd->add_flag("--timeline", args.timeline, "record every op of every rank in each run (prophet train --timeline)");
+    add_common_options(cmd, args.common);
+    std::string footer = "Variants (each a set of train keys on top of --config/--set):\n";
+    for (const Variant& v : variants()) {
+        std::string sets;
+        for (const std::string& s : v.sets) sets += " " + s;
+        footer += "  " + std::string(v.name) + ":" + sets + "\n      " + v.what + "\n";
+    }
+    footer +=
+        "Runs go seed by seed, every variant once per seed, so the variants see the same machine state; each run is\n"
+        "recorded by its child with the param ablate.variant (report/fig_ablation.py draws them). To see the\n"
+        "scheduler at work on CPU ranks, emulate a network: --set comm.link_gbps=2 (docs/scheduler.md).\n"
+        "Example:\n  prophet ablate --config experiments/train/ablate-4rank.toml --seeds 5";
+    cmd->footer(footer);
+    return cmd;
+}
+
+int run_ablate(const AblateArgs& args) {
+    if (args.common.help_config) {
+        print_schema(train_schema(), "ablate");
+        return kExitOk;
+    }
+    std::vector<const Variant*> chosen;
+    for (const Variant& v : variants())
+        if (args.variants.empty() || std::find(args.variants.begin(), args.variants.end(), v.name) != args.variants.end())
+            chosen.push_back(&v);
+    for (const std::string& name : args.variants) {
+        bool known = false;
+        for (const Variant& v : variants()) known |= name == v.name;
+        if (!known)
+            throw Error(kExitUsage, "usage error: --variants: unknown variant '" + name +
+                                        "'; allowed: none, planner, scheduler, planner+scheduler, full");
+    }
+    // every variant's config must be valid before anything runs
+    Config base = resolve_config(train_schema(), args.common);
+    for (const Variant* v : chosen) {
+        Config c = base;
+        for (const std::string& s : v->sets) c.apply_set(s);
+        train_settings_from(c, args.ranks);
+    }
+    const std::string store_path = base.get_string("store.path");
+    // the train default ("train") becomes "ablate"; a label set in the config is kept
+    const std::string label = base.get_string("run.experiment");
+    const std::string experiment = label.empty() || label == "train" ? "ablate" : label;
+    const int total = args.seeds * (int)chosen.size();
+    if (args.common.dry_run) {
+        std::printf("dry run: would run %d variants x %d seeds = %d runs of %lld steps on %d rank(s), recording into %s\n",
+                    (int)chosen.size(), args.seeds, total, (long long)base.get_int("train.steps"), args.ranks,
+                    store_path.c_str());
+        return kExitOk;
+    }
+    std::filesystem::create_directories(std::filesystem::path(store_path).parent_path().empty()
+                                            ? std::filesystem::path(".")
+                                            : std::filesystem::path(store_path).parent_path());
+    Store store = Store::open(store_path);
+    RunInfo info = make_run_info("ablate", base, args.common);
+    info.experiment = experiment;
+    info.world_size = args.ranks;
+    info.seed = args.first_seed;
+    const std::string ablate_id = store.begin_run(info);
+
+    const std::string binary = self_binary();
+    struct Row {
+        std::string run_id;
+        int64_t seed;
+        double step_ms, trans_exposed, agg_exposed, trans, agg;
+    };
+    std::map<std::string, std::vector<Row>> rows;  // variant -> runs
+    int done = 0, failed = 0;
+    const int64_t t_start = now_ns();
+    for (int i = 0; i < args.seeds; ++i) {
+        const int64_t seed = args.first_seed + i;
+        for (const Variant* v : chosen) {
+            std::vector<std::string> cmd;
+            if (args.ranks > 1)
+                cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(args.ranks)};
+            cmd.push_back(binary);
+            cmd.push_back("train");
+            for (const std::string& f : args.common.config_files) {
+                cmd.push_back("--config");
+                cmd.push_back(f);
+            }
+            auto set = [&](const std::string& kv) {
+                cmd.push_back("--set");
+                cmd.push_back(kv);
+            };
+            for (const std::string& s : args.common.sets) set(s);
+            for (const std::string& s : v->sets) set(s);
+            set("run.seed=" + std::to_string(seed));
+            set("run.experiment=\"" + experiment + "\"");
+            set("store.path=\"" + store_path + "\"");
+            cmd.push_back("--json");
+            if (args.timeline) cmd.push_back("--timeline");
+            const ChildResult r = run_child(cmd);
+            ++done;
+            std::string run_id;
+            std::istringstream lines(r.out);
+            std::string line;
+            while (std::getline(lines, line)) {
+                const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+                if (j.is_object() && j.value("summary", false)) run_id = j.value("run_id", "");
+            }
+            const double elapsed_s = (now_ns() - t_start) * 1e-9;
+            const double eta_s = elapsed_s / done * (total - done);
+            if (r.exit_code != 0 || run_id.empty()) {
+                ++failed;
+                std::fprintf(stderr, "[%d/%d] seed %lld %s: FAILED (exit %d)\n%s", done, total, (long long)seed,
+                             v->name, r.exit_code, r.err_tail.c_str());
+                continue;
+            }
+            store.put_params(run_id, {{"ablate.variant", v->name}, {"ablate.id", ablate_id}});
+            Row row{run_id,
+                    seed,
+                    run_mean(store, run_id, "step_ms", args.warmup),
+                    run_mean(store, run_id, "trans_exposed_ms", args.warmup),
+                    run_mean(store, run_id, "agg_exposed_ms", args.warmup),
+                    run_mean(store, run_id, "trans_ms", args.warmup),
+                    run_mean(store, run_id, "agg_ms", args.warmup)};
+            rows[v->name].push_back(row);
+            std::fprintf(stderr, "[%d/%d] seed %lld %-17s %8.2f ms/step  exposed Trans %6.2f Agg %6.2f ms  (run %s, ETA %.0f s)\n",
+                         done, total, (long long)seed, v->name, row.step_ms, row.trans_exposed, row.agg_exposed,
+                         run_id.c_str(), eta_s);
+        }
+    }
+
+    // speedup over none per seed, then mean ± sd across seeds
+    std::map<int64_t, double> none_ms;
+    for (const Row& r : rows["none"]) none_ms[r.seed] = r.step_ms;
+    nlohmann::json out = nlohmann::json::array();
+    if (!args.common.json) {
+        std::printf("prophet ablate: %d runs (%d failed), %d seeds, %d ranks, %lld steps each (first %d left out); "
+                    "mean ± sd across seeds\n",
+                    done, failed, args.seeds, args.ranks, (long long)base.get_int("train.steps"), args.warmup);
+        std::printf("| variant | runs | step ms | x none | exposed Trans ms | exposed Agg ms | Trans ms | Agg ms | "
+                    "paper Fig 14 (k=1 / k=2, incremental) |\n|---|---|---|---|---|---|---|---|---|\n");
+    }
+    for (const Variant* v : chosen) {
+        const std::vector<Row>& rs = rows[v->name];
+        std::vector<double> ms, speed, te, ae, tb, ab;
+        for (const Row& r : rs) {
+            ms.push_back(r.step_ms);
+            if (none_ms.count(r.seed)) speed.push_back(none_ms[r.seed] / r.step_ms);
+            te.push_back(r.trans_exposed);
+            ae.push_back(r.agg_exposed);
+            tb.push_back(r.trans);
+            ab.push_back(r.agg);
+        }
+        const auto paper = kPaperIncremental.find(v->name);
+        char paper_text[64] = "";
+        if (paper != kPaperIncremental.end())
+            std::snprintf(paper_text, sizeof paper_text, "%.2fx / %.2fx", paper->second.first, paper->second.second);
+        const Stat s_ms = mean_sd(ms), s_sp = mean_sd(speed), s_te = mean_sd(te), s_ae = mean_sd(ae),
+                   s_tb = mean_sd(tb), s_ab = mean_sd(ab);
+        if (args.common.json) {
+            out.push_back({{"variant", v->name}, {"runs", (int)rs.size()}, {"step_ms_mean", s_ms.mean},
+                           {"step_ms_sd", s_ms.sd}, {"speedup_mean", s_sp.mean}, {"speedup_sd", s_sp.sd},
+                           {"trans_exposed_ms_mean", s_te.mean}, {"agg_exposed_ms_mean", s_ae.mean},
+                           {"trans_ms_mean", s_tb.mean}, {"agg_ms_mean", s_ab.mean}});
+        } else {
+            std::printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", v->name, (int)rs.size(), pm(s_ms).c_str(),
+                        s_sp.n ? pm(s_sp, 3).c_str() : "-", pm(s_te).c_str(), pm(s_ae).c_str(), pm(s_tb).c_str(),
+                        pm(s_ab).c_str(), paper_text);
+        }
+    }
+    if (args.common.json) std::printf("%s\n", nlohmann::json{{"ablate_id", ablate_id}, {"store", store_path},
+                                                             {"failed", failed}, {"variants", out}}.dump().c_str());
+    store.finish_run(ablate_id, failed ? "failed" : "finished", failed ? kExitRunFailed : 0,
+                     failed ? std::to_string(failed) + " of " + std::to_string(total) + " runs failed" : "");
+    std::fprintf(stderr, "prophet ablate: run %s recorded in %s\n", ablate_id.c_str(), store_path.c_str());
+    return failed ? kExitRunFailed : kExitOk;
+}
+
+}  // namespace prophet::cli
