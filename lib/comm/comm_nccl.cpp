@@ -158,7 +158,10 @@ class NcclComm final : public Communicator {
             throw Error(kExitDistributed, where() + ": " + call + ": the NCCL communicator was aborted after an "
                                                                "earlier failure or timeout");
     }
-    std::string where() const { return "rank " + std::to_string(rank_) + " on host " + host_; }
+    std::string where() const {
+        return "rank " + std::to_string(rank_) + " on host " + host_ +
+               (device_ >= 0 ? " (GPU " + std::to_string(device_) + ")" : std::string());
+    }
     // Device view of `bytes` at p for an operation of `request`: p itself if it is device memory, else a staging
     // buffer (filled from p when `fill`, copied back to p after the operation when `back`).
     std::byte* stage(NcclRequest& request, const void* p, size_t bytes, bool fill, bool back);
@@ -318,6 +321,7 @@ void NcclComm::throw_nccl(ncclResult_t result, const char* call, int line) {
 }
 
 void NcclComm::wait_event(cudaEvent_t event, const char* call) {
+    require_live(call);
     const auto start = Clock::now();
     for (;;) {
         const cudaError_t status = cudaEventQuery(event);
@@ -372,7 +376,7 @@ void NcclComm::copy_to_host(const std::vector<NcclRequest::CopyBack>& copies) {
 void NcclComm::record(NcclRequest& request) { PROPHET_CUDA_CHECK(cudaEventRecord(request.event, stream_)); }
 
 void NcclComm::flush_p2p() {
-    if (queued_ops_.empty()) return;
+    if (queued_ops_.empty() && queued_requests_.empty()) return;
     require_live("isend/irecv");
     // NCCL matches a pair's messages in issue order and knows no tags: issue each (peer, direction) in tag order,
     // post order within a tag (MPI's non-overtaking rule), so sender and receiver agree whatever order the tags
@@ -380,14 +384,14 @@ void NcclComm::flush_p2p() {
     std::stable_sort(queued_ops_.begin(), queued_ops_.end(), [](const P2p& a, const P2p& b) {
         return std::tie(a.peer, a.send, a.tag) < std::tie(b.peer, b.send, b.tag);
     });
-    PROPHET_NCCL(ncclGroupStart());
+    if (!queued_ops_.empty()) PROPHET_NCCL(ncclGroupStart());
     for (const P2p& op : queued_ops_) {
         if (op.send)
             PROPHET_NCCL(ncclSend(op.device, op.bytes, ncclInt8, op.peer, comm_, stream_));
         else
             PROPHET_NCCL(ncclRecv(op.device, op.bytes, ncclInt8, op.peer, comm_, stream_));
     }
-    PROPHET_NCCL(ncclGroupEnd());
+    if (!queued_ops_.empty()) PROPHET_NCCL(ncclGroupEnd());
     queued_ops_.clear();
     std::vector<NcclRequest*> requests;
     requests.swap(queued_requests_);
