@@ -30,6 +30,8 @@ FIGURES = [
     ("fig_plan_policies", "Predicted MoE-layer time and max/mean load of every policy (prophet plan)."),
     ("fig_planner_scaling", "Measured planning time against E, D and L per policy (prophet sweep, engine model)."),
     ("fig_train", "Loss, step time and max/mean load per step, by policy (prophet train)."),
+    ("fig_gantt", "One training step across ranks: compute, all-to-alls, Trans/Agg on the communication thread and "
+                  "the compute thread's waits for them (prophet train --timeline, docs/scheduler.md)."),
     ("fig_validation", "Simulated (schedule none, sweep validate_cluster) against measured step time of real sweep "
                        "points, with the relative error (prophet sweep, engine real)."),
 ]

@@ -33,6 +33,7 @@ def main(argv=None):
     p.add_argument("--run", default=None, help="run id (default: the newest run with a timeline)")
     p.add_argument("--step", type=int, default=None, help="step to draw (default: the median-time step after 1)")
     p.add_argument("--name", default=NAME, help="output file stem (default %(default)s)")
+    p.add_argument("--experiment", default=None, help="only runs with this experiment name")
     args = p.parse_args(argv)
     con = C.connect(args.db)
     if con is None:
@@ -41,6 +42,12 @@ def main(argv=None):
                        "JOIN runs r ON r.run_id = e.run_id WHERE e.kind = 'timeline'")
     if ev.empty:
         C.no_data(NAME, "no timeline events (run prophet train --timeline)")
+    if args.experiment:
+        runs = C.load_runs(con, experiment=args.experiment, status=None)
+        ids = set(runs["run_id"]) if not runs.empty else set()
+        ev = ev[ev["run_id"].isin(ids)]
+        if ev.empty:
+            C.no_data(NAME, f"no timeline events in experiment {args.experiment}")
     run = args.run or ev.sort_values("started_ms")["run_id"].iloc[-1]
     ev = ev[ev["run_id"] == run]
     if ev.empty:
