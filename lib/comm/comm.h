@@ -4,6 +4,8 @@
 // oracle the tests compare against), MPI (CPU ranks over OpenMPI), and later NCCL. Buffers are host memory;
 // sizes are in bytes or elements as named. Every collective must be called by all ranks of the communicator
 // in the same order (MPI semantics). Failures throw prophet::Error (exit code 6) naming the rank and the call.
+// Threads: one thread runs the collectives; one more (the scheduler's communication stream) may run isend/irecv
+// and the subset Trans/Agg at the same time (MPI needs MPI_THREAD_MULTIPLE for that; LocalGroup allows it).
 #pragma once
 
 #include <cstddef>
@@ -67,7 +69,8 @@ class Communicator {
     virtual void set_timeout_s(double seconds) = 0;
 };
 
-// N in-process ranks for tests: communicator i must be used from its own thread.
+// N in-process ranks for tests: communicator i must be used from its own thread (plus one communication
+// thread of that rank, as above).
 std::vector<std::unique_ptr<Communicator>> make_local_group(int num_ranks);
 
 // True when this binary was built with MPI (PROPHET_HAVE_MPI).

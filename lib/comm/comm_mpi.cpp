@@ -9,7 +9,9 @@
 // in ascending rank order over each rank's chunk, then MPI_Iallgatherv; that is also the bandwidth of a ring.
 // Threading: MPI_THREAD_MULTIPLE is requested; whatever level is provided is recorded (mpi_thread_level). No
 // MPI call is made from a thread of this file's own (async ops progress inside wait()/test()), so FUNNELED or
-// SERIALIZED is safe as long as one thread (for FUNNELED, the main thread) uses the communicators.
+// SERIALIZED is safe as long as one thread (for FUNNELED, the main thread) uses the communicators. The block-wise
+// scheduler's communication thread and an emulated link's wire thread are second threads: prophet train checks for
+// MPI_THREAD_MULTIPLE before it starts either.
 // the C API only: mpi.h otherwise pulls in the deprecated C++ bindings, which MPI::MPI_C does not link
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
