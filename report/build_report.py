@@ -34,6 +34,12 @@ FIGURES = [
                   "the compute thread's waits for them (prophet train --timeline, docs/scheduler.md)."),
     ("fig_validation", "Simulated (schedule none, sweep validate_cluster) against measured step time of real sweep "
                        "points, with the relative error (prophet sweep, engine real)."),
+    ("fig_serving_tail", "Per-layer p99 of the per-layer max over ranks of expert and all-to-all time, with "
+                         "MoETuner's mean-of-max, by policy, measured and simulated (prophet profile --inference)."),
+    ("fig_serving_sample", "Reduction of the MoE-part tail against static, in-sample against out-of-sample "
+                           "(prophet profile --inference, bench/serve_policies.py)."),
+    ("fig_ilp_gap", "MoETuner's two-stage ILP against the joint ILP: gap in the joint objective, and solve time "
+                    "against E, D and L (bench_ilp_gap)."),
 ]
 
 

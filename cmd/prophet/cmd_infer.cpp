@@ -160,6 +160,7 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
                     {"median_step_ms", median_ms}, {"median_tokens_per_s", tokens / (median_ms * 1e-3)},
                     {"offline_plan_s", run.offline_plan_s}, {"layers", layers},
                     {"expert_sum", tail_json(tails.expert_sum)}, {"a2a_sum", tail_json(tails.a2a_sum)},
+                    {"layer_sum", tail_json(tails.layer_sum)},
                     {"forward", tail_json(tails.forward)}};
                 std::printf("%s\n", summary.dump().c_str());
             } else {

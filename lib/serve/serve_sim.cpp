@@ -58,9 +58,11 @@ ServeRun simulate_serving(const ServeRun& real, const std::string& policy, const
         for (int l = 0; l < L; ++l)
             b.placements.push_back(planner.plan(l, b.counts.data() + static_cast<size_t>(l) * D * run.profile.E));
         planner.end_iteration(b.counts);
+        // Trans is charged against the placement the previous batch ran under; before the first batch a serving
+        // system has deployed the offline placement (its replicas are resident), an online one starts static
+        const std::vector<Placement>& before = !run.measured.empty() ? run.measured.back().placements : run.offline;
         const std::vector<sim::InferenceLayerTime> t =
-            sim::simulate_inference(cost, b.counts, {b.placements}, options.route_rule, 1.0,
-                                    run.measured.empty() ? std::vector<Placement>{} : run.measured.back().placements);
+            sim::simulate_inference(cost, b.counts, {b.placements}, options.route_rule, 1.0, before);
         b.expert_ms.resize(static_cast<size_t>(L) * D);
         b.a2a_ms.resize(b.expert_ms.size());
         b.layer_ms.resize(b.expert_ms.size());

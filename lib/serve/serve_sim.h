@@ -5,7 +5,8 @@
 // policy plans again with the simulated cluster's cost model (MoETuner's ILP 2 sees that cluster's links), and
 // lib/sim/inference.h times every layer on every device. The result has the shape of a real ServeRun, so the
 // same statistics and records apply; forward_ms is the MoE part only: the sum over layers of the slowest
-// device's expert + all-to-all + Trans time.
+// device's expert + all-to-all + Trans time. Trans is charged only for replicas that were not resident in the
+// previous batch; offline placements (EPLB's replicas) are deployed before the first batch.
 #pragma once
 
 #include <string>
