@@ -44,6 +44,9 @@ const Schema& cluster_schema() {
         s.add_float("cluster.fnec_ms", -1.0, -1.0, 1e7,
                     "measured forward non-expert time of one block, ms (-1: estimate from model dims)");
         s.add_float("cluster.bnec_ms", -1.0, -1.0, 1e7, "measured backward non-expert time of one block, ms (-1: 2x FNEC)");
+        s.add_float("cluster.step_tail_ms", -1.0, -1.0, 1e7,
+                    "measured per-step time after the last backward block: dense-gradient all-reduce, gradient norm, "
+                    "optimizer, ms (-1: not modelled)");
         s.add_string("cluster.source", "", {}, "where the numbers come from (paper, code constant, calibration)");
         return s;
     }();
@@ -98,6 +101,8 @@ ClusterSpec cluster_from_config(const Config& config, const std::string& origin)
     const double bnec_ms = config.get_float("cluster.bnec_ms");
     c.fnec_s = fnec_ms >= 0 ? fnec_ms * 1e-3 : -1;
     c.bnec_s = bnec_ms >= 0 ? bnec_ms * 1e-3 : -1;
+    const double tail_ms = config.get_float("cluster.step_tail_ms");
+    c.step_tail_s = tail_ms >= 0 ? tail_ms * 1e-3 : -1;
     if (c.num_devices % c.devices_per_node != 0)
         throw_config_error("cluster.devices_per_node", std::to_string(c.devices_per_node),
                            "must divide cluster.num_devices = " + std::to_string(c.num_devices) + " (" + origin + ")",
@@ -134,6 +139,7 @@ std::string cluster_to_toml(const ClusterSpec& c) {
     out << "node_nic_gbit_s = " << c.node_nic_bytes_per_s / kGbit << "\n";
     out << "fnec_ms = " << (c.fnec_s >= 0 ? c.fnec_s * 1e3 : -1.0) << "\n";
     out << "bnec_ms = " << (c.bnec_s >= 0 ? c.bnec_s * 1e3 : -1.0) << "\n";
+    out << "step_tail_ms = " << (c.step_tail_s >= 0 ? c.step_tail_s * 1e3 : -1.0) << "\n";
     return out.str();
 }
 

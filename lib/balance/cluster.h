@@ -30,6 +30,9 @@ struct ClusterSpec {
     // measured non-expert block time (seconds) per device; < 0: estimate from model dimensions
     double fnec_s = -1;
     double bnec_s = -1;
+    // measured time of what a training step does after its last backward block (dense-gradient all-reduce,
+    // gradient norm, optimizer step), seconds per iteration; < 0: not modelled (the simulator's optimizer op)
+    double step_tail_s = -1;
     // fixed per-collective latency (seconds), added once per all-to-all
     double a2a_latency_s = 0;
 

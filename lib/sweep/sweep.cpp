@@ -923,6 +923,9 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
     sim::SimOptions o;
     o.schedule = sim::ScheduleKind::kNone;  // the real trainer does not overlap communication yet
     o.plan_s = -1;                          // the policy's measured planning time, as the trainer plans in-step
+    // the step's tail after the last backward block (dense all-reduce, norm, AdamW), when the cluster measured it
+    o.include_optimizer = cluster.step_tail_s >= 0;
+    o.optimizer_s = std::max(0.0, cluster.step_tail_s);
     o.record_timeline = false;
     const sim::SimResult r = sim::simulate_policy(policy, view_of(trace), cost, settings, o);
     Validation v;

@@ -13,6 +13,7 @@
 #include "core/timer.h"
 #include "kernels/blas.h"
 #include "kernels/kernels.h"
+#include "kernels/optim.h"
 #include "model/data.h"
 
 namespace prophet {
@@ -118,12 +119,37 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
         std::vector<float> x(static_cast<size_t>(M) * C, 0.01f), w1(static_cast<size_t>(C) * F, 0.02f),
             w2(static_cast<size_t>(F) * C, 0.02f), pre(static_cast<size_t>(M) * F), act(pre.size()),
             y(static_cast<size_t>(M) * C);
-        const double t = time_collective(comm, [&] {
+        auto ffn = [&] {
             gemm<float>(false, false, M, F, C, 1.0f, x.data(), C, w1.data(), F, 0.0f, pre.data(), F);
             gelu_forward<float>(act.data(), pre.data(), pre.size());
             gemm<float>(false, false, M, C, F, 1.0f, act.data(), F, w2.data(), C, 0.0f, y.data(), C);
-        });
+        };
+        const double t = time_collective(comm, ffn);
         cal.expert_flops_per_s = 4.0 * M * C * F / t;
+
+        // ---- the wait of an all-to-all that follows compute with no barrier between, as in a step: ranks that
+        // share cores reach it at different times, and a rank descheduled for a time slice holds up the others.
+        // A chain of kChain (FFN, all-to-all) pairs after one barrier, as a step's blocks run them:
+        // wait = (chain - kChain (FFN alone + all-to-all alone)) / kChain, slowest rank, medians; the cost model
+        // adds it to every all-to-all (a2a_latency_us). Message: this rank's M K routed rows of C floats spread
+        // evenly over the D ranks.
+        constexpr int kChain = 16;
+        const size_t per_peer = std::max<size_t>(1, static_cast<size_t>(M) * m.K * C * sizeof(float) / D);
+        std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
+        std::vector<size_t> bytes(D, per_peer), offsets(D);
+        for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
+        bytes[comm.rank()] = 0;
+        auto a2a = [&] {
+            comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
+        };
+        const double alone = time_collective(comm, a2a);
+        const double chained = time_collective(comm, [&] {
+            for (int i = 0; i < kChain; ++i) {
+                ffn();
+                a2a();
+            }
+        });
+        cal.a2a_wait_s = std::max(0.0, chained / kChain - t - alone);
     }
 
     // ---- non-expert block time: the model with a timed local executor ----
@@ -155,6 +181,30 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
         }
         cal.fnec_s = median(fnec);
         cal.bnec_s = median(bnec);
+
+        // ---- the step's tail, as Trainer::step runs it after the last backward block: the dense-gradient
+        // all-reduce, the global gradient norm (its all-reduce), AdamW on the dense tensors and this rank's home
+        // experts under static EP (experts [r E/D, (r+1) E/D)), the loss all-reduce, and the next step's zero-grad.
+        // The first repeat reduces the last backward's gradients, later ones the zeros zero-grad left: the same work.
+        const int per_rank = m.E / D;
+        std::vector<char> skip(model.num_tensors(), 0), include(model.num_tensors(), 0);
+        for (int i = 0; i < model.num_tensors(); ++i) {
+            const ParamTensor& t = model.tensor(i);
+            const bool home = t.is_expert && t.expert / per_rank == comm.rank();
+            skip[i] = t.is_expert && !home;
+            include[i] = t.is_expert ? home : comm.rank() == 0;  // dense tensors counted once, as the trainer does
+        }
+        cal.step_tail_s = time_collective(comm, [&] {
+            Span<float> dense = model_dense_grads(model);
+            comm.all_reduce_sum(dense.data, dense.size);
+            double norm_sq = grad_norm_sq(model, &include);
+            comm.all_reduce_sum(&norm_sq, 1);
+            const double clip = grad_clip_scale(std::sqrt(norm_sq), settings.grad_clip);
+            adamw_step(model, settings.lr.max_lr, settings.adamw, clip, &skip);
+            double loss = 1.0;
+            comm.all_reduce_sum(&loss, 1);
+            model_zero_grad(model);
+        });
     }
     return cal;
 }
@@ -180,6 +230,8 @@ ClusterSpec calibration_cluster(const Calibration& cal, int num_devices) {
     c.inter_node_bytes_per_s = cal.p2p_bytes_per_s;
     c.fnec_s = cal.fnec_s;
     c.bnec_s = cal.bnec_s;
+    c.step_tail_s = cal.step_tail_s;
+    c.a2a_latency_s = cal.a2a_wait_s;
     return c;
 }
 
@@ -193,6 +245,8 @@ std::string calibration_json(const Calibration& cal) {
                         {"expert_gflop_s", cal.expert_flops_per_s / 1e9},
                         {"fnec_ms", cal.fnec_s * 1e3},
                         {"bnec_ms", cal.bnec_s * 1e3},
+                        {"step_tail_ms", cal.step_tail_s * 1e3},
+                        {"a2a_wait_us", cal.a2a_wait_s * 1e6},
                         {"blas", blas_config()}};
     return j.dump();
 }

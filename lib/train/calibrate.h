@@ -5,7 +5,11 @@
 //                r = D-1 receivers: B = (D-1) * bytes / (D * time);
 //   point to point: rank 0 -> rank 1, 4 MiB;
 //   compute: the expert FFN (two GEMMs and gelu) on this rank's tokens, 4 M C F FLOP per call (Eq 2's t);
-//   FNEC / BNEC: a forward/backward of the model with a timed local expert executor, minus the expert time, / L.
+//   all-to-all wait: how much longer the FFN followed by an all-to-all of this rank's routed rows takes than the
+//                two alone (ranks sharing cores arrive apart): the cluster's a2a_latency_us;
+//   FNEC / BNEC: a forward/backward of the model with a timed local expert executor, minus the expert time, / L;
+//   step tail: what a step does after its last backward block (dense-gradient all-reduce, gradient norm, AdamW on
+//              the dense tensors and the rank's home experts, loss all-reduce, zero-grad), once per step.
 // Timings are medians over repeats of the maximum over ranks (the slowest rank decides, as in a step).
 #pragma once
 
@@ -29,6 +33,8 @@ struct Calibration {
     double expert_flops_per_s = 0;
     double fnec_s = 0;
     double bnec_s = 0;
+    double step_tail_s = 0;  // per step, seconds
+    double a2a_wait_s = 0;   // per all-to-all, seconds
 };
 
 // Collective: every rank takes part. Needs at least 2 ranks (exit 3 otherwise).
