@@ -3,8 +3,8 @@
 
 Reads every finished run that carries the param ``ablate.variant`` (none, planner, scheduler, planner+scheduler,
 full), whatever made it: `prophet sweep` on the simulator (experiments/sweeps/fig14-ablation.toml; time = the run's
-``mean_iteration_ms``) or `prophet ablate` real runs (time = the mean of the run's global ``step_ms`` over steps
-1.., step 0 left out as warm-up when there are more). speedup = time of "none" / time of the variant, paired by
+``mean_iteration_ms``) or `prophet ablate` real runs (time = the mean of the run's global ``step_ms``, the first 2
+steps left out as warm-up when there are more, as `prophet ablate` does by default). speedup = time of "none" / time of the variant, paired by
 setting (experiment, engine, cluster / trace or train config, k) and seed. The paper's Fig 14 numbers (incremental:
 planner over none, planner+scheduler over planner, full over planner+scheduler) are drawn as markers at their
 cumulative values and listed beside ours in the table.
@@ -22,6 +22,7 @@ VARIANTS = ["none", "planner", "scheduler", "planner+scheduler", "full"]
 PAPER_STEPS = {1: {"planner": 1.26, "planner+scheduler": 1.14, "full": 1.03},
                2: {"planner": 1.12, "planner+scheduler": 1.01, "full": 1.02}}
 PREVIOUS = {"planner": "none", "planner+scheduler": "planner", "full": "planner+scheduler"}
+WARMUP = 2  # steps left out of a real run's mean step time (prophet ablate's default --warmup)
 
 
 def paper_cumulative(k):
@@ -60,13 +61,16 @@ def ablation_frame(con, experiment):
     met = met[(met["layer"] == -1) & (met["rank"] == -1)]
     sim = met[(met["key"] == "mean_iteration_ms") & (met["step"] == 0)].groupby("run_id")["value"].first()
     steps = met[met["key"] == "step_ms"]
-    # step 0 is warm-up (allocation, first plan): left out when the run has later steps
-    later = steps[steps["step"] > steps.groupby("run_id")["step"].transform("min")]
-    steps = later if not later.empty else steps
+    # the first WARMUP steps are warm-up (allocation, first plans), left out as `prophet ablate --warmup` does
+    # by default, in runs that have more steps than that
+    order = steps.groupby("run_id")["step"].rank(method="first")
+    more = steps.groupby("run_id")["step"].transform("count") > WARMUP
+    steps = steps[~more | (order > WARMUP)]
     real = steps.groupby("run_id")["value"].mean()
     df["time_ms"] = sim.reindex(df.index)
     df["time_ms"] = df["time_ms"].fillna(real.reindex(df.index))
-    df["time_source"] = ["mean_iteration_ms" if r in sim.index else "mean step_ms" for r in df.index]
+    df["time_source"] = ["mean_iteration_ms" if r in sim.index else f"mean step_ms after {WARMUP} warm-up steps"
+                         for r in df.index]
     df = df.reset_index()
     df["variant"] = df["ablate.variant"]
     df["cluster"] = df.get("point.cluster", C.pd.Series(index=df.index, dtype=object)).map(C.stem)
@@ -77,7 +81,10 @@ def ablation_frame(con, experiment):
     df["cluster"] = df["cluster"].fillna(df["backend"].map(lambda b: f"real ({b})"))
     df["trace"] = df["trace"].fillna(df.get("point.train_config", C.pd.Series(index=df.index, dtype=object))
                                      .map(C.stem)).fillna(df["command"])
-    df["setting"] = (df["experiment"] + "\n" + df["cluster"] + " " + df["trace"] + "\nk=" +
+    # one `prophet ablate` invocation (its ablate.id) is one setting: its seeds pair with its own "none" runs
+    ids = df.get("ablate.id", C.pd.Series(index=df.index, dtype=object))
+    df["setting"] = (df["experiment"] + "\n" + df["cluster"] + " " + df["trace"] +
+                     ids.map(lambda i: f" #{str(i)[:8]}" if isinstance(i, str) else "") + "\nk=" +
                      df["k"].map(lambda k: "?" if k is None or k != k else str(int(k))))
     df = df.dropna(subset=["time_ms"])
     df = df[df["time_ms"] > 0]
