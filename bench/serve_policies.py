@@ -9,8 +9,8 @@ specialised; then, per sample (in: data A after the profiled batches; out: data 
 policy, in an order rotated per seed so slow drifts of the machine hit every policy alike, one inference run
 serves that checkpoint (docs/serving.md). Every run is recorded in the store (experiment --experiment); the
 closing table gives each policy's MoE-part p99 and mean-of-max as a reduction against static of the same seed and
-sample, mean ± sd over seeds, measured and simulated. (A sweep file cannot express these runs yet: prophet sweep's
-real engine runs `prophet train` children and its [sweep.set] takes scalars only.)
+sample, mean ± sd over seeds (measured; the simulated nodes' numbers are in the figures). The same grid on freshly
+initialised models is experiments/sweeps/serving-moetuner.toml.
 """
 import argparse
 import os

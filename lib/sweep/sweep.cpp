@@ -31,6 +31,7 @@
 #include "core/timer.h"
 #include "sim/simulator.h"
 #include "trace/trace.h"
+#include "serve/serve_config.h"
 #include "train/train_config.h"
 
 extern char** environ;
@@ -43,7 +44,7 @@ namespace {
 
 const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
-                            "validate_cluster", "variants"};
+                            "validate_cluster", "variants", "command"};
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -65,6 +66,19 @@ std::optional<Value> scalar_value(const toml::node& node) {
     if (auto v = node.as_boolean()) return Value(v->get());
     if (auto v = node.as_string()) return Value(v->get());
     return std::nullopt;
+}
+
+// A grid or [sweep.set] value as TOML text: a scalar, or a list for list keys (serve.eval_mixture); nullopt for
+// tables and dates.
+std::optional<std::string> value_text(const toml::node& node) {
+    if (const std::optional<Value> v = scalar_value(node)) return value_to_toml(*v);
+    if (node.is_array()) return node_text(node);
+    return std::nullopt;
+}
+
+// The keys a real point's child accepts: prophet train's, or prophet profile --inference's (command = "infer").
+const Schema& child_schema(const SweepSpec& spec) {
+    return spec.command == "infer" ? serve::serve_schema() : train_schema();
 }
 
 const toml::array& require_array(const toml::table& sweep, const std::string& key, const std::string& example) {
@@ -214,7 +228,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             throw_config_error(
                 "sweep." + k, node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "validate_cluster, [sweep.grid], [sweep.set] and [sweep.variants]");
+                "validate_cluster, command, [sweep.grid], [sweep.set] and [sweep.variants]");
     }
     SweepSpec spec;
     spec.origin = origin;
@@ -262,6 +276,13 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                "engine = \"real\" needs the prophet train config file its points run",
                                "add `train_config = \"experiments/train/skewed-4rank.toml\"` under [sweep]");
         spec.train_config = tcs->get();
+        if (const toml::node* command = sweep->get("command")) {
+            const auto* c = command->as_string();
+            if (!c || (c->get() != "train" && c->get() != "infer"))
+                throw_config_error("sweep.command", node_text(*command), "must be \"train\" or \"infer\"",
+                                   "command = \"infer\" runs prophet profile --inference per point (docs/serving.md)");
+            spec.command = c->get();
+        }
         if (sweep->get("ranks")) {
             for (const toml::node& item : require_array(*sweep, "ranks", "[1, 4]")) {
                 const auto* v = item.as_integer();
@@ -280,8 +301,12 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                    "validate_cluster = \"experiments/clusters/cpu-local.toml\"");
             spec.validate_cluster = vcs->get();
         }
+        if (spec.command == "infer" && !spec.validate_cluster.empty())
+            throw_config_error("sweep.validate_cluster", "\"" + spec.validate_cluster + "\"",
+                               "simulates training steps, and an infer point runs none",
+                               "remove it (serve.sim_clusters replays an inference run on simulated nodes)");
     } else {
-        for (const char* k : {"train_config", "ranks", "set", "validate_cluster"})
+        for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "command"})
             if (const toml::node* node = sweep->get(k))
                 throw_config_error(std::string("sweep.") + k, node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),
@@ -325,7 +350,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         for (const auto& [key, node] : *grid) {
             const std::string k(key.str());
             const bool trace_key = k.rfind("trace.", 0) == 0;
-            const Schema& schema = real ? train_schema() : trace_key ? trace_generator_schema() : point_schema();
+            const Schema& schema = real ? child_schema(spec) : trace_key ? trace_generator_schema() : point_schema();
             if (real && (!schema.find(k) || reserved_train_key(k))) {
                 std::string fix = "a real sweep's grid key is a prophet train key (prophet train --help-config)";
                 if (k == "balance.policy") fix = "list policies in `policies`, not in the grid";
@@ -351,12 +376,12 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             GridAxis axis;
             axis.key = k;
             for (const toml::node& item : *values) {
-                const std::optional<Value> v = scalar_value(item);
+                const std::optional<std::string> v = value_text(item);
                 if (!v)
                     throw_config_error("sweep.grid." + k, node_text(item),
-                                       "every value must be a number, bool or string", "\"" + k + "\" = [v1, v2]");
+                                       "every value must be a number, bool, string or list", "\"" + k + "\" = [v1, v2]");
                 Config check(schema, "sweep grid of " + origin);
-                check.apply_set(k + "=" + value_to_toml(*v));  // exit 3 on a wrong type or bound
+                check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
                 axis.values.push_back(value_to_toml(check.get(k)));
             }
             spec.grid.push_back(std::move(axis));
@@ -371,10 +396,10 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                "[sweep.set]\n\"train.steps\" = 6");
         for (const auto& [key, node] : *set) {
             const std::string k(key.str());
-            if (!train_schema().find(k) || reserved_train_key(k)) {
+            if (!child_schema(spec).find(k) || reserved_train_key(k)) {
                 std::string fix = "use a prophet train key (prophet train --help-config) other than balance.policy, "
                                   "run.seed, run.experiment and store.path";
-                const std::string near = train_schema().closest(k);
+                const std::string near = child_schema(spec).closest(k);
                 if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
                 throw_config_error("sweep.set." + k, node_text(node), "not a key a real sweep may set", fix);
             }
@@ -382,12 +407,12 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                 if (axis.key == k)
                     throw_config_error("sweep.set." + k, node_text(node), "the key is also in [sweep.grid]",
                                        "keep it in one of [sweep.set] and [sweep.grid]");
-            const std::optional<Value> v = scalar_value(node);
+            const std::optional<std::string> v = value_text(node);
             if (!v)
-                throw_config_error("sweep.set." + k, node_text(node), "must be a number, bool or string",
+                throw_config_error("sweep.set." + k, node_text(node), "must be a number, bool, string or list",
                                    "\"" + k + "\" = 6");
-            Config check(train_schema(), "sweep set of " + origin);
-            check.apply_set(k + "=" + value_to_toml(*v));  // exit 3 on a wrong type or bound
+            Config check(child_schema(spec), "sweep set of " + origin);
+            check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
             spec.set.emplace_back(k, value_to_toml(check.get(k)));
         }
         std::sort(spec.set.begin(), spec.set.end());
@@ -495,6 +520,7 @@ std::vector<SweepPoint> expand_real_points(const SweepSpec& spec, size_t combos)
                     params.emplace_back("run.seed", std::to_string(seed));
                     params.emplace_back("point.engine", quoted(spec.engine));
                     params.emplace_back("point.train_config", quoted(spec.train_config));
+                    if (spec.command == "infer") params.emplace_back("point.command", quoted(spec.command));
                     params.emplace_back("point.train_config_sha256", quoted(config_sha));
                     params.emplace_back("point.ranks", std::to_string(ranks));
                     params.emplace_back("point.seed", std::to_string(seed));
@@ -829,7 +855,10 @@ std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& 
     if (p.ranks > 1)  // as root OpenMPI needs --allow-run-as-root; more ranks than cores need --oversubscribe
         cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(p.ranks)};
     cmd.push_back(options.prophet_binary.empty() ? self_binary() : options.prophet_binary);
-    for (const char* a : {"train", "--config"}) cmd.push_back(a);
+    const std::vector<const char*> sub = spec.command == "infer"
+                                             ? std::vector<const char*>{"profile", "--inference", "--config"}
+                                             : std::vector<const char*>{"train", "--config"};
+    for (const char* a : sub) cmd.push_back(a);
     cmd.push_back(resolve_path(spec, spec.train_config));
     cmd.push_back("--json");
     auto set = [&](const std::string& kv) {

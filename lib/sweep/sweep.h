@@ -44,6 +44,7 @@ struct SweepSpec {
     bool match_devices = false;  // leave out (cluster, generator trace) pairs whose device counts differ
     // engine "real" only
     std::string train_config;   // the `prophet train --config` file, as written
+    std::string command = "train";  // "train" | "infer": the children run prophet profile --inference
     std::vector<int> ranks;     // D of each point (1: no mpirun); part of the grid
     KeyValues set;              // [sweep.set]: fixed train overrides for every point, sorted by key
     std::string validate_cluster;  // cluster file the child's recorded loads are simulated on (empty: no validation)
