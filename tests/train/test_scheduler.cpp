@@ -60,13 +60,13 @@ TEST(Scheduler, PredictivePoliciesKeepTheStaticLosses) {
     }
 }
 
-// Where transfers take known, non-trivial time (an emulated 4 Gbit/s link: one expert of C = 128, F = 256 is
-// 256 KiB, about 0.5 ms per receiver) the timeline must show Trans/Agg running beside computation, and the time
+// Where transfers take known, non-trivial time (an emulated 8 Gbit/s link: one expert of C = 128, F = 256 is
+// 256 KiB, about 0.26 ms per receiver) the timeline must show Trans/Agg running beside computation, and the time
 // they held up the computation must be well below their own duration. The blocking run of the same config is the
 // contrast: there every transfer is exposed in full.
 TEST(Scheduler, TransAndAggOverlapComputation) {
     const std::vector<std::string> sets = {"balance.policy=top2", "model.C=128", "model.F=256", "model.T=64",
-                                           "comm.link_gbps=4",    "train.steps=6"};
+                                           "comm.link_gbps=8",    "train.steps=6"};
     auto with = [&](const std::string& mode) {
         std::vector<std::string> s = sets;
         s.push_back("schedule.mode=" + mode);
