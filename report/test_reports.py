@@ -7,7 +7,9 @@ Fixture (temp dir): the smoke sweep, a tiny drift sweep (2 seeds x trace.drift_r
 prophet-oracle) for fig_locality, a tiny planner-scale sweep (plan.compute_scale x plan.bandwidth_scale) for
 fig_sensitivity, a tiny ablation sweep ([sweep.variants], the five ablate.variant names) for fig_ablation, a tiny
 engine-model sweep over trace.num_experts x trace.num_layers for fig_planner_scaling,
-`prophet plan --policy all` and two 3-step `prophet train` runs (static, prophet); and, in a
+`prophet plan --policy all`, four 3-batch `prophet profile --inference` runs on 4 ranks (static / moetuner, in and
+out of sample, replayed on the simulated H100 node) and `bench_ilp_gap --quick` (it must be built beside prophet,
+in <build>/bench/) for the serving figures, two 3-step `prophet train` runs (static, prophet); and, in a
 second store (fig_validation's), a tiny real sweep (ranks = [1], 3 steps, static / prophet, validate_cluster =
 experiments/clusters/cpu-local.toml).
 The sim sweeps record the per-layer metrics (layer_moe_ms, layer_rb_vs_static, ...) that fig_layers / fig_rb draw.
@@ -26,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = sys.executable
 FIGS = ["fig_speedup", "fig_layers", "fig_rb", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train",
-        "fig_validation", "fig_ablation", "fig_planner_scaling"]
+        "fig_validation", "fig_ablation", "fig_planner_scaling", "fig_serving_tail", "fig_serving_sample", "fig_ilp_gap"]
 # figures drawn from the validation store (a real sweep; kept apart: fig_speedup does not handle real sweep points)
 VALIDATION_FIGS = {"fig_validation"}
 
@@ -169,6 +171,17 @@ def build_fixture(prophet, tmp, c):
                   "experiments/clusters/moetuner-h100-ep4.toml", "--policy", "all", "--set", "plan.repeats=1",
                   "--set", store]),
     ]
+    # serving: static / moetuner in and out of sample on 4 ranks (replayed on the H100 node), and the ILP-gap bench
+    serve = [prophet, "profile", "--inference", "--config", "experiments/train/skewed-4rank.toml", "--set",
+             "serve.iterations=3", "--set", "serve.warmup=0", "--set", "serve.profile_iterations=1", "--set", store,
+             "--set", 'serve.sim_clusters=["experiments/clusters/moetuner-h100-ep4.toml"]']
+    for pol in ("static", "moetuner"):
+        for mix in ("[]", "[0.1, 0.1, 0.7, 0.1]"):
+            cmds.append((f"profile --inference {pol} {mix}", ["mpirun", "--allow-run-as-root", "--oversubscribe",
+                         "-np", "4"] + serve + ["--set", f"balance.policy={pol}", "--set", f"serve.eval_mixture={mix}"]))
+    bench = os.path.join(os.path.dirname(prophet), "bench", "bench_ilp_gap")
+    if c.check(os.access(bench, os.X_OK), "fixture: bench_ilp_gap is built beside prophet", bench):
+        cmds.append(("bench_ilp_gap --quick", [bench, "--quick", "--seeds", "1", "--time-limit", "0.2", "--store", db]))
     for pol in ("static", "prophet"):
         cmds.append((f"train {pol}", [prophet, "train", "--config", "experiments/train/skewed-4rank.toml", "--set",
                                       "train.steps=3", "--set", f"balance.policy={pol}", "--set", store]))
