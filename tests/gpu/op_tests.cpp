@@ -158,8 +158,10 @@ void test_attention(Case& c, Rng& rng, Context& ctx) {
 }
 
 // ---- gelu, residual --------------------------------------------------------------------------------------
-// tanhf (CUDA, ~2 ulp) vs the CPU's rational tanh (|error| <= 3e-7), times 0.5 x with |x| <= ~5: atol 2e-6,
-// rtol 1e-5; the derivative multiplies the tanh error by at most ~3: atol 1e-5, rtol 1e-5. residual: exact.
+// tanhf (CUDA, ~2 ulp) vs the CPU's rational tanh (|error| <= 3e-7), times 0.5 x where tanh is not saturated
+// (|x| < ~4.4): atol 2e-6, rtol 1e-5. The derivative's sensitivity to a tanh error, |0.5 - x t s (1 + 3a x^2)|,
+// reaches ~13 near |x| = 4.4, times |dout| up to ~4: 13 * 3e-7 * 4 = 1.6e-5, so atol 3e-5, rtol 1e-5.
+// residual: exact.
 void test_elementwise(Case& c, Rng& rng, Context& ctx) {
     const size_t n = 100003;
     auto x = random_normal(rng, n, 1.5), dout = random_normal(rng, n), y = random_normal(rng, n);
@@ -174,7 +176,7 @@ void test_elementwise(Case& c, Rng& rng, Context& ctx) {
     cuda::residual_forward(ctx, d_r.data(), d_x.data(), d_y.data(), n);
     ctx.synchronize();
     c.expect_close("gelu", g, d_g, {2e-6, 1e-5});
-    c.expect_close("gelu backward", dg, d_dg, {1e-5, 1e-5});
+    c.expect_close("gelu backward", dg, d_dg, {3e-5, 1e-5});
     c.expect_close("residual", r, d_r, kExact);
 }
 
