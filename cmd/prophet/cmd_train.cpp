@@ -14,6 +14,9 @@
 #include "core/timer.h"
 #include "kernels/blas.h"
 #include "train/calibrate.h"
+#include "train/failure_watch.h"
+#include "train/fault_inject.h"
+#include "train/memory_estimate.h"
 #include "train/trainer.h"
 #include "trace/trace.h"
 
@@ -54,6 +57,8 @@ struct RunContext {
     std::string run_id;
     Config config;
     TrainSettings settings;
+    FaultPlan fault;                       // debug.* (test-only)
+    std::unique_ptr<FailureWatch> watch;   // records the run when a signal ends it (docs/reliability.md)
     explicit RunContext(const Schema& schema) : config(schema) {}
 };
 
@@ -130,6 +135,8 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
     ctx->config = resolve_config(train_schema(), args);
     const int world = env_world_size();
     ctx->settings = train_settings_from(ctx->config, world);
+    check_train_memory(ctx->config, ctx->settings.model, world);  // exit 4 before anything is allocated
+    ctx->fault = fault_plan_from(ctx->config, world);
     if (args.dry_run) return ctx;
     bool is_mpi = false;
     ctx->comm = make_world_communicator(argc, argv, &is_mpi);
@@ -154,6 +161,7 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
     std::snprintf(id, sizeof id, "%s", ctx->run_id.c_str());
     ctx->comm->broadcast(id, sizeof id, 0);
     ctx->run_id = id;
+    ctx->watch = std::make_unique<FailureWatch>(*ctx->comm, ctx->settings.store_path, ctx->run_id);
     return ctx;
 }
 
@@ -184,6 +192,8 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
         std::printf("%6s | %9s | %8s | %9s | %8s | %7s | %7s | %8s | %7s | %7s | %7s\n", "step", "loss", "ms", "tok/s",
                     "max/mean", "a2a ms", "exp ms", "nonexp", "trans", "agg", "plan");
     while (trainer.next_step() < s.steps) {
+        ctx.watch->set_step(trainer.next_step());
+        maybe_inject_fault(ctx.fault, ctx.comm->rank(), trainer.next_step());
         StepStats st = trainer.step();
         if (!std::isfinite(st.loss))
             throw Error(kExitRunFailed, "run failed: loss is " + std::to_string(st.loss) + " at step " +
@@ -323,7 +333,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
-        fail_run(*ctx, e.exit_code(), e.what(), step);
+        fail_run(*ctx, e.exit_code(), e.what(), std::max(step, ctx->watch->step()));
         return e.exit_code();
     }
     ctx->comm->barrier();
@@ -418,7 +428,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
-        fail_run(*ctx, e.exit_code(), e.what(), 0);
+        fail_run(*ctx, e.exit_code(), e.what(), ctx->watch->step());
         return e.exit_code();
     }
     ctx->comm->barrier();

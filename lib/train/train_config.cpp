@@ -52,6 +52,14 @@ const Schema& train_schema() {
         s.add_string("schedule.split", "time", {"time", "half"},
                      "how blockwise divides a block's Trans/Agg between its two compute windows: time (fill the "
                      "non-expert window by estimated transfer time) or half (half the experts, the authors' code)");
+        s.add_float("train.max_memory_gib", 0.0, 0.0, 1e9,
+                    "refuse (exit 4) a run whose estimated memory per rank exceeds this, GiB (0: MemAvailable / "
+                    "ranks on the node)");
+        // test-only fault injection (docs/reliability.md): never set these outside a test of the failure paths
+        s.add_int("debug.fail_rank", -1, -1, 1 << 20, "TEST ONLY: this rank fails at debug.fail_step (-1: none)");
+        s.add_int("debug.fail_step", 0, 0, 1e12, "TEST ONLY: the step at which debug.fail_rank fails");
+        s.add_string("debug.fail_mode", "kill", {"kill", "exit", "hang"},
+                     "TEST ONLY: how it fails: SIGKILL itself, _exit(1), or sleep forever (a hung collective)");
         return s;
     }();
     return schema;
