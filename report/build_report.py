@@ -42,6 +42,15 @@ FIGURES = [
                     "against E, D and L (bench_ilp_gap)."),
 ]
 
+# ci/bench-regress.sh's history, listed only for a store that holds bench-regress runs
+BENCH_FIGURE = ("fig_bench_history", "Planner and training throughput across commits, relative to the first run "
+                                     "(ci/bench-regress.sh, bench table).")
+
+
+def has_bench_runs(db):
+    con = C.connect(db)
+    return con is not None and not C._query(con, "SELECT 1 FROM runs WHERE command = 'bench-regress' LIMIT 1").empty
+
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -57,7 +66,7 @@ def main(argv=None):
              f"Store: `{args.db}`" + (f", experiment `{args.experiment}`" if args.experiment else "") + ".",
              f"Error bars and bands are {C.SD_NOTE} (seaborn errorbar='sd') unless a caption says otherwise.", ""]
     failed, made, skipped = [], [], []
-    for name, what in FIGURES:
+    for name, what in FIGURES + ([BENCH_FIGURE] if has_bench_runs(args.db) else []):
         cmd = [sys.executable, os.path.join(HERE, name + ".py"), "--db", args.db, "--out", args.out]
         if args.experiment:
             cmd += ["--experiment", args.experiment]

@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""Throughput across commits from ci/bench-regress.sh runs (the store's bench table).
+
+Every bench-regress run records, per repeat, each timing row's figure divided by the reference measured in the
+same repeat (counters.normalized: planner "ref kFLOP per plan", lower is better; training "tokens per ref GFLOP",
+higher is better). Throughput is shown relative to the first recorded run, so 1.0 is the first commit and above 1
+is faster: first / x for planner rows, x / first for training. One point per run (the commit on the x axis, in
+recording order, '+' marks a dirty tree), mean ± sd across its repeats (errorbar='sd').
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+
+NAME = "fig_bench_history"
+
+
+def main(argv=None):
+    args = C.parse_args(__doc__.splitlines()[0], experiment=False, argv=argv)
+    con = C.connect(args.db)
+    if con is None:
+        C.no_data(NAME, f"no store at {args.db}")
+    runs = C._query(con, "SELECT run_id, started_ms, git_sha, git_dirty, status FROM runs "
+                         "WHERE command = 'bench-regress' ORDER BY started_ms, run_id")
+    if runs.empty:
+        C.no_data(NAME, "no ci/bench-regress.sh runs")
+    bench = C._query(con, "SELECT b.run_id, b.name, b.rep, b.counters FROM bench b JOIN runs r ON r.run_id = b.run_id "
+                          "WHERE r.command = 'bench-regress' AND b.name NOT LIKE 'exact: %'")
+    if bench.empty:
+        C.no_data(NAME, "bench-regress runs without timing rows")
+    counters = bench["counters"].map(lambda s: json.loads(s) if s else {})
+    bench["normalized"] = counters.map(lambda c: c.get("normalized"))
+    bench["better"] = counters.map(lambda c: c.get("better", "lower"))
+    bench = bench.dropna(subset=["normalized"])
+    if bench.empty:
+        C.no_data(NAME, "no normalized timing figures")
+    runs["commit"] = [f"{i}:{(sha or 'nogit')[:8]}{'+' if dirty else ''}"
+                      for i, (sha, dirty) in enumerate(zip(runs["git_sha"], runs["git_dirty"]))]
+    bench = bench.merge(runs[["run_id", "commit", "started_ms"]], on="run_id")
+    first_run = bench.sort_values("started_ms").groupby("name")["run_id"].first()
+    first = bench[bench["run_id"] == bench["name"].map(first_run)].groupby("name")["normalized"].mean()
+    lower = bench["better"] == "lower"
+    bench["relative"] = bench["name"].map(first) / bench["normalized"]
+    bench.loc[~lower, "relative"] = 1.0 / bench.loc[~lower, "relative"]
+
+    C.setup_style()
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    order = list(runs["commit"][runs["run_id"].isin(bench["run_id"])])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(order) + 4), 4.4))
+    sns.pointplot(data=bench, x="commit", y="relative", hue="name", order=order, errorbar="sd", dodge=0.3,
+                  scale=0.7, errwidth=1.0, ax=ax)
+    ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
+    ax.set_xlabel("bench-regress run: index:commit")
+    ax.set_ylabel("throughput relative to the first run")
+    ax.set_title("Planner and training throughput across commits")
+    plt.setp(ax.get_xticklabels(), rotation=35, ha="right")
+    ax.legend(title="benchmark row", fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    cap = ("Throughput relative to the first recorded run (1.0, dashed; above is faster), each figure first divided "
+           "by the OpenBLAS reference measured in the same repeat; mean \u00b1 sd across repeats "
+           "(errorbar='sd'). Data: ci/bench-regress.sh, bench table.")
+    C.add_caption(fig, cap)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    C.save_figure(fig, args.out, NAME)
+    t = bench.groupby(["commit", "name"], sort=False)["relative"].agg(["mean", "std", "count"]).reset_index()
+    t["_o"] = t["commit"].map({c: i for i, c in enumerate(order)})
+    t = t.sort_values(["_o", "name"]).drop(columns="_o").rename(
+        columns={"mean": "relative_mean", "std": "relative_sd", "count": "repeats"}).reset_index(drop=True)
+    C.print_result(NAME, cap, t)
+
+
+if __name__ == "__main__":
+    main()
