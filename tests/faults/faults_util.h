@@ -1,0 +1,30 @@
+// faults_util.h: the fixture the fault tests share: a fresh temporary directory per test (removed afterwards)
+// holding the test's store, checkpoints and captured output.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+namespace prophet::testing {
+
+class TempDirTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = std::filesystem::temp_directory_path() /
+               ("prophet-faults-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" + info->name());
+        std::filesystem::remove_all(dir_);
+        std::filesystem::create_directories(dir_);
+        db_ = (dir_ / "store.db").string();
+    }
+    void TearDown() override {
+        if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    }
+    std::filesystem::path dir_;
+    std::string db_;  // dir_/store.db, not created
+};
+
+}  // namespace prophet::testing

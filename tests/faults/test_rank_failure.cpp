@@ -1,0 +1,169 @@
+// Faults in a running job, injected with the test-only debug.* keys (lib/train/fault_inject.h): a rank that
+// dies mid-run under mpirun is recorded (failed, with rank and step), the store passes PRAGMA integrity_check and
+// --resume repeats the uninterrupted run's losses; a hung rank makes its peers hit comm.timeout_s and the job
+// ends with exit 6 instead of hanging; a signal to a one-rank run is recorded as killed.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../cli/cli_util.h"
+#include "faults_util.h"
+#include "core/error.h"
+#include "store/store.h"
+
+namespace fs = std::filesystem;
+using prophet::testing::CliResult;
+
+namespace {
+
+bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+const char* kMpi = "mpirun --allow-run-as-root --oversubscribe -np 4";
+
+std::vector<double> losses(const std::string& out) {
+    std::vector<double> v;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty() || line[0] != '{') continue;
+        const auto j = nlohmann::json::parse(line);
+        if (j.contains("step") && j.contains("loss")) v.push_back(j["loss"].get<double>());
+    }
+    return v;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class RankFailure : public prophet::testing::TempDirTest {
+  protected:
+    std::string train(const std::string& extra) const {
+        return "train --config experiments/train/skewed-4rank.toml --json --set balance.policy=prophet "
+               "--set train.steps=12 --set store.path=" + db_ + " " + extra;
+    }
+};
+
+}  // namespace
+
+TEST_F(RankFailure, KilledRankIsRecordedAndResumeRepeatsTheLosses) {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const std::string ckpt = (dir_ / "ckpt").string();
+    const CliResult full = prophet::testing::run_prophet(kMpi, train(""), dir_);
+    ASSERT_EQ(full.exit_code, 0) << full.err;
+    const std::vector<double> reference = losses(full.out);
+    ASSERT_EQ(reference.size(), 12u);
+
+    // rank 2 SIGKILLs itself at the start of step 7; checkpoints were written after steps 2 and 5
+    const CliResult failed = prophet::testing::run_prophet(
+        kMpi, train("--save --set train.save_every=3 --set train.checkpoint_dir=" + ckpt +
+                    " --set debug.fail_rank=2 --set debug.fail_step=7 --set debug.fail_mode=kill"),
+        dir_);
+    EXPECT_NE(failed.exit_code, 0) << failed.err;
+    EXPECT_EQ(losses(failed.out).size(), 7u) << "steps 0..6 ran";
+    {
+        prophet::Store store = prophet::Store::open(db_);
+        EXPECT_EQ(store.integrity_check(), "ok");
+        const auto runs = store.list_runs();
+        ASSERT_EQ(runs.size(), 2u);
+        const prophet::RunRow& run = runs[0];  // newest first
+        EXPECT_EQ(run.status, "failed") << run.error << "\n" << failed.err;
+        EXPECT_EQ(run.exit_code.value_or(-1), prophet::kExitDistributed);
+        EXPECT_NE(run.error.find("rank 2"), std::string::npos) << run.error;
+        EXPECT_NE(run.error.find("step 7"), std::string::npos) << run.error;
+        bool event = false;
+        for (const prophet::EventRow& e : store.get_events(run.run_id))
+            if (e.kind == "rank_failed") {
+                event = true;
+                EXPECT_EQ(e.rank, 2);
+                EXPECT_EQ(e.step, 7);
+            }
+        EXPECT_TRUE(event) << "no rank_failed event";
+        EXPECT_EQ(store.get_metrics(run.run_id, "loss").size(), 7u) << "every finished step stays recorded";
+    }
+    ASSERT_TRUE(fs::exists(fs::path(ckpt) / "step-00000005")) << failed.err;
+
+    const CliResult resumed = prophet::testing::run_prophet(kMpi, train("--resume " + ckpt), dir_);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const std::vector<double> rest = losses(resumed.out);
+    ASSERT_EQ(rest.size(), 6u);
+    for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], reference[6 + i]) << "step " << 6 + i;
+    prophet::Store store = prophet::Store::open(db_);
+    EXPECT_EQ(store.integrity_check(), "ok");
+}
+
+TEST_F(RankFailure, HungRankEndsTheJobWithExitSixAfterTheTimeout) {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const auto t0 = std::chrono::steady_clock::now();
+    // `timeout` is the test's own guard: without comm.timeout_s the job would wait forever
+    const CliResult r = prophet::testing::run_prophet(
+        std::string("timeout -s KILL 120 ") + kMpi,
+        train("--set comm.timeout_s=3 --set debug.fail_rank=1 --set debug.fail_step=4 --set debug.fail_mode=hang"),
+        dir_);
+    const double took = seconds_since(t0);
+    EXPECT_EQ(r.exit_code, prophet::kExitDistributed) << r.err;
+    EXPECT_LT(took, 60.0) << r.err;
+    EXPECT_NE(r.err.find("timed out after 3"), std::string::npos) << r.err;
+    prophet::Store store = prophet::Store::open(db_);
+    EXPECT_EQ(store.integrity_check(), "ok");
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "failed") << runs[0].error;
+    EXPECT_EQ(runs[0].exit_code.value_or(-1), prophet::kExitDistributed) << runs[0].error;
+    EXPECT_EQ(store.get_metrics(runs[0].run_id, "loss").size(), 4u) << "steps 0..3 finished";
+}
+
+// One rank, no mpirun: SIGTERM (a user, a scheduler, a sweep ending a child) during the run is recorded.
+TEST_F(RankFailure, SignalToOneRankRunIsRecordedAsKilled) {
+    const std::string err = (dir_ / "stderr.txt").string();
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        const std::string command = std::string("cd '") + PROPHET_SOURCE_DIR + "' && exec '" + PROPHET_BINARY + "' " +
+                                    train("--set train.steps=100000 --set train.record_loads=false") + " >/dev/null 2>'" + err + "'";
+        execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    // wait until a few steps are recorded
+    const auto t0 = std::chrono::steady_clock::now();
+    size_t recorded = 0;
+    while (recorded < 3 && seconds_since(t0) < 60) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        if (!fs::exists(db_)) continue;
+        try {
+            prophet::Store store = prophet::Store::open(db_);
+            const auto runs = store.list_runs();
+            if (!runs.empty()) recorded = store.get_metrics(runs[0].run_id, "loss").size();
+        } catch (const prophet::Error&) {
+            // the child is creating the schema
+        }
+    }
+    kill(pid, SIGTERM);
+    ASSERT_GE(recorded, 3u);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+    prophet::Store store = prophet::Store::open(db_);
+    EXPECT_EQ(store.integrity_check(), "ok");
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "killed");
+    EXPECT_EQ(runs[0].exit_code.value_or(-1), 128 + SIGTERM);
+    EXPECT_NE(runs[0].error.find("signal 15"), std::string::npos) << runs[0].error;
+    // the step recorded is the one that was running: after the last recorded loss
+    const auto recorded_losses = store.get_metrics(runs[0].run_id, "loss");
+    const auto events = store.get_events(runs[0].run_id);
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().kind, "signal");
+    EXPECT_GE(events.back().step, recorded_losses.back().step);
+}
