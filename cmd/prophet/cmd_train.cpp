@@ -297,10 +297,14 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
         return e.exit_code();
     }
     if (args.common.dry_run) {
-        if (root_env)
-            std::printf("dry run: would train %lld steps on %d rank(s) with balance.policy=%s, recording into %s\n",
+        if (root_env) {
+            const MemoryEstimate mem = estimate_train_memory(ctx->settings.model, env_world_size());
+            std::printf("dry run: would train %lld steps on %d rank(s) with balance.policy=%s, recording into %s; "
+                        "memory per rank at least %s (up to %s with skewed routing)\n",
                         static_cast<long long>(ctx->settings.steps), env_world_size(), ctx->settings.policy.c_str(),
-                        ctx->settings.store_path.c_str());
+                        ctx->settings.store_path.c_str(), format_gib(mem.total_bytes()).c_str(),
+                        format_gib(mem.worst_bytes()).c_str());
+        }
         return kExitOk;
     }
     const bool root = ctx->comm->rank() == 0;

@@ -19,6 +19,7 @@
 #include "faults_util.h"
 #include "core/error.h"
 #include "store/store.h"
+#include "train/memory_estimate.h"
 #include "train/train_config.h"
 
 namespace fs = std::filesystem;
@@ -221,4 +222,17 @@ TEST_F(BadInput, ModelTooLargeForMemoryIsRefusedBeforeAllocatingExitFour) {
     EXPECT_NE(r.err.find("train.max_memory_gib = 0.001"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(db_));
     EXPECT_EQ(train("--set train.max_memory_gib=1").exit_code, 0);
+}
+
+TEST_F(BadInput, DryRunPrintsTheMemoryEstimate) {
+    const CliResult r = train("--dry-run");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    prophet::Config config(prophet::train_schema());
+    config.merge_toml_file("experiments/train/skewed-4rank.toml");
+    const prophet::MemoryEstimate mem = prophet::estimate_train_memory(prophet::train_settings_from(config, 1).model, 1);
+    // one rank: balanced and worst routing are the same rows
+    const std::string expected = "memory per rank at least " + prophet::format_gib(mem.total_bytes()) + " (up to " +
+                                 prophet::format_gib(mem.worst_bytes()) + " with skewed routing)";
+    EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(db_));
 }

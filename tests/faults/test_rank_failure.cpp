@@ -101,6 +101,21 @@ TEST_F(RankFailure, KilledRankIsRecordedAndResumeRepeatsTheLosses) {
     EXPECT_EQ(store.integrity_check(), "ok");
 }
 
+TEST_F(RankFailure, RankExitingWithoutFinalizeIsRecordedWithRankAndStep) {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const CliResult r = prophet::testing::run_prophet(
+        kMpi, train("--set train.steps=6 --set debug.fail_rank=3 --set debug.fail_step=2 --set debug.fail_mode=exit"),
+        dir_);
+    EXPECT_NE(r.exit_code, 0) << r.err;
+    prophet::Store store = prophet::Store::open(db_);
+    EXPECT_EQ(store.integrity_check(), "ok");
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "failed") << runs[0].error << "\n" << r.err;
+    EXPECT_NE(runs[0].error.find("rank 3"), std::string::npos) << runs[0].error;
+    EXPECT_NE(runs[0].error.find("step 2"), std::string::npos) << runs[0].error;
+}
+
 TEST_F(RankFailure, HungRankEndsTheJobWithExitSixAfterTheTimeout) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const auto t0 = std::chrono::steady_clock::now();
