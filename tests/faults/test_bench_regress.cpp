@@ -63,6 +63,12 @@ TEST_F(BenchRegress, QuickModePassesAgainstTheCommittedBaselineAndRecordsEveryRo
     EXPECT_GE(exact, 7 * 9) << "every deterministic figure is recorded";
     EXPECT_GE(timed, 2 * 7) << "2 repeats x (6 planner rows + training)";
     EXPECT_EQ(store.integrity_check(), "ok");
+    // the history figure draws these rows
+    const fs::path figures = dir_ / "figures";
+    const std::string draw = std::string("cd '") + PROPHET_SOURCE_DIR + "' && /usr/bin/python3 report/fig_bench_history.py --db '" +
+                             db_ + "' --out '" + figures.string() + "' >/dev/null 2>&1";
+    EXPECT_EQ(std::system(draw.c_str()), 0);
+    EXPECT_TRUE(fs::exists(figures / "fig_bench_history.png"));
 }
 
 TEST_F(BenchRegress, InjectedRegressionFailsAfterReMeasuring) {

@@ -21,6 +21,7 @@
 #include "faults_util.h"
 #include "core/error.h"
 #include "store/store.h"
+#include "train/failure_watch.h"
 
 namespace fs = std::filesystem;
 using prophet::testing::CliResult;
@@ -135,6 +136,26 @@ TEST_F(RankFailure, HungRankEndsTheJobWithExitSixAfterTheTimeout) {
     EXPECT_EQ(runs[0].status, "failed") << runs[0].error;
     EXPECT_EQ(runs[0].exit_code.value_or(-1), prophet::kExitDistributed) << runs[0].error;
     EXPECT_EQ(store.get_metrics(runs[0].run_id, "loss").size(), 4u) << "steps 0..3 finished";
+}
+
+// rank 0's test for "which peer died first": a pid that is gone, or a zombie not yet reaped by its parent
+TEST(DeadLocalRanks, GoneAndZombiePidsAreDeadLiveOnesAndOtherHostsAreNot) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        pause();  // until killed
+        _exit(0);
+    }
+    char host[64] = {0};
+    gethostname(host, sizeof host - 1);
+    const std::vector<prophet::RankProcess> ranks = {{host, getpid()}, {host, child}, {"elsewhere", child}};
+    EXPECT_TRUE(prophet::dead_local_ranks(ranks, 0, host).empty()) << "a live child is not dead";
+    kill(child, SIGKILL);
+    siginfo_t info{};
+    waitid(P_PID, child, &info, WEXITED | WNOWAIT);  // it has exited; not reaped: a zombie
+    EXPECT_EQ(prophet::dead_local_ranks(ranks, 0, host), std::vector<int>{1}) << "a zombie is dead";
+    waitpid(child, nullptr, 0);  // reaped: the pid is gone
+    EXPECT_EQ(prophet::dead_local_ranks(ranks, 0, host), std::vector<int>{1}) << "a reaped pid is dead";
 }
 
 // One rank, no mpirun: SIGTERM (a user, a scheduler, a sweep ending a child) during the run is recorded.
