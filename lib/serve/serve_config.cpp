@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "balance/cluster.h"
 #include "core/error.h"
 
 namespace prophet::serve {
@@ -57,10 +58,19 @@ ServeSettings serve_settings_from(const Config& c, int world_size) {
                            "must be 0 for inference: the profile and the placements count every routed token",
                            "--set model.capacity_factor=0");
     s.sim_clusters = c.get_string_list("serve.sim_clusters");
-    for (const std::string& path : s.sim_clusters)
+    for (const std::string& path : s.sim_clusters) {
         if (access(path.c_str(), R_OK) != 0)
             throw_config_error("serve.sim_clusters", "\"" + path + "\"", "cannot read the cluster file",
                                "give files of experiments/clusters/ (e.g. moetuner-h100-ep4.toml)");
+        // checked before anything runs: the replay needs one simulated device per rank
+        const int devices = load_cluster_file(path).num_devices;
+        if (devices != world_size)
+            throw_config_error("serve.sim_clusters", "\"" + path + "\"",
+                               "has num_devices = " + std::to_string(devices) + ", the run has " +
+                                   std::to_string(world_size) + " ranks (the recorded routing is per rank)",
+                               "run on " + std::to_string(devices) + " ranks, or simulate a cluster file of " +
+                                   std::to_string(world_size) + " devices");
+    }
     s.sim_d_model = static_cast<int>(c.get_int("serve.sim_d_model"));
     s.sim_d_ffn = static_cast<int>(c.get_int("serve.sim_d_ffn"));
     s.sim_bytes_per_elem = static_cast<int>(c.get_int("serve.sim_bytes_per_elem"));

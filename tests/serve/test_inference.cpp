@@ -216,5 +216,9 @@ TEST(ServeConfig, BadKeysAreNamed) {
     EXPECT_NE(message({"serve.eval_mixture=[0.0, 0.0, 0.0, 0.0]"}).find("positive"), std::string::npos);
     EXPECT_NE(message({"serve.checkpoint=\"/nonexistent/ckpt\""}).find("serve.checkpoint"), std::string::npos);
     EXPECT_NE(message({"model.capacity_factor=1.25"}).find("model.capacity_factor"), std::string::npos);
+    const std::string devices = message({"serve.sim_clusters=[\"experiments/clusters/hpwnv-16.toml\"]"});
+    EXPECT_NE(devices.find("serve.sim_clusters"), std::string::npos) << devices;
+    EXPECT_NE(devices.find("num_devices = 16"), std::string::npos) << devices;
+    EXPECT_EQ(message({"serve.sim_clusters=[\"experiments/clusters/moetuner-h200-ep4.toml\"]"}), "");
     EXPECT_THROW(serve_config({"serve.iterations=0"}), Error);
 }
