@@ -33,7 +33,8 @@ def load_serving(con, experiment=None):
     df["policy"] = df["balance.policy"].astype(str)
     mix = df["serve.eval_mixture"] if "serve.eval_mixture" in df.columns else pd.Series("[]", index=df.index)
     df["sample"] = ["in" if (m is None or str(m).replace(" ", "") in ("[]", "nan")) else "out" for m in mix]
-    sim = df["serve.sim_cluster_name"] if "serve.sim_cluster_name" in df.columns else pd.Series(None, index=df.index, dtype=object)
+    sim = (df["serve.sim_cluster_name"] if "serve.sim_cluster_name" in df.columns
+           else pd.Series(None, index=df.index, dtype=object))
     df["platform"] = ["CPU ranks (measured)" if (s is None or str(s) == "nan") else f"{s} (simulated)" for s in sim]
     return df
 

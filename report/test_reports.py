@@ -30,7 +30,8 @@ import build_report  # noqa: E402  (its FIGURES: what an empty store's report mu
 ROOT = os.path.dirname(HERE)
 PY = sys.executable
 FIGS = ["fig_speedup", "fig_layers", "fig_rb", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train",
-        "fig_validation", "fig_ablation", "fig_planner_scaling", "fig_serving_tail", "fig_serving_sample", "fig_ilp_gap"]
+        "fig_validation", "fig_ablation", "fig_planner_scaling",
+        "fig_serving_tail", "fig_serving_sample", "fig_ilp_gap"]
 # figures drawn from the validation store (a real sweep; kept apart: fig_speedup does not handle real sweep points)
 VALIDATION_FIGS = {"fig_validation"}
 

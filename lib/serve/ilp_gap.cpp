@@ -55,7 +55,8 @@ IlpInstance make_ilp_instance(int E, int D, int L, uint64_t seed, int64_t tokens
         int e = zipf[0].draw(rng);
         in.loads[e] += 1;
         for (int l = 1; l < L; ++l) {
-            const int next = rng.uniform() < affinity ? successor[static_cast<size_t>(l - 1) * E + e] : zipf[l].draw(rng);
+            const int next =
+                rng.uniform() < affinity ? successor[static_cast<size_t>(l - 1) * E + e] : zipf[l].draw(rng);
             in.loads[static_cast<size_t>(l) * E + next] += 1;
             in.transitions[(static_cast<size_t>(l - 1) * E + e) * E + next] += 1;
             e = next;

@@ -102,7 +102,8 @@ void record_serve_run(Store& store, const std::string& run_id, const ServeSettin
                     store.put_placement_row(run_id, step, l, e, 0, p.owner[e]);
                     int r = 1;
                     for (int d = 0; d < D; ++d)
-                        if (p.replica[static_cast<size_t>(e) * D + d]) store.put_placement_row(run_id, step, l, e, r++, d);
+                        if (p.replica[static_cast<size_t>(e) * D + d])
+                            store.put_placement_row(run_id, step, l, e, r++, d);
                 }
             }
             store.put_metric(run_id, "expert_max_ms", step, sums[0]);
