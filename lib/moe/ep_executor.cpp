@@ -309,7 +309,11 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
         wait_transfer(true, layer, trans_ticket_[layer]);
         stats.trans_exposed_ms += carried_trans_wait_ms_[layer] - before;
     } else {
-        moe_trans(comm_, stats.placement, params, 2 * (size_t)C * F, kTagTrans);
+        if (resident_replicas_ && last_trans_.empty()) last_trans_.assign(L_, Placement{});
+        const bool resident = resident_replicas_ && last_trans_[layer].owner == stats.placement.owner &&
+                              last_trans_[layer].replica == stats.placement.replica;
+        if (!resident) moe_trans(comm_, stats.placement, params, 2 * (size_t)C * F, kTagTrans);
+        if (resident_replicas_) last_trans_[layer] = stats.placement;
         stats.trans_ms = ms_since(t1);
         stats.trans_exposed_ms = stats.trans_ms;
         if (timeline_ != nullptr) timeline_->add(OpKind::kTrans, OpLane::kCompute, layer, 0, t1, now_ns());

@@ -123,6 +123,10 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     }
     // Record every op of this rank (nullptr: off). Not owned.
     void set_timeline(OpTimeline* timeline) { timeline_ = timeline; }
+    // Serving: parameters never change, so the replicas a Trans sent stay current; a layer whose placement is the
+    // one its last Trans used skips Trans (a serving system keeps replicas resident). Blocking mode only; never in
+    // training, where every step's update makes the copies stale.
+    void set_resident_replicas(bool on) { resident_replicas_ = on; }
 
     // nullptr / empty: the static placement every step
     void set_placement_provider(PlacementProvider provider) { provider_ = std::move(provider); }
@@ -178,6 +182,8 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     PlacementProvider provider_;
     bool check_placement_ = true;
     bool identity_experts_ = false;
+    bool resident_replicas_ = false;
+    std::vector<Placement> last_trans_;  // [L] the placement each layer's last Trans used (resident replicas)
     std::vector<LayerState> layers_;  // [L]
     // block-wise schedule
     EpSchedule schedule_;

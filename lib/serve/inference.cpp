@@ -30,6 +30,7 @@ InferenceEngine::InferenceEngine(Communicator& comm, Model<float>& model, RouteR
     const ModelConfig& m = model_.config;
     PROPHET_ASSERT_MSG(m.B % comm_.size() == 0, "the global batch must split evenly over the ranks");
     executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, model_, rule);
+    executor_->set_resident_replicas(true);  // no update between batches: replicas stay resident, as when serving
     model_set_executor(model_, static_cast<MoeExecutor<float>*>(executor_.get()));
     inputs_.resize(static_cast<size_t>(m.B / comm_.size()) * m.T);
     targets_.resize(inputs_.size());

@@ -311,7 +311,9 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
 
 // ---- oracle: any placement gives the LocalMoeExecutor result -----------------------------------------------
 
-inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, uint64_t seed) {
+// resident: the executor keeps replicas between steps (serving); the parameters here never change, so its second
+// step must still match the oracle with no Trans at all
+inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, uint64_t seed, bool resident = false) {
     const int D = comm.size(), r = comm.rank();
     const int L = 2, E = 8, K = 2, C = 16, F = 24, steps = 2;
     const size_t P = 2 * (size_t)C * F;
@@ -347,6 +349,7 @@ inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, u
     ep.set_placement_provider([&](int layer, const int64_t*) {
         return make_case_placement(pc, D, E, seed + 31 * layer);
     });
+    ep.set_resident_replicas(resident);
 
     for (int step = 0; step < steps; step++) {
         std::vector<LayerProblem> problems;

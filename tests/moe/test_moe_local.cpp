@@ -190,6 +190,15 @@ TEST_P(MoeEpLocal, MatchesLocalExecutor) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, MoeEpLocal, ::testing::ValuesIn(all_cases()), ep_case_name);
 
+// Serving keeps replicas resident: the second step skips Trans (same placement, unchanged parameters) and must
+// still match the oracle; the non-home copies start as NaN, so a replica that never arrived would show.
+TEST(MoeEpChecks, ResidentReplicasStayCurrent) {
+    for (PlacementCase pc : {PlacementCase::kReplicated, PlacementCase::kMovedOwnersReplicated})
+        expect_no_errors(run_local(4, [&](Communicator& comm) {
+            check_oracle(comm, pc, RouteRule::kOwner, 21, /*resident=*/true);
+        }));
+}
+
 // ---- placement checks --------------------------------------------------------------------------------------
 
 // A provider that plans differently on different ranks is caught on every rank (exit 6), not silently wrong.
