@@ -1,24 +1,18 @@
 // cmd_ablate.cpp: `prophet ablate` (see cmd_ablate.h): child processes, the store record, the table.
 #include "cmd_ablate.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/process.h"
 #include "core/timer.h"
 #include "train/train_config.h"
 
@@ -52,63 +46,14 @@ const std::vector<Variant>& variants() {
 const std::map<std::string, std::pair<double, double>> kPaperIncremental = {
     {"planner", {1.26, 1.12}}, {"planner+scheduler", {1.14, 1.01}}, {"full", {1.03, 1.02}}};
 
-struct ChildResult {
-    int exit_code = 0;
-    std::string out;       // stdout
-    std::string err_tail;  // last lines of stderr
-};
-
-// Runs argv (searching PATH) with stdout captured and stderr to a temporary file.
-ChildResult run_child(const std::vector<std::string>& argv) {
-    int pipe_fd[2];
-    if (pipe(pipe_fd) != 0) throw Error(kExitRunFailed, "run failed: pipe() for a child: " + std::string(strerror(errno)));
-    char err_path[] = "/tmp/prophet-ablate-XXXXXX";
-    const int err_fd = mkstemp(err_path);
-    if (err_fd < 0) throw Error(kExitRunFailed, "run failed: mkstemp for a child's stderr");
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const pid_t pid = fork();
-    if (pid < 0) throw Error(kExitRunFailed, "run failed: fork: " + std::string(strerror(errno)));
-    if (pid == 0) {
-        dup2(pipe_fd[1], 1);
-        dup2(err_fd, 2);
-        close(pipe_fd[0]);
-        close(pipe_fd[1]);
-        std::vector<char*> args;
-        for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        std::fprintf(stderr, "cannot run %s: %s\n", args[0], strerror(errno));
-        _exit(127);
-    }
-    close(pipe_fd[1]);
-    ChildResult r;
-    char buffer[4096];
-    for (;;) {
-        const ssize_t n = read(pipe_fd[0], buffer, sizeof buffer);
-        if (n > 0) r.out.append(buffer, (size_t)n);
-        if (n == 0 || (n < 0 && errno != EINTR)) break;
-    }
-    close(pipe_fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    std::ifstream err(err_path);
-    std::string line;
+// The last lines of a child's stderr, for the failure report.
+std::string tail_lines(const std::string& text, size_t n) {
     std::vector<std::string> lines;
-    while (std::getline(err, line)) lines.push_back(line);
-    close(err_fd);
-    unlink(err_path);
-    for (size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i) r.err_tail += lines[i] + "\n";
-    return r;
-}
-
-std::string self_binary() {
-    std::error_code ec;
-    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec) throw Error(kExitRunFailed, "run failed: cannot resolve /proc/self/exe; fix: run prophet on Linux");
-    return self.string();
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    std::string out;
+    for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += lines[i] + "\n";
+    return out;
 }
 
 struct Stat {
@@ -252,7 +197,7 @@ int run_ablate(const AblateArgs& args) {
             set("store.path=\"" + store_path + "\"");
             cmd.push_back("--json");
             if (args.timeline) cmd.push_back("--timeline");
-            const ChildResult r = run_child(cmd);
+            const ChildResult r = run_child(cmd);  // core/process.h, as the sweep runs its points
             ++done;
             std::string run_id;
             std::istringstream lines(r.out);
@@ -266,7 +211,7 @@ int run_ablate(const AblateArgs& args) {
             if (r.exit_code != 0 || run_id.empty()) {
                 ++failed;
                 std::fprintf(stderr, "[%d/%d] seed %lld %s: FAILED (exit %d)\n%s", done, total, (long long)seed,
-                             v->name, r.exit_code, r.err_tail.c_str());
+                             v->name, r.exit_code, tail_lines(r.err, 5).c_str());
                 continue;
             }
             store.put_params(run_id, {{"ablate.variant", v->name}, {"ablate.id", ablate_id}});
