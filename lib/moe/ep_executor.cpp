@@ -157,7 +157,7 @@ void ExpertParallelExecutor::set_schedule(const EpSchedule& schedule) {
     schedule_ = schedule;
     comm_stream_ = std::make_unique<OrderedWorker>(schedule.blockwise);
     ahead_placement_.assign(L_, Placement{});
-    trans_nec_.assign(L_, {});
+    trans_parts_.assign(L_, {});
     trans_ticket_.assign(L_, 0);
     agg_ticket_.assign(L_, 0);
     agg_pending_.assign(L_, {});
@@ -177,14 +177,21 @@ void ExpertParallelExecutor::fetch_ahead(int layer) {
     check_same_placement(layer, p);
     carried_plan_wait_ms_ = (double)(t1 - t0) * 1e-6;
     record(OpKind::kPlanWait, layer, t0, t1);
-    // the Trans split: budget = the FNEC window of this block; each expert's time = its receivers x one link
+    trans_parts_[layer] = split_layer(layer, p, schedule_.fnec_s);  // budget: this block's FNEC window
+    ahead_placement_[layer] = std::move(p);
+}
+
+ExpertParallelExecutor::TransferParts ExpertParallelExecutor::split_layer(int layer, const Placement& p,
+                                                                          double budget_s) const {
+    TransferParts parts;
     const std::vector<uint8_t> moving = moe_moving_experts(p);
-    std::vector<double> expert_s(E_, 0.0);
+    std::vector<double> expert_s(E_, 0.0);  // each expert's time: its receivers x one expert over one link
     for (int e = 0; e < E_; e++)
         if (moving[e]) expert_s[e] = moe_receivers(p, e) * schedule_.expert_transfer_s;
-    trans_nec_[layer] = split_transfers(moving, expert_s, schedule_.fnec_s, schedule_.split);
-    if (layer == 0) trans_nec_[layer] = moving;  // no FEC(-1): all of Trans(0) beside FNEC(0)
-    ahead_placement_[layer] = std::move(p);
+    parts.beside_nec = layer == 0 ? moving : split_transfers(moving, expert_s, budget_s, schedule_.split);
+    parts.beside_expert = moving;
+    for (int e = 0; e < E_; e++) parts.beside_expert[e] &= !parts.beside_nec[e];
+    return parts;
 }
 
 int64_t ExpertParallelExecutor::submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only) {
@@ -232,7 +239,7 @@ void ExpertParallelExecutor::block_forward_begin(int layer) {
         layer0_plan_wait_ms_ = carried_plan_wait_ms_;
     }
     block_begin_ns_[layer] = now_ns();
-    submit_transfer(true, layer, 1, trans_nec_[layer]);
+    submit_transfer(true, layer, 1, trans_parts_[layer].beside_nec);
 }
 
 void ExpertParallelExecutor::finish_backward() {
@@ -333,9 +340,7 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     if (blockwise && layer + 1 < L_) {
         fetch_ahead(layer + 1);
         next_plan_wait_ms_ = carried_plan_wait_ms_;
-        std::vector<uint8_t> beside_fec = moe_moving_experts(ahead_placement_[layer + 1]);
-        for (int e = 0; e < E; e++) beside_fec[e] &= !trans_nec_[layer + 1][e];
-        next_fec_ticket = submit_transfer(true, layer + 1, 2, std::move(beside_fec));
+        next_fec_ticket = submit_transfer(true, layer + 1, 2, trans_parts_[layer + 1].beside_expert);
     }
 
     // ---- experts
@@ -438,16 +443,9 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
     // ---- Agg: inline, or split: beside BNEC(l) now, the rest beside BEC(l-1) (layer 0: all beside BNEC(0))
     t0 = now_ns();
     if (blockwise) {
-        const Placement& p = ahead_placement_[layer];
-        const std::vector<uint8_t> moving = moe_moving_experts(p);
-        std::vector<double> expert_s(E, 0.0);
-        for (int e = 0; e < E; e++)
-            if (moving[e]) expert_s[e] = moe_receivers(p, e) * schedule_.expert_transfer_s;
-        std::vector<uint8_t> nec = layer == 0 ? moving : split_transfers(moving, expert_s, schedule_.bnec_s, schedule_.split);
-        std::vector<uint8_t> rest = moving;
-        for (int e = 0; e < E; e++) rest[e] &= !nec[e];
-        agg_pending_[layer] = std::move(rest);
-        submit_transfer(false, layer, 1, std::move(nec));
+        TransferParts parts = split_layer(layer, ahead_placement_[layer], schedule_.bnec_s);  // BNEC(l) window
+        agg_pending_[layer] = std::move(parts.beside_expert);
+        submit_transfer(false, layer, 1, std::move(parts.beside_nec));
     } else {
         moe_agg(comm_, stats.placement, grads, 2 * (size_t)C * F, kTagAgg);
         stats.agg_ms = ms_since(t0);

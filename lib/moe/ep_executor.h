@@ -171,6 +171,13 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     void check_same_placement(int layer, const Placement& placement);
     // block-wise helpers
     void fetch_ahead(int layer);  // placement + split of layer (collective: the placement check)
+    // A layer's moving experts divided between its two compute windows ([E] each, 1 = in that part): beside the
+    // non-expert compute (budget_s of it, schedule/split.h) and beside the expert compute; layer 0 has no earlier
+    // block's expert compute, so all of it goes beside the non-expert part.
+    struct TransferParts {
+        std::vector<uint8_t> beside_nec, beside_expert;
+    };
+    TransferParts split_layer(int layer, const Placement& placement, double budget_s) const;
     int64_t submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only);
     void wait_transfer(bool trans, int layer, int64_t ticket);
     void record(OpKind kind, int block, int64_t start_ns, int64_t end_ns, int part = 0);
@@ -193,7 +200,7 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     OpTimeline transfers_;                          // comm-lane spans of this step (always kept)
     std::unique_ptr<OrderedWorker> comm_stream_;    // Trans/Agg tasks
     std::vector<Placement> ahead_placement_;        // [L] this step's placements, fetched before each layer
-    std::vector<std::vector<uint8_t>> trans_nec_;   // [L][E] 1: the expert's Trans goes beside FNEC
+    std::vector<TransferParts> trans_parts_;        // [L] Trans beside FNEC(l) / beside FEC(l-1)
     std::vector<int64_t> trans_ticket_;             // [L] last Trans part submitted for the layer (0: none)
     std::vector<int64_t> agg_ticket_;               // [L] last Agg part submitted (0: none)
     std::vector<std::vector<uint8_t>> agg_pending_; // [L][E] Agg part still to submit beside BEC(l-1)
