@@ -29,11 +29,16 @@ std::string checkpoint_config_hash(const Config& config) {
 
 namespace {
 
+// A feature that calls MPI from a second thread of the rank: refuse it (exit 6) unless MPI allows that.
+void require_thread_multiple(const Communicator& comm, const std::string& feature) {
+    if (comm.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE")
+        throw Error(kExitDistributed, feature + " needs MPI_THREAD_MULTIPLE, but this MPI provided " +
+                                          mpi_thread_level());
+}
+
 std::unique_ptr<Communicator> paced_if_asked(Communicator& comm, const TrainSettings& settings) {
     if (settings.link_gbps <= 0) return nullptr;
-    if (comm.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE")
-        throw Error(kExitDistributed, "comm.link_gbps needs MPI_THREAD_MULTIPLE (the emulated link's wire thread "
-                                      "calls MPI), but this MPI provided " + mpi_thread_level());
+    require_thread_multiple(comm, "comm.link_gbps (the emulated link's wire thread calls MPI)");
     return make_paced_communicator(&comm, LinkEmulation{settings.link_gbps * 1e9 / 8, settings.link_latency_us * 1e-6});
 }
 
@@ -56,9 +61,7 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
         [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });
     model_set_executor(*model_, static_cast<MoeExecutor<float>*>(executor_.get()));
     if (settings_.schedule_blockwise) {
-        if (comm_.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE")
-            throw Error(kExitDistributed, "schedule.mode = blockwise needs MPI_THREAD_MULTIPLE (Trans/Agg run on a "
-                                          "communication thread), but this MPI provided " + mpi_thread_level());
+        require_thread_multiple(comm_, "schedule.mode = blockwise (Trans/Agg run on a communication thread)");
         EpSchedule sched;
         sched.blockwise = true;
         sched.split = parse_transfer_split_rule(settings_.schedule_split);
