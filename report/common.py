@@ -34,12 +34,15 @@ POLICY_ORDER = ["static", "fastermoe", "prophet", "prophet-oracle", "eplb", "moe
                 "top3", "exhaustive"]
 
 
-def parse_args(description, experiment=True, argv=None):
+def parse_args(description, experiment=True, argv=None, extra=None):
+    """--db, --out (and --experiment) for every figure script; extra(parser) adds a script's own options."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--db", default=DEFAULT_DB, help="store file, opened read-only (default %(default)s)")
     p.add_argument("--out", default=DEFAULT_OUT, help="output directory for PNG + PDF (default %(default)s)")
     if experiment:
         p.add_argument("--experiment", default=None, help="only runs with this experiment name")
+    if extra is not None:
+        extra(p)
     return p.parse_args(argv)
 
 

@@ -24,17 +24,14 @@ COLORS = {
 }
 
 
-def main(argv=None):
-    import argparse
-
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--db", default=C.DEFAULT_DB, help="store file, opened read-only (default %(default)s)")
-    p.add_argument("--out", default=C.DEFAULT_OUT, help="output directory for PNG + PDF (default %(default)s)")
+def own_options(p):
     p.add_argument("--run", default=None, help="run id (default: the newest run with a timeline)")
     p.add_argument("--step", type=int, default=None, help="step to draw (default: the median-time step after 1)")
     p.add_argument("--name", default=NAME, help="output file stem (default %(default)s)")
-    p.add_argument("--experiment", default=None, help="only runs with this experiment name")
-    args = p.parse_args(argv)
+
+
+def main(argv=None):
+    args = C.parse_args(__doc__.splitlines()[0], argv=argv, extra=own_options)
     con = C.connect(args.db)
     if con is None:
         C.no_data(NAME, f"no store at {args.db}")
