@@ -4,10 +4,15 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace prophet::testing {
 
@@ -33,6 +38,23 @@ inline CliResult run_prophet(const std::string& launcher, const std::string& arg
     std::ifstream in(err_path);
     r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     return r;
+}
+
+inline bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+// 4 MPI ranks as root on a machine with fewer cores (OpenMPI needs both flags then)
+inline constexpr const char* kMpirun4 = "mpirun --allow-run-as-root --oversubscribe -np 4";
+
+// The "loss" of every step line of a `--json` run's stdout, in order.
+inline std::vector<double> json_losses(const std::string& out) {
+    std::vector<double> losses;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty() || line[0] != '{') continue;
+        const auto j = nlohmann::json::parse(line);
+        if (j.contains("step") && j.contains("loss")) losses.push_back(j["loss"].get<double>());
+    }
+    return losses;
 }
 
 }  // namespace prophet::testing

@@ -17,18 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
-
-std::vector<double> losses_of(const std::string& out) {
-    std::vector<double> losses;
-    std::istringstream lines(out);
-    for (std::string line; std::getline(lines, line);) {
-        if (line.empty() || line[0] != '{') continue;
-        const auto j = nlohmann::json::parse(line);
-        if (j.contains("step") && j.contains("loss")) losses.push_back(j["loss"].get<double>());
-    }
-    return losses;
-}
+using prophet::testing::have_mpirun;
+using prophet::testing::json_losses;
 
 // The first column of every row of a query, as text.
 std::vector<std::string> query(const std::string& db, const std::string& sql) {
@@ -60,7 +50,7 @@ class AblateCli : public ::testing::Test {
     std::string db_;
 };
 
-const char* kMpi = "mpirun --allow-run-as-root --oversubscribe -np 4";
+const char* kMpi = prophet::testing::kMpirun4;
 
 }  // namespace
 
@@ -72,8 +62,8 @@ TEST_F(AblateCli, MpiBlockwiseKeepsTheLossesAndRecordsTimelines) {
     ASSERT_EQ(blocking.exit_code, 0) << blocking.err;
     const auto scheduled = prophet::testing::run_prophet(kMpi, base + " --set schedule.mode=blockwise --timeline", dir_);
     ASSERT_EQ(scheduled.exit_code, 0) << scheduled.err;
-    ASSERT_EQ(losses_of(blocking.out).size(), 6u);
-    EXPECT_EQ(losses_of(scheduled.out), losses_of(blocking.out));
+    ASSERT_EQ(json_losses(blocking.out).size(), 6u);
+    EXPECT_EQ(json_losses(scheduled.out), json_losses(blocking.out));
     // one timeline event per rank and step, each a JSON array of ops
     const auto counts = query(db_, "SELECT count(*) FROM events WHERE kind = 'timeline'");
     ASSERT_EQ(counts.size(), 1u);

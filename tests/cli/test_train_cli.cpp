@@ -25,21 +25,15 @@ struct RunResult : prophet::testing::CliResult {
     std::vector<double> losses;  // the "loss" of every step line of --json output
 };
 
-bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
-
 RunResult run(const std::string& launcher, const std::string& args, const fs::path& dir) {
     RunResult r;
     static_cast<prophet::testing::CliResult&>(r) = prophet::testing::run_prophet(launcher, args, dir);
-    std::istringstream lines(r.out);
-    for (std::string line; std::getline(lines, line);) {
-        if (line.empty() || line[0] != '{') continue;
-        const auto j = nlohmann::json::parse(line);
-        if (j.contains("step") && j.contains("loss")) r.losses.push_back(j["loss"].get<double>());
-    }
+    r.losses = prophet::testing::json_losses(r.out);
     return r;
 }
 
-const char* kMpi = "mpirun --allow-run-as-root --oversubscribe -np 4";
+using prophet::testing::have_mpirun;
+const char* kMpi = prophet::testing::kMpirun4;
 
 class TrainCli : public ::testing::Test {
   protected:

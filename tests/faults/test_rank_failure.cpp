@@ -28,19 +28,10 @@ using prophet::testing::CliResult;
 
 namespace {
 
-bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
-const char* kMpi = "mpirun --allow-run-as-root --oversubscribe -np 4";
+using prophet::testing::have_mpirun;
+const char* kMpi = prophet::testing::kMpirun4;
 
-std::vector<double> losses(const std::string& out) {
-    std::vector<double> v;
-    std::istringstream lines(out);
-    for (std::string line; std::getline(lines, line);) {
-        if (line.empty() || line[0] != '{') continue;
-        const auto j = nlohmann::json::parse(line);
-        if (j.contains("step") && j.contains("loss")) v.push_back(j["loss"].get<double>());
-    }
-    return v;
-}
+using prophet::testing::json_losses;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -61,7 +52,7 @@ TEST_F(RankFailure, KilledRankIsRecordedAndResumeRepeatsTheLosses) {
     const std::string ckpt = (dir_ / "ckpt").string();
     const CliResult full = prophet::testing::run_prophet(kMpi, train(""), dir_);
     ASSERT_EQ(full.exit_code, 0) << full.err;
-    const std::vector<double> reference = losses(full.out);
+    const std::vector<double> reference = json_losses(full.out);
     ASSERT_EQ(reference.size(), 12u);
 
     // rank 2 SIGKILLs itself at the start of step 7; checkpoints were written after steps 2 and 5
@@ -70,7 +61,7 @@ TEST_F(RankFailure, KilledRankIsRecordedAndResumeRepeatsTheLosses) {
                     " --set debug.fail_rank=2 --set debug.fail_step=7 --set debug.fail_mode=kill"),
         dir_);
     EXPECT_NE(failed.exit_code, 0) << failed.err;
-    EXPECT_EQ(losses(failed.out).size(), 7u) << "steps 0..6 ran";
+    EXPECT_EQ(json_losses(failed.out).size(), 7u) << "steps 0..6 ran";
     {
         prophet::Store store = prophet::Store::open(db_);
         EXPECT_EQ(store.integrity_check(), "ok");
@@ -95,7 +86,7 @@ TEST_F(RankFailure, KilledRankIsRecordedAndResumeRepeatsTheLosses) {
 
     const CliResult resumed = prophet::testing::run_prophet(kMpi, train("--resume " + ckpt), dir_);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-    const std::vector<double> rest = losses(resumed.out);
+    const std::vector<double> rest = json_losses(resumed.out);
     ASSERT_EQ(rest.size(), 6u);
     for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], reference[6 + i]) << "step " << 6 + i;
     prophet::Store store = prophet::Store::open(db_);
