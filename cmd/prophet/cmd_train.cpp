@@ -165,16 +165,6 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
     return ctx;
 }
 
-void fail_run(RunContext& ctx, int exit_code, const std::string& message, int64_t step) {
-    if (!ctx.store) return;
-    try {
-        ctx.store->put_event(ctx.run_id, step, 0, "error", "failure", message, "");
-        ctx.store->finish_run(ctx.run_id, "failed", exit_code, message);
-    } catch (const std::exception&) {
-        // the original error is what the user needs to see
-    }
-}
-
 struct LoopResult {
     std::vector<StepStats> steps;
 };
@@ -337,7 +327,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
-        fail_run(*ctx, e.exit_code(), e.what(), std::max(step, ctx->watch->step()));
+        ctx->watch->record_failure(e.exit_code(), e.what(), std::max(step, ctx->watch->step()));
         return e.exit_code();
     }
     ctx->comm->barrier();
@@ -432,7 +422,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
-        fail_run(*ctx, e.exit_code(), e.what(), ctx->watch->step());
+        ctx->watch->record_failure(e.exit_code(), e.what(), ctx->watch->step());
         return e.exit_code();
     }
     ctx->comm->barrier();

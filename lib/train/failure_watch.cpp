@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "comm/comm.h"
@@ -89,6 +90,26 @@ void FailureWatch::watch() {
         if (n != 1 || byte == 0) return;
         record_and_exit(byte);
     }
+}
+
+bool FailureWatch::record_failure(int exit_code, const std::string& message, int64_t step) const {
+    if (run_id_.empty() || processes_.empty()) return false;
+    if (rank_ != 0 && (processes_[rank_].host != processes_[0].host || !std::filesystem::exists(store_path_)))
+        return false;  // rank 0's file is not reachable from here (and opening would create another one)
+    bool recorded = false;
+    try {
+        Store store = Store::open(store_path_);
+        store.transaction([&] {
+            recorded = false;  // a retried transaction starts over
+            if (store.get_run(run_id_).status != "running") return;
+            store.put_event(run_id_, step, rank_, "error", "failure", message, "");
+            store.finish_run(run_id_, "failed", exit_code, message);
+            recorded = true;
+        });
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "prophet: rank %d: could not record the failure: %s\n", rank_, e.what());
+    }
+    return recorded;
 }
 
 void FailureWatch::record_and_exit(int signal_number) {

@@ -42,6 +42,14 @@ class FailureWatch {
     int64_t step() const { return step_.load(std::memory_order_relaxed); }
     const std::vector<RankProcess>& processes() const { return processes_; }
 
+    // Records an error the main thread caught (failed, exit code, message, an error event at `step` naming this
+    // rank) in one transaction, unless the run is no longer `running`: the first to record wins. Rank 0 can always;
+    // another rank can when it runs on rank 0's host and the store file exists there. That matters because a
+    // failure every rank sees at once (a timeout, a NaN loss) ends the job with whichever rank calls MPI_Abort
+    // first, and mpirun may kill rank 0 before rank 0 has written. Returns whether this call recorded it; never
+    // throws (the original error is what the user needs to see).
+    bool record_failure(int exit_code, const std::string& message, int64_t step) const;
+
   private:
     void watch();
     void record_and_exit(int signal_number);

@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <string>
 
 #include "core/error.h"
 
@@ -28,6 +29,9 @@ void maybe_inject_fault(const FaultPlan& plan, int rank, int64_t step) {
     std::fflush(stderr);
     if (plan.mode == "kill") raise(SIGKILL);
     if (plan.mode == "exit") _exit(kExitRunFailed);
+    if (plan.mode == "error")
+        throw Error(kExitRunFailed, "rank " + std::to_string(rank) + ": debug.fail_mode=error injected at step " +
+                                        std::to_string(step) + " (test-only key)");
     for (;;) sleep(3600);  // "hang": until the launcher or a signal ends the process
 }
 

@@ -6,6 +6,7 @@
 //   kill  raise(SIGKILL): a crash nothing can catch (the OOM killer, a segfault without a handler)
 //   exit  _exit(1) without MPI_Finalize: a rank that quits abnormally
 //   hang  sleep forever: the peers' next collective blocks until comm.timeout_s (exit 6)
+//   error throw prophet::Error (exit 1) on this rank only: a failure its peers learn of from MPI_Abort
 #pragma once
 
 #include <cstdint>

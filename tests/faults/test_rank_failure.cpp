@@ -129,6 +129,35 @@ TEST_F(RankFailure, HungRankEndsTheJobWithExitSixAfterTheTimeout) {
     EXPECT_EQ(store.get_metrics(runs[0].run_id, "loss").size(), 4u) << "steps 0..3 finished";
 }
 
+// A rank that throws (out of memory, a CUDA error: something only it sees) records its own error before its
+// MPI_Abort ends the job; rank 0, blocked in a collective, is then stopped by mpirun and leaves the record as is.
+// The same path records a timeout that every rank hits at once when a non-root rank aborts first.
+TEST_F(RankFailure, ErrorOnOneRankIsRecordedByThatRankBeforeItEndsTheJob) {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const CliResult r = prophet::testing::run_prophet(
+        std::string("timeout -s KILL 120 ") + kMpi,
+        train("--set train.steps=6 --set debug.fail_rank=2 --set debug.fail_step=3 --set debug.fail_mode=error"),
+        dir_);
+    EXPECT_EQ(r.exit_code, prophet::kExitRunFailed) << r.err;
+    prophet::Store store = prophet::Store::open(db_);
+    EXPECT_EQ(store.integrity_check(), "ok");
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "failed") << runs[0].error << "\n" << r.err;
+    EXPECT_EQ(runs[0].exit_code.value_or(-1), prophet::kExitRunFailed) << runs[0].error;
+    EXPECT_NE(runs[0].error.find("rank 2: debug.fail_mode=error injected at step 3"), std::string::npos)
+        << runs[0].error;
+    int failures = 0;
+    for (const prophet::EventRow& e : store.get_events(runs[0].run_id))
+        if (e.kind == "failure") {
+            ++failures;
+            EXPECT_EQ(e.rank, 2);
+            EXPECT_EQ(e.step, 3);
+        }
+    EXPECT_EQ(failures, 1) << "one record, by the rank that failed";
+    EXPECT_EQ(store.get_metrics(runs[0].run_id, "loss").size(), 3u) << "steps 0..2 finished";
+}
+
 // rank 0's test for "which peer died first": a pid that is gone, or a zombie not yet reaped by its parent
 TEST(DeadLocalRanks, GoneAndZombiePidsAreDeadLiveOnesAndOtherHostsAreNot) {
     const pid_t child = fork();
