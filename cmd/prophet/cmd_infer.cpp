@@ -13,6 +13,8 @@
 #include "serve/serve_loop.h"
 #include "serve/serve_record.h"
 #include "serve/serve_sim.h"
+#include "train/failure_watch.h"
+#include "train/fault_inject.h"
 
 namespace prophet::cli {
 
@@ -94,9 +96,11 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
     }
     Config config(serve::serve_schema());
     serve::ServeSettings settings;
+    FaultPlan fault;  // debug.* (test-only); a step is a batch, counted over profile, warm-up and measured batches
     try {
         config = resolve_config(serve::serve_schema(), args);
         settings = serve::serve_settings_from(config, world_size);
+        fault = fault_plan_from(config, world_size);
     } catch (const Error& e) {
         if (root_env) std::fprintf(stderr, "prophet: %s\n", e.what());
         return e.exit_code();
@@ -117,6 +121,7 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
     const bool root = comm->rank() == 0;
     std::unique_ptr<Store> store;
     std::string run_id;
+    std::unique_ptr<FailureWatch> watch;  // records the run when an error or a signal ends it
     try {
         if (root) {
             store = std::make_unique<Store>(Store::open(settings.base.store_path));
@@ -135,7 +140,17 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
                          comm->size(), settings.base.policy.c_str(),
                          settings.out_of_sample ? "out-of-sample (data B)" : "in-sample (data A)");
         }
+        // every rank learns the run id, so that any rank can record a failure (FailureWatch::record_failure)
+        char id[32] = {0};
+        std::snprintf(id, sizeof id, "%s", run_id.c_str());
+        comm->broadcast(id, sizeof id, 0);
+        run_id = id;
+        watch = std::make_unique<FailureWatch>(*comm, settings.base.store_path, run_id);
+        int64_t batches_done = 0;
+        maybe_inject_fault(fault, comm->rank(), batches_done);
         const serve::BatchCallback progress = [&](const std::string& phase, int index, const serve::BatchResult& b) {
+            watch->set_step(++batches_done);
+            maybe_inject_fault(fault, comm->rank(), batches_done);
             if (!root || args.json || phase != "measure") return;
             if (index % settings.base.log_every == 0 || index + 1 == settings.iterations)
                 std::fprintf(stderr, "  batch %4d | forward %8.3f ms | loss %.4f\n", index, b.forward_ms, b.loss);
@@ -175,7 +190,9 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "prophet: rank %d: %s\n", comm->rank(), e.what());
-        if (store) {
+        if (watch) {
+            watch->record_failure(e.exit_code(), e.what(), watch->step());
+        } else if (store && !run_id.empty()) {
             try {
                 store->finish_run(run_id, "failed", e.exit_code(), e.what());
             } catch (const std::exception&) {

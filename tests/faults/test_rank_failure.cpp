@@ -129,6 +129,29 @@ TEST_F(RankFailure, HungRankEndsTheJobWithExitSixAfterTheTimeout) {
     EXPECT_EQ(store.get_metrics(runs[0].run_id, "loss").size(), 4u) << "steps 0..3 finished";
 }
 
+// The store holds one run, failed with exit code 1 by an injected `debug.fail_mode=error` on `rank` at `step`, and
+// exactly one `failure` event, written by that rank.
+static void expect_injected_error_recorded(const std::string& db, const CliResult& r, int rank, int64_t step) {
+    EXPECT_EQ(r.exit_code, prophet::kExitRunFailed) << r.err;
+    prophet::Store store = prophet::Store::open(db);
+    EXPECT_EQ(store.integrity_check(), "ok");
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "failed") << runs[0].error << "\n" << r.err;
+    EXPECT_EQ(runs[0].exit_code.value_or(-1), prophet::kExitRunFailed) << runs[0].error;
+    const std::string message = "rank " + std::to_string(rank) + ": debug.fail_mode=error injected at step " +
+                                std::to_string(step);
+    EXPECT_NE(runs[0].error.find(message), std::string::npos) << runs[0].error;
+    int failures = 0;
+    for (const prophet::EventRow& e : store.get_events(runs[0].run_id))
+        if (e.kind == "failure") {
+            ++failures;
+            EXPECT_EQ(e.rank, rank);
+            EXPECT_EQ(e.step, step);
+        }
+    EXPECT_EQ(failures, 1) << "one record, by the rank that failed";
+}
+
 // A rank that throws (out of memory, a CUDA error: something only it sees) records its own error before its
 // MPI_Abort ends the job; rank 0, blocked in a collective, is then stopped by mpirun and leaves the record as is.
 // The same path records a timeout that every rank hits at once when a non-root rank aborts first.
@@ -138,24 +161,23 @@ TEST_F(RankFailure, ErrorOnOneRankIsRecordedByThatRankBeforeItEndsTheJob) {
         std::string("timeout -s KILL 120 ") + kMpi,
         train("--set train.steps=6 --set debug.fail_rank=2 --set debug.fail_step=3 --set debug.fail_mode=error"),
         dir_);
-    EXPECT_EQ(r.exit_code, prophet::kExitRunFailed) << r.err;
+    expect_injected_error_recorded(db_, r, 2, 3);
     prophet::Store store = prophet::Store::open(db_);
-    EXPECT_EQ(store.integrity_check(), "ok");
     const auto runs = store.list_runs();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "failed") << runs[0].error << "\n" << r.err;
-    EXPECT_EQ(runs[0].exit_code.value_or(-1), prophet::kExitRunFailed) << runs[0].error;
-    EXPECT_NE(runs[0].error.find("rank 2: debug.fail_mode=error injected at step 3"), std::string::npos)
-        << runs[0].error;
-    int failures = 0;
-    for (const prophet::EventRow& e : store.get_events(runs[0].run_id))
-        if (e.kind == "failure") {
-            ++failures;
-            EXPECT_EQ(e.rank, 2);
-            EXPECT_EQ(e.step, 3);
-        }
-    EXPECT_EQ(failures, 1) << "one record, by the rank that failed";
     EXPECT_EQ(store.get_metrics(runs[0].run_id, "loss").size(), 3u) << "steps 0..2 finished";
+}
+
+// The serving path records the same way; its steps are batches counted over profile, warm-up and measured ones.
+TEST_F(RankFailure, ErrorOnOneRankDuringInferenceIsRecorded) {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const CliResult r = prophet::testing::run_prophet(
+        std::string("timeout -s KILL 120 ") + kMpi,
+        "profile --inference --config experiments/train/skewed-4rank.toml --json --set store.path=" + db_ +
+            " --set serve.profile_iterations=2 --set serve.warmup=1 --set serve.iterations=3"
+            " --set debug.fail_rank=1 --set debug.fail_step=4 --set debug.fail_mode=error",
+        dir_);
+    expect_injected_error_recorded(db_, r, 1, 4);
 }
 
 // rank 0's test for "which peer died first": a pid that is gone, or a zombie not yet reaped by its parent
