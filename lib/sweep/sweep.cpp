@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
@@ -290,10 +291,18 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         if (const toml::node* vc = sweep->get("validate_cluster")) {
             const auto* vcs = vc->as_string();
             if (!vcs || vcs->get().empty())
-                throw_config_error("sweep.validate_cluster", node_text(*vc), "must be a non-empty path string",
-                                   "validate_cluster = \"experiments/clusters/cpu-local.toml\"");
+                throw_config_error("sweep.validate_cluster", node_text(*vc),
+                                   "must be a non-empty path string, or \"calibrate\"",
+                                   "validate_cluster = \"calibrate\" (measure the ranks at hand first)");
             spec.validate_cluster = vcs->get();
         }
+        if (spec.validate_cluster == kCalibrate)
+            for (int r : spec.ranks)
+                if (r < 2)
+                    throw_config_error("sweep.validate_cluster", "\"calibrate\"",
+                                       "needs every entry of sweep.ranks >= 2 (a calibration measures communication), "
+                                       "but ranks has " + std::to_string(r),
+                                       "ranks = [2] or more, or a cluster file measured elsewhere");
         if (spec.command == "infer" && !spec.validate_cluster.empty())
             throw_config_error("sweep.validate_cluster", "\"" + spec.validate_cluster + "\"",
                                "simulates training steps, and an infer point runs none",
@@ -418,7 +427,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                        "the key is also in [sweep.grid]",
                                        "keep it in one of [sweep.grid] and the variants");
     if (real) check_files(spec, {spec.train_config}, "train_config");
-    if (!spec.validate_cluster.empty()) {
+    if (!spec.validate_cluster.empty() && spec.validate_cluster != kCalibrate) {
         check_files(spec, {spec.validate_cluster}, "validate_cluster");
         load_cluster_file(resolve_path(spec, spec.validate_cluster));  // exit 3 on a defective cluster file now
     }
@@ -765,11 +774,17 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
     return m;
 }
 
-std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options) {
+// The start of a child's command line: mpirun for several ranks, then the prophet binary.
+std::vector<std::string> child_launcher(int ranks, const SweepOptions& options) {
     std::vector<std::string> cmd;
-    if (p.ranks > 1)  // as root OpenMPI needs --allow-run-as-root; more ranks than cores need --oversubscribe
-        cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(p.ranks)};
+    if (ranks > 1)  // as root OpenMPI needs --allow-run-as-root; more ranks than cores need --oversubscribe
+        cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
     cmd.push_back(options.prophet_binary.empty() ? self_binary() : options.prophet_binary);
+    return cmd;
+}
+
+std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options) {
+    std::vector<std::string> cmd = child_launcher(p.ranks, options);
     const std::vector<const char*> sub = spec.command == "infer"
                                              ? std::vector<const char*>{"profile", "--inference", "--config"}
                                              : std::vector<const char*>{"train", "--config"};
@@ -787,6 +802,30 @@ std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& 
     for (const auto& [k, v] : spec.set) set(k + "=" + v);
     for (const auto& [k, v] : p.grid) set(k + "=" + v);
     return cmd;
+}
+
+// validate_cluster = "calibrate": `prophet profile --calibrate` on the point's ranks, with the sweep's and the
+// point's grid keys (they may change the model's shapes), writing `out`; the profile run is recorded in the store
+// under the sweep's name. Throws prophet::Error with the child's last stderr line when it fails.
+void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options, const std::string& out) {
+    std::vector<std::string> cmd = child_launcher(p.ranks, options);
+    for (const std::string& a : {std::string("profile"), std::string("--config"), resolve_path(spec, spec.train_config),
+                                 std::string("--calibrate"), std::string("--cluster-out"), out})
+        cmd.push_back(a);
+    std::vector<std::string> sets = {"store.path=" + options.store_path, "run.experiment=" + spec.name,
+                                     "run.seed=" + std::to_string(p.seed)};
+    for (const auto& [k, v] : spec.set) sets.push_back(k + "=" + v);
+    for (const auto& [k, v] : p.grid) sets.push_back(k + "=" + v);
+    for (const std::string& kv : sets) {
+        cmd.push_back("--set");
+        cmd.push_back(kv);
+    }
+    const ChildResult child = run_child(cmd);
+    if (child.exit_code != 0) {
+        const std::string line = last_line(child.err);
+        throw Error(child.exit_code, "prophet profile --calibrate exited with code " +
+                                         std::to_string(child.exit_code) + (line.empty() ? "" : ": " + line));
+    }
 }
 
 // The child's final {"summary": true, ...} line of stdout; throws when there is none.
@@ -865,8 +904,8 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
         static_cast<int>(std::max<int64_t>(1, config.get_int("balance.profile_iterations")));
     settings.num_nodes = std::max(1, D / std::max(1, cluster.devices_per_node));
     sim::SimOptions o;
-    o.schedule = sim::ScheduleKind::kNone;  // the real trainer does not overlap communication yet
-    o.plan_s = -1;                          // the policy's measured planning time, as the trainer plans in-step
+    o.schedule = sim::parse_schedule_kind(config.get_string("schedule.mode"));  // the child's own schedule
+    o.plan_s = -1;  // the policy's measured planning time, as the trainer plans in-step
     // the step's tail after the last backward block (dense all-reduce, norm, AdamW), when the cluster measured it
     o.include_optimizer = cluster.step_tail_s >= 0;
     o.optimizer_s = std::max(0.0, cluster.step_tail_s);
@@ -923,6 +962,12 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         return summary;
     }
 
+    // validate_cluster = "calibrate": one calibration per (ranks, grid values), made before the first such point
+    struct Calibrated {
+        std::string path, error;
+    };
+    std::map<std::string, Calibrated> calibrated;
+    const fs::path store_dir = fs::path(options.store_path).parent_path();
     const int n = summary.points;
     const int todo = n - summary.already_done;
     double run_seconds = 0;
@@ -949,6 +994,28 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
             info.world_size = p.ranks;
             // the child records its own run: hold no connection to the store while it writes
             store.reset();
+            std::string validate_path = spec.validate_cluster.empty() ? "" : resolve_path(spec, spec.validate_cluster);
+            std::string calibration_error;
+            if (spec.validate_cluster == kCalibrate) {
+                const std::string key = std::to_string(p.ranks) + "\n" + canonical_text(p.grid);
+                if (!calibrated.count(key)) {
+                    Calibrated c;
+                    c.path = (store_dir / "clusters" /
+                              (spec.name + "-" + std::to_string(p.ranks) + "rank" +
+                               (p.grid.empty() ? "" : "-" + sha256_hex(key).substr(0, 8)) + ".toml"))
+                                 .string();
+                    try {
+                        calibrate_cluster(spec, p, options, c.path);
+                        log("calibrated " + std::to_string(p.ranks) + " rank(s) for validation: " + c.path);
+                    } catch (const Error& e) {
+                        c.error = std::string("calibration failed: ") + e.what();
+                        log(c.error);
+                    }
+                    calibrated.emplace(key, c);
+                }
+                validate_path = calibrated[key].path;
+                calibration_error = calibrated[key].error;
+            }
             const ChildResult child = run_child(child_command(spec, p, options));
             store.emplace(Store::open(options.store_path));
             std::string error;
@@ -974,11 +1041,11 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                 const std::string child_id = s.value("run_id", std::string());
                 params.emplace_back("child_run_id", quoted(child_id));
                 std::optional<Validation> validation;
-                std::string validation_error;
-                if (!spec.validate_cluster.empty()) {
+                std::string validation_error = calibration_error;
+                if (!spec.validate_cluster.empty() && validation_error.empty()) {
+                    params.emplace_back("validate_cluster", quoted(std::as_const(validate_path)));
                     try {
-                        validation = validate_run(*store, child_id, p.policy,
-                                                  resolve_path(spec, spec.validate_cluster));
+                        validation = validate_run(*store, child_id, p.policy, validate_path);
                     } catch (const Error& e) {
                         if (e.exit_code() == kExitDatabase) throw;
                         validation_error = e.what();

@@ -47,7 +47,9 @@ struct SweepSpec {
     std::string command = "train";  // "train" | "infer": the children run prophet profile --inference
     std::vector<int> ranks;     // D of each point (1: no mpirun); part of the grid
     KeyValues set;              // [sweep.set]: fixed train overrides for every point, sorted by key
-    std::string validate_cluster;  // cluster file the child's recorded loads are simulated on (empty: no validation)
+    // cluster file the child's recorded loads are simulated on (empty: no validation); kCalibrate: a cluster file
+    // measured by `prophet profile --calibrate` on the points' own ranks and config right before the first of them
+    std::string validate_cluster;
 };
 
 // Throws prophet::Error (exit 3) naming key, value, rule and fix for any defect: unknown keys, empty lists,
@@ -55,6 +57,8 @@ struct SweepSpec {
 // grid value the key does not accept, missing cluster or trace files.
 SweepSpec parse_sweep_file(const std::string& path);
 SweepSpec parse_sweep_string(const std::string& text, const std::string& origin, const std::string& dir = ".");
+
+inline constexpr const char* kCalibrate = "calibrate";
 
 struct SweepPoint {
     int index = 0;                       // 0-based, in expansion order

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -148,4 +149,44 @@ TEST_F(SweepRealCli, ValidateClusterMustExist) {
     const auto r = sweep("ranks = [1]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"no/such.toml\"\n");
     EXPECT_EQ(r.exit_code, prophet::kExitConfig) << r.err;
     EXPECT_NE(r.err.find("sweep.validate_cluster"), std::string::npos) << r.err;
+}
+
+// validate_cluster = "calibrate": one `prophet profile --calibrate` per (ranks, grid values) before the first such
+// point, its cluster file beside the store, named in each point's params and used for that point's validation.
+TEST_F(SweepRealCli, CalibrateMeasuresOneClusterPerRanksAndGridValues) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const auto r = sweep(
+        "ranks = [2]\npolicies = [\"static\", \"prophet\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
+        "[sweep.set]\n\"train.steps\" = 3\n[sweep.grid]\n\"model.K\" = [1, 2]\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["run_ids"].size(), 4u);
+    std::set<std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir_ / "clusters")) files.insert(entry.path().string());
+    ASSERT_EQ(files.size(), 2u) << "one calibration per model.K value";
+    prophet::Store store = prophet::Store::open(db_);
+    std::map<std::string, std::set<std::string>> file_by_k;  // model.K -> the cluster files its points used
+    for (const auto& id : j["run_ids"]) {
+        std::string file, k;
+        for (const auto& [key, v] : store.get_params(id)) {
+            if (key == "validate_cluster") file = nlohmann::json::parse(v).get<std::string>();
+            if (key == "model.K") k = v;
+        }
+        EXPECT_TRUE(files.count(file)) << file;
+        file_by_k[k].insert(file);
+        EXPECT_GT(metric(store, id, "sim_step_ms"), 0);
+        EXPECT_GT(metric(store, id, "measured_step_ms"), 0);
+    }
+    ASSERT_EQ(file_by_k.size(), 2u);
+    EXPECT_EQ(file_by_k["1"].size(), 1u);
+    EXPECT_EQ(file_by_k["2"].size(), 1u);
+    EXPECT_NE(*file_by_k["1"].begin(), *file_by_k["2"].begin());
+    int profiles = 0;
+    for (const auto& row : store.list_runs("real-test")) profiles += row.info.command == "profile";
+    EXPECT_EQ(profiles, 2) << "the calibrations are recorded under the sweep's name";
+    EXPECT_NE(r.err.find("calibrated 2 rank(s) for validation"), std::string::npos) << r.err;
+
+    const auto one_rank = sweep("ranks = [1, 2]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n");
+    EXPECT_EQ(one_rank.exit_code, prophet::kExitConfig) << one_rank.err;
+    EXPECT_NE(one_rank.err.find("sweep.ranks >= 2"), std::string::npos) << one_rank.err;
 }
