@@ -8,50 +8,13 @@
 #include <vector>
 
 #include "balance/policies.h"
-#include "core/rng.h"
+#include "planner_inputs.h"
 
 namespace {
 
 using namespace prophet;
-
-std::vector<int64_t> zipf_counts(int D, int E, uint64_t seed) {
-    Rng rng(seed);
-    std::vector<double> weight(E);
-    std::vector<int> perm(E);
-    for (int e = 0; e < E; ++e) perm[e] = e;
-    rng.shuffle(perm.data(), E);
-    double total = 0;
-    for (int e = 0; e < E; ++e) total += weight[perm[e]] = 1.0 / std::pow(e + 1.0, 1.2);
-    std::vector<double> cdf(E);
-    double acc = 0;
-    for (int e = 0; e < E; ++e) cdf[e] = (acc += weight[e] / total);
-    std::vector<int64_t> counts(static_cast<size_t>(D) * E, 0);
-    for (int d = 0; d < D; ++d)
-        for (int t = 0; t < 2048; ++t) {
-            const double u = rng.uniform();
-            int e = 0;
-            while (e < E - 1 && cdf[e] < u) ++e;
-            ++counts[static_cast<size_t>(d) * E + e];
-        }
-    return counts;
-}
-
-CostModel cost_for(int D) {
-    CostModel m;
-    m.cluster.name = "bench";
-    m.cluster.num_devices = D;
-    m.cluster.devices_per_node = 4;
-    m.cluster.compute_flops = 8.9e12;
-    m.cluster.a2a_bandwidth = {{128.0 * 1024, 6e9 / 8}, {256.0 * 1024, 16e9 / 8}, {1024.0 * 1024, 42e9 / 8},
-                               {INFINITY, 100e9 / 8}};
-    m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = 15e9 / 8;
-    m.cluster.intra_node_bytes_per_s = m.cluster.inter_node_bytes_per_s = 100e9 / 8;
-    m.model.d_model = 1024;
-    m.model.d_ffn = 2048;
-    m.model.seq_len = 256;
-    m.model.tokens_per_device = 1024;
-    return m;
-}
+using prophet::bench::cost_for;
+using prophet::bench::zipf_counts;
 
 void BM_plan_prophet(benchmark::State& state) {
     const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));

@@ -5,6 +5,10 @@
 #   deterministic  `prophet plan --json` on fixed inputs: predicted time (Eq 6, Eq 8), max/mean load, balance std,
 #                  all-to-all / Trans / Agg bytes, replicas of every policy whose plan is deterministic (the ILP
 #                  policies run under a time limit and are left out). Compared EXACTLY with the baseline.
+#   instructions   bench/planner_instructions under valgrind's callgrind: instructions per plan of prophet,
+#                  fastermoe and eplb on bench_planner's inputs, only the planning loop counted. The same binary on
+#                  the same input gives the same count every time; a count above the baseline by more than 2% is a
+#                  regression (not exact: glibc picks its memcpy/memset for the CPU, so another CPU differs a little).
 #   timings        bench_planner (Google Benchmark, CPU time per plan) and bench_model_step --model tiny (tokens/s
 #                  of one training step by CPU time). Each is divided by a reference measured in the same repeat:
 #                  the median CPU GFLOP/s of OpenBLAS at the model's GEMM shapes (bench_model_step's table), code
@@ -45,12 +49,16 @@ while [ $# -gt 0 ]; do
         *) echo "bench-regress: unknown argument '$1'" >&2; usage ;;
     esac
 done
-for bin in "$BUILD/prophet" "$BUILD/bench/bench_planner" "$BUILD/bench/bench_model_step"; do
+for bin in "$BUILD/prophet" "$BUILD/bench/bench_planner" "$BUILD/bench/bench_model_step" "$BUILD/bench/planner_instructions"; do
     if [ ! -x "$bin" ]; then
         echo "bench-regress: $bin not found; fix: cmake --build $BUILD -j2 (or --build DIR)" >&2
         exit 2
     fi
 done
+if ! command -v valgrind >/dev/null; then
+    echo "bench-regress: valgrind not found (instruction counts); fix: apt-get install valgrind (ci/install-deps.sh does)" >&2
+    exit 2
+fi
 if [ "$UPDATE" = 0 ] && [ ! -f "$BASELINE" ]; then
     echo "bench-regress: baseline $BASELINE not found; fix: write one with --update" >&2
     exit 2
@@ -77,6 +85,9 @@ DET_FIELDS = ["predicted_eq6_ms", "predicted_eq8_ms", "max_mean_load", "balance_
 PLANNER_SIZES = ["E:32/D:16", "E:256/D:64"] if QUICK else ["E:32/D:16", "E:64/D:32", "E:256/D:64"]
 PLANNER_FILTER = "BM_plan_(prophet|fastermoe|eplb)/(" + "|".join(PLANNER_SIZES) + ")$"
 TRAIN_ROW = "train_step tiny tokens/s"
+INSTR_POLICIES = ["prophet", "fastermoe", "eplb"]
+INSTR_PLANS = 5
+INSTR_THRESHOLD = 0.02
 
 
 def fail(code, message):
@@ -105,6 +116,25 @@ def deterministic():
             if p["name"] in DET_POLICIES and not p.get("skipped"):
                 for f in DET_FIELDS:
                     rows[f"plan {stem(trace)}@{stem(cluster)} {p['name']} {f}"] = p[f]
+    return rows
+
+
+def instructions():
+    """name -> instructions per plan (callgrind, only prophet_counted_plans counted)"""
+    rows = {}
+    out_file = f"/tmp/bench-regress-callgrind-{os.getpid()}.out"
+    for policy in INSTR_POLICIES:
+        for size in PLANNER_SIZES:
+            E, D = (int(part.split(":")[1]) for part in size.split("/"))
+            run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", "--collect-atstart=no",
+                 "--toggle-collect=prophet_counted_plans", f"{BUILD}/bench/planner_instructions", policy, str(E),
+                 str(D), str(INSTR_PLANS)])
+            with open(out_file) as f:
+                totals = [int(line.split()[1]) for line in f if line.startswith("totals:")]
+            os.remove(out_file)
+            if not totals or totals[0] <= 0:
+                fail(2, f"callgrind counted no instructions in prophet_counted_plans ({policy} {size})")
+            rows[f"instructions plan_{policy}/{size} per plan"] = totals[0] / INSTR_PLANS
     return rows
 
 
@@ -170,6 +200,7 @@ def verdict(name, current, base):
 
 started_ms = int(time.time() * 1000)
 det = deterministic()
+instr = instructions()
 samples = {}
 measure(REPEATS, samples)
 median = {name: statistics.median(s["norm"] for s in v) for name, v in samples.items()}
@@ -185,6 +216,7 @@ if UPDATE:
                            "are medians normalised by the reference (see the script's header)",
                 "machine": host, "quick": QUICK, "repeats": REPEATS,
                 "deterministic": det,
+                "instructions": instr,
                 "timings": {n: {"value": median[n], "unit": unit(n), "better": better(n)} for n in sorted(median)}}
     os.makedirs(os.path.dirname(BASELINE) or ".", exist_ok=True)
     tmp = BASELINE + ".tmp"
@@ -193,12 +225,13 @@ if UPDATE:
         f.write("\n")
     os.replace(tmp, BASELINE)
     print(f"bench-regress: wrote {BASELINE}: {len(det)} deterministic rows, {len(median)} timing rows")
-    base_det, base_time = det, {n: median[n] for n in median}
+    base_det, base_instr, base_time = det, instr, {n: median[n] for n in median}
 else:
     try:
         with open(BASELINE) as f:
             baseline = json.load(f)
         base_det = baseline["deterministic"]
+        base_instr = baseline.get("instructions", {})
         base_time = {n: v["value"] for n, v in baseline["timings"].items()}
     except (OSError, ValueError, KeyError, TypeError) as e:
         fail(2, f"baseline {BASELINE} unreadable: {e}; fix: restore it or write one with --update")
@@ -219,21 +252,28 @@ for name in sorted(set(det) | set(base_det)):
     table.append(("exact", name, base, cur, "=" if ok else "!=", status))
     if status in ("MISMATCH", "MISSING"):
         failures.append(name)
-for name in sorted(set(median) | set(base_time)):
-    cur, base = median.get(name), base_time.get(name)
-    if cur is None and QUICK:
-        table.append(("time", name, base, cur, "", "not run (quick)"))
-        continue
-    if cur is None or base is None:
-        table.append(("time", name, base, cur, "", "MISSING" if cur is None else "NEW"))
-        if cur is None:
+
+
+def compare(kind, current, baseline_rows, judge, digits):
+    """Rows measured against the baseline; judge(name, current, baseline) -> (ratio, regressed)."""
+    for name in sorted(set(current) | set(baseline_rows)):
+        cur, base = current.get(name), baseline_rows.get(name)
+        if cur is None and QUICK:
+            table.append((kind, name, base, cur, "", "not run (quick)"))
+            continue
+        if cur is None or base is None:
+            table.append((kind, name, base, cur, "", "MISSING" if cur is None else "NEW"))
+            if cur is None:
+                failures.append(name)
+            continue
+        ratio, regressed = judge(name, cur, base)
+        if regressed:
             failures.append(name)
-        continue
-    ratio, regressed = verdict(name, cur, base)
-    status = "REGRESSION" if regressed else "ok"
-    if regressed:
-        failures.append(name)
-    table.append(("time", name, base, cur, f"{ratio:.3f}", status))
+        table.append((kind, name, base, cur, f"{ratio:.{digits}f}", "REGRESSION" if regressed else "ok"))
+
+
+compare("instr", instr, base_instr, lambda name, cur, base: (cur / base, cur / base > 1 + INSTR_THRESHOLD), 4)
+compare("time", median, base_time, verdict, 3)
 
 
 def cell(v):
@@ -246,7 +286,8 @@ for r in [("kind", "row", "baseline", "current", "ratio", "verdict")] + table:
     print("  ".join(cell(v).ljust(w) for v, w in zip(r, widths)).rstrip())
 n = len(samples[TRAIN_ROW])
 print(f"# {n} repeats; timings: median of CPU-time figures / the same repeat's reference (median OpenBLAS GFLOP/s, "
-      f"now {statistics.median(s['ref'] for s in samples[TRAIN_ROW]):.1f}); threshold {THRESHOLD:.0%}")
+      f"now {statistics.median(s['ref'] for s in samples[TRAIN_ROW]):.1f}); threshold {THRESHOLD:.0%}; "
+      f"instructions: callgrind, {INSTR_PLANS} plans, threshold {INSTR_THRESHOLD:.0%}")
 
 # ---- record every row: one run, its bench rows, in one transaction
 exit_code = 1 if failures and not UPDATE else 0
@@ -274,6 +315,10 @@ try:
     for name, value in det.items():
         con.execute("INSERT INTO bench(run_id, name, rep, counters) VALUES(?, ?, 0, ?)",
                     (run_id, "exact: " + name, json.dumps({"value": value, "baseline": base_det.get(name)})))
+    for name, value in instr.items():
+        con.execute("INSERT INTO bench(run_id, name, rep, counters) VALUES(?, ?, 0, ?)",
+                    (run_id, name, json.dumps({"normalized": value, "unit": "instructions per plan", "better": "lower",
+                                               "baseline": base_instr.get(name)})))
     for name, reps in samples.items():
         for rep, s in enumerate(reps):
             con.execute("INSERT INTO bench(run_id, name, rep, real_ns, cpu_ns, iterations, counters) "

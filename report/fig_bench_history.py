@@ -3,7 +3,8 @@
 
 Every bench-regress run records, per repeat, each timing row's figure divided by the reference measured in the
 same repeat (counters.normalized: planner "ref kFLOP per plan", lower is better; training "tokens per ref GFLOP",
-higher is better). Throughput is shown relative to the first recorded run, so 1.0 is the first commit and above 1
+higher is better) and each instruction row's instructions per plan (callgrind, one figure per run, lower is
+better). Throughput is shown relative to the first recorded run, so 1.0 is the first commit and above 1
 is faster: first / x for planner rows, x / first for training. One point per run (the commit on the x axis, in
 recording order, '+' marks a dirty tree), mean ± sd across its repeats (errorbar='sd').
 """

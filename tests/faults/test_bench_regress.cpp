@@ -1,6 +1,6 @@
 // ci/bench-regress.sh as CI runs it: the quick mode passes against the committed baseline (and records its rows),
 // and a baseline edited to be better than this build (one deterministic figure changed, one timing made 10x
-// faster) makes it fail after re-measuring, naming both rows. The script needs the bench/ binaries of the build.
+// faster, one instruction count 3% lower) makes it fail after re-measuring, naming the three rows. The script needs the bench/ binaries of the build.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -58,9 +58,17 @@ TEST_F(BenchRegress, QuickModePassesAgainstTheCommittedBaselineAndRecordsEveryRo
     EXPECT_EQ(runs[0].status, "finished");
     EXPECT_FALSE(runs[0].info.git_sha.empty());
     const auto rows = store.get_bench(runs[0].run_id);
-    int exact = 0, timed = 0;
-    for (const prophet::BenchRow& row : rows) (row.name.rfind("exact: ", 0) == 0 ? exact : timed)++;
+    int exact = 0, instructions = 0, timed = 0;
+    for (const prophet::BenchRow& row : rows) {
+        if (row.name.rfind("exact: ", 0) == 0)
+            ++exact;
+        else if (row.name.rfind("instructions ", 0) == 0)
+            ++instructions;
+        else
+            ++timed;
+    }
     EXPECT_GE(exact, 7 * 9) << "every deterministic figure is recorded";
+    EXPECT_EQ(instructions, 3 * 2) << "prophet, fastermoe, eplb x 2 planner sizes";
     EXPECT_GE(timed, 2 * 7) << "2 repeats x (6 planner rows + training)";
     EXPECT_EQ(store.integrity_check(), "ok");
     // the history figure draws these rows
@@ -76,9 +84,12 @@ TEST_F(BenchRegress, InjectedRegressionFailsAfterReMeasuring) {
     nlohmann::json baseline = nlohmann::json::parse(in);
     const std::string det = "plan zipf-e16-k2@hpwnv-16 prophet a2a_bytes";
     const std::string timed = "BM_plan_prophet/E:32/D:16";
+    const std::string counted = "instructions plan_fastermoe/E:32/D:16 per plan";
     ASSERT_TRUE(baseline["deterministic"].contains(det));
     ASSERT_TRUE(baseline["timings"].contains(timed));
+    ASSERT_TRUE(baseline["instructions"].contains(counted));
     baseline["deterministic"][det] = baseline["deterministic"][det].get<double>() * 0.999;
+    baseline["instructions"][counted] = baseline["instructions"][counted].get<double>() * 0.97;  // 3% fewer
     baseline["timings"][timed]["value"] = baseline["timings"][timed]["value"].get<double>() / 10;
     const std::string edited = (dir_ / "bench.json").string();
     std::ofstream(edited) << baseline.dump(1);
@@ -87,10 +98,11 @@ TEST_F(BenchRegress, InjectedRegressionFailsAfterReMeasuring) {
     EXPECT_NE(r.out.find("measuring again"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("MISMATCH"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("REGRESSION"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("confirmed regression in 2 row(s)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("confirmed regression in 3 row(s)"), std::string::npos) << r.out;
     prophet::Store store = prophet::Store::open(db_);
     const auto runs = store.list_runs("bench-regress");
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, "failed");
     EXPECT_NE(runs[0].error.find(timed), std::string::npos) << runs[0].error;
+    EXPECT_NE(runs[0].error.find(counted), std::string::npos) << runs[0].error;
 }
