@@ -317,9 +317,8 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
         stats.trans_exposed_ms += carried_trans_wait_ms_[layer] - before;
     } else {
         if (resident_replicas_ && last_trans_.empty()) last_trans_.assign(L_, Placement{});
-        const bool resident = resident_replicas_ && last_trans_[layer].owner == stats.placement.owner &&
-                              last_trans_[layer].replica == stats.placement.replica;
-        if (!resident) moe_trans(comm_, stats.placement, params, 2 * (size_t)C * F, kTagTrans);
+        moe_trans(comm_, stats.placement, params, 2 * (size_t)C * F, kTagTrans, nullptr,
+                  resident_replicas_ ? &last_trans_[layer] : nullptr);
         if (resident_replicas_) last_trans_[layer] = stats.placement;
         stats.trans_ms = ms_since(t1);
         stats.trans_exposed_ms = stats.trans_ms;

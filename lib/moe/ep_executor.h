@@ -123,9 +123,10 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     }
     // Record every op of this rank (nullptr: off). Not owned.
     void set_timeline(OpTimeline* timeline) { timeline_ = timeline; }
-    // Serving: parameters never change, so the replicas a Trans sent stay current; a layer whose placement is the
-    // one its last Trans used skips Trans (a serving system keeps replicas resident). Blocking mode only; never in
-    // training, where every step's update makes the copies stale.
+    // Serving: parameters never change, so the copies a Trans sent stay current (a serving system keeps replicas
+    // resident): each layer's Trans sends only to the ranks that hold an expert now but did not at that layer's
+    // last Trans, and nothing when the placement is unchanged. Blocking mode only; never in training, where every
+    // step's update makes the copies stale.
     void set_resident_replicas(bool on) { resident_replicas_ = on; }
 
     // nullptr / empty: the static placement every step

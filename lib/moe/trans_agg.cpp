@@ -28,14 +28,18 @@ int moe_receivers(const Placement& placement, int expert) {
 }
 
 void moe_trans(Communicator* comm, const Placement& placement, float* const* params, size_t numel, int tag_base,
-               const uint8_t* only) {
+               const uint8_t* only, const Placement* resident) {
     const int D = placement.num_devices, E = placement.num_experts, rank = comm->rank();
     PROPHET_ASSERT(comm->size() == D);
+    const bool incremental = resident != nullptr && resident->num_experts > 0;
+    if (incremental) PROPHET_ASSERT(resident->num_devices == D && resident->num_experts == E);
     std::vector<CommHandle> inflight;
     for (int e = 0; e < E; e++) {
         if (only != nullptr && !only[e]) continue;
         const int home = moe_home_rank(e, E, D);
-        const std::vector<int> group = moe_expert_group(placement, e, home);
+        std::vector<int> group = moe_expert_group(placement, e, home);
+        if (incremental)
+            std::erase_if(group, [&](int d) { return d != home && resident->holds(e, d); });
         if (group.size() < 2 || !std::binary_search(group.begin(), group.end(), rank)) continue;
         inflight.push_back(
             comm->broadcast_subset_async(params[e], sizeof(float) * numel, home, group, tag_base + e));

@@ -28,8 +28,11 @@ std::vector<int> moe_expert_group(const Placement& placement, int expert, int ho
 // params [E]: this rank's copy of each expert (numel floats each). Broadcasts from home to every group that is
 // more than {home}; all of this rank's broadcasts are in flight together, then waited on. tag_base + e tags e.
 // only [E] (optional): restrict to the experts with only[e] = 1 (one part of a split Trans).
+// resident (optional): the placement of the previous Trans, whose copies are still current (serving never updates
+// parameters): its holders of e are left out of e's group, so only the ranks that newly hold e receive it and an
+// unchanged placement sends nothing. Null, or a placement with no experts (no Trans yet): every holder receives.
 void moe_trans(Communicator* comm, const Placement& placement, float* const* params, size_t numel, int tag_base,
-               const uint8_t* only = nullptr);
+               const uint8_t* only = nullptr, const Placement* resident = nullptr);
 
 // grads [E]: this rank's gradient of each expert (numel floats each). Sums every group that is more than {home}
 // into home's gradient, then zeroes the other members' gradients. tag_base + e tags e. only: as for moe_trans.

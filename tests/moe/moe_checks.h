@@ -312,8 +312,10 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
 // ---- oracle: any placement gives the LocalMoeExecutor result -----------------------------------------------
 
 // resident: the executor keeps replicas between steps (serving); the parameters here never change, so its second
-// step must still match the oracle with no Trans at all
-inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, uint64_t seed, bool resident = false) {
+// step must still match the oracle with no Trans at all, or, with placement_changes (each step plans a different
+// placement of the same case), with a Trans to the new holders only
+inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, uint64_t seed, bool resident = false,
+                         bool placement_changes = false) {
     const int D = comm.size(), r = comm.rank();
     const int L = 2, E = 8, K = 2, C = 16, F = 24, steps = 2;
     const size_t P = 2 * (size_t)C * F;
@@ -346,12 +348,14 @@ inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, u
             storage.grads.push_back(grads[i].data());
         }
     ExpertParallelExecutor ep(&comm, L, E, K, C, F, rule, storage);
+    int current_step = 0;
     ep.set_placement_provider([&](int layer, const int64_t*) {
-        return make_case_placement(pc, D, E, seed + 31 * layer);
+        return make_case_placement(pc, D, E, seed + 31 * layer + (placement_changes ? 1009 * current_step : 0));
     });
     ep.set_resident_replicas(resident);
 
     for (int step = 0; step < steps; step++) {
+        current_step = step;
         std::vector<LayerProblem> problems;
         for (int l = 0; l < L; l++)
             problems.push_back(make_layer_problem(seed * 131 + 977 * step + 101 * l, D, E, K, C, 24, false));

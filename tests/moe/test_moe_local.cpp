@@ -199,6 +199,60 @@ TEST(MoeEpChecks, ResidentReplicasStayCurrent) {
         }));
 }
 
+// ... and when the placement changes between steps, the second step's Trans reaches every new holder (their copies
+// start as NaN too).
+TEST(MoeEpChecks, ResidentReplicasFollowAChangedPlacement) {
+    for (PlacementCase pc : {PlacementCase::kReplicated, PlacementCase::kMovedOwnersReplicated})
+        expect_no_errors(run_local(4, [&](Communicator& comm) {
+            check_oracle(comm, pc, RouteRule::kOwner, 22, /*resident=*/true, /*placement_changes=*/true);
+        }));
+}
+
+// Trans against a resident placement sends to the new holders only: a copy marked as resident (a value home does
+// not have) must keep its mark, a new holder must get home's values, and a rank holding nothing keeps NaN.
+TEST(MoeTrans, ResidentHoldersAreNotSentAgain) {
+    const int D = 4, E = 8;
+    const size_t numel = 5;
+    Placement before = Placement::make_static(D, E), now = Placement::make_static(D, E);
+    before.add_replica(1, 2);  // expert 1 (home 0) already on rank 2
+    now.add_replica(1, 2);
+    now.add_replica(1, 3);     // ... and now also on rank 3
+    now.add_replica(6, 0);     // expert 6 (home 3) newly on rank 0
+    before.add_replica(4, 1);  // expert 4 (home 2) was on rank 1, is no longer
+    expect_no_errors(run_local(D, [&](Communicator& comm) {
+        const int r = comm.rank();
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::vector<std::vector<float>> params(E);
+        std::vector<float*> pointers(E);
+        for (int e = 0; e < E; e++) {
+            const bool home = moe_home_rank(e, E, D) == r;
+            params[e].assign(numel, home ? 100.0f + e : before.holds(e, r) ? -1.0f : nan);
+            pointers[e] = params[e].data();
+        }
+        moe_trans(&comm, now, pointers.data(), numel, 300, nullptr, &before);
+        for (int e = 0; e < E; e++)
+            for (size_t j = 0; j < numel; j++) {
+                const float v = params[e][j];
+                const std::string where = "rank " + std::to_string(r) + " expert " + std::to_string(e);
+                if (moe_home_rank(e, E, D) == r)
+                    EXPECT_EQ(v, 100.0f + e) << where;
+                else if (before.holds(e, r))
+                    EXPECT_EQ(v, -1.0f) << where << ": resident copy sent again";
+                else if (now.holds(e, r))
+                    EXPECT_EQ(v, 100.0f + e) << where << ": new holder not sent";
+                else
+                    EXPECT_TRUE(std::isnan(v)) << where << ": sent to a rank that does not hold it";
+            }
+        // unchanged placement: nothing moves
+        std::vector<std::vector<float>> again = params;
+        for (int e = 0; e < E; e++) pointers[e] = params[e].data();
+        moe_trans(&comm, now, pointers.data(), numel, 300, nullptr, &now);
+        for (int e = 0; e < E; e++)
+            for (size_t j = 0; j < numel; j++)
+                if (!std::isnan(again[e][j])) EXPECT_EQ(params[e][j], again[e][j]);
+    }));
+}
+
 // ---- placement checks --------------------------------------------------------------------------------------
 
 // A provider that plans differently on different ranks is caught on every rank (exit 6), not silently wrong.
