@@ -33,6 +33,8 @@ def main():
     p.add_argument("--policies", default="static,eplb,moetuner,prophet")
     p.add_argument("--eval-mixture", default="[0.05, 0.05, 0.85, 0.05]", help="data B's topic weights")
     p.add_argument("--train-steps", type=int, default=30)
+    p.add_argument("--iterations", type=int, default=20,
+                   help="measured batches per inference run (serve.iterations; p99 over them)")
     p.add_argument("--binary", default="build/prophet")
     p.add_argument("--store", default="results/prophet.db")
     p.add_argument("--experiment", default="serving-cpu")
@@ -40,6 +42,10 @@ def main():
     p.add_argument("--set", action="append", default=None, help=f"--set for every run (default {DEFAULT_SETS})")
     args = p.parse_args()
     sets = DEFAULT_SETS if args.set is None else args.set
+    # the simulated nodes are 4-device cluster files: the recorded per-rank routing replays only on as many devices
+    clusters = CLUSTERS if args.ranks == 4 else "[]"
+    if args.ranks != 4:
+        print(f"serve_policies: {args.ranks} ranks: no replay on the simulated 4-device nodes", file=sys.stderr)
     policies = args.policies.split(",")
     mpi = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.ranks)] if args.ranks > 1 else []
     common = ["--config", args.config, "--set", f"store.path={args.store}"]
@@ -58,7 +64,8 @@ def main():
                 s = run(mpi + [args.binary, "profile", "--inference", "--json"] + common + [
                     "--set", f"run.seed={seed}", "--set", f"balance.policy={pol}",
                     "--set", f"run.experiment={args.experiment}", "--set", f"serve.checkpoint={ckpt}",
-                    "--set", f"serve.eval_mixture={mixture}", "--set", f"serve.sim_clusters={CLUSTERS}"])[-1]
+                    "--set", f"serve.eval_mixture={mixture}", "--set", f"serve.sim_clusters={clusters}",
+                    "--set", f"serve.iterations={args.iterations}"])[-1]
                 rows.append({"seed": seed, "sample": sample, "policy": pol, "p99": s["layer_sum"]["p99"],
                              "mom": s["layer_sum"]["mean_of_max"]})
                 print(f"seed {seed} {sample:3s} {pol:9s} MoE part p99 {rows[-1]['p99']:8.2f} ms, mean-of-max "
