@@ -17,6 +17,7 @@
 #include "train/failure_watch.h"
 #include "train/fault_inject.h"
 #include "train/memory_estimate.h"
+#include "train/routing_trace.h"
 #include "train/trainer.h"
 #include "trace/trace.h"
 
@@ -370,16 +371,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         const LoopResult r = run_loop(*ctx, trainer, args.common, false, true, "");
         // the routing trace of the run
         Trace trace;
-        trace.meta.num_iterations = static_cast<int>(r.steps.size());
-        trace.meta.num_layers = m.L;
-        trace.meta.num_devices = D;
-        trace.meta.num_experts = m.E;
-        trace.meta.top_k = m.K;
-        trace.meta.tokens_per_iteration = static_cast<int64_t>(m.B) * m.T;
-        trace.meta.d_model = m.C;
-        trace.meta.d_ffn = m.hidden_size();
-        trace.meta.seq_len = m.T;
-        trace.meta.source = "profile:" + ctx->run_id;
+        trace.meta = routing_trace_meta(m, D, static_cast<int>(r.steps.size()), "profile:" + ctx->run_id);
         for (const StepStats& st : r.steps) {
             trace.counts.insert(trace.counts.end(), st.counts.begin(), st.counts.end());
             trace.transitions.insert(trace.transitions.end(), st.transitions.begin(), st.transitions.end());

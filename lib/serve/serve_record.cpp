@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "train/routing_trace.h"
 
 namespace prophet::serve {
 
@@ -57,18 +58,10 @@ RunTails run_tails(const ServeRun& run) {
 void record_serve_run(Store& store, const std::string& run_id, const ServeSettings& settings, const ServeRun& run) {
     const int L = run.profile.L, D = run.profile.D, E = run.profile.E;
     const RunTails tails = run_tails(run);
+    // one iteration: the counts summed over the profiled batches
     Trace profile;
-    profile.meta.num_iterations = 1;
-    profile.meta.num_layers = L;
-    profile.meta.num_devices = D;
-    profile.meta.num_experts = E;
-    profile.meta.top_k = settings.base.model.K;
-    profile.meta.tokens_per_iteration =
-        static_cast<int64_t>(settings.base.model.B) * settings.base.model.T * run.profile.iterations;
-    profile.meta.d_model = settings.base.model.C;
-    profile.meta.d_ffn = settings.base.model.hidden_size();
-    profile.meta.seq_len = settings.base.model.T;
-    profile.meta.source = "serve-profile:" + run_id;
+    profile.meta = routing_trace_meta(settings.base.model, D, 1, "serve-profile:" + run_id);
+    profile.meta.tokens_per_iteration *= run.profile.iterations;
     profile.counts = run.profile.counts;
     profile.transitions = run.profile.transitions;
     store.transaction([&] {

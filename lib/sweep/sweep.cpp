@@ -28,6 +28,7 @@
 #include "sim/simulator.h"
 #include "trace/trace.h"
 #include "serve/serve_config.h"
+#include "train/routing_trace.h"
 #include "train/train_config.h"
 
 namespace prophet::sweep {
@@ -867,16 +868,7 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
         throw_input_error("run " + run_id, "recorded " + std::to_string(step_ms.size()) + " steps",
                           "validation skips step 0 and needs at least 2 steps (train.steps >= 2)");
     Trace trace;
-    trace.meta.num_iterations = static_cast<int>(step_ms.size());
-    trace.meta.num_layers = m.L;
-    trace.meta.num_devices = D;
-    trace.meta.num_experts = m.E;
-    trace.meta.top_k = m.K;
-    trace.meta.tokens_per_iteration = static_cast<int64_t>(m.B) * m.T;
-    trace.meta.d_model = m.C;
-    trace.meta.d_ffn = m.hidden_size();
-    trace.meta.seq_len = m.T;
-    trace.meta.source = "profile:" + run_id;
+    trace.meta = routing_trace_meta(m, D, static_cast<int>(step_ms.size()), "profile:" + run_id);
     for (const auto& [step, ms] : step_ms)
         for (int l = 0; l < m.L; ++l) {
             const std::optional<ExpertLoadRow> load = store.get_expert_load(run_id, step, l);
