@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../temp_dir_test.h"
 #include "cli_util.h"
 
 namespace fs = std::filesystem;
@@ -36,19 +37,7 @@ std::vector<std::string> query(const std::string& db, const std::string& sql) {
     return out;
 }
 
-class AblateCli : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("prophet-ablate-" + std::to_string(getpid()) + "-" + info->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-        db_ = (dir_ / "store.db").string();
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-    fs::path dir_;
-    std::string db_;
-};
+class AblateCli : public prophet::testing::TempDirTest {};
 
 const char* kMpi = prophet::testing::kMpirun4;
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../temp_dir_test.h"
 #include "cli_util.h"
 #include "core/error.h"
 #include "store/store.h"
@@ -23,19 +24,14 @@ using Result = prophet::testing::CliResult;
 
 Result run_prophet(const std::string& args, const fs::path& dir) { return prophet::testing::run_prophet("", args, dir); }
 
-class Cli : public ::testing::Test {
+class Cli : public prophet::testing::TempDirTest {
   protected:
     void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("prophet-cli-" + std::to_string(getpid()) + "-" + info->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-        db_ = (dir_ / "store.db").string();
+        TempDirTest::SetUp();
         cluster4_ = write("cluster4.toml",
                           "[cluster]\nname = \"test4\"\nnum_devices = 4\ndevices_per_node = 2\ncompute_tflop_s = 1.0\n"
                           "a2a_gbit_s = [10.0]\ntrans_gbit_s = 10.0\n");
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     std::string write(const std::string& name, const std::string& text) {
         const std::string path = (dir_ / name).string();
@@ -56,8 +52,6 @@ class Cli : public ::testing::Test {
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
     }
 
-    fs::path dir_;
-    std::string db_;
     std::string cluster4_;
 };
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../temp_dir_test.h"
 #include "cli_util.h"
 #include "core/error.h"
 #include "store/store.h"
@@ -20,17 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class SweepRealCli : public ::testing::Test {
+class SweepRealCli : public prophet::testing::TempDirTest {
   protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("prophet-sweep-real-" + std::to_string(getpid()) + "-" + info->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-        db_ = (dir_ / "store.db").string();
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
     // Writes the sweep file into the temp dir and runs it (from the repository root) with --json.
     // report: build REPORT.md at the end (the other tests pass --no-report: the report takes seconds).
     prophet::testing::CliResult sweep(const std::string& body, bool report = false) {
@@ -42,9 +34,6 @@ class SweepRealCli : public ::testing::Test {
                                                  " --set store.path='" + db_ + "'",
                                              dir_);
     }
-
-    fs::path dir_;
-    std::string db_;
 };
 
 double metric(prophet::Store& store, const std::string& run_id, const std::string& key) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../temp_dir_test.h"
 #include "cli_util.h"
 #include "core/error.h"
 
@@ -35,21 +36,11 @@ RunResult run(const std::string& launcher, const std::string& args, const fs::pa
 using prophet::testing::have_mpirun;
 const char* kMpi = prophet::testing::kMpirun4;
 
-class TrainCli : public ::testing::Test {
+class TrainCli : public prophet::testing::TempDirTest {
   protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("prophet-train-" + std::to_string(getpid()) + "-" + info->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-        db_ = (dir_ / "store.db").string();
-    }
-    void TearDown() override { fs::remove_all(dir_); }
     std::string train(const std::string& extra) {
         return "train --config experiments/train/skewed-4rank.toml --json --set store.path=" + db_ + " " + extra;
     }
-    fs::path dir_;
-    std::string db_;
 };
 
 void expect_close(const std::vector<double>& a, const std::vector<double>& b, const std::string& what) {

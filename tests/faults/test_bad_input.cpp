@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../cli/cli_util.h"
-#include "faults_util.h"
+#include "../temp_dir_test.h"
 #include "core/error.h"
 #include "store/store.h"
 #include "train/memory_estimate.h"

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "faults_util.h"
+#include "../temp_dir_test.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;

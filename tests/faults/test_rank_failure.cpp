@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../cli/cli_util.h"
-#include "faults_util.h"
+#include "../temp_dir_test.h"
 #include "core/error.h"
 #include "store/store.h"
 #include "train/failure_watch.h"

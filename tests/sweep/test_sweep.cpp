@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "../temp_dir_test.h"
 #include "core/error.h"
 #include "store/store.h"
 #include "sweep/sweep.h"
@@ -18,17 +19,12 @@ using namespace prophet::sweep;
 
 namespace {
 
-class Sweep : public ::testing::Test {
+class Sweep : public prophet::testing::TempDirTest {
   protected:
     void SetUp() override {
         fs::current_path(PROPHET_SOURCE_DIR);
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("prophet-sweep-" + std::to_string(getpid()) + "-" + info->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-        db_ = (dir_ / "store.db").string();
+        TempDirTest::SetUp();
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     SweepOptions options(int max_points = -1) const {
         SweepOptions o;
@@ -40,9 +36,6 @@ class Sweep : public ::testing::Test {
         Store store = Store::open(db_);
         return static_cast<int>(store.list_runs(experiment).size());
     }
-
-    fs::path dir_;
-    std::string db_;
 };
 
 const char* kTiny =

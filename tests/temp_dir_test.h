@@ -1,5 +1,5 @@
-// faults_util.h: the fixture the fault tests share: a fresh temporary directory per test (removed afterwards)
-// holding the test's store, checkpoints and captured output.
+// temp_dir_test.h: the fixture the CLI, sweep and fault tests share: a fresh temporary directory per test (removed
+// afterwards) holding the test's store, checkpoints, written files and captured output.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ class TempDirTest : public ::testing::Test {
     void SetUp() override {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
         dir_ = std::filesystem::temp_directory_path() /
-               ("prophet-faults-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" + info->name());
+               ("prophet-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" + info->name());
         std::filesystem::remove_all(dir_);
         std::filesystem::create_directories(dir_);
         db_ = (dir_ / "store.db").string();
