@@ -102,8 +102,7 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
         settings = serve::serve_settings_from(config, world_size);
         fault = fault_plan_from(config, world_size);
     } catch (const Error& e) {
-        if (root_env) std::fprintf(stderr, "prophet: %s\n", e.what());
-        return e.exit_code();
+        return report_start_error(e, world_rank);
     }
     if (args.dry_run) {
         if (root_env)

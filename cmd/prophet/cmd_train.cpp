@@ -284,8 +284,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
     try {
         ctx = start_run("train", args.common, argc, argv);
     } catch (const Error& e) {
-        if (root_env) std::fprintf(stderr, "prophet: %s\n", e.what());
-        return e.exit_code();
+        return report_start_error(e, env_world_rank());
     }
     if (args.common.dry_run) {
         if (root_env) {
@@ -352,8 +351,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
                                "--set model.capacity_factor=0");
         ctx = start_run("profile", args.common, argc, argv);
     } catch (const Error& e) {
-        if (root_env) std::fprintf(stderr, "prophet: %s\n", e.what());
-        return e.exit_code();
+        return report_start_error(e, env_world_rank());
     }
     if (args.common.dry_run) {
         if (root_env)

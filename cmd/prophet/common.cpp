@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
+
+#include "comm/comm.h"
 
 namespace prophet::cli {
 
@@ -26,6 +29,17 @@ Config resolve_config(const Schema& schema, const CommonArgs& args) {
     for (const std::string& assignment : args.sets) config.apply_set(assignment);
     config.check_required();
     return config;
+}
+
+int report_start_error(const Error& e, int world_rank) {
+    if (world_rank != 0) {
+        if (!launched_by_mpi()) return e.exit_code();
+        std::this_thread::sleep_for(std::chrono::seconds(3));
+        std::fprintf(stderr, "prophet: rank %d: %s\n", world_rank, e.what());
+    } else {
+        std::fprintf(stderr, "prophet: %s\n", e.what());
+    }
+    return e.exit_code();
 }
 
 void print_schema(const Schema& schema, const std::string& command) {

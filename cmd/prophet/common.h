@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/config.h"
+#include "core/error.h"
 #include "store/store.h"
 
 namespace prophet::cli {
@@ -25,6 +26,13 @@ void add_common_options(CLI::App* command, CommonArgs& args);
 Config resolve_config(const Schema& schema, const CommonArgs& args);
 // prints every key of the schema (for --help-config)
 void print_schema(const Schema& schema, const std::string& command);
+
+// Prints an error found while starting a run and returns its exit code. Every rank checks the same config before
+// MPI exists, and only rank 0 prints it. Under mpirun, which stops every rank once one exits non-zero, a non-root
+// rank first waits 3 s so that rank 0 prints and ends the job (a non-root rank exiting first could get rank 0
+// stopped before it printed: the error was then lost). A non-root rank still running after the wait found an error
+// rank 0 did not (a file missing on its host) and prints it itself, naming its rank.
+int report_start_error(const Error& e, int world_rank);
 
 RunInfo make_run_info(const std::string& command, const Config& config, const CommonArgs& args);
 std::string git_sha(bool* dirty);
