@@ -65,6 +65,14 @@ def connect(path):
         return None
 
 
+def connect_or_exit(path, name):
+    """connect(path), or the no-data line for figure `name` and exit 0 when there is no store."""
+    con = connect(path)
+    if con is None:
+        no_data(name, f"no store at {path}")
+    return con
+
+
 def _query(con, sql, params=()):
     try:
         return pd.read_sql_query(sql, con, params=params)
@@ -75,9 +83,7 @@ def _query(con, sql, params=()):
 def load_frame(name, args, loader, missing):
     """Open args.db read-only and return loader(con, args.experiment); print the no-data line and exit 0 when the
     store is missing or the frame is empty (missing: what was not found)."""
-    con = connect(args.db)
-    if con is None:
-        no_data(name, f"no store at {args.db}")
+    con = connect_or_exit(args.db, name)
     df = loader(con, args.experiment)
     if df.empty:
         no_data(name, missing + (f" in experiment {args.experiment}" if args.experiment else ""))

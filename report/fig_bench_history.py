@@ -20,9 +20,7 @@ NAME = "fig_bench_history"
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], experiment=False, argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     runs = C._query(con, "SELECT run_id, started_ms, git_sha, git_dirty, status FROM runs "
                          "WHERE command = 'bench-regress' ORDER BY started_ms, run_id")
     if runs.empty:

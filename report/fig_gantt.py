@@ -32,9 +32,7 @@ def own_options(p):
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv, extra=own_options)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     ev = C._query(con, "SELECT e.run_id, e.step, e.rank, e.data AS data_json, r.started_ms FROM events e "
                        "JOIN runs r ON r.run_id = e.run_id WHERE e.kind = 'timeline'")
     if ev.empty:

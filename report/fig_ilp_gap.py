@@ -39,9 +39,7 @@ def load_bench(con, experiment=None):
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     b = load_bench(con, args.experiment)
     if b.empty:
         C.no_data(NAME, "no bench_ilp_gap runs")

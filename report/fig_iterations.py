@@ -17,9 +17,7 @@ MAX_PANELS = 12
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     pts = C.sweep_points(con, args.experiment)
     if pts.empty:
         C.no_data(NAME, "no finished `prophet sweep` runs")

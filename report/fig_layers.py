@@ -71,9 +71,7 @@ def draw_layer_panels(df, y, ylabel):
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     df, keys = layer_frame(con, args.experiment, "layer_moe_ms")
     why = "no finished `prophet sweep` runs with per-layer layer_moe_ms" + (
         f" in experiment {args.experiment}" if args.experiment else "")

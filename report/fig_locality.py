@@ -16,9 +16,7 @@ NAME = "fig_locality"
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     df = C.sweep_points(con, args.experiment, ["speedup_vs_static", "js_divergence_mean"])
     need = {"speedup_vs_static", "js_divergence_mean"}
     if df.empty or not need <= set(df.columns):

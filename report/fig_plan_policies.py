@@ -16,9 +16,7 @@ NAME = "fig_plan_policies"
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     runs = C.load_runs(con, command="plan", experiment=args.experiment)
     if runs.empty:
         C.no_data(NAME, "no finished `prophet plan` runs")

@@ -19,9 +19,7 @@ KEY = "layer_rb_vs_static"
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     df, _ = layer_frame(con, args.experiment, KEY)
     if not df.empty:
         df = df[df["policy"] != "static"]

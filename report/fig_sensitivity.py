@@ -17,9 +17,7 @@ SCALES = ["plan.compute_scale", "plan.bandwidth_scale"]
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     df = C.sweep_points(con, args.experiment, ["speedup_vs_static"])
     if df.empty or "speedup_vs_static" not in df.columns:
         C.no_data(NAME, "no finished sweep runs with speedup_vs_static")

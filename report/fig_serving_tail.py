@@ -41,9 +41,7 @@ def load_serving(con, experiment=None):
 
 def serving_or_exit(args, name):
     """load_serving on args.db / args.experiment, or the no-data line and exit 0."""
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(name, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, name)
     df = load_serving(con, args.experiment)
     if df.empty:
         C.no_data(name, "no finished `prophet profile --inference` runs with tail.* metrics")

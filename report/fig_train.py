@@ -17,9 +17,7 @@ PANELS = [("loss", "training loss (nats/token)", "Loss"), ("step_ms", "step time
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     runs = C.load_runs(con, command="train", experiment=args.experiment)
     if runs.empty:
         C.no_data(NAME, "no finished `prophet train` runs")

@@ -17,9 +17,7 @@ KEYS = ("sim_step_ms", "measured_step_ms", "sim_error")
 
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
-    con = C.connect(args.db)
-    if con is None:
-        C.no_data(NAME, f"no store at {args.db}")
+    con = C.connect_or_exit(args.db, NAME)
     df = C.sweep_points(con, experiment=args.experiment, metric_keys=KEYS)
     if df.empty or "sim_step_ms" not in df.columns or df["sim_step_ms"].isna().all():
         C.no_data(NAME, "no sweep run has sim_step_ms (engine = \"real\" with validate_cluster)")
