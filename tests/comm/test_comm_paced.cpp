@@ -4,6 +4,7 @@
 // machine's load and are not tested.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -46,12 +47,15 @@ TEST(PacedComm, AMessageTakesAtLeastItsWireTime) {
     const double rate = 50e6;            // bytes/s
     const size_t bytes = 1 << 20;        // 1 MiB: 21 ms on the wire
     const double wire_s = bytes / rate;  // per message
+    // the ranks are threads of this process: the receiver measures from the moment the sender posted (its own clock
+    // after the barrier may start later, by however long the barrier took to release it)
+    std::atomic<int64_t> posted_ns{0};
     run_paced(2, LinkEmulation{rate, 0.0}, [&](Communicator& c) {
         std::vector<char> a(bytes, 'a'), b(bytes, 'b'), got(2 * bytes, 0);
         c.barrier();
-        const int64_t t0 = now_ns();
         if (c.rank() == 0) {
             // two messages on one egress: the second leaves after the first
+            posted_ns.store(now_ns());
             CommHandle h1 = c.isend(a.data(), bytes, 1, 5);
             CommHandle h2 = c.isend(b.data(), bytes, 1, 6);
             h1->wait();
@@ -59,6 +63,7 @@ TEST(PacedComm, AMessageTakesAtLeastItsWireTime) {
         } else {
             CommHandle r1 = c.irecv(got.data(), bytes, 0, 5);
             r1->wait();
+            const int64_t t0 = posted_ns.load();  // set before the first message existed
             const double first_s = (now_ns() - t0) * 1e-9;
             CommHandle r2 = c.irecv(got.data() + bytes, bytes, 0, 6);
             r2->wait();
