@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "core/toml_text.h"
 
 namespace prophet {
 namespace {
@@ -173,13 +174,6 @@ Value convert(const KeySpec& spec, const toml::node& node, const std::string& sh
         }
     }
     return type_error("valid");
-}
-
-std::string node_text(const toml::node& node) {
-    std::ostringstream out;
-    if (auto s = node.value_exact<std::string>()) return quote(*s);
-    node.visit([&](auto&& n) { out << n; });
-    return out.str();
 }
 
 }  // namespace
@@ -364,7 +358,7 @@ void Config::merge_toml_string(const std::string& text, const std::string& origi
                 walk(*sub, key);
                 continue;
             }
-            const std::string shown = node_text(node);
+            const std::string shown = toml_node_text(node);
             const KeySpec& spec = spec_or_throw(key, shown);
             values_[key] = Entry{convert(spec, node, shown), origin};
         }

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/process.h"
 #include "core/sha256.h"
+#include "core/toml_text.h"
 #include "core/timer.h"
 #include "sim/simulator.h"
 #include "trace/trace.h"
@@ -48,12 +49,6 @@ bool reserved_train_key(const std::string& k) {
 
 std::string quoted(const std::string& s) { return value_to_toml(Value(s)); }
 
-std::string node_text(const toml::node& node) {
-    std::ostringstream out;
-    node.visit([&](auto&& n) { out << n; });
-    return out.str();
-}
-
 // A scalar TOML node as a Value; nullopt for tables, arrays and dates.
 std::optional<Value> scalar_value(const toml::node& node) {
     if (auto v = node.as_integer()) return Value(static_cast<int64_t>(v->get()));
@@ -67,7 +62,7 @@ std::optional<Value> scalar_value(const toml::node& node) {
 // tables and dates.
 std::optional<std::string> value_text(const toml::node& node) {
     if (const std::optional<Value> v = scalar_value(node)) return value_to_toml(*v);
-    if (node.is_array()) return node_text(node);
+    if (node.is_array()) return toml_node_text(node);
     return std::nullopt;
 }
 
@@ -83,7 +78,7 @@ const toml::array& require_array(const toml::table& sweep, const std::string& ke
                            "add `" + key + " = " + example + "` under [sweep]");
     const toml::array* array = node->as_array();
     if (!array)
-        throw_config_error("sweep." + key, node_text(*node), "must be a list", "write `" + key + " = " + example + "`");
+        throw_config_error("sweep." + key, toml_node_text(*node), "must be a list", "write `" + key + " = " + example + "`");
     if (array->empty())
         throw_config_error("sweep." + key, "[]", "must not be empty", "write `" + key + " = " + example + "`");
     return *array;
@@ -94,7 +89,7 @@ std::vector<std::string> string_list(const toml::table& sweep, const std::string
     for (const toml::node& item : require_array(sweep, key, example)) {
         const auto* s = item.as_string();
         if (!s || s->get().empty())
-            throw_config_error("sweep." + key, node_text(item), "every entry must be a non-empty string",
+            throw_config_error("sweep." + key, toml_node_text(item), "every entry must be a non-empty string",
                                "write `" + key + " = " + example + "`");
         out.push_back(s->get());
     }
@@ -131,7 +126,7 @@ const char* kVariantExample = "[sweep.variants.planner]\n\"balance.policy\" = \"
 std::vector<Variant> parse_variants(const toml::node& node, const std::string& origin) {
     const toml::table* table = node.as_table();
     if (!table || table->empty())
-        throw_config_error("sweep.variants", node_text(node), "must be a non-empty table of name -> table of keys",
+        throw_config_error("sweep.variants", toml_node_text(node), "must be a non-empty table of name -> table of keys",
                            kVariantExample);
     std::vector<Variant> variants;
     for (const auto& [name_key, body] : *table) {
@@ -140,7 +135,7 @@ std::vector<Variant> parse_variants(const toml::node& node, const std::string& o
         const std::string where = "sweep.variants." + v.name;
         const toml::table* keys = body.as_table();
         if (v.name.empty() || !keys)
-            throw_config_error(where, node_text(body), "every variant must be a named table of point keys",
+            throw_config_error(where, toml_node_text(body), "every variant must be a named table of point keys",
                                kVariantExample);
         Config check(point_schema(), "sweep variant " + v.name + " of " + origin);
         for (const auto& [key, value] : *keys) {
@@ -149,11 +144,11 @@ std::vector<Variant> parse_variants(const toml::node& node, const std::string& o
                 std::string fix = "a variant sets balance.policy and balance.* / plan.* / sim.schedule keys";
                 const std::string near = point_schema().closest(k);
                 if (!near.empty()) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error(where + "." + k, node_text(value), "not a key a variant may set", fix);
+                throw_config_error(where + "." + k, toml_node_text(value), "not a key a variant may set", fix);
             }
             const std::optional<Value> sv = scalar_value(value);
             if (!sv)
-                throw_config_error(where + "." + k, node_text(value), "must be a number, bool or string",
+                throw_config_error(where + "." + k, toml_node_text(value), "must be a number, bool or string",
                                    kVariantExample);
             check.apply_set(k + "=" + value_to_toml(*sv));  // exit 3 on a wrong type, bound or choice
             if (k == "balance.policy")
@@ -212,7 +207,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     }
     for (const auto& [key, node] : root)
         if (key.str() != "sweep")
-            throw_config_error(std::string(key.str()), node_text(node), "a sweep file has only a [sweep] table",
+            throw_config_error(std::string(key.str()), toml_node_text(node), "a sweep file has only a [sweep] table",
                                "move the key under [sweep] or remove it");
     const toml::table* sweep = root["sweep"].as_table();
     if (!sweep)
@@ -221,7 +216,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         const std::string k(key.str());
         if (std::find(std::begin(kSweepKeys), std::end(kSweepKeys), k) == std::end(kSweepKeys))
             throw_config_error(
-                "sweep." + k, node_text(node), "unknown key",
+                "sweep." + k, toml_node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
                 "validate_cluster, command, [sweep.grid], [sweep.set] and [sweep.variants]");
     }
@@ -236,7 +231,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     if (const toml::node* engine = sweep->get("engine")) {
         const auto* s = engine->as_string();
         if (!s || (s->get() != "sim" && s->get() != "model" && s->get() != "real"))
-            throw_config_error("sweep.engine", node_text(*engine), "must be \"sim\", \"model\" or \"real\"",
+            throw_config_error("sweep.engine", toml_node_text(*engine), "must be \"sim\", \"model\" or \"real\"",
                                "engine = \"sim\" (discrete-event simulator), \"model\" (cost model means) or "
                                "\"real\" (prophet train child processes)");
         spec.engine = s->get();
@@ -244,14 +239,14 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     if (const toml::node* store = sweep->get("store")) {
         const auto* s = store->as_string();
         if (!s || s->get().empty())
-            throw_config_error("sweep.store", node_text(*store), "must be a non-empty path string",
+            throw_config_error("sweep.store", toml_node_text(*store), "must be a non-empty path string",
                                "store = \"results/prophet.db\"");
         spec.store_path = s->get();
     }
     if (const toml::node* match = sweep->get("match_devices")) {
         const auto* b = match->as_boolean();
         if (!b)
-            throw_config_error("sweep.match_devices", node_text(*match), "must be true or false",
+            throw_config_error("sweep.match_devices", toml_node_text(*match), "must be true or false",
                                "match_devices = true");
         spec.match_devices = b->get();
     }
@@ -260,21 +255,21 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         // a real point trains the model of train_config; a cluster or trace would be silently meaningless
         for (const char* k : {"clusters", "traces", "match_devices"})
             if (const toml::node* node = sweep->get(k))
-                throw_config_error(std::string("sweep.") + k, node_text(*node),
+                throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
                                    "engine = \"real\" trains the model of train_config and takes no " +
                                        std::string(k),
                                    "remove `" + std::string(k) + "` (vary the training run with [sweep.grid])");
         const toml::node* tc = sweep->get("train_config");
         const auto* tcs = tc ? tc->as_string() : nullptr;
         if (!tcs || tcs->get().empty())
-            throw_config_error("sweep.train_config", tc ? node_text(*tc) : "(missing)",
+            throw_config_error("sweep.train_config", tc ? toml_node_text(*tc) : "(missing)",
                                "engine = \"real\" needs the prophet train config file its points run",
                                "add `train_config = \"experiments/train/skewed-4rank.toml\"` under [sweep]");
         spec.train_config = tcs->get();
         if (const toml::node* command = sweep->get("command")) {
             const auto* c = command->as_string();
             if (!c || (c->get() != "train" && c->get() != "infer"))
-                throw_config_error("sweep.command", node_text(*command), "must be \"train\" or \"infer\"",
+                throw_config_error("sweep.command", toml_node_text(*command), "must be \"train\" or \"infer\"",
                                    "command = \"infer\" runs prophet profile --inference per point (docs/serving.md)");
             spec.command = c->get();
         }
@@ -282,7 +277,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             for (const toml::node& item : require_array(*sweep, "ranks", "[1, 4]")) {
                 const auto* v = item.as_integer();
                 if (!v || v->get() < 1 || v->get() > 4096)
-                    throw_config_error("sweep.ranks", node_text(item), "every entry must be an integer in [1, 4096]",
+                    throw_config_error("sweep.ranks", toml_node_text(item), "every entry must be an integer in [1, 4096]",
                                        "ranks = [1, 4] (1 runs without mpirun)");
                 spec.ranks.push_back(static_cast<int>(v->get()));
             }
@@ -292,7 +287,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         if (const toml::node* vc = sweep->get("validate_cluster")) {
             const auto* vcs = vc->as_string();
             if (!vcs || vcs->get().empty())
-                throw_config_error("sweep.validate_cluster", node_text(*vc),
+                throw_config_error("sweep.validate_cluster", toml_node_text(*vc),
                                    "must be a non-empty path string, or \"calibrate\"",
                                    "validate_cluster = \"calibrate\" (measure the ranks at hand first)");
             spec.validate_cluster = vcs->get();
@@ -311,7 +306,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     } else {
         for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "command"})
             if (const toml::node* node = sweep->get(k))
-                throw_config_error(std::string("sweep.") + k, node_text(*node),
+                throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),
                                    "remove it, or set engine = \"real\"");
         spec.clusters = string_list(*sweep, "clusters", "[\"experiments/clusters/hpwnv-16.toml\"]");
@@ -320,11 +315,11 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     const auto& known = policy_names();
     if (const toml::node* variants_node = sweep->get("variants")) {
         if (sweep->get("policies"))
-            throw_config_error("sweep.policies", node_text(*sweep->get("policies")),
+            throw_config_error("sweep.policies", toml_node_text(*sweep->get("policies")),
                                "a sweep with [sweep.variants] takes its policies from the variants",
                                "remove `policies` (each variant sets \"balance.policy\")");
         if (real)
-            throw_config_error("sweep.variants", node_text(*variants_node),
+            throw_config_error("sweep.variants", toml_node_text(*variants_node),
                                "engine = \"real\" takes no variants", "use engine = \"sim\" (prophet ablate runs the "
                                "real variants)");
         spec.variants = parse_variants(*variants_node, origin);
@@ -341,14 +336,14 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     for (const toml::node& item : require_array(*sweep, "seeds", "[1, 2, 3]")) {
         const auto* v = item.as_integer();
         if (!v || v->get() < 0)
-            throw_config_error("sweep.seeds", node_text(item), "every seed must be a non-negative integer",
+            throw_config_error("sweep.seeds", toml_node_text(item), "every seed must be a non-negative integer",
                                "seeds = [1, 2, 3]");
         spec.seeds.push_back(v->get());
     }
     if (const toml::node* grid_node = sweep->get("grid")) {
         const toml::table* grid = grid_node->as_table();
         if (!grid)
-            throw_config_error("sweep.grid", node_text(*grid_node), "must be a table of key -> list of values",
+            throw_config_error("sweep.grid", toml_node_text(*grid_node), "must be a table of key -> list of values",
                                "[sweep.grid]\n\"trace.drift_rate\" = [0.0, 0.05]");
         for (const auto& [key, node] : *grid) {
             const std::string k(key.str());
@@ -362,7 +357,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                     fix = "the sweep sets it (the sweep name / the sweep's store)";
                 const std::string near = schema.closest(k);
                 if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error("sweep.grid." + k, node_text(node), "not a key a real sweep grid may vary", fix);
+                throw_config_error("sweep.grid." + k, toml_node_text(node), "not a key a real sweep grid may vary", fix);
             }
             if (!real && (!schema.find(k) || k == "balance.policy" || k == "trace.seed")) {
                 std::string fix = "a grid key is a trace generator key (trace.*) or a plan.* / balance.* key";
@@ -370,18 +365,18 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                 if (k == "trace.seed") fix = "list seeds in `seeds`, not in the grid";
                 const std::string near = schema.closest(k);
                 if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error("sweep.grid." + k, node_text(node), "not a key a sweep grid may vary", fix);
+                throw_config_error("sweep.grid." + k, toml_node_text(node), "not a key a sweep grid may vary", fix);
             }
             const toml::array* values = node.as_array();
             if (!values || values->empty())
-                throw_config_error("sweep.grid." + k, node_text(node), "must be a non-empty list of values",
+                throw_config_error("sweep.grid." + k, toml_node_text(node), "must be a non-empty list of values",
                                    "\"" + k + "\" = [v1, v2]");
             GridAxis axis;
             axis.key = k;
             for (const toml::node& item : *values) {
                 const std::optional<std::string> v = value_text(item);
                 if (!v)
-                    throw_config_error("sweep.grid." + k, node_text(item),
+                    throw_config_error("sweep.grid." + k, toml_node_text(item),
                                        "every value must be a number, bool, string or list", "\"" + k + "\" = [v1, v2]");
                 Config check(schema, "sweep grid of " + origin);
                 check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
@@ -395,7 +390,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     if (const toml::node* set_node = real ? sweep->get("set") : nullptr) {
         const toml::table* set = set_node->as_table();
         if (!set)
-            throw_config_error("sweep.set", node_text(*set_node), "must be a table of train key -> value",
+            throw_config_error("sweep.set", toml_node_text(*set_node), "must be a table of train key -> value",
                                "[sweep.set]\n\"train.steps\" = 6");
         for (const auto& [key, node] : *set) {
             const std::string k(key.str());
@@ -404,15 +399,15 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                   "run.seed, run.experiment and store.path";
                 const std::string near = child_schema(spec).closest(k);
                 if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error("sweep.set." + k, node_text(node), "not a key a real sweep may set", fix);
+                throw_config_error("sweep.set." + k, toml_node_text(node), "not a key a real sweep may set", fix);
             }
             for (const GridAxis& axis : spec.grid)
                 if (axis.key == k)
-                    throw_config_error("sweep.set." + k, node_text(node), "the key is also in [sweep.grid]",
+                    throw_config_error("sweep.set." + k, toml_node_text(node), "the key is also in [sweep.grid]",
                                        "keep it in one of [sweep.set] and [sweep.grid]");
             const std::optional<std::string> v = value_text(node);
             if (!v)
-                throw_config_error("sweep.set." + k, node_text(node), "must be a number, bool, string or list",
+                throw_config_error("sweep.set." + k, toml_node_text(node), "must be a number, bool, string or list",
                                    "\"" + k + "\" = 6");
             Config check(child_schema(spec), "sweep set of " + origin);
             check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound

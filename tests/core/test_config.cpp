@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/sha256.h"
+#include "core/toml_text.h"
 
 using namespace prophet;
 
@@ -150,4 +151,30 @@ TEST(Sha256, KnownVectors) {
     EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
               "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
     EXPECT_EQ(sha256_hex(std::string(1000, 'a')).size(), 64u);
+}
+
+// Error messages quote TOML values with toml_node_text: arrays and tables by our own printer (toml++'s casts
+// log10 of a float below 1 to size_t, undefined behaviour), scalars as value_to_toml writes them.
+TEST(TomlNodeText, ArraysTablesAndScalars) {
+    const toml::table t = toml::parse(
+        "a = [0.1, 1e3, -0.25]\nb = { x = 1, y = \"q\\\"\" }\nc = []\nd = true\ne = 2024-01-02\nf = [[1, 2], [\"z\"]]\n");
+    EXPECT_EQ(prophet::toml_node_text(*t.get("a")), "[" + prophet::value_to_toml(prophet::Value(0.1)) + ", " +
+                                                         prophet::value_to_toml(prophet::Value(1e3)) + ", " +
+                                                         prophet::value_to_toml(prophet::Value(-0.25)) + "]");
+    EXPECT_EQ(prophet::toml_node_text(*t.get("b")), "{ x = 1, y = \"q\\\"\" }");
+    EXPECT_EQ(prophet::toml_node_text(*t.get("c")), "[]");
+    EXPECT_EQ(prophet::toml_node_text(*t.get("d")), "true");
+    EXPECT_EQ(prophet::toml_node_text(*t.get("e")), "2024-01-02");
+    EXPECT_EQ(prophet::toml_node_text(*t.get("f")), "[[1, 2], [\"z\"]]");
+    // the fuzzer's input: an unknown key holding such an array is named with its value
+    const prophet::Schema empty;
+    prophet::Config config(empty, "test");
+    try {
+        config.merge_toml_string("skew = [0.1, 1e3]\n", "t.toml");
+        ADD_FAILURE() << "unknown key accepted";
+    } catch (const prophet::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("skew = " + prophet::toml_node_text(*t.get("a")).substr(0, 4)),
+                  std::string::npos)
+            << e.what();
+    }
 }
