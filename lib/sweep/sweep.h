@@ -2,7 +2,9 @@
 // simulator, the cost model or (engine "real") a `prophet train` child process, and recorded as one run; points
 // already finished in the store are skipped.
 //
-// File format and semantics: docs/sweep.md.
+// File format and semantics: docs/sweep.md. Implementation, one part per file: spec.cpp (the sweep file),
+// points.cpp (expansion and point identity), engine_sim.cpp (engines sim / model), engine_real.cpp (engine real's
+// children), validate.cpp (simulator validation of real points), runner.cpp (the resumable point loop).
 #pragma once
 
 #include <cstdint>
