@@ -1,6 +1,7 @@
 // points.cpp: expansion of a SweepSpec into points, and a point's identity (its canonical parameter text and
 // hash, by which a resumed sweep recognises finished points).
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "balance/cluster.h"
@@ -58,9 +59,35 @@ KeyValues grid_combination(const SweepSpec& spec, size_t c) {
     return grid;
 }
 
-// point.* coordinates; the train config file's SHA-256 is part of it, so editing the file reruns the points.
+// The version of the prophet that computes a point: part of its identity, so a new version reruns the points.
+#ifndef PROPHET_VERSION
+#define PROPHET_VERSION "unknown"
+#endif
+constexpr const char* kProphetVersion = PROPHET_VERSION;
+
+// The SHA-256 of each input file of a sweep, read once per expansion (a recorded trace may be large).
+class FileHashes {
+  public:
+    explicit FileHashes(const SweepSpec& spec) : spec_(spec) {}
+    const std::string& of(const std::string& path) {
+        auto it = hashes_.find(path);
+        if (it == hashes_.end()) it = hashes_.emplace(path, file_sha256(resolve_path(spec_, path))).first;
+        return it->second;
+    }
+
+  private:
+    const SweepSpec& spec_;
+    std::map<std::string, std::string> hashes_;
+};
+
+// engine "real": ranks x seeds x grid x policies. The point config is the train overrides the child gets plus the
+// point.* coordinates; the SHA-256 of the train config file (and of validate_cluster's file) and the prophet
+// version are part of it, so editing a file or upgrading prophet reruns the points.
 std::vector<SweepPoint> expand_real_points(const SweepSpec& spec, size_t combos) {
     const std::string config_sha = file_sha256(resolve_path(spec, spec.train_config));
+    const std::string validate_sha = spec.validate_cluster.empty() || spec.validate_cluster == kCalibrate
+                                         ? ""
+                                         : file_sha256(resolve_path(spec, spec.validate_cluster));
     std::vector<SweepPoint> points;
     for (int ranks : spec.ranks)
         for (int64_t seed : spec.seeds)
@@ -79,6 +106,9 @@ std::vector<SweepPoint> expand_real_points(const SweepSpec& spec, size_t combos)
                     params.emplace_back("point.train_config", quoted(spec.train_config));
                     if (spec.command == "infer") params.emplace_back("point.command", quoted(spec.command));
                     params.emplace_back("point.train_config_sha256", quoted(config_sha));
+                    if (!validate_sha.empty())
+                        params.emplace_back("point.validate_cluster_sha256", quoted(validate_sha));
+                    params.emplace_back("point.prophet_version", quoted(kProphetVersion));
                     params.emplace_back("point.ranks", std::to_string(ranks));
                     params.emplace_back("point.seed", std::to_string(seed));
                     std::sort(params.begin(), params.end());
@@ -111,6 +141,7 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
     std::vector<Variant> arms = spec.variants;
     if (arms.empty())
         for (const std::string& policy : spec.policies) arms.push_back({"", policy, {}});
+    FileHashes hashes(spec);
     std::vector<SweepPoint> points;
     for (const std::string& cluster : spec.clusters)
         for (const std::string& trace : spec.traces)
@@ -149,6 +180,10 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
                         params.emplace_back("point.engine", quoted(spec.engine));
                         params.emplace_back("point.cluster", quoted(cluster));
                         params.emplace_back("point.trace", quoted(trace));
+                        // the files' contents, not only their paths: an edited file reruns the point
+                        params.emplace_back("point.cluster_sha256", quoted(hashes.of(cluster)));
+                        params.emplace_back("point.trace_sha256", quoted(hashes.of(trace)));
+                        params.emplace_back("point.prophet_version", quoted(kProphetVersion));
                         params.emplace_back("point.seed", std::to_string(seed));
                         if (is_generator(trace)) params.emplace_back("trace.seed", std::to_string(seed));
                         std::sort(params.begin(), params.end());
