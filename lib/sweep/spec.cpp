@@ -29,7 +29,7 @@ namespace {
 
 const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
-                            "validate_cluster", "variants", "command"};
+                            "validate_cluster", "variants", "command", "time_limit_s"};
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -181,7 +181,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             throw_config_error(
                 "sweep." + k, toml_node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "validate_cluster, command, [sweep.grid], [sweep.set] and [sweep.variants]");
+                "validate_cluster, command, time_limit_s, [sweep.grid], [sweep.set] and [sweep.variants]");
     }
     SweepSpec spec;
     spec.origin = origin;
@@ -262,12 +262,20 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                        "needs every entry of sweep.ranks >= 2 (a calibration measures communication), "
                                        "but ranks has " + std::to_string(r),
                                        "ranks = [2] or more, or a cluster file measured elsewhere");
+        if (const toml::node* limit = sweep->get("time_limit_s")) {
+            const std::optional<double> v = limit->is_number() ? limit->value<double>() : std::nullopt;
+            if (!v || !(*v > 0) || *v > 1e7)
+                throw_config_error("sweep.time_limit_s", toml_node_text(*limit),
+                                   "must be a number of seconds in (0, 1e7]",
+                                   "time_limit_s = 3600 (each point's child is stopped after an hour)");
+            spec.time_limit_s = *v;
+        }
         if (spec.command == "infer" && !spec.validate_cluster.empty())
             throw_config_error("sweep.validate_cluster", "\"" + spec.validate_cluster + "\"",
                                "simulates training steps, and an infer point runs none",
                                "remove it (serve.sim_clusters replays an inference run on simulated nodes)");
     } else {
-        for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "command"})
+        for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "command", "time_limit_s"})
             if (const toml::node* node = sweep->get(k))
                 throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),

@@ -52,8 +52,23 @@ struct SimulatedPoint {
 // Throws prophet::Error (exit 3) for a defective input file.
 SimulatedPoint run_simulated_point(const SweepSpec& spec, const SweepPoint& p);
 
-// engine real: the child's command line (mpirun for ranks > 1, then prophet train / profile --inference).
+// engine real: the child's command line (mpirun for ranks > 1, then prophet train / profile --inference). String
+// values go to --set as TOML strings ("2024" stays a string).
 std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options);
+
+// engine real: the exit code recorded for a point stopped at time_limit_s (as timeout(1) exits), and the seconds
+// between its SIGTERM and SIGKILL.
+inline constexpr int kExitTimeout = 124;
+inline constexpr double kKillGraceSeconds = 10;
+
+// Runs a child command line of a point (options.launcher, or run_child here) under the sweep's time limit.
+ChildResult launch(const SweepSpec& spec, const SweepOptions& options, const std::vector<std::string>& command);
+
+// engine real: runs the point's child (child_command through launch).
+ChildResult launch_point(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options);
+
+// "3", "2.5": seconds for messages.
+std::string format_seconds(double seconds);
 
 // validate_cluster = "calibrate": `prophet profile --calibrate` on the point's ranks, with the sweep's and the
 // point's grid keys (they may change the model's shapes), writing `out`; the profile run is recorded in the store
