@@ -89,7 +89,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
                     "do not build <dir of store>/REPORT.md (report/build_report.py) at the end");
     add_common_options(sweep, args.common);
     sweep->footer(
-        "Points already finished in the store (same sweep name and point config hash) are skipped.\n"
+        "Points already finished in the store (same sweep name and point config hash) are skipped; a point\n"
+        "another running sweep on the same store has claimed is left to it (docs/sweep.md).\n"
         "Example:\n  prophet sweep experiments/sweeps/smoke.toml --set store.path=/tmp/smoke.db\n"
         "  prophet sweep experiments/sweeps/real-smoke.toml --set store.path=/tmp/real-smoke.db");
     return sweep;
@@ -126,6 +127,7 @@ int run_sweep_command(const SweepArgs& args) {
         out["already_done"] = s.already_done;
         out["ran"] = s.ran;
         out["skipped"] = s.skipped;
+        out["claimed_elsewhere"] = s.claimed_elsewhere;
         out["failed"] = s.failed;
         out["run_ids"] = s.run_ids;
         out["store"] = options.store_path;
@@ -137,6 +139,9 @@ int run_sweep_command(const SweepArgs& args) {
     } else {
         std::fprintf(stderr, "prophet sweep: %s: %d points, %d ran, %d skipped, %d failed, recorded in %s\n",
                      spec.name.c_str(), s.points, s.ran, s.skipped, s.failed, options.store_path.c_str());
+        if (s.claimed_elsewhere > 0)
+            std::fprintf(stderr, "prophet sweep: %d point(s) left to another sweep running on the same store\n",
+                         s.claimed_elsewhere);
     }
     return s.failed > 0 ? kExitRunFailed : kExitOk;
 }

@@ -1,6 +1,7 @@
 // runner.cpp: the resumable point loop of `prophet sweep`: skips the points the store has finished, runs the
 // others through their engine and records each as one run in one transaction.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -13,14 +14,47 @@
 #include "core/process.h"
 #include "core/sha256.h"
 #include "core/timer.h"
+#include "sweep/claims.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_internal.h"
 
 namespace prophet::sweep {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The hashes of the points the store holds finished (command sweep, this sweep's name). Engine real: also the
+// median step time of each finished static point into static_ms (coordinates_key -> ms), so that a resumed sweep,
+// or one sharing the store with another, still pairs its points with the static points finished elsewhere.
+std::set<std::string> finished_points(Store& store, const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                      std::map<std::string, double>& static_ms) {
+    std::set<std::string> done;
+    std::map<std::string, std::string> done_runs;  // config_hash -> run_id
+    for (const RunRow& row : store.list_runs(spec.name))
+        if (row.info.command == "sweep" && row.status == "finished") {
+            done.insert(row.info.config_hash);
+            done_runs.emplace(row.info.config_hash, row.run_id);
+        }
+    if (spec.engine == "real")
+        for (const SweepPoint& p : points)
+            if (p.policy == "static" && done_runs.count(p.hash) && !static_ms.count(coordinates_key(p)))
+                for (const MetricRow& m : store.get_metrics(done_runs[p.hash], "median_step_ms"))
+                    static_ms[coordinates_key(p)] = m.value;
+    return done;
+}
+
+// "stopped by signal 15 (Terminated)"
+std::string stopped_by(int signal_number) {
+    return "stopped by signal " + std::to_string(signal_number) + " (" + strsignal(signal_number) + ")";
+}
+
+}  // namespace
 using detail::calibrate_cluster;
-using detail::child_command;
+using detail::format_seconds;
+using detail::kExitTimeout;
+using detail::kKillGraceSeconds;
+using detail::launch_point;
 using detail::child_summary;
 using detail::quoted;
 using detail::resolve_path;
@@ -54,18 +88,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     std::optional<Store> store;
     if (store_exists || !options.dry_run) {
         store.emplace(Store::open(options.store_path));
-        std::map<std::string, std::string> done_runs;  // config_hash -> run_id
-        for (const RunRow& row : store->list_runs(spec.name))
-            if (row.info.command == "sweep" && row.status == "finished") {
-                done.insert(row.info.config_hash);
-                done_runs.emplace(row.info.config_hash, row.run_id);
-            }
-        // a resumed sweep still pairs new points with the static points an earlier invocation finished
-        if (real)
-            for (const SweepPoint& p : points)
-                if (p.policy == "static" && done_runs.count(p.hash))
-                    for (const MetricRow& m : store->get_metrics(done_runs[p.hash], "median_step_ms"))
-                        static_ms[coordinates_key(p)] = m.value;
+        done = finished_points(*store, spec, points, static_ms);
     }
     for (const SweepPoint& p : points)
         if (done.count(p.hash)) ++summary.already_done;
@@ -86,6 +109,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     const int todo = n - summary.already_done;
     double run_seconds = 0;
     int ran_or_failed = 0;
+    // claims: a point runs in one sweep at a time, and a point another sweep finished meanwhile is skipped
+    PointClaims claims(options.store_path);
+    // SIGTERM / SIGINT: forwarded to the point's child; the point in flight is recorded, then the sweep stops
+    const StopSignalForwarder forwarder;
     for (const SweepPoint& p : points) {
         const std::string prefix = "[" + std::to_string(p.index + 1) + "/" + std::to_string(n) + "] " + p.description;
         if (done.count(p.hash)) {
@@ -94,6 +121,22 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
             continue;
         }
         if (options.max_points >= 0 && ran_or_failed >= options.max_points) break;
+        if (!claims.try_claim(spec.name, p.hash)) {
+            ++summary.claimed_elsewhere;
+            log(prefix + ": skipped: another running sweep has claimed it (" + claims.path() + ")");
+            continue;
+        }
+        struct Release {  // the claim ends once the point is recorded (or on an exception)
+            PointClaims& claims;
+            const std::string &experiment, &hash;
+            ~Release() { claims.release(experiment, hash); }
+        } release{claims, spec.name, p.hash};
+        if (!store) store.emplace(Store::open(options.store_path));
+        if (finished_points(*store, spec, points, static_ms).count(p.hash)) {  // by another sweep, since we looked
+            ++summary.skipped;
+            log(prefix + ": skipped: finished by another sweep");
+            continue;
+        }
         const int64_t started = now_ns();
         RunInfo info = options.base;
         info.experiment = spec.name;
@@ -130,12 +173,22 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                 validate_path = calibrated[key].path;
                 calibration_error = calibrated[key].error;
             }
-            const ChildResult child = run_child(child_command(spec, p, options));
+            const ChildResult child = launch_point(spec, p, options);
             store.emplace(Store::open(options.store_path));
             std::string error;
             int exit_code = child.exit_code;
+            std::string status = "failed";
             nlohmann::json s;
-            if (child.exit_code == 0) {
+            if (child.timed_out) {
+                error = "timeout: the point ran past time_limit_s = " + format_seconds(spec.time_limit_s) +
+                        " and was stopped (SIGTERM to its process group, SIGKILL " +
+                        format_seconds(kKillGraceSeconds) + " s later)";
+                exit_code = kExitTimeout;
+            } else if (const int stop = StopSignalForwarder::received()) {
+                error = "the sweep was " + stopped_by(stop) + " while the point ran";
+                exit_code = 128 + stop;
+                status = "killed";
+            } else if (child.exit_code == 0) {
                 try {
                     s = child_summary(child.out);
                 } catch (const Error& e) {
@@ -196,10 +249,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                 store->transaction([&] {
                     run_id = store->begin_run(info);
                     store->put_params(run_id, p.params);
-                    store->finish_run(run_id, "failed", exit_code, error);
+                    store->finish_run(run_id, status, exit_code, error);
                 });
                 ++summary.failed;
-                status_text = "failed: " + error;
+                status_text = status + ": " + error;
             }
         } else {
             try {
@@ -233,6 +286,12 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         run_seconds += (now_ns() - started) * 1e-9;
         const double eta = run_seconds / ran_or_failed * std::max(0, todo - ran_or_failed);
         log(prefix + ": " + status_text + " ETA " + format_duration(eta));
+        if (const int stop = StopSignalForwarder::received()) {
+            if (store) store->checkpoint();
+            throw Error(128 + stop, "prophet sweep: " + stopped_by(stop) + " after recording point " +
+                                        std::to_string(p.index + 1) + " of " + std::to_string(n) +
+                                        "; fix: run the same command again to resume");
+        }
     }
     if (store) store->checkpoint();
     return summary;
