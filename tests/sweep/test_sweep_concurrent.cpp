@@ -7,10 +7,12 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "../temp_dir_test.h"
 #include "store/store.h"
+#include "sweep/claims.h"
 #include "sweep/sweep.h"
 #include "sweep_child.h"
 
@@ -59,4 +61,22 @@ TEST_F(SweepConcurrent, TwoSweepsOnOneStoreRunEveryPointOnce) {
     const std::string out_a = read_file(log_a), out_b = read_file(log_b);
     EXPECT_NE(out_a.find("\"points\": 24"), std::string::npos) << out_a;
     EXPECT_NE(out_b.find("\"points\": 24"), std::string::npos) << out_b;
+}
+
+// Claims conflict between open descriptions (two sweeps), are per experiment and point, and end with their holder
+// (the kernel drops them when the holder's file is closed or its process dies).
+TEST_F(SweepConcurrent, ClaimsAreExclusiveAndEndWithTheirHolder) {
+    auto first = std::make_unique<sweep::PointClaims>(db_);
+    sweep::PointClaims second(db_);
+    EXPECT_TRUE(first->try_claim("exp", "hash-a"));
+    EXPECT_FALSE(second.try_claim("exp", "hash-a"));
+    EXPECT_TRUE(second.try_claim("exp", "hash-b"));
+    EXPECT_TRUE(second.try_claim("other-exp", "hash-a"));  // another experiment's point
+    first->release("exp", "hash-a");
+    EXPECT_TRUE(second.try_claim("exp", "hash-a"));
+    second.release("exp", "hash-a");
+    EXPECT_TRUE(first->try_claim("exp", "hash-a"));
+    first.reset();  // the holder goes away without releasing
+    EXPECT_TRUE(second.try_claim("exp", "hash-a"));
+    EXPECT_NE(sweep::claim_offset("exp", "hash-a"), sweep::claim_offset("exp", "hash-b"));
 }
