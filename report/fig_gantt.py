@@ -17,10 +17,19 @@ import common as C  # noqa: E402
 NAME = "fig_gantt"
 LANES = ["compute", "comm", "plan"]
 COLORS = {
-    "fnec": "#9ecae1", "bnec": "#6baed6", "fec": "#74c476", "bec": "#31a354", "dispatch": "#fdae6b",
-    "combine": "#fd8d3c", "dispatch_bwd": "#f16913", "combine_bwd": "#d94801", "layout": "#bdbdbd",
+    # non-expert compute: blues (forward lighter, backward darker); fnec/bnec: stores written before the complete
+    # timeline (one op for a block's whole non-expert compute)
+    "embed": "#deebf7", "attn": "#9ecae1", "gate": "#c6dbef", "head": "#d9d9d9",
+    "head_bwd": "#969696", "gate_bwd": "#4292c6", "attn_bwd": "#6baed6", "embed_bwd": "#2171b5",
+    "fnec": "#9ecae1", "bnec": "#6baed6",
+    "fec": "#74c476", "bec": "#31a354",
+    # the four all-to-alls (oranges) and the copies around them (yellows)
+    "dispatch": "#fdae6b", "combine": "#fd8d3c", "dispatch_bwd": "#f16913", "combine_bwd": "#d94801",
+    "pack": "#fee391", "unpack": "#fec44f", "layout": "#bdbdbd",
     "trans": "#de2d26", "agg": "#756bb1", "trans_wait": "#de2d26", "agg_wait": "#756bb1", "plan": "#fccde5",
-    "plan_wait": "#fccde5", "optimizer": "#636363", "head": "#d9d9d9",
+    "plan_wait": "#fccde5",
+    # the rest of the step
+    "data": "#e7d4e8", "allreduce": "#8c6bb1", "optimizer": "#636363", "stats": "#f0f0f0",
 }
 
 
@@ -113,6 +122,12 @@ def main(argv=None):
                       "trans_exposed_ms": total(d, ["trans_wait"]) + total(d, ["trans"], "compute"),
                       "agg_exposed_ms": total(d, ["agg_wait"]) + total(d, ["agg"], "compute")})
     table = C.pd.DataFrame(table)
+    # the part of each rank's step no compute-lane op covers (timeline_remainder_ms, stores since the complete timeline)
+    rem = C.load_metrics(con, [run], keys=["timeline_remainder_ms", "timeline_step_ms"])
+    rem = rem[rem["step"] == step] if not rem.empty else rem
+    if not rem.empty:
+        by = rem.pivot_table(index="rank", columns="key", values="value")
+        table["remainder_ms"] = table["rank"].map(by.get("timeline_remainder_ms", {}))
     caption = C.add_caption(fig, f"One step of run {run} (step {step}) on {len(ranks)} ranks. Hatched: the compute "
                                  "thread waiting for a Trans/Agg (exposed communication); red/purple bars on the "
                                  "comm lane: the transfers themselves.")

@@ -103,6 +103,11 @@ void record_step(Store& store, const std::string& run_id, const StepStats& s, co
         // one event per rank: its ops of this step (schedule/timeline.h: [kind, lane, block, part, start_us, end_us])
         for (size_t r = 0; r < s.timelines.size(); ++r)
             store.put_event(run_id, s.step, static_cast<int>(r), "info", "timeline", "ops of one step", s.timelines[r]);
+        // per rank: its own step wall time and the part no compute-lane op covers (docs/scheduler.md), ms
+        for (size_t r = 0; r < s.remainder_ms.size(); ++r) {
+            store.put_metric(run_id, "timeline_step_ms", s.step, s.rank_step_ms[r], -1, static_cast<int>(r));
+            store.put_metric(run_id, "timeline_remainder_ms", s.step, s.remainder_ms[r], -1, static_cast<int>(r));
+        }
         const int L = static_cast<int>(s.placements.size());
         for (int l = 0; l < L; ++l) {
             if (record_loads)

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/timer.h"
 #include "kernels/kernels.h"
 
 namespace prophet {
@@ -183,6 +184,25 @@ void model_set_executor(Model<Float>& model, MoeExecutor<Float>* executor) {
 
 // ---- forward -----------------------------------------------------------------------------------------------
 
+namespace {
+
+// Records [*cursor, now) as one compute-lane op of the model's timeline, when one is attached, and moves the
+// cursor to now: consecutive marks tile the time between them with no gap.
+template <typename Float>
+void mark(const Model<Float>& model, OpKind kind, int block, int64_t* cursor) {
+    if (model.timeline == nullptr) return;
+    const int64_t now = now_ns();
+    model.timeline->add(kind, OpLane::kCompute, block, 0, *cursor, now);
+    *cursor = now;
+}
+
+template <typename Float>
+int64_t mark_start(const Model<Float>& model) {
+    return model.timeline != nullptr ? now_ns() : 0;
+}
+
+}  // namespace
+
 template <typename Float>
 double model_forward(Model<Float>& model, const int* inputs, const int* targets, int B, double loss_denominator) {
     const ModelConfig& cfg = model.config;
@@ -197,11 +217,14 @@ double model_forward(Model<Float>& model, const int* inputs, const int* targets,
     model.loss_denominator = loss_denominator;
     const ParamLayout& lay = model.layout;
 
+    int64_t cursor = mark_start(model);
     encoder_forward(a.encoded, inputs, model.param(lay.wte), model.param(lay.wpe), B, T, C, V);
+    mark(model, OpKind::kEmbed, -1, &cursor);
 
     double aux_loss = 0.0;
     for (int l = 0; l < L; l++) {
-        model.executor->block_forward_begin(l);
+        model.executor->block_forward_begin(l);  // records what it waits for itself (plan_wait)
+        cursor = mark_start(model);
         const LayerTensorIdx& p = lay.layers[l];
         const Float* x = l == 0 ? a.encoded : a.residual_moe + (size_t)(l - 1) * N * C;  // [N,C]
         Float* ln1 = a.ln1 + (size_t)l * N * C;                                           // [N,C]
@@ -227,6 +250,7 @@ double model_forward(Model<Float>& model, const int* inputs, const int* targets,
         attention_forward(atty, att, qkv, B, T, C, NH);
         matmul_forward(a.branch, atty, model.param(p.proj_w), model.param(p.proj_b), N, C, C);
         residual_forward(residual_attn, x, a.branch, (size_t)N * C);
+        mark(model, OpKind::kAttn, l, &cursor);
 
         // MoE branch: route (gate logits, top-K, gate weights), then the executor computes the experts
         layernorm_forward(ln2, ln2_mean, ln2_rstd, residual_attn, model.param(p.ln2_w), model.param(p.ln2_b), N, C);
@@ -273,14 +297,18 @@ double model_forward(Model<Float>& model, const int* inputs, const int* targets,
             aux_loss += cfg.aux_loss_coef * E * sum * (double(N) / loss_denominator);
         }
 
+        mark(model, OpKind::kGate, l, &cursor);
         model.executor->forward(l, N, ln2, dispatch_idx, gate_w, a.branch);
+        cursor = mark_start(model);
         residual_forward(residual_moe, residual_attn, a.branch, (size_t)N * C);
+        mark(model, OpKind::kAttn, l, &cursor);  // the MoE residual add: the block's last non-expert op
     }
 
     const Float* x_last = a.residual_moe + (size_t)(L - 1) * N * C;  // [N,C]
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x_last, model.param(lay.ln_f_w), model.param(lay.ln_f_b), N, C);
     const double ce_loss =
         crossentropy_tied_forward(a.probs, a.lnf, model.param(lay.wte), targets, N, C, V, loss_denominator);
+    mark(model, OpKind::kHead, -1, &cursor);
     model.last_ce_loss = ce_loss;
     model.last_aux_loss = aux_loss;
     return ce_loss + aux_loss;
@@ -300,12 +328,14 @@ void model_backward(Model<Float>& model) {
     const double denominator = model.loss_denominator;
 
     // top: loss -> ln_f output -> residual stream
+    int64_t cursor = mark_start(model);
     std::fill_n(a.dresidual, (size_t)N * C, Float(0));
     crossentropy_tied_backward(a.dln, model.grad(lay.wte), a.probs, a.lnf, model.param(lay.wte), a.targets, N, C, V,
                                denominator);
     const Float* x_last = a.residual_moe + (size_t)(L - 1) * N * C;  // [N,C]
     layernorm_backward(a.dresidual, model.grad(lay.ln_f_w), model.grad(lay.ln_f_b), a.dln, x_last,
                        model.param(lay.ln_f_w), a.lnf_mean, a.lnf_rstd, N, C);
+    mark(model, OpKind::kHeadBwd, -1, &cursor);
 
     for (int l = L - 1; l >= 0; l--) {
         const LayerTensorIdx& p = lay.layers[l];
@@ -326,6 +356,7 @@ void model_backward(Model<Float>& model) {
 
         // MoE branch. dresidual is d(residual_moe) here and passes straight through to d(residual_attn).
         model.executor->backward(l, N, a.dresidual, a.dln, a.dgate_w);  // dln = d ln2 from the experts
+        cursor = mark_start(model);
         gate_topk_backward(a.dgate_logits, a.dgate_w, gate_w, expert_idx, N, E, K);
         if (cfg.aux_loss_coef > 0.0) {
             // d aux / d p[n,e] = coef * E * f_e / loss_denominator (the N of P_e's mean cancels the N weight)
@@ -341,6 +372,7 @@ void model_backward(Model<Float>& model) {
                         C, E, /*accumulate_dinp=*/true);
         layernorm_backward(a.dresidual, model.grad(p.ln2_w), model.grad(p.ln2_b), a.dln, residual_attn,
                            model.param(p.ln2_w), ln2_mean, ln2_rstd, N, C);
+        mark(model, OpKind::kGateBwd, l, &cursor);
 
         // attention branch. dresidual is now d(residual_attn) and passes through to d(x).
         matmul_backward(a.datty, model.grad(p.proj_w), model.grad(p.proj_b), a.dresidual, atty,
@@ -350,9 +382,11 @@ void model_backward(Model<Float>& model) {
                         3 * C, /*accumulate_dinp=*/false);
         layernorm_backward(a.dresidual, model.grad(p.ln1_w), model.grad(p.ln1_b), a.dln, x, model.param(p.ln1_w),
                            ln1_mean, ln1_rstd, N, C);
+        mark(model, OpKind::kAttnBwd, l, &cursor);
     }
 
     encoder_backward(model.grad(lay.wte), model.grad(lay.wpe), a.dresidual, a.inputs, B, T, C);
+    mark(model, OpKind::kEmbedBwd, -1, &cursor);
 }
 
 // ---- optimizer side ----------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@
 #include "kernels/optim.h"
 #include "model/model_config.h"
 #include "model/moe_executor.h"
+#include "schedule/timeline.h"
 
 namespace prophet {
 
@@ -142,6 +143,9 @@ struct Model {
 
     std::unique_ptr<LocalMoeExecutor<Float>> local_executor;  // always built: the default and the oracle
     MoeExecutor<Float>* executor = nullptr;                   // the one forward/backward call
+    // When set (prophet train --timeline), forward/backward record their non-expert ops (embed, attn, gate, head
+    // and their backward) on its compute lane, back to back, so with the executor's ops they cover the step.
+    OpTimeline* timeline = nullptr;
 
     // pointers by tensor index
     Float* param(int idx) { return params.data() + layout.tensors[idx].offset; }

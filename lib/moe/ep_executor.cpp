@@ -162,7 +162,6 @@ void ExpertParallelExecutor::set_schedule(const EpSchedule& schedule) {
     agg_ticket_.assign(L_, 0);
     agg_pending_.assign(L_, {});
     carried_trans_wait_ms_.assign(L_, 0.0);
-    block_begin_ns_.assign(L_, 0);
 }
 
 void ExpertParallelExecutor::record(OpKind kind, int block, int64_t start_ns, int64_t end_ns, int part) {
@@ -174,11 +173,13 @@ void ExpertParallelExecutor::fetch_ahead(int layer) {
     const int64_t t0 = now_ns();
     Placement p = validate(layer, ahead_(layer));
     const int64_t t1 = now_ns();
-    check_same_placement(layer, p);
     carried_plan_wait_ms_ = (double)(t1 - t0) * 1e-6;
     record(OpKind::kPlanWait, layer, t0, t1);
+    // NOTE: the consistency check is a collective that absorbs the ranks' skew: it counts as layout, as in forward
+    check_same_placement(layer, p);
     trans_parts_[layer] = split_layer(layer, p, schedule_.fnec_s);  // budget: this block's FNEC window
     ahead_placement_[layer] = std::move(p);
+    record(OpKind::kLayout, layer, t1, now_ns());
 }
 
 ExpertParallelExecutor::TransferParts ExpertParallelExecutor::split_layer(int layer, const Placement& p,
@@ -227,10 +228,7 @@ void ExpertParallelExecutor::wait_transfer(bool trans, int layer, int64_t ticket
 
 void ExpertParallelExecutor::block_forward_begin(int layer) {
     PROPHET_ASSERT(layer >= 0 && layer < L_);
-    if (!schedule_.blockwise) {
-        if (!block_begin_ns_.empty()) block_begin_ns_[layer] = now_ns();
-        return;
-    }
+    if (!schedule_.blockwise) return;
     if (layer == 0) {
         // a new step: the previous step's transfers were all waited for by finish_backward
         transfers_.take();
@@ -238,15 +236,10 @@ void ExpertParallelExecutor::block_forward_begin(int layer) {
         fetch_ahead(0);
         layer0_plan_wait_ms_ = carried_plan_wait_ms_;
     }
-    block_begin_ns_[layer] = now_ns();
     submit_transfer(true, layer, 1, trans_parts_[layer].beside_nec);
 }
 
 void ExpertParallelExecutor::finish_backward() {
-    if (bnec_block_ >= 0) {
-        record(OpKind::kBnec, bnec_block_, bnec_begin_ns_, now_ns());
-        bnec_block_ = -1;
-    }
     if (!schedule_.blockwise) return;
     for (int l = L_ - 1; l >= 0; l--) wait_transfer(false, l, agg_ticket_[l]);
     comm_stream_->wait_all();
@@ -274,8 +267,6 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     stats = MoeLayerStats{};
     float* const* params = storage_.params.data() + (size_t)layer * E;  // [E]
     int64_t t0 = now_ns();
-    if (layer == 0) bnec_block_ = -1;  // a new step
-    if (!block_begin_ns_.empty() && block_begin_ns_[layer] != 0) record(OpKind::kFnec, layer, block_begin_ns_[layer], t0);
 
     // ---- layout + notify
     local_counts_.resize(E);
@@ -283,6 +274,7 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     stats.counts.resize((size_t)D * E);
     moe_notify(comm_, E, local_counts_.data(), stats.counts.data());
     stats.layout_ms = ms_since(t0);
+    record(OpKind::kLayout, layer, t0, now_ns());
 
     // ---- plan (blocking: on this step's counts; block-wise: fetched before the layer, next step's started)
     int64_t t1 = now_ns();
@@ -296,6 +288,7 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     }
     stats.destination = routing_destination(stats.counts.data(), stats.placement, rule_);
     stats.plan_ms = ms_since(t1);
+    record(OpKind::kPlan, layer, t1, now_ns());  // the blocking planner, or taking the fetched placement
 
     // NOTE: the consistency check is a collective, so it also absorbs the ranks' skew; it counts as layout
     t1 = now_ns();
@@ -307,7 +300,7 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     stats.rows_sent = M_send - lo.send_rows[r];
     stats.rows_received = M_recv - lo.recv_rows[r];
     stats.rows_computed = M_recv;
-    record(OpKind::kLayout, layer, t0, now_ns());
+    record(OpKind::kLayout, layer, t1, now_ns());
 
     // ---- Trans: inline, or wait for this layer's parts
     t1 = now_ns();
@@ -330,9 +323,15 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     send_.resize((size_t)M_send * C);
     recv_.resize((size_t)M_recv * C);
     st.x.resize((size_t)M_recv * C);
-    moe_dispatch(comm_, lo, C, h, send_.data(), recv_.data(), st.x.data());
+    moe_dispatch_pack(lo, C, h, send_.data());
+    int64_t t2 = now_ns();
+    record(OpKind::kPack, layer, t1, t2);
+    moe_dispatch_exchange(comm_, lo, C, send_.data(), recv_.data());
+    int64_t t3 = now_ns();
+    record(OpKind::kDispatch, layer, t2, t3);
+    moe_dispatch_sort(lo, C, recv_.data(), st.x.data());
+    record(OpKind::kPack, layer, t3, now_ns());
     stats.dispatch_fwd_ms = ms_since(t1);
-    record(OpKind::kDispatch, layer, t1, now_ns());
 
     // ---- block-wise: the next layer's placement, and the part of its Trans that goes beside this FEC
     int64_t next_fec_ticket = 0;
@@ -372,11 +371,16 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     // ---- combine
     t1 = now_ns();
     st.y_src.resize((size_t)M_send * C);
-    moe_combine(comm_, lo, C, sorted_.data(), recv_.data(), st.y_src.data());
+    moe_combine_unsort(lo, C, sorted_.data(), recv_.data());
+    t2 = now_ns();
+    record(OpKind::kPack, layer, t1, t2);
+    moe_combine_exchange(comm_, lo, C, recv_.data(), st.y_src.data());
+    t3 = now_ns();
+    record(OpKind::kCombine, layer, t2, t3);
     st.gate_w.assign(gate_w, gate_w + (size_t)N * K);
     moe_combine_reduce(lo, C, st.gate_w.data(), st.y_src.data(), out);
+    record(OpKind::kUnpack, layer, t3, now_ns());
     stats.combine_fwd_ms = ms_since(t1);
-    record(OpKind::kCombine, layer, t1, now_ns());
 }
 
 void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float* dh, float* dgate_w) {
@@ -391,21 +395,23 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
     float* const* params = storage_.params.data() + (size_t)layer * E;  // [E]
     float* const* grads = storage_.grads.data() + (size_t)layer * E;    // [E]
 
-    int64_t t0 = now_ns();
-    if (bnec_block_ >= 0) record(OpKind::kBnec, bnec_block_, bnec_begin_ns_, t0);
     // block-wise: Agg(l+1)'s part beside BNEC(l+1) must be done before this layer's all-to-alls
     if (blockwise && layer + 1 < L_) wait_transfer(false, layer + 1, agg_ticket_[layer + 1]);
 
     // ---- combine backward at the source, then dispatch dy to where each row was computed
-    t0 = now_ns();
+    int64_t t0 = now_ns();
     send_.resize((size_t)M_send * C);
     recv_.resize((size_t)M_recv * C);
     sorted_.resize((size_t)M_recv * C);
     moe_combine_reduce_backward(lo, C, st.gate_w.data(), dout, st.y_src.data(), dgate_w, send_.data());
+    int64_t t1 = now_ns();
+    record(OpKind::kPack, layer, t0, t1);
     moe_dispatch_exchange(comm_, lo, C, send_.data(), recv_.data());
+    int64_t t2 = now_ns();
+    record(OpKind::kDispatchBwd, layer, t1, t2);
     moe_dispatch_sort(lo, C, recv_.data(), sorted_.data());
+    record(OpKind::kPack, layer, t2, now_ns());
     stats.dispatch_bwd_ms = ms_since(t0);
-    record(OpKind::kDispatchBwd, layer, t0, now_ns());
 
     // block-wise: the rest of Agg(l+1) beside this BEC
     int64_t prev_bec_ticket = 0;
@@ -434,10 +440,15 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
 
     // ---- combine dx back to the sources
     t0 = now_ns();
-    moe_combine(comm_, lo, C, dx_sorted_.data(), recv_.data(), send_.data());
+    moe_combine_unsort(lo, C, dx_sorted_.data(), recv_.data());
+    t1 = now_ns();
+    record(OpKind::kPack, layer, t0, t1);
+    moe_combine_exchange(comm_, lo, C, recv_.data(), send_.data());
+    t2 = now_ns();
+    record(OpKind::kCombineBwd, layer, t1, t2);
     moe_dispatch_pack_backward(lo, C, send_.data(), dh);
+    record(OpKind::kUnpack, layer, t2, now_ns());
     stats.combine_bwd_ms = ms_since(t0);
-    record(OpKind::kCombineBwd, layer, t0, now_ns());
 
     // ---- Agg: inline, or split: beside BNEC(l) now, the rest beside BEC(l-1) (layer 0: all beside BNEC(0))
     t0 = now_ns();
@@ -451,8 +462,6 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
         stats.agg_exposed_ms = stats.agg_ms;
         if (timeline_ != nullptr) timeline_->add(OpKind::kAgg, OpLane::kCompute, layer, 0, t0, now_ns());
     }
-    bnec_begin_ns_ = now_ns();
-    bnec_block_ = layer;
 }
 
 }  // namespace prophet

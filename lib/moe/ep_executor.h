@@ -206,9 +206,6 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     std::vector<int64_t> agg_ticket_;               // [L] last Agg part submitted (0: none)
     std::vector<std::vector<uint8_t>> agg_pending_; // [L][E] Agg part still to submit beside BEC(l-1)
     std::vector<double> carried_trans_wait_ms_;     // [L] waits for layer l's Trans made during forward(l-1)
-    std::vector<int64_t> block_begin_ns_;           // [L] block_forward_begin time (FNEC start)
-    int64_t bnec_begin_ns_ = 0;                     // end of the last backward(l): BNEC(l) start
-    int bnec_block_ = -1;
     double carried_plan_wait_ms_ = 0;               // fetch_ahead's last wait for the planner
     double layer0_plan_wait_ms_ = 0, next_plan_wait_ms_ = 0;
     // scratch shared by the layers

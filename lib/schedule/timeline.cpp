@@ -1,6 +1,7 @@
 // timeline.cpp: OpTimeline and its summaries (see timeline.h).
 #include "schedule/timeline.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/error.h"
@@ -9,11 +10,20 @@ namespace prophet {
 
 const char* op_kind_name(OpKind kind) {
     switch (kind) {
-        case OpKind::kFnec: return "fnec";
+        case OpKind::kData: return "data";
+        case OpKind::kEmbed: return "embed";
+        case OpKind::kAttn: return "attn";
+        case OpKind::kGate: return "gate";
         case OpKind::kDispatch: return "dispatch";
         case OpKind::kFec: return "fec";
         case OpKind::kCombine: return "combine";
-        case OpKind::kBnec: return "bnec";
+        case OpKind::kPack: return "pack";
+        case OpKind::kUnpack: return "unpack";
+        case OpKind::kHead: return "head";
+        case OpKind::kHeadBwd: return "head_bwd";
+        case OpKind::kGateBwd: return "gate_bwd";
+        case OpKind::kAttnBwd: return "attn_bwd";
+        case OpKind::kEmbedBwd: return "embed_bwd";
         case OpKind::kDispatchBwd: return "dispatch_bwd";
         case OpKind::kBec: return "bec";
         case OpKind::kCombineBwd: return "combine_bwd";
@@ -24,8 +34,9 @@ const char* op_kind_name(OpKind kind) {
         case OpKind::kPlan: return "plan";
         case OpKind::kPlanWait: return "plan_wait";
         case OpKind::kLayout: return "layout";
-        case OpKind::kHead: return "head";
+        case OpKind::kAllReduce: return "allreduce";
         case OpKind::kOptimizer: return "optimizer";
+        case OpKind::kStats: return "stats";
         case OpKind::kCount: break;
     }
     return "?";
@@ -72,6 +83,24 @@ ExposedComm exposed_comm(const std::vector<OpRecord>& ops) {
         }
     }
     return out;
+}
+
+int64_t timeline_remainder_ns(const std::vector<OpRecord>& ops, int64_t step_start_ns, int64_t step_end_ns) {
+    PROPHET_ASSERT(step_end_ns >= step_start_ns);
+    std::vector<std::pair<int64_t, int64_t>> spans;  // compute-lane [start, end) clipped to the step
+    for (const OpRecord& op : ops) {
+        if (op.lane != OpLane::kCompute) continue;
+        const int64_t a = std::max(op.start_ns, step_start_ns), b = std::min(op.end_ns, step_end_ns);
+        if (b > a) spans.emplace_back(a, b);
+    }
+    std::sort(spans.begin(), spans.end());
+    int64_t covered = 0, reach = step_start_ns;  // reach: the end of the union so far
+    for (const auto& [a, b] : spans) {
+        if (b <= reach) continue;
+        covered += b - std::max(a, reach);
+        reach = b;
+    }
+    return (step_end_ns - step_start_ns) - covered;
 }
 
 std::string timeline_json(const std::vector<OpRecord>& ops, int64_t origin_ns) {

@@ -18,23 +18,34 @@
 namespace prophet {
 
 enum class OpKind : uint8_t {
-    kFnec,        // forward non-expert compute of a block (ln1, attention, ln2, gate)
-    kDispatch,    // forward dispatch all-to-all (with pack/sort)
+    kData,        // the step's batch (data loader) and zeroing the gradients
+    kEmbed,       // token + position embedding forward (block -1)
+    kAttn,        // forward attention branch of a block: ln1, qkv, attention, proj, residual (and the previous
+                  // block's MoE residual add)
+    kGate,        // forward gate of a block: ln2, gate logits, top-k, counts, capacity, aux loss
+    kDispatch,    // forward dispatch all-to-all (the exchange only)
     kFec,         // forward expert compute
-    kCombine,     // forward combine all-to-all (with the weighted sum)
-    kBnec,        // backward non-expert compute of a block
-    kDispatchBwd, // backward dispatch all-to-all
+    kCombine,     // forward combine all-to-all (the exchange only)
+    kPack,        // copies into an all-to-all's send buffer or back to expert order (pack / sort / unsort)
+    kUnpack,      // copies out of an all-to-all's buffers into token order (weighted sum, pack backward)
+    kHead,        // forward final layernorm, tied LM head and cross-entropy loss (block -1)
+    kHeadBwd,     // their backward (block -1)
+    kGateBwd,     // backward gate of a block: top-k, softmax (aux loss), gate matmul, ln2
+    kAttnBwd,     // backward attention branch of a block: proj, attention, qkv, ln1
+    kEmbedBwd,    // embedding backward (block -1)
+    kDispatchBwd, // backward dispatch all-to-all (the exchange only)
     kBec,         // backward expert compute
-    kCombineBwd,  // backward combine all-to-all
+    kCombineBwd,  // backward combine all-to-all (the exchange only)
     kTrans,       // parameter transfer of (a part of) a block's replicas
     kAgg,         // gradient reduce of (a part of) a block's replicas
     kTransWait,   // compute lane blocked on a Trans
     kAggWait,     // compute lane blocked on an Agg
-    kPlan,        // placement search
+    kPlan,        // placement search (plan lane; compute lane under the blocking schedule)
     kPlanWait,    // compute lane blocked on the planner
-    kLayout,      // counts exchange + layout
-    kHead,        // embedding, final layernorm, loss (forward or backward)
-    kOptimizer,   // dense gradient all-reduce + AdamW
+    kLayout,      // counts all-gather (notify) or building the dispatch layout (with the placement check)
+    kAllReduce,   // dense gradient all-reduce (block -1)
+    kOptimizer,   // global gradient norm (an all-reduce of one number) + AdamW (block -1)
+    kStats,       // end of step: loss all-reduce, routing counts, the policy's update, balance statistics
     kCount
 };
 const char* op_kind_name(OpKind kind);
@@ -68,6 +79,11 @@ struct ExposedComm {
     double trans_busy_ms = 0, agg_busy_ms = 0;  // the transfers' own duration (either lane)
 };
 ExposedComm exposed_comm(const std::vector<OpRecord>& ops);
+
+// The part of [step_start_ns, step_end_ns) that no compute-lane op covers, in ns: the step's length minus the
+// union of its compute-lane intervals (each clipped to the step). The compute lane is the main thread, so this
+// is the time the timeline does not explain (docs/scheduler.md); ops on other lanes run beside it and do not count.
+int64_t timeline_remainder_ns(const std::vector<OpRecord>& ops, int64_t step_start_ns, int64_t step_end_ns);
 
 // JSON array of [kind, lane, block, part, start_us, end_us] with times relative to origin_ns (microseconds,
 // 3 decimals): the store's timeline event payload (docs/store.md).

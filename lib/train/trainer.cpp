@@ -92,6 +92,7 @@ Trainer::~Trainer() = default;
 void Trainer::set_timeline(bool on) {
     timeline_ = on ? std::make_unique<OpTimeline>() : nullptr;
     executor_->set_timeline(timeline_.get());
+    model_->timeline = timeline_.get();
     if (plan_ahead_) plan_ahead_->set_timeline(timeline_.get());
 }
 
@@ -112,12 +113,31 @@ double Trainer::global_grad_norm_sq() {
     return norm_sq;
 }
 
-std::vector<std::string> Trainer::gather_timelines(int64_t step_start_ns) {
+void Trainer::mark(OpKind kind, int64_t* cursor) {
+    if (timeline_ == nullptr) return;
+    const int64_t now = now_ns();
+    timeline_->add(kind, OpLane::kCompute, -1, 0, *cursor, now);
+    *cursor = now;
+}
+
+std::vector<std::string> Trainer::gather_timelines(int64_t step_start_ns, int64_t step_end_ns, StepStats* s) {
     const int D = comm_.size();
     std::vector<int64_t> starts(D);  // [D]
     comm_.all_gather(&step_start_ns, sizeof(int64_t), starts.data());
     const int64_t origin = *std::min_element(starts.begin(), starts.end());
-    const std::string mine = timeline_json(timeline_->take(), origin);
+    const std::vector<OpRecord> ops = timeline_->take();
+    // this rank's step length and the part of it no compute-lane op covers, both ms, gathered to every rank
+    const double own[2] = {(double)(step_end_ns - step_start_ns) * 1e-6,
+                           (double)timeline_remainder_ns(ops, step_start_ns, step_end_ns) * 1e-6};
+    std::vector<double> all_own(2 * (size_t)D);  // [D][2]
+    comm_.all_gather(own, sizeof own, all_own.data());
+    s->rank_step_ms.resize(D);
+    s->remainder_ms.resize(D);
+    for (int d = 0; d < D; d++) {
+        s->rank_step_ms[d] = all_own[2 * (size_t)d];
+        s->remainder_ms[d] = all_own[2 * (size_t)d + 1];
+    }
+    const std::string mine = timeline_json(ops, origin);
     const int64_t length = (int64_t)mine.size();
     std::vector<int64_t> lengths(D);  // [D]
     comm_.all_gather(&length, sizeof(int64_t), lengths.data());
@@ -140,20 +160,24 @@ StepStats Trainer::step() {
     StepStats s;
     s.step = step;
     const int64_t t0 = now_ns();
+    int64_t cursor = t0;  // the timeline's: the end of the last op the trainer itself recorded
 
     const auto [seq_begin, seq_end] = rank_sequences(m.B, comm_.rank(), D);
     data_->batch(step, seq_begin, seq_end, inputs_.data(), targets_.data());
     model_zero_grad(*model_);
+    mark(OpKind::kData, &cursor);
     double loss = model_forward(*model_, inputs_.data(), targets_.data(), B_local, static_cast<double>(m.B) * m.T);
     model_backward(*model_);
+    cursor = now_ns();
     sum_dense_gradients();     // beside the last Agg under the block-wise schedule
-    executor_->finish_backward();  // every Agg done before the optimizer
-    const int64_t t_opt = now_ns();
+    mark(OpKind::kAllReduce, &cursor);
+    executor_->finish_backward();  // every Agg done before the optimizer (records its waits)
+    cursor = now_ns();
     const double norm_sq = global_grad_norm_sq();
     s.grad_norm = std::sqrt(norm_sq);
     s.lr = lr_at_step(settings_.lr, step);
     adamw_step(*model_, s.lr, settings_.adamw, grad_clip_scale(s.grad_norm, settings_.grad_clip), &skip_);
-    if (timeline_) timeline_->add(OpKind::kOptimizer, OpLane::kCompute, -1, 0, t_opt, now_ns());
+    mark(OpKind::kOptimizer, &cursor);
     comm_.all_reduce_sum(&loss, 1);
     s.loss = loss;
 
@@ -198,8 +222,10 @@ StepStats Trainer::step() {
     s.max_mean_load = load_sum / m.L;
 
     const MoeLayerStats t = executor_->step_stats();  // summed over layers
+    mark(OpKind::kStats, &cursor);
+    const int64_t t_end = now_ns();  // the step's end on this rank: the max over ranks below is step_ms
     // the counts all-gather (layout) is communication: it counts with the all-to-all
-    double times[9] = {(now_ns() - t0) * 1e-6, t.a2a_ms() + t.layout_ms, t.expert_ms(), t.trans_ms, t.agg_ms,
+    double times[9] = {(t_end - t0) * 1e-6, t.a2a_ms() + t.layout_ms, t.expert_ms(), t.trans_ms, t.agg_ms,
                        t.plan_ms, t.trans_exposed_ms, t.agg_exposed_ms, t.plan_wait_ms};
     comm_.all_reduce_max(times, 9);
     s.trans_exposed_ms = times[6];
@@ -214,7 +240,7 @@ StepStats Trainer::step() {
     // NOTE: under the block-wise schedule Trans/Agg run beside the rest, so only their exposed part is subtracted
     s.nonexpert_ms = std::max(0.0, s.step_ms - s.a2a_ms - s.expert_ms - s.trans_exposed_ms - s.agg_exposed_ms -
                                        s.plan_ms - s.plan_wait_ms);
-    if (timeline_) s.timelines = gather_timelines(t0);
+    if (timeline_) s.timelines = gather_timelines(t0, t_end, &s);
     s.tokens_per_s = s.step_ms > 0 ? static_cast<double>(m.B) * m.T / (s.step_ms * 1e-3) : 0.0;
     ++next_step_;
     return s;

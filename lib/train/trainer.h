@@ -40,6 +40,9 @@ struct StepStats {
     // with set_timeline(true), on rank 0: each rank's ops of this step as timeline_json arrays, times in us from
     // the earliest rank's step start
     std::vector<std::string> timelines;  // [D]
+    // with set_timeline(true), on every rank: each rank's own step wall time and the part of it no compute-lane
+    // op covers (timeline_remainder_ns), ms
+    std::vector<double> rank_step_ms, remainder_ms;  // [D]
     std::vector<int64_t> counts;        // [L][D][E] tokens rank d routed to expert e
     std::vector<int64_t> transitions;   // [L-1][E][E] when record_transitions
     std::vector<Placement> placements;  // [L]
@@ -72,7 +75,10 @@ class Trainer {
 
   private:
     void sum_dense_gradients();
-    std::vector<std::string> gather_timelines(int64_t step_start_ns);  // collective; filled on rank 0
+    // collective: timelines filled on rank 0, rank_step_ms / remainder_ms of *s on every rank
+    std::vector<std::string> gather_timelines(int64_t step_start_ns, int64_t step_end_ns, StepStats* s);
+    // records [*cursor, now) as a compute-lane op of the step (block -1) when a timeline is on; cursor = now
+    void mark(OpKind kind, int64_t* cursor);
     double global_grad_norm_sq();
 
     std::unique_ptr<Communicator> paced_;  // comm.link_gbps > 0: the emulated network

@@ -27,7 +27,8 @@ std::vector<OpSpan> parse_timeline(const std::string& text) {
 }
 
 bool is_compute(const std::string& kind) {
-    return kind == "fnec" || kind == "fec" || kind == "bnec" || kind == "bec";
+    return kind == "attn" || kind == "gate" || kind == "fec" || kind == "gate_bwd" || kind == "attn_bwd" ||
+           kind == "bec";
 }
 
 }  // namespace
