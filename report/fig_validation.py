@@ -4,6 +4,8 @@
 Each point's child `prophet train` run's recorded expert loads are simulated (schedule none) on the sweep's
 validate_cluster; sim_step_ms (mean simulated iteration, iterations 1..) against measured_step_ms (median step_ms,
 steps 1..), one marker per policy at the mean across seeds with ± sd error bars, and the y = x line.
+Points whose child ran more ranks than cores (param testbed.oversubscribed = true, docs/testbed.md) are left out
+unless --include-oversubscribed: their step times measure the OS scheduler, not the code.
 """
 import os
 import sys
@@ -15,12 +17,28 @@ NAME = "fig_validation"
 KEYS = ("sim_step_ms", "measured_step_ms", "sim_error")
 
 
+def own_options(p):
+    p.add_argument("--include-oversubscribed", action="store_true",
+                   help="keep points whose child ran more ranks than cores (left out by default)")
+
+
+def without_oversubscribed(df):
+    """The rows whose run did not record testbed.oversubscribed = true (docs/testbed.md)."""
+    if "testbed.oversubscribed" not in df.columns:
+        return df
+    over = df["testbed.oversubscribed"].map(lambda v: v is True or str(v).lower() == "true")
+    return df[~over]
+
+
 def main(argv=None):
-    args = C.parse_args(__doc__.splitlines()[0], argv=argv)
+    args = C.parse_args(__doc__.splitlines()[0], argv=argv, extra=own_options)
     con = C.connect_or_exit(args.db, NAME)
     df = C.sweep_points(con, experiment=args.experiment, metric_keys=KEYS)
+    if not args.include_oversubscribed and not df.empty:
+        df = without_oversubscribed(df)
     if df.empty or "sim_step_ms" not in df.columns or df["sim_step_ms"].isna().all():
-        C.no_data(NAME, "no sweep run has sim_step_ms (engine = \"real\" with validate_cluster)")
+        C.no_data(NAME, "no sweep run has sim_step_ms (engine = \"real\" with validate_cluster; oversubscribed "
+                        "points need --include-oversubscribed)")
     df = df[df["sim_step_ms"].notna() & df["measured_step_ms"].notna()].copy()
     df["policy"] = df["policy"].fillna("?").astype(str)
     df["ranks"] = df.get("point.ranks", "?").astype(str)

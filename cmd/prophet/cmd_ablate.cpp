@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "core/testbed.h"
 #include "core/timer.h"
 #include "train/train_config.h"
 
@@ -179,9 +180,8 @@ int run_ablate(const AblateArgs& args) {
     for (int i = 0; i < args.seeds; ++i) {
         const int64_t seed = args.first_seed + i;
         for (const Variant* v : chosen) {
-            std::vector<std::string> cmd;
-            if (args.ranks > 1)
-                cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(args.ranks)};
+            // one rank pinned per core, or --oversubscribe unpinned when ranks outnumber cores (docs/testbed.md)
+            std::vector<std::string> cmd = mpirun_launcher(args.ranks, online_cores());
             cmd.push_back(binary);
             cmd.push_back("train");
             for (const std::string& f : args.common.config_files) {

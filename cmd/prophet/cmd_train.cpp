@@ -18,6 +18,7 @@
 #include "train/fault_inject.h"
 #include "train/memory_estimate.h"
 #include "train/routing_trace.h"
+#include "train/testbed_record.h"
 #include "train/trainer.h"
 #include "trace/trace.h"
 
@@ -60,6 +61,7 @@ struct RunContext {
     TrainSettings settings;
     FaultPlan fault;                       // debug.* (test-only)
     std::unique_ptr<FailureWatch> watch;   // records the run when a signal ends it (docs/reliability.md)
+    TestbedRecord testbed;                 // the machine at the start (docs/testbed.md); complete on rank 0
     explicit RunContext(const Schema& schema) : config(schema) {}
 };
 
@@ -148,6 +150,7 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
     ctx->comm = make_world_communicator(argc, argv, &is_mpi);
     ctx->comm->set_timeout_s(ctx->settings.comm_timeout_s);
     blas_set_num_threads(ctx->settings.threads);
+    ctx->testbed = testbed_survey(*ctx->comm, blas_num_threads());
     if (ctx->comm->rank() == 0) {
         ctx->store = std::make_unique<Store>(Store::open(ctx->settings.store_path));
         RunInfo info = make_run_info(command, ctx->config, args);
@@ -159,8 +162,17 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
             ctx->run_id = ctx->store->begin_run(info);
             auto params = ctx->config.flat();
             params.emplace_back("blas", blas_config());
+            for (auto& kv : testbed_params(ctx->testbed)) params.push_back(std::move(kv));
             ctx->store->put_params(ctx->run_id, params);
         });
+        if (ctx->testbed.busy) {
+            const std::string message = busy_machine_message(ctx->testbed);
+            std::fprintf(stderr, "prophet: warning: %s\n", message.c_str());
+            const nlohmann::json data = {{"load1", ctx->testbed.load1}, {"cores", ctx->testbed.cores},
+                                         {"ranks_here", ctx->testbed.ranks_here},
+                                         {"busy_load_per_core", kBusyLoadPerCore}};
+            ctx->store->put_event(ctx->run_id, 0, -1, "warn", "busy_machine", message, data.dump());
+        }
     }
     // every rank learns the run id (for checkpoint paths)
     char id[32] = {0};
@@ -224,6 +236,7 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
             std::fprintf(stderr, "prophet: checkpoint %s\n", written.c_str());
         }
     }
+    if (root) ctx.store->put_params(ctx.run_id, {testbed_steal_param(ctx.testbed)});  // steal over the loop
     return result;
 }
 

@@ -5,17 +5,17 @@
 
 #include "core/error.h"
 #include "core/process.h"
+#include "core/testbed.h"
 #include "sweep/sweep_internal.h"
 
 namespace prophet::sweep::detail {
 
 namespace {
 
-// The start of a child's command line: mpirun for several ranks, then the prophet binary.
+// The start of a child's command line: mpirun for several ranks (core/testbed.h), then the prophet binary.
 std::vector<std::string> child_launcher(int ranks, const SweepOptions& options) {
-    std::vector<std::string> cmd;
-    if (ranks > 1)  // as root OpenMPI needs --allow-run-as-root; more ranks than cores need --oversubscribe
-        cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
+    // one rank pinned per core, or --oversubscribe unpinned when ranks outnumber cores (docs/testbed.md)
+    std::vector<std::string> cmd = mpirun_launcher(ranks, online_cores());
     cmd.push_back(options.prophet_binary.empty() ? self_binary() : options.prophet_binary);
     return cmd;
 }

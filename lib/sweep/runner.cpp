@@ -211,12 +211,17 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                 KeyValues params = p.params;
                 const std::string child_id = s.value("run_id", std::string());
                 params.emplace_back("child_run_id", quoted(child_id));
+                // the child's machine record (docs/testbed.md), so figures can filter points by it
+                for (const auto& [k, v] : store->get_params(child_id))
+                    if (k == "testbed.oversubscribed" || k == "testbed.busy_machine" || k == "testbed.load1")
+                        params.emplace_back(k, v);
                 std::optional<Validation> validation;
                 std::string validation_error = calibration_error;
                 if (!spec.validate_cluster.empty() && validation_error.empty()) {
                     params.emplace_back("validate_cluster", quoted(std::as_const(validate_path)));
                     try {
-                        validation = validate_run(*store, child_id, p.policy, validate_path);
+                        validation = validate_run(*store, child_id, p.policy, validate_path,
+                                                  spec.validate_oversubscribed);
                     } catch (const Error& e) {
                         if (e.exit_code() == kExitDatabase) throw;
                         validation_error = e.what();

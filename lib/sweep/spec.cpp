@@ -29,7 +29,7 @@ namespace {
 
 const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
-                            "validate_cluster", "variants", "command", "time_limit_s"};
+                            "validate_cluster", "variants", "command", "time_limit_s", "validate_oversubscribed"};
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -181,7 +181,8 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             throw_config_error(
                 "sweep." + k, toml_node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "validate_cluster, command, time_limit_s, [sweep.grid], [sweep.set] and [sweep.variants]");
+                "validate_cluster, validate_oversubscribed, command, time_limit_s, [sweep.grid], [sweep.set] and "
+                "[sweep.variants]");
     }
     SweepSpec spec;
     spec.origin = origin;
@@ -262,6 +263,13 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                        "needs every entry of sweep.ranks >= 2 (a calibration measures communication), "
                                        "but ranks has " + std::to_string(r),
                                        "ranks = [2] or more, or a cluster file measured elsewhere");
+        if (const toml::node* vo = sweep->get("validate_oversubscribed")) {
+            const auto* b = vo->as_boolean();
+            if (!b)
+                throw_config_error("sweep.validate_oversubscribed", toml_node_text(*vo), "must be true or false",
+                                   "validate_oversubscribed = true (validate runs with more ranks than cores too)");
+            spec.validate_oversubscribed = b->get();
+        }
         if (const toml::node* limit = sweep->get("time_limit_s")) {
             const std::optional<double> v = limit->is_number() ? limit->value<double>() : std::nullopt;
             if (!v || !(*v > 0) || *v > 1e7)
@@ -275,7 +283,8 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                "simulates training steps, and an infer point runs none",
                                "remove it (serve.sim_clusters replays an inference run on simulated nodes)");
     } else {
-        for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "command", "time_limit_s"})
+        for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "validate_oversubscribed", "command",
+                              "time_limit_s"})
             if (const toml::node* node = sweep->get(k))
                 throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),

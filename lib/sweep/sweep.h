@@ -53,6 +53,9 @@ struct SweepSpec {
     // cluster file the child's recorded loads are simulated on (empty: no validation); kCalibrate: a cluster file
     // measured by `prophet profile --calibrate` on the points' own ranks and config right before the first of them
     std::string validate_cluster;
+    // validate points whose child ran more ranks than cores (testbed.oversubscribed, docs/testbed.md) too; by
+    // default they are left out of validation: they time the OS scheduler, not the code
+    bool validate_oversubscribed = false;
     // wall-clock seconds one real point's child (and a calibration child) may run; 0: no limit. Past it the
     // child's process group gets SIGTERM, then SIGKILL, and the point is recorded failed with exit code 124.
     double time_limit_s = 0;
@@ -129,8 +132,9 @@ struct Validation {
 
 // Rebuilds the trace of a finished train run from its expert_load rows (every step and layer; dims from its
 // model.* params), simulates it with `policy` on the cluster file (num_devices = the run's D, schedule none) and
-// compares with the run's step_ms. Throws prophet::Error (exit 3) when the run recorded too few steps or no loads.
+// compares with the run's step_ms. Throws prophet::Error (exit 3) when the run recorded too few steps or no loads,
+// or when it ran oversubscribed (param testbed.oversubscribed = true) and include_oversubscribed is false.
 Validation validate_run(Store& store, const std::string& run_id, const std::string& policy,
-                        const std::string& cluster_path);
+                        const std::string& cluster_path, bool include_oversubscribed = false);
 
 }  // namespace prophet::sweep

@@ -20,10 +20,18 @@ namespace prophet::sweep {
 using detail::view_of;
 
 Validation validate_run(Store& store, const std::string& run_id, const std::string& policy,
-                        const std::string& cluster_path) {
+                        const std::string& cluster_path, bool include_oversubscribed) {
     Config config(train_schema(), "the params of run " + run_id);
-    for (const auto& [k, v] : store.get_params(run_id))
+    std::string oversubscribed, cores;  // testbed.* (docs/testbed.md); absent in runs recorded before them
+    for (const auto& [k, v] : store.get_params(run_id)) {
         if (train_schema().find(k)) config.apply_set(k + "=" + v);
+        if (k == "testbed.oversubscribed") oversubscribed = v;
+        if (k == "testbed.cores") cores = v;
+    }
+    if (oversubscribed == "true" && !include_oversubscribed)
+        throw_input_error("run " + run_id, "ran oversubscribed (more ranks than the " + cores + " online cores)",
+                          "left out of validation: its step times measure the OS scheduler; set "
+                          "validate_oversubscribed = true in [sweep] to include it");
     ModelConfig m;
     m.T = static_cast<int>(config.get_int("model.T"));
     m.C = static_cast<int>(config.get_int("model.C"));

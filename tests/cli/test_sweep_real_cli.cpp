@@ -179,3 +179,33 @@ TEST_F(SweepRealCli, CalibrateMeasuresOneClusterPerRanksAndGridValues) {
     EXPECT_EQ(one_rank.exit_code, prophet::kExitConfig) << one_rank.err;
     EXPECT_NE(one_rank.err.find("sweep.ranks >= 2"), std::string::npos) << one_rank.err;
 }
+
+// A point whose child ran more ranks than cores (4 ranks here, on a machine with fewer than 4 cores) is recorded
+// with testbed.oversubscribed = true and left out of validation (no sim_error; the progress line says why) unless
+// the sweep sets validate_oversubscribed = true (docs/testbed.md).
+TEST_F(SweepRealCli, OversubscribedPointsAreLeftOutOfValidationUnlessAsked) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 4) GTEST_SKIP() << "4 ranks fit this machine's cores: nothing oversubscribed";
+    const std::string body = "ranks = [4]\npolicies = [\"static\"]\nseeds = [1]\ntime_limit_s = 300\n"
+                             "validate_cluster = \"experiments/clusters/cpu-local.toml\"\n";
+    const std::string steps = "[sweep.set]\n\"train.steps\" = 2\n";
+    const auto skipped = sweep(body + steps);
+    ASSERT_EQ(skipped.exit_code, 0) << skipped.err;
+    EXPECT_NE(skipped.err.find("validation skipped"), std::string::npos) << skipped.err;
+    EXPECT_NE(skipped.err.find("oversubscribed"), std::string::npos) << skipped.err;
+    std::string first;
+    {
+        prophet::Store store = prophet::Store::open(db_);
+        first = nlohmann::json::parse(skipped.out)["run_ids"][0];
+        EXPECT_TRUE(store.get_metrics(first, "sim_error").empty());
+        std::map<std::string, std::string> params;
+        for (const auto& [k, v] : store.get_params(first)) params[k] = v;
+        EXPECT_EQ(params["testbed.oversubscribed"], "true");
+    }
+    fs::remove(db_);
+    const auto included = sweep(body + "validate_oversubscribed = true\n" + steps);
+    ASSERT_EQ(included.exit_code, 0) << included.err;
+    prophet::Store store = prophet::Store::open(db_);
+    const std::string id = nlohmann::json::parse(included.out)["run_ids"][0];
+    EXPECT_EQ(store.get_metrics(id, "sim_error").size(), 1u) << included.err;
+}

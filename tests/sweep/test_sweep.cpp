@@ -406,6 +406,16 @@ TEST(SweepReal, ValidationNamesTheKey) {
                   std::string::npos)
             << bad;
     EXPECT_DOUBLE_EQ(parse_sweep_string(std::string(kReal) + "time_limit_s = 90.5\n", "r.toml").time_limit_s, 90.5);
+    // validate_oversubscribed: a bool, off by default, real engine only (docs/testbed.md)
+    EXPECT_FALSE(parse_sweep_string(kReal, "r.toml").validate_oversubscribed);
+    EXPECT_TRUE(parse_sweep_string(std::string(kReal) + "validate_oversubscribed = true\n", "r.toml")
+                    .validate_oversubscribed);
+    EXPECT_NE(config_error(std::string(kReal) + "validate_oversubscribed = 1\n")
+                  .find("sweep.validate_oversubscribed = 1"),
+              std::string::npos);
+    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\nvalidate_oversubscribed = true\n")
+                  .find("sweep.validate_oversubscribed"),
+              std::string::npos);
 }
 
 TEST(SweepReal, ExpansionAndIdentity) {

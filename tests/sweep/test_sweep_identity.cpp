@@ -11,6 +11,7 @@
 #include "../temp_dir_test.h"
 #include "core/config.h"
 #include "store/store.h"
+#include "core/testbed.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_internal.h"
 #include "train/train_config.h"
@@ -112,4 +113,26 @@ TEST(SweepQuoting, NamesAndPathsReachTheChildAsStrings) {
     const Config c = child_config("\"x\"", "/tmp/s.db");
     EXPECT_EQ(c.get_string("balance.policy"), "prophet");
     EXPECT_EQ(c.get_int("run.seed"), 3);
+}
+
+// A point of several ranks starts under the testbed's launcher (core/testbed.h): pinned one rank per core when the
+// machine has enough, one BLAS thread per rank; a point of one rank runs prophet directly.
+TEST(SweepLauncher, PointsOfSeveralRanksRunPinnedUnderMpirun) {
+    const SweepSpec spec = parse_sweep_string("[sweep]\nname = \"l\"\nengine = \"real\"\n"
+                                              "train_config = \"experiments/train/skewed-4rank.toml\"\n"
+                                              "policies = [\"static\"]\nseeds = [1]\nranks = [1, 2]\n",
+                                              "real.toml");
+    SweepOptions options;
+    options.store_path = "/tmp/s.db";
+    options.prophet_binary = "prophet";
+    const std::vector<SweepPoint> points = expand_points(spec);
+    ASSERT_EQ(points.size(), 2u);
+    for (const SweepPoint& p : points) {
+        const std::vector<std::string> cmd = detail::child_command(spec, p, options);
+        const std::vector<std::string> launcher = mpirun_launcher(p.ranks, online_cores());
+        ASSERT_GE(cmd.size(), launcher.size());
+        EXPECT_EQ(std::vector<std::string>(cmd.begin(), cmd.begin() + (long)launcher.size()), launcher);
+        EXPECT_EQ(cmd[launcher.size()], "prophet");
+        if (p.ranks == 1) EXPECT_TRUE(launcher.empty());
+    }
 }

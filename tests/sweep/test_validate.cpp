@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "balance/cluster.h"
+#include "core/error.h"
 #include "store/store.h"
 #include "sweep/sweep.h"
 
@@ -95,4 +96,24 @@ TEST(ClusterFile, StepTailRoundTrips) {
     std::ofstream(path) << cluster_to_toml(c);
     EXPECT_LT(load_cluster_file(path.string()).step_tail_s, 0.0);
     fs::remove(path);
+}
+
+// A run that recorded more ranks than cores (docs/testbed.md) is left out of validation unless asked for, with an
+// error naming why and the sweep key that includes it; a run recorded not oversubscribed validates as before.
+TEST_F(Validate, OversubscribedRunsAreLeftOutUnlessAsked) {
+    const std::string path = (dir_ / "c.toml").string();
+    std::ofstream(path) << kCluster;
+    Store store = Store::open((dir_ / "s.db").string());
+    store.put_params(run_, {{"testbed.oversubscribed", "false"}, {"testbed.cores", "2"}});
+    EXPECT_GT(sweep::validate_run(store, run_, "static", path).sim_step_ms, 0.0);
+    store.put_params(run_, {{"testbed.oversubscribed", "true"}});
+    try {
+        sweep::validate_run(store, run_, "static", path);
+        FAIL() << "an oversubscribed run was validated";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_code(), kExitConfig);
+        EXPECT_NE(std::string(e.what()).find("oversubscribed"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("validate_oversubscribed = true"), std::string::npos) << e.what();
+    }
+    EXPECT_GT(sweep::validate_run(store, run_, "static", path, /*include_oversubscribed=*/true).sim_step_ms, 0.0);
 }
