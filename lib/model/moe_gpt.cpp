@@ -256,6 +256,7 @@ double model_forward(Model<Float>& model, const int* inputs, const int* targets,
         layernorm_forward(ln2, ln2_mean, ln2_rstd, residual_attn, model.param(p.ln2_w), model.param(p.ln2_b), N, C);
         matmul_forward(gate_logits, ln2, model.param(p.gate_w), (const Float*)nullptr, N, C, E);
         gate_topk_forward(expert_idx, gate_w, gate_logits, N, E, K);
+        if (model.route_override) model.route_override(l, N, K, expert_idx);
 
         int64_t* counts = model.routing_counts.data() + (size_t)l * E;  // [E]
         std::fill_n(counts, E, 0);

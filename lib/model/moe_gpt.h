@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,6 +147,9 @@ struct Model {
     // When set (prophet train --timeline), forward/backward record their non-expert ops (embed, attn, gate, head
     // and their backward) on its compute lane, back to back, so with the executor's ops they cover the step.
     OpTimeline* timeline = nullptr;
+    // When set (routing.source = "trace"), called after the gate's top-K with (layer, N, K, expert_idx [N,K]) to
+    // overwrite the choices (train/trace_routing.h); gate weights stay the gate's.
+    std::function<void(int, int, int, int*)> route_override;
 
     // pointers by tensor index
     Float* param(int idx) { return params.data() + layout.tensors[idx].offset; }

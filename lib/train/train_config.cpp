@@ -38,6 +38,11 @@ const Schema& train_schema() {
         s.add_string("train.checkpoint_dir", "", {}, "where --save writes checkpoints (empty: results/ckpt/<run_id>)");
         s.add_int("train.save_every", 0, 0, 1e12, "checkpoint every N steps (0: at the end only, with --save)");
         s.add_bool("train.record_loads", true, "record the D x E expert loads of every step and layer");
+        s.add_string("routing.source", "gate", {"gate", "trace"},
+                     "gate: the model's top-k; trace: assignments drawn to match routing.trace's per-device, "
+                     "per-expert counts each step (losses are then not a model's; docs/testbed.md)");
+        s.add_string("routing.trace", "", {},
+                     "routing trace for routing.source = \"trace\": a .ptrace, a CSV trace or a generator .toml");
         add_balance_keys(s, /*allow_all=*/false, "static");
         s.add_string("balance.cluster", "experiments/clusters/cpu-local.toml", {},
                      "cluster file of the planner's cost model (num_devices is taken from the run)");
@@ -117,6 +122,12 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.checkpoint_dir = c.get_string("train.checkpoint_dir");
     t.save_every = c.get_int("train.save_every");
     t.record_loads = c.get_bool("train.record_loads");
+    t.routing_trace = c.get_string("routing.source") == "trace" ? c.get_string("routing.trace") : "";
+    if (c.get_string("routing.source") == "trace" && (t.routing_trace.empty() || access(t.routing_trace.c_str(), R_OK) != 0))
+        throw_config_error("routing.trace", "\"" + c.get_string("routing.trace") + "\"",
+                           "routing.source = \"trace\" needs a readable routing trace file",
+                           "--set routing.trace=results/traces/<run>.ptrace (prophet profile writes one), or "
+                           "--set routing.source=gate");
 
     t.policy = c.get_string("balance.policy");
     t.balance = balance_options_from(c);

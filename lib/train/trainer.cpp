@@ -22,7 +22,9 @@ std::string checkpoint_config_hash(const Config& config) {
         const bool math = key.rfind("model.", 0) == 0 || key.rfind("data.", 0) == 0 || key.rfind("balance.", 0) == 0 ||
                           key == "run.seed" || key == "train.steps" || key == "train.lr" || key == "train.min_lr" ||
                           key == "train.warmup_steps" || key == "train.weight_decay" || key == "train.grad_clip";
-        if (math) text += key + " = " + value + "\n";
+        // recorded routing changes the numbers; the default (gate) adds nothing, so older checkpoints still match
+        const bool routed = key.rfind("routing.", 0) == 0 && config.get_string("routing.source") == "trace";
+        if (math || routed) text += key + " = " + value + "\n";
     }
     return sha256_hex(text);
 }
@@ -60,6 +62,12 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     executor_->set_placement_provider(
         [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });
     model_set_executor(*model_, static_cast<MoeExecutor<float>*>(executor_.get()));
+    if (!settings_.routing_trace.empty()) {
+        router_ = std::make_unique<TraceRouter>(load_trace(settings_.routing_trace), m.L, m.E, comm_.rank(), D);
+        model_->route_override = [this](int layer, int N, int K, int* expert_idx) {
+            router_->route(next_step_, layer, N, K, expert_idx);
+        };
+    }
     if (settings_.schedule_blockwise) {
         require_thread_multiple(comm_, "schedule.mode = blockwise (Trans/Agg run on a communication thread)");
         EpSchedule sched;

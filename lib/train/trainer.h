@@ -17,6 +17,7 @@
 #include "schedule/timeline.h"
 #include "train/plan_ahead.h"
 #include "train/policy_runner.h"
+#include "train/trace_routing.h"
 #include "train/train_config.h"
 
 namespace prophet {
@@ -91,6 +92,7 @@ class Trainer {
     std::unique_ptr<ExpertParallelExecutor> executor_;
     std::unique_ptr<PlanAhead> plan_ahead_;     // schedule.mode = blockwise
     std::unique_ptr<OpTimeline> timeline_;      // set_timeline(true)
+    std::unique_ptr<TraceRouter> router_;       // routing.source = "trace"
     std::vector<char> skip_;        // [tensors] 1 for expert tensors this rank is not home of
     std::vector<char> home_experts_;  // [tensors] 1 for the expert tensors this rank is home of
     std::vector<int32_t> inputs_, targets_;  // [B/D, T]
