@@ -181,7 +181,7 @@ int run_ablate(const AblateArgs& args) {
         const int64_t seed = args.first_seed + i;
         for (const Variant* v : chosen) {
             // one rank pinned per core, or --oversubscribe unpinned when ranks outnumber cores (docs/testbed.md)
-            std::vector<std::string> cmd = mpirun_launcher(args.ranks, online_cores());
+            std::vector<std::string> cmd = mpirun_launcher(args.ranks, usable_cores());
             cmd.push_back(binary);
             cmd.push_back("train");
             for (const std::string& f : args.common.config_files) {

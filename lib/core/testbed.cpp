@@ -93,6 +93,11 @@ std::vector<int> allowed_cpus() {
 
 }  // namespace
 
+int usable_cores() {
+    const int allowed = cpus_allowed_count();
+    return allowed > 0 ? std::min(online_cores(), allowed) : online_cores();
+}
+
 std::string cpus_allowed_list() { return format_cpu_list(allowed_cpus()); }
 int cpus_allowed_count() { return (int)allowed_cpus().size(); }
 

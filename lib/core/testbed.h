@@ -33,6 +33,8 @@ double parse_load1(const std::string& proc_loadavg);
 double read_load1();  // -1 where /proc/loadavg cannot be read
 
 int online_cores();  // sysconf(_SC_NPROCESSORS_ONLN), at least 1
+// The cores this process may use: online cores, fewer where a cpuset (a container, a batch job) restricts it.
+int usable_cores();
 // The CPUs this thread may run on (sched_getaffinity), as a list "0-3,6" (Cpus_allowed_list's format), and how many.
 std::string cpus_allowed_list();
 int cpus_allowed_count();

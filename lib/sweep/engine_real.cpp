@@ -15,7 +15,7 @@ namespace {
 // The start of a child's command line: mpirun for several ranks (core/testbed.h), then the prophet binary.
 std::vector<std::string> child_launcher(int ranks, const SweepOptions& options) {
     // one rank pinned per core, or --oversubscribe unpinned when ranks outnumber cores (docs/testbed.md)
-    std::vector<std::string> cmd = mpirun_launcher(ranks, online_cores());
+    std::vector<std::string> cmd = mpirun_launcher(ranks, usable_cores());
     cmd.push_back(options.prophet_binary.empty() ? self_binary() : options.prophet_binary);
     return cmd;
 }

@@ -34,7 +34,7 @@ TestbedRecord testbed_survey(Communicator& comm, int blas_threads) {
     RankReport mine{};
     gethostname(mine.host, sizeof mine.host - 1);
     std::snprintf(mine.allowed, sizeof mine.allowed, "%s", cpus_allowed_list().c_str());
-    mine.cores = online_cores();
+    mine.cores = online_cores();  // not usable_cores(): a pinned rank may use one
     mine.allowed_count = cpus_allowed_count();
     std::vector<RankReport> all(r.ranks);  // [D]
     comm.all_gather(&mine, sizeof mine, all.data());

@@ -15,6 +15,7 @@
 #include "../temp_dir_test.h"
 #include "cli_util.h"
 #include "core/error.h"
+#include "core/testbed.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;
@@ -185,7 +186,7 @@ TEST_F(SweepRealCli, CalibrateMeasuresOneClusterPerRanksAndGridValues) {
 // the sweep sets validate_oversubscribed = true (docs/testbed.md).
 TEST_F(SweepRealCli, OversubscribedPointsAreLeftOutOfValidationUnlessAsked) {
     if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 4) GTEST_SKIP() << "4 ranks fit this machine's cores: nothing oversubscribed";
+    if (prophet::usable_cores() >= 4) GTEST_SKIP() << "4 ranks fit this machine's cores: nothing oversubscribed";
     const std::string body = "ranks = [4]\npolicies = [\"static\"]\nseeds = [1]\ntime_limit_s = 300\n"
                              "validate_cluster = \"experiments/clusters/cpu-local.toml\"\n";
     const std::string steps = "[sweep.set]\n\"train.steps\" = 2\n";

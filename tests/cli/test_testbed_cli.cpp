@@ -54,7 +54,7 @@ class TestbedCli : public prophet::testing::TempDirTest {
     // Runs 2 steps of skewed-4rank on `ranks` ranks under the testbed launcher; returns its testbed params.
     std::map<std::string, std::string> run(int ranks, std::string* err, int* busy_events) {
         const auto r = prophet::testing::run_prophet(
-            "timeout -s KILL 300 " + join(prophet::mpirun_launcher(ranks, prophet::online_cores())),
+            "timeout -s KILL 300 " + join(prophet::mpirun_launcher(ranks, prophet::usable_cores())),
             "train --config experiments/train/skewed-4rank.toml --set train.steps=2 --json --set store.path=" + db_,
             dir_);
         EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -77,13 +77,13 @@ void expect_busy_consistent(const std::map<std::string, std::string>& p, const s
 
 TEST_F(TestbedCli, TwoRanksArePinnedOnePerCoreAndRecorded) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
-    const int cores = prophet::online_cores();
+    const int cores = prophet::usable_cores();
     std::string err;
     int busy_events = 0;
     const auto p = run(2, &err, &busy_events);
     ASSERT_TRUE(p.count("testbed.binding")) << err;
     EXPECT_EQ(p.at("testbed.ranks"), "2");
-    EXPECT_EQ(p.at("testbed.cores"), std::to_string(cores));
+    EXPECT_EQ(p.at("testbed.cores"), std::to_string(prophet::online_cores()));
     EXPECT_EQ(p.at("testbed.blas_threads"), "1");
     const double steal = std::stod(p.at("testbed.steal_frac"));
     EXPECT_GE(steal, 0.0);
@@ -110,7 +110,7 @@ TEST_F(TestbedCli, TwoRanksArePinnedOnePerCoreAndRecorded) {
 TEST_F(TestbedCli, MoreRanksThanCoresAreRecordedOversubscribedAndUnpinned) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const int ranks = 4;  // skewed-4rank's batch and experts divide by 4
-    if (prophet::online_cores() >= ranks) GTEST_SKIP() << "this machine has 4 or more cores: 4 ranks fit";
+    if (prophet::usable_cores() >= ranks) GTEST_SKIP() << "this machine has 4 or more cores: 4 ranks fit";
     std::string err;
     int busy_events = 0;
     const auto p = run(ranks, &err, &busy_events);

@@ -8,6 +8,7 @@
 
 #include "../temp_dir_test.h"
 #include "cli_util.h"
+#include "core/testbed.h"
 
 namespace {
 
@@ -39,7 +40,7 @@ class TimelineCli : public prophet::testing::TempDirTest {};
 // because CI shares its cores with other jobs and a preemption inside a gap counts in full.
 TEST_F(TimelineCli, RemainderIsStoredPerStepAndRankAndSmall) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
-    const bool two_cores = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
+    const bool two_cores = prophet::usable_cores() >= 2;
     const std::string mpirun = std::string("timeout -s KILL 300 mpirun --allow-run-as-root -np 2 ") +
                                (two_cores ? "--bind-to core" : "--oversubscribe --bind-to none");
     const int steps = 5;

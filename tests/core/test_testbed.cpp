@@ -52,6 +52,8 @@ TEST(Testbed, ParsesProcStatAndLoadavg) {
     EXPECT_GT(read_cpu_times().total, 0u);
     EXPECT_GE(online_cores(), 1);
     EXPECT_GE(cpus_allowed_count(), 1);
+    EXPECT_GE(usable_cores(), 1);
+    EXPECT_LE(usable_cores(), online_cores());
     EXPECT_FALSE(cpus_allowed_list().empty());
 }
 

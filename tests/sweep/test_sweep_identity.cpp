@@ -129,7 +129,7 @@ TEST(SweepLauncher, PointsOfSeveralRanksRunPinnedUnderMpirun) {
     ASSERT_EQ(points.size(), 2u);
     for (const SweepPoint& p : points) {
         const std::vector<std::string> cmd = detail::child_command(spec, p, options);
-        const std::vector<std::string> launcher = mpirun_launcher(p.ranks, online_cores());
+        const std::vector<std::string> launcher = mpirun_launcher(p.ranks, usable_cores());
         ASSERT_GE(cmd.size(), launcher.size());
         EXPECT_EQ(std::vector<std::string>(cmd.begin(), cmd.begin() + (long)launcher.size()), launcher);
         EXPECT_EQ(cmd[launcher.size()], "prophet");
