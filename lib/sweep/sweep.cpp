@@ -40,7 +40,8 @@ namespace {
 
 const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
-                            "validate_cluster", "variants", "command"};
+                            "validate_cluster", "variants", "command",
+                            "slurm"};  // [sweep.slurm]: read by launch_slurm.cpp
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -218,7 +219,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             throw_config_error(
                 "sweep." + k, toml_node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "validate_cluster, command, [sweep.grid], [sweep.set] and [sweep.variants]");
+                "validate_cluster, command, [sweep.grid], [sweep.set], [sweep.variants] and [sweep.slurm]");
     }
     SweepSpec spec;
     spec.origin = origin;
@@ -960,6 +961,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     double run_seconds = 0;
     int ran_or_failed = 0;
     for (const SweepPoint& p : points) {
+        if (!options.only_points.empty() &&
+            std::find(options.only_points.begin(), options.only_points.end(), p.index + 1) == options.only_points.end())
+            continue;
         const std::string prefix = "[" + std::to_string(p.index + 1) + "/" + std::to_string(n) + "] " + p.description;
         if (done.count(p.hash)) {
             ++summary.skipped;
