@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "core/timer.h"
@@ -174,6 +175,7 @@ int run_ablate(const AblateArgs& args) {
     std::map<std::string, std::vector<Row>> rows;  // variant -> runs
     int done = 0, failed = 0;
     const int64_t t_start = now_ns();
+    const StopSignalForwarder forwarder;  // SIGTERM / SIGINT reach the running child's process group
     for (int i = 0; i < args.seeds; ++i) {
         const int64_t seed = args.first_seed + i;
         for (const Variant* v : chosen) {
@@ -193,11 +195,15 @@ int run_ablate(const AblateArgs& args) {
             for (const std::string& s : args.common.sets) set(s);
             for (const std::string& s : v->sets) set(s);
             set("run.seed=" + std::to_string(seed));
-            set("run.experiment=\"" + experiment + "\"");
-            set("store.path=\"" + store_path + "\"");
+            set("run.experiment=" + value_to_toml(Value(experiment)));  // a TOML string, escaped
+            set("store.path=" + value_to_toml(Value(store_path)));
             cmd.push_back("--json");
             if (args.timeline) cmd.push_back("--timeline");
             const ChildResult r = run_child(cmd);  // core/process.h, as the sweep runs its points
+            if (const int stop = StopSignalForwarder::received())
+                throw Error(128 + stop, "prophet ablate: stopped by signal " + std::to_string(stop) +
+                                            " (forwarded to the running child, whose run records itself killed); "
+                                            "the runs finished before are in the store");
             ++done;
             std::string run_id;
             std::istringstream lines(r.out);

@@ -115,7 +115,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
     sweep->add_option("--points", args.points, "run only these 1-based points, e.g. 3,5 (what a Slurm task runs)");
     add_common_options(sweep, args.common);
     sweep->footer(
-        "Points already finished in the store (same sweep name and point config hash) are skipped.\n"
+        "Points already finished in the store (same sweep name and point config hash) are skipped; a point\n"
+        "another running sweep on the same store has claimed is left to it (docs/sweep.md).\n"
         "Example:\n  prophet sweep experiments/sweeps/smoke.toml --set store.path=/tmp/smoke.db\n"
         "  prophet sweep experiments/sweeps/real-smoke.toml --set store.path=/tmp/real-smoke.db\n"
         "  prophet sweep experiments/sweeps/smoke.toml --launcher slurm --dry-run   (prints the sbatch script)");
@@ -156,6 +157,7 @@ int run_sweep_command(const SweepArgs& args) {
         out["already_done"] = s.already_done;
         out["ran"] = s.ran;
         out["skipped"] = s.skipped;
+        out["claimed_elsewhere"] = s.claimed_elsewhere;
         out["failed"] = s.failed;
         out["run_ids"] = s.run_ids;
         out["store"] = options.store_path;
@@ -167,6 +169,9 @@ int run_sweep_command(const SweepArgs& args) {
     } else {
         std::fprintf(stderr, "prophet sweep: %s: %d points, %d ran, %d skipped, %d failed, recorded in %s\n",
                      spec.name.c_str(), s.points, s.ran, s.skipped, s.failed, options.store_path.c_str());
+        if (s.claimed_elsewhere > 0)
+            std::fprintf(stderr, "prophet sweep: %d point(s) left to another sweep running on the same store\n",
+                         s.claimed_elsewhere);
     }
     return s.failed > 0 ? kExitRunFailed : kExitOk;
 }

@@ -2,7 +2,9 @@
 // simulator, the cost model or (engine "real") a `prophet train` child process, and recorded as one run; points
 // already finished in the store are skipped.
 //
-// File format and semantics: docs/sweep.md.
+// File format and semantics: docs/sweep.md. Implementation, one part per file: spec.cpp (the sweep file),
+// points.cpp (expansion and point identity), engine_sim.cpp (engines sim / model), engine_real.cpp (engine real's
+// children), validate.cpp (simulator validation of real points), runner.cpp (the resumable point loop).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/process.h"
 #include "store/store.h"
 
 namespace prophet::sweep {
@@ -50,6 +53,9 @@ struct SweepSpec {
     // cluster file the child's recorded loads are simulated on (empty: no validation); kCalibrate: a cluster file
     // measured by `prophet profile --calibrate` on the points' own ranks and config right before the first of them
     std::string validate_cluster;
+    // wall-clock seconds one real point's child (and a calibration child) may run; 0: no limit. Past it the
+    // child's process group gets SIGTERM, then SIGKILL, and the point is recorded failed with exit code 124.
+    double time_limit_s = 0;
 };
 
 // Throws prophet::Error (exit 3) naming key, value, rule and fix for any defect: unknown keys, empty lists,
@@ -94,12 +100,17 @@ struct SweepOptions {
     RunInfo base;         // git sha, version, hardware, overrides: copied into each point's run
     std::string prophet_binary;  // engine "real": the binary the children run; empty: this process (/proc/self/exe)
     std::function<void(const std::string&)> log;  // progress lines (stderr in the binary); may be empty
+    // engine "real": how a child's command line is run (a point's prophet train, a calibration); empty: run_child
+    // on this machine. The one place a launcher that runs points elsewhere (e.g. under Slurm) plugs in; it must
+    // honour ChildOptions::time_limit_s and report timed_out.
+    std::function<ChildResult(const std::vector<std::string>& command, const ChildOptions& limits)> launcher;
 };
 
 struct SweepSummary {
     int points = 0;
     int already_done = 0;  // finished in the store before this invocation
     int ran = 0, skipped = 0, failed = 0;
+    int claimed_elsewhere = 0;  // not run: another running sweep on the same store held the point's claim
     std::vector<std::string> run_ids;  // runs written by this invocation (finished and failed)
 };
 

@@ -396,6 +396,16 @@ TEST(SweepReal, ValidationNamesTheKey) {
     EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\nranks = [1]\n")
                   .find("sweep.ranks"),
               std::string::npos);
+    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\ntime_limit_s = 60\n")
+                  .find("sweep.time_limit_s"),
+              std::string::npos);
+    // time_limit_s: seconds, > 0
+    for (const char* bad : {"0", "-5", "\"1h\"", "true"})
+        EXPECT_NE(config_error(std::string(kReal) + "time_limit_s = " + bad + "\n").find("sweep.time_limit_s = " +
+                                                                                       std::string(bad)),
+                  std::string::npos)
+            << bad;
+    EXPECT_DOUBLE_EQ(parse_sweep_string(std::string(kReal) + "time_limit_s = 90.5\n", "r.toml").time_limit_s, 90.5);
 }
 
 TEST(SweepReal, ExpansionAndIdentity) {

@@ -2,10 +2,7 @@
 // exactly once, and the store passes PRAGMA integrity_check. Each point is recorded in one transaction, so a kill
 // loses at most the point in flight; the restart skips every finished point by its config hash (docs/sweep.md).
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,11 +16,12 @@
 
 #include "store/store.h"
 #include "sweep/sweep.h"
-
-extern char** environ;
+#include "sweep_child.h"
 
 namespace fs = std::filesystem;
 using namespace prophet;
+using prophet::testing::read_file;
+using prophet::testing::spawn_sweep;
 
 namespace {
 
@@ -36,42 +34,8 @@ const char* kSweep =
     "policies = [\"static\", \"fastermoe\", \"prophet\"]\nseeds = [1, 2, 3, 4, 5, 6, 7, 8]\n";
 constexpr int kPoints = 3 * 8;
 
-pid_t spawn_sweep(const std::string& file, const std::string& db, const std::string& log) {
-    std::vector<std::string> args = {PROPHET_BINARY, "sweep", file, "--no-report", "--json",
-                                     "--set",        "store.path=" + db};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, (log + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    return rc == 0 ? pid : -1;
-}
-
-// Finished runs in the store as seen by an independent read-only connection; -1 while the file or table is absent.
 int finished_runs(const std::string& db) {
-    sqlite3* con = nullptr;
-    int n = -1;
-    if (sqlite3_open_v2(db.c_str(), &con, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-        sqlite3_busy_timeout(con, 1000);
-        sqlite3_stmt* st = nullptr;
-        if (sqlite3_prepare_v2(con, "SELECT count(*) FROM runs WHERE status = 'finished'", -1, &st, nullptr) ==
-                SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW)
-            n = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(con);
-    return n;
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    return prophet::testing::count_rows(db, "SELECT count(*) FROM runs WHERE status = 'finished'");
 }
 
 }  // namespace

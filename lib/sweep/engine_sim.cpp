@@ -1,0 +1,196 @@
+// engine_sim.cpp: engines "sim" (the discrete-event simulator) and "model" (the cost model's means): one point's
+// cluster and trace loaded, its policy planned with the belief cost model and simulated on the true one.
+#include <algorithm>
+#include <cmath>
+
+#include "balance/cluster.h"
+#include "balance/cost_model.h"
+#include "balance/evaluate.h"
+#include "balance/options.h"
+#include "core/config.h"
+#include "sim/simulator.h"
+#include "sweep/sweep_internal.h"
+#include "trace/trace.h"
+
+namespace prophet::sweep::detail {
+
+namespace {
+
+Config point_config(const KeyValues& params) {
+    Config config(point_schema(), "sweep point");
+    for (const auto& [k, v] : params)
+        if (point_schema().find(k)) config.apply_set(k + "=" + v);
+    return config;
+}
+
+struct PointData {
+    Trace trace;
+    ClusterSpec cluster;
+    CostModel truth, belief;
+    EvalSettings settings;
+    std::string schedule = "system";  // sim.schedule: system | none | blockwise
+};
+
+PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
+    PointData d;
+    const std::string cluster_path = resolve_path(spec, p.cluster);
+    const std::string trace_path = resolve_path(spec, p.trace);
+    d.cluster = load_cluster_file(cluster_path);
+    if (is_generator(trace_path)) {
+        Config tc(trace_generator_schema(), "trace generator " + trace_path);
+        tc.merge_toml_file(trace_path);
+        for (const auto& [k, v] : p.grid)
+            if (k.rfind("trace.", 0) == 0) tc.apply_set(k + "=" + v);
+        tc.apply_set("trace.seed=" + std::to_string(p.seed));
+        tc.check_required();
+        d.trace = generate_trace(tc, trace_path);
+    } else {
+        d.trace = load_trace(trace_path);
+    }
+    validate_trace(d.trace, trace_path);
+    const TraceMeta& meta = d.trace.meta;
+    const Config pc = point_config(p.params);
+    const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
+                           meta.d_model,     meta.d_ffn,       meta.seq_len};
+    CostModel cost = cost_model_for_trace(d.cluster, p.cluster, shape, p.trace, pc,
+                                          "add \"plan.d_model\" and \"plan.d_ffn\" to [sweep.grid]");
+    // the truth is the cluster as it is; only the planner's belief is scaled (below)
+    cost.compute_scale = 1.0;
+    cost.bandwidth_scale = 1.0;
+    d.truth = cost;
+    d.belief = cost;
+    d.belief.compute_scale = pc.get_float("plan.compute_scale");
+    d.belief.bandwidth_scale = pc.get_float("plan.bandwidth_scale");
+    d.settings.options = balance_options_from(pc);
+    d.schedule = pc.get_string("sim.schedule");
+    d.settings.plan_repeats = static_cast<int>(pc.get_int("plan.repeats"));
+    d.settings.profile_iterations = static_cast<int>(pc.get_int("balance.profile_iterations"));
+    d.settings.num_nodes = std::max(1, d.cluster.num_devices / std::max(1, d.cluster.devices_per_node));
+    return d;
+}
+
+}  // namespace
+
+TraceView view_of(const Trace& trace) {
+    TraceView view;
+    view.counts = trace.counts.data();
+    view.transitions = trace.has_transitions() ? trace.transitions.data() : nullptr;
+    view.num_iterations = trace.meta.num_iterations;
+    view.num_layers = trace.meta.num_layers;
+    view.num_devices = trace.meta.num_devices;
+    view.num_experts = trace.meta.num_experts;
+    return view;
+}
+
+namespace {
+
+// Plans with the belief cost model, simulates on the true one (equal unless plan.*_scale != 1).
+// score: optional copy of the policy's PolicyScore (balance_std, rb_vs_static per iteration and layer).
+// schedule: "system" (the policy's own, sim::system_schedule), "none" or "blockwise".
+sim::SimResult simulate_planned(const std::string& policy, const PointData& d, const TraceView& view,
+                                const EvalSettings& settings, const std::string& schedule,
+                                PolicyScore* score = nullptr) {
+    PolicyScore s = evaluate_policy(policy, view, d.belief, settings, /*allow_skip=*/false);
+    const int I = view.num_iterations, L = view.num_layers;
+    std::vector<std::vector<Placement>> placements(I);
+    std::vector<double> plan(static_cast<size_t>(I) * L, 0.0);
+    const bool offline = policy == "eplb" || policy == "moetuner" || policy == "moetuner-joint";
+    for (const LayerScore& ls : s.layers) {
+        placements[ls.iteration].push_back(ls.placement);
+        plan[static_cast<size_t>(ls.iteration) * L + ls.layer] = offline ? 0.0 : ls.plan_us * 1e-6;
+    }
+    sim::SimOptions o;
+    o.schedule = schedule == "system"   ? sim::system_schedule(policy)
+                 : schedule == "none"   ? sim::ScheduleKind::kNone
+                                        : sim::ScheduleKind::kBlockwise;
+    o.route_rule = settings.options.route_rule;
+    o.record_timeline = false;
+    sim::SimResult r = sim::simulate(view, placements, d.truth, o, &plan);
+    if (score) *score = std::move(s);
+    return r;
+}
+
+// Runs one point; returns its metrics and the headline number (ms) for the progress line.
+std::vector<Metric> run_point(const PointData& d, const std::string& engine, const std::string& policy,
+                              double* headline_ms) {
+    const TraceView view = view_of(d.trace);
+    std::vector<Metric> m;
+    if (engine == "sim") {
+        PolicyScore score;
+        const sim::SimResult r = simulate_planned(policy, d, view, d.settings, d.schedule, &score);
+        double static_ms = r.mean_iteration_s * 1e3;
+        if (policy != "static" || d.schedule != "system") {
+            EvalSettings quick = d.settings;
+            quick.plan_repeats = 1;
+            // the reference is static in its own system (schedule none), whatever this point's schedule
+            static_ms = simulate_planned("static", d, view, quick, "system").mean_iteration_s * 1e3;
+        }
+        for (const sim::IterationResult& it : r.iterations) {
+            m.push_back({"iteration_ms", it.iteration, it.iteration_s * 1e3});
+            m.push_back({"exposed_comm_ms", it.iteration, it.exposed_comm_s * 1e3});
+            m.push_back({"max_mean_load", it.iteration, it.mean_max_mean_load});
+        }
+        const double mean_ms = r.mean_iteration_s * 1e3;
+        m.push_back({"mean_iteration_ms", 0, mean_ms});
+        m.push_back({"mean_exposed_comm_ms", 0, r.mean_exposed_comm_s * 1e3});
+        m.push_back({"speedup_vs_static", 0, mean_ms > 0 ? static_ms / mean_ms : 0.0});
+        // per layer (step 0, layer = block index), means over iterations: simulated MoE time of the block,
+        // population std of the per-device computed tokens H_i, and RB = std(static) / std(policy)
+        const int L = view.num_layers;
+        std::vector<double> moe_ms(L, 0.0), bal_std(L, 0.0), rb(L, 0.0);
+        std::vector<int> moe_n(L, 0), score_n(L, 0), rb_n(L, 0);
+        for (const sim::IterationResult& it : r.iterations)
+            for (int l = 0; l < L && l < static_cast<int>(it.blocks.size()); ++l) {
+                moe_ms[l] += it.blocks[l].moe_s * 1e3;
+                ++moe_n[l];
+            }
+        for (const LayerScore& ls : score.layers) {
+            if (ls.layer < 0 || ls.layer >= L) continue;
+            bal_std[ls.layer] += ls.balance_std;
+            ++score_n[ls.layer];
+            if (std::isfinite(ls.rb_vs_static)) {  // infinite (policy std 0, static's not): left out of the mean
+                rb[ls.layer] += ls.rb_vs_static;
+                ++rb_n[ls.layer];
+            }
+        }
+        double rb_sum = 0;
+        for (int l = 0; l < L; ++l) {
+            const double mm = moe_n[l] ? moe_ms[l] / moe_n[l] : 0.0;
+            const double sd = score_n[l] ? bal_std[l] / score_n[l] : 0.0;
+            const double rl = rb_n[l] ? rb[l] / rb_n[l] : 0.0;
+            m.push_back({"layer_moe_ms", 0, mm, l});
+            m.push_back({"layer_balance_std", 0, sd, l});
+            m.push_back({"layer_rb_vs_static", 0, rl, l});
+            rb_sum += rl;
+        }
+        m.push_back({"mean_rb_vs_static", 0, L > 0 ? rb_sum / L : 0.0});
+        *headline_ms = mean_ms;
+    } else {
+        const PolicyScore p = evaluate_policy(policy, view, d.belief, d.settings, /*allow_skip=*/false);
+        m.push_back({"time_ms", 0, p.mean_system_ms});
+        m.push_back({"eq6_ms", 0, p.mean_eq6_ms});
+        m.push_back({"eq8_ms", 0, p.mean_eq8_ms});
+        m.push_back({"max_mean_load", 0, p.mean_max_mean_load});
+        m.push_back({"balance_std", 0, p.mean_balance_std});
+        m.push_back({"rb_vs_static", 0, p.mean_rb});
+        m.push_back({"plan_us", 0, p.median_plan_us});
+        *headline_ms = p.mean_system_ms;
+    }
+    const std::vector<double> js = consecutive_js_divergence(d.trace);
+    double js_mean = 0;
+    for (double v : js) js_mean += v / static_cast<double>(js.size());
+    m.push_back({"js_divergence_mean", 0, js_mean});
+    return m;
+}
+
+}  // namespace
+
+SimulatedPoint run_simulated_point(const SweepSpec& spec, const SweepPoint& p) {
+    const PointData d = load_point(spec, p);
+    SimulatedPoint out;
+    out.world_size = d.cluster.num_devices;
+    out.metrics = run_point(d, spec.engine, p.policy, &out.headline_ms);
+    return out;
+}
+
+}  // namespace prophet::sweep::detail

@@ -1,0 +1,93 @@
+// validate.cpp: simulator validation of a finished real point: its recorded expert loads replayed by the
+// simulator on a cluster file and compared with its measured step times (docs/simulator.md "Validation").
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "balance/cluster.h"
+#include "balance/cost_model.h"
+#include "balance/evaluate.h"
+#include "balance/options.h"
+#include "core/error.h"
+#include "sim/simulator.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_internal.h"
+#include "train/routing_trace.h"
+#include "train/train_config.h"
+
+namespace prophet::sweep {
+
+using detail::view_of;
+
+Validation validate_run(Store& store, const std::string& run_id, const std::string& policy,
+                        const std::string& cluster_path) {
+    Config config(train_schema(), "the params of run " + run_id);
+    for (const auto& [k, v] : store.get_params(run_id))
+        if (train_schema().find(k)) config.apply_set(k + "=" + v);
+    ModelConfig m;
+    m.T = static_cast<int>(config.get_int("model.T"));
+    m.C = static_cast<int>(config.get_int("model.C"));
+    m.L = static_cast<int>(config.get_int("model.L"));
+    m.E = static_cast<int>(config.get_int("model.E"));
+    m.K = static_cast<int>(config.get_int("model.K"));
+    m.F = static_cast<int>(config.get_int("model.F"));
+    m.B = static_cast<int>(config.get_int("model.B"));
+    const RunRow run = store.get_run(run_id);
+    const int D = run.info.world_size;
+    // the global step_ms rows give the recorded steps (the loads are recorded for the same steps)
+    std::map<int64_t, double> step_ms;
+    for (const MetricRow& row : store.get_metrics(run_id, "step_ms"))
+        if (row.layer == -1 && row.rank == -1) step_ms[row.step] = row.value;
+    if (step_ms.size() < 2)
+        throw_input_error("run " + run_id, "recorded " + std::to_string(step_ms.size()) + " steps",
+                          "validation skips step 0 and needs at least 2 steps (train.steps >= 2)");
+    Trace trace;
+    trace.meta = routing_trace_meta(m, D, static_cast<int>(step_ms.size()), "profile:" + run_id);
+    for (const auto& [step, ms] : step_ms)
+        for (int l = 0; l < m.L; ++l) {
+            const std::optional<ExpertLoadRow> load = store.get_expert_load(run_id, step, l);
+            if (!load || load->num_devices != D || load->num_experts != m.E)
+                throw_input_error("run " + run_id,
+                                  "no expert_load row of D = " + std::to_string(D) + " by E = " + std::to_string(m.E) +
+                                      " for step " + std::to_string(step) + ", layer " + std::to_string(l),
+                                  "keep train.record_loads = true in the train config");
+            trace.counts.insert(trace.counts.end(), load->tokens.begin(), load->tokens.end());
+        }
+    ClusterSpec cluster = load_cluster_file(cluster_path);
+    cluster.num_devices = D;
+    if (cluster.devices_per_node > D || D % cluster.devices_per_node != 0) cluster.devices_per_node = D;
+    CostModel cost;
+    cost.cluster = cluster;
+    cost.model.d_model = m.C;
+    cost.model.d_ffn = m.hidden_size();
+    cost.model.seq_len = m.T;
+    cost.model.bytes_per_elem = 4;
+    cost.model.tokens_per_device = static_cast<int64_t>(m.B / D) * m.T;
+    EvalSettings settings;
+    settings.options = balance_options_from(config);
+    settings.plan_repeats = 1;
+    settings.profile_iterations =
+        static_cast<int>(std::max<int64_t>(1, config.get_int("balance.profile_iterations")));
+    settings.num_nodes = std::max(1, D / std::max(1, cluster.devices_per_node));
+    sim::SimOptions o;
+    o.schedule = sim::parse_schedule_kind(config.get_string("schedule.mode"));  // the child's own schedule
+    o.plan_s = -1;  // the policy's measured planning time, as the trainer plans in-step
+    // the step's tail after the last backward block (dense all-reduce, norm, AdamW), when the cluster measured it
+    o.include_optimizer = cluster.step_tail_s >= 0;
+    o.optimizer_s = std::max(0.0, cluster.step_tail_s);
+    o.record_timeline = false;
+    const sim::SimResult r = sim::simulate_policy(policy, view_of(trace), cost, settings, o);
+    Validation v;
+    for (size_t i = 1; i < r.iterations.size(); ++i)
+        v.sim_step_ms += r.iterations[i].iteration_s * 1e3 / static_cast<double>(r.iterations.size() - 1);
+    std::vector<double> measured;
+    for (const auto& [step, ms] : step_ms)
+        if (step != step_ms.begin()->first) measured.push_back(ms);
+    std::sort(measured.begin(), measured.end());
+    const size_t n = measured.size();
+    v.measured_step_ms = n % 2 ? measured[n / 2] : 0.5 * (measured[n / 2 - 1] + measured[n / 2]);
+    v.sim_error = v.measured_step_ms > 0 ? (v.sim_step_ms - v.measured_step_ms) / v.measured_step_ms : 0.0;
+    return v;
+}
+
+}  // namespace prophet::sweep
