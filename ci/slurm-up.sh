@@ -44,8 +44,15 @@ chmod 0700 "$dir/munge"
 host="$(hostname -s)"
 cpus="$(nproc)"
 mem_mb=$(( $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024 ))
+# Slurm's usual ports, or (taken: another Slurm runs here) the first free pair from 16817 on
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 ctld_port="${PROPHET_SLURMCTLD_PORT:-6817}"
 slurmd_port="${PROPHET_SLURMD_PORT:-6818}"
+if [[ -z "${PROPHET_SLURMCTLD_PORT:-}" ]] && ! { port_free "$ctld_port" && port_free "$slurmd_port"; }; then
+  for ((p = 16817; p < 16917; p += 2)); do
+    if port_free "$p" && port_free "$((p + 1))"; then ctld_port=$p; slurmd_port=$((p + 1)); break; fi
+  done
+fi
 
 # munge: a generated key; the socket in DIR (slurm finds it through AuthInfo)
 dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
