@@ -52,6 +52,7 @@ cleanup() {
     ip netns del "$ns" 2>/dev/null || true
     rm -rf "/etc/netns/$ns"
   done
+  rmdir /etc/netns 2>/dev/null || true  # only when empty: another user's entries stay
   rm -rf "$work"
 }
 trap cleanup EXIT
