@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev
   coinor-libcbc-dev coinor-libclp-dev coinor-libcgl-dev coinor-libosi-dev coinor-libcoinutils-dev
   openmpi-bin libopenmpi-dev
+  slurm-wlm munge
   python3-pandas python3-seaborn python3-matplotlib
   clang libclang-rt-14-dev
 )

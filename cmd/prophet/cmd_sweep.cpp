@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cmd_sweep_slurm.h"
 #include "core/error.h"
 #include "sweep/sweep.h"
 
@@ -76,6 +77,24 @@ void build_report(const std::string& store_path) {
     std::fprintf(stderr, "prophet sweep: report: %s\n", report.c_str());
 }
 
+// "3,5,7" -> {3, 5, 7}; each a point number 1..n
+std::vector<int> parse_points(const std::string& text, size_t n) {
+    std::vector<int> out;
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start);
+        char* end = nullptr;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 1 || static_cast<size_t>(v) > n)
+            throw Error(kExitUsage, "usage error: --points " + text + ": '" + item +
+                                        "' is not a point number 1.." + std::to_string(n) + " (list them like 3,5)");
+        out.push_back(static_cast<int>(v));
+        start = comma + 1;
+    }
+    return out;
+}
+
 }  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
@@ -87,12 +106,20 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
     sweep->add_option("--max-points", args.max_points, "stop after this many points have run (resume later)");
     sweep->add_flag("--no-report", args.no_report,
                     "do not build <dir of store>/REPORT.md (report/build_report.py) at the end");
+    sweep->add_option("--launcher", args.launcher,
+                      "local: run the points here, one after another; slurm: submit the missing points as a Slurm "
+                      "job array ([sweep.slurm], docs/cluster.md), each task writing its own shard store")
+        ->check(CLI::IsMember({"local", "slurm"}));
+    sweep->add_flag("--wait", args.wait, "with --launcher slurm: wait for the job array, then merge the shards");
+    sweep->add_flag("--status", args.status, "print each point's state from the store, the shards and squeue");
+    sweep->add_option("--points", args.points, "run only these 1-based points, e.g. 3,5 (what a Slurm task runs)");
     add_common_options(sweep, args.common);
     sweep->footer(
         "Points already finished in the store (same sweep name and point config hash) are skipped; a point\n"
         "another running sweep on the same store has claimed is left to it (docs/sweep.md).\n"
         "Example:\n  prophet sweep experiments/sweeps/smoke.toml --set store.path=/tmp/smoke.db\n"
-        "  prophet sweep experiments/sweeps/real-smoke.toml --set store.path=/tmp/real-smoke.db");
+        "  prophet sweep experiments/sweeps/real-smoke.toml --set store.path=/tmp/real-smoke.db\n"
+        "  prophet sweep experiments/sweeps/smoke.toml --launcher slurm --dry-run   (prints the sbatch script)");
     return sweep;
 }
 
@@ -110,6 +137,9 @@ int run_sweep_command(const SweepArgs& args) {
     options.store_path = config.get_string("store.path");
     if (options.store_path.empty())
         options.store_path = spec.store_path.empty() ? "results/prophet.db" : spec.store_path;
+    if (args.status) return run_sweep_status(args, spec, options.store_path);
+    if (args.launcher == "slurm") return run_sweep_slurm(args, spec, options.store_path);
+    if (!args.points.empty()) options.only_points = parse_points(args.points, sweep::expand_points(spec).size());
     options.dry_run = args.common.dry_run;
     options.max_points = args.max_points;
     options.base = make_run_info("sweep", config, args.common);

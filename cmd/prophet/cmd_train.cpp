@@ -20,6 +20,7 @@
 #include "train/routing_trace.h"
 #include "train/testbed_record.h"
 #include "train/trainer.h"
+#include "train/traffic.h"
 #include "trace/trace.h"
 
 namespace prophet::cli {
@@ -334,8 +335,12 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
                                                : ctx->settings.checkpoint_dir;
         const LoopResult r = run_loop(*ctx, trainer, args.common, args.save, false, checkpoint_dir);
         step = trainer.next_step();
+        const Traffic traffic = gather_traffic(*ctx->comm, trainer.sent_bytes());  // collective
         if (root) {
-            const nlohmann::json summary = summary_json(*ctx, r);
+            nlohmann::json summary = summary_json(*ctx, r);
+            summary["traffic"] = traffic_json(traffic);
+            ctx->store->put_event(ctx->run_id, step, 0, "info", "traffic",
+                                  "expert-parallel bytes per rank pair and host pair", summary["traffic"].dump());
             if (args.common.json) std::printf("%s\n", summary.dump().c_str());
             std::fprintf(stderr, "prophet: run %s finished: %zu steps, final loss %.5f, median %.2f ms/step, %.0f tok/s\n",
                          ctx->run_id.c_str(), r.steps.size(), summary["final_loss"].get<double>(),

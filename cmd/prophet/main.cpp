@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd_ablate.h"
+#include "cmd_db_merge.h"
 #include "cmd_plan.h"
 #include "cmd_sweep.h"
 #include "cmd_trace.h"
@@ -45,6 +46,10 @@ int main(int argc, char** argv) {
     CLI::App* profile = cli::add_profile_command(app, profile_args);
     cli::AblateArgs ablate_args;
     CLI::App* ablate = cli::add_ablate_command(app, ablate_args);
+    CLI::App* db = app.add_subcommand("db", "maintain run stores (merge shards)");
+    db->require_subcommand(1, 1);
+    cli::DbMergeArgs db_merge_args;
+    CLI::App* db_merge = cli::add_db_merge_command(db, db_merge_args);
 
     try {
         app.parse(argc, argv);
@@ -57,6 +62,7 @@ int main(int argc, char** argv) {
         if (trace->parsed()) return cli::run_trace(trace_args);
         if (sweep->parsed()) return cli::run_sweep_command(sweep_args);
         if (ablate->parsed()) return cli::run_ablate(ablate_args);
+        if (db_merge->parsed()) return cli::run_db_merge(db_merge_args);
         int rc = kExitUsage;
         if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
         if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);

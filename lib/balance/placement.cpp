@@ -60,6 +60,14 @@ RouteRule parse_route_rule(const std::string& name) {
     throw_config_error("balance.route_to", name, "must be owner or least_loaded", "--set balance.route_to=owner");
 }
 
+void keep_replicas_within_groups(Placement& p, const std::vector<int>& group_of_device) {
+    PROPHET_ASSERT(group_of_device.size() == static_cast<size_t>(p.num_devices));
+    for (int e = 0; e < p.num_experts; ++e)
+        for (int d = 0; d < p.num_devices; ++d)
+            if (group_of_device[d] != group_of_device[p.owner[e]])
+                p.replica[static_cast<size_t>(e) * p.num_devices + d] = 0;
+}
+
 std::string check_placement(const Placement& p, int max_replicas_per_device) {
     if (p.num_devices <= 0 || p.num_experts <= 0) return "empty placement";
     if (static_cast<int>(p.owner.size()) != p.num_experts) return "owner has the wrong size";

@@ -40,6 +40,10 @@ struct Placement {
 enum class RouteRule { kOwner, kLeastLoaded };
 RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded"
 
+// Host-aware restriction: removes every replica of e on a device whose group (host) differs from its owner's.
+// group_of_device: [D]. Owners never move, so the result is still a valid placement of the same experts.
+void keep_replicas_within_groups(Placement& placement, const std::vector<int>& group_of_device);
+
 // Invariant check used by tests and by every policy's caller: owners in range, replica flags only on
 // non-owners, at most max_replicas_per_device replicas per device (0 = no cap). Returns "" or the problem.
 std::string check_placement(const Placement& placement, int max_replicas_per_device);

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/comm_forward.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -70,9 +71,9 @@ class PacedSendRequest final : public CommRequest {
     bool done_ = false;
 };
 
-class PacedComm final : public Communicator {
+class PacedComm final : public ForwardingCommunicator {
   public:
-    PacedComm(Communicator* inner, LinkEmulation link) : inner_(inner), link_(link) {
+    PacedComm(Communicator* inner, LinkEmulation link) : ForwardingCommunicator(inner), link_(link) {
         PROPHET_ASSERT(inner != nullptr);
         PROPHET_ASSERT_MSG(link.bytes_per_s > 0 && link.latency_s >= 0,
                            "link emulation needs a rate > 0 bytes/s and a latency >= 0 s");
@@ -87,17 +88,7 @@ class PacedComm final : public Communicator {
         wire_.join();
     }
 
-    int rank() const override { return inner_->rank(); }
-    int size() const override { return inner_->size(); }
-    const char* name() const override { return inner_->name(); }
-    void barrier() override { inner_->barrier(); }
-    void all_reduce_sum(float* data, size_t count) override { inner_->all_reduce_sum(data, count); }
-    void all_reduce_sum(double* data, size_t count) override { inner_->all_reduce_sum(data, count); }
-    void all_reduce_sum(int64_t* data, size_t count) override { inner_->all_reduce_sum(data, count); }
-    void all_reduce_max(double* data, size_t count) override { inner_->all_reduce_max(data, count); }
-    void all_gather(const void* send, size_t bytes, void* recv) override { inner_->all_gather(send, bytes, recv); }
-    void broadcast(void* data, size_t bytes, int root) override { inner_->broadcast(data, bytes, root); }
-    void set_timeout_s(double seconds) override { inner_->set_timeout_s(seconds); }
+    // rank .. broadcast, set_timeout_s: forwarded (the small collectives are not paced)
 
     void all_to_all_v(const void* send, const size_t* send_bytes, const size_t* send_offsets, void* recv,
                       const size_t* recv_bytes, const size_t* recv_offsets) override {
@@ -148,7 +139,6 @@ class PacedComm final : public Communicator {
         cv_.notify_all();
         return std::make_unique<PacedSendRequest>(std::move(send));
     }
-    CommHandle irecv(void* data, size_t bytes, int src, int tag) override { return inner_->irecv(data, bytes, src, tag); }
 
     CommHandle broadcast_subset_async(void* data, size_t bytes, int root, const std::vector<int>& ranks,
                                       int tag) override {
@@ -188,7 +178,6 @@ class PacedComm final : public Communicator {
         }
     }
 
-    Communicator* inner_;
     LinkEmulation link_;
     std::mutex mutex_;
     std::condition_variable cv_;

@@ -1,5 +1,6 @@
 // runner.cpp: the resumable point loop of `prophet sweep`: skips the points the store has finished, runs the
 // others through their engine and records each as one run in one transaction.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -114,6 +115,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     // SIGTERM / SIGINT: forwarded to the point's child; the point in flight is recorded, then the sweep stops
     const StopSignalForwarder forwarder;
     for (const SweepPoint& p : points) {
+        if (!options.only_points.empty() &&
+            std::find(options.only_points.begin(), options.only_points.end(), p.index + 1) == options.only_points.end())
+            continue;
         const std::string prefix = "[" + std::to_string(p.index + 1) + "/" + std::to_string(n) + "] " + p.description;
         if (done.count(p.hash)) {
             ++summary.skipped;

@@ -29,7 +29,8 @@ namespace {
 
 const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
-                            "validate_cluster", "variants", "command", "time_limit_s", "validate_oversubscribed"};
+                            "validate_cluster", "variants", "command", "time_limit_s", "validate_oversubscribed",
+                            "slurm"};  // [sweep.slurm]: read by launch_slurm.cpp
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -181,8 +182,8 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             throw_config_error(
                 "sweep." + k, toml_node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "validate_cluster, validate_oversubscribed, command, time_limit_s, [sweep.grid], [sweep.set] and "
-                "[sweep.variants]");
+                "validate_cluster, validate_oversubscribed, command, time_limit_s, [sweep.grid], [sweep.set], "
+                "[sweep.variants] and [sweep.slurm]");
     }
     SweepSpec spec;
     spec.origin = origin;

@@ -99,6 +99,7 @@ struct SweepOptions {
     std::string store_path;  // resolved
     bool dry_run = false;
     int max_points = -1;  // stop after this many points have run (skips do not count); < 0: no limit
+    std::vector<int> only_points;  // 1-based point numbers to consider (a Slurm array task's share); empty: all
     RunInfo base;         // git sha, version, hardware, overrides: copied into each point's run
     std::string prophet_binary;  // engine "real": the binary the children run; empty: this process (/proc/self/exe)
     std::function<void(const std::string&)> log;  // progress lines (stderr in the binary); may be empty

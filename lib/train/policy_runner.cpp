@@ -23,6 +23,16 @@ PolicyRunner::PolicyRunner(std::string policy, int num_layers, int num_devices, 
 }
 
 Placement PolicyRunner::plan(int64_t iteration, int layer, const int64_t* counts) {
+    (void)iteration;
+    return within_hosts(policy_plan(layer, counts));
+}
+
+Placement PolicyRunner::within_hosts(Placement placement) const {
+    if (!host_of_rank_.empty()) keep_replicas_within_groups(placement, host_of_rank_);
+    return placement;
+}
+
+Placement PolicyRunner::policy_plan(int layer, const int64_t* counts) {
     if (policy_ == "static") return plan_static(D_, E_);
     if (policy_ == "prophet") {
         if (previous_.empty()) return plan_static(D_, E_);
@@ -44,6 +54,10 @@ bool PolicyRunner::plans_online() const {
 
 Placement PolicyRunner::plan_next(int layer, const int64_t* counts) const {
     (void)layer;
+    return within_hosts(policy_plan_next(counts));
+}
+
+Placement PolicyRunner::policy_plan_next(const int64_t* counts) const {
     if (policy_ == "prophet" || policy_ == "prophet-oracle") return plan_prophet(counts, D_, E_, cost_, options_);
     if (policy_ == "fastermoe") return plan_fastermoe(counts, D_, E_, cost_, options_);
     if (policy_ == "top2") return plan_broadcast_top(counts, D_, E_, 2);
@@ -53,7 +67,7 @@ Placement PolicyRunner::plan_next(int layer, const int64_t* counts) const {
 }
 
 Placement PolicyRunner::plan_from_previous(int layer) const {
-    if (!plans_online()) return offline_.empty() ? plan_static(D_, E_) : offline_[layer];
+    if (!plans_online()) return offline_.empty() ? plan_static(D_, E_) : within_hosts(offline_[layer]);
     if (previous_.empty()) return plan_static(D_, E_);
     return plan_next(layer, previous_.data() + static_cast<size_t>(layer) * D_ * E_);
 }

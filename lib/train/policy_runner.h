@@ -37,6 +37,9 @@ class PolicyRunner {
     void end_iteration(int64_t iteration, const std::vector<int64_t>& counts);
 
     const std::string& policy() const { return policy_; }
+    // Host-aware placement (comm.replicas_within_host): every placement returned from now on keeps replicas on
+    // their owner's host. host_of_rank: [D] host index of each rank; empty: no restriction.
+    void set_rank_hosts(std::vector<int> host_of_rank) { host_of_rank_ = std::move(host_of_rank); }
 
     // State a resumed run needs to make the same placements: previous counts and offline placements (JSON).
     std::string save_state() const;
@@ -44,6 +47,9 @@ class PolicyRunner {
 
   private:
     void plan_offline();
+    Placement policy_plan(int layer, const int64_t* counts);  // plan() before the host restriction
+    Placement policy_plan_next(const int64_t* counts) const;  // plan_next() before it
+    Placement within_hosts(Placement placement) const;
 
     std::string policy_;
     int L_, D_, E_;
@@ -51,6 +57,7 @@ class PolicyRunner {
     BalanceOptions options_;
     int profile_iterations_;
     int num_nodes_;
+    std::vector<int> host_of_rank_;     // [D] or empty (set_rank_hosts)
     std::vector<int64_t> previous_;     // [L][D][E] counts of the last finished iteration (empty: none)
     std::vector<int64_t> window_;       // [L][D][E] counts summed over the profiling window
     int64_t window_iterations_ = 0;

@@ -51,6 +51,9 @@ const Schema& train_schema() {
                     "emulate a network: each rank's point-to-point and all-to-all traffic leaves at this rate, Gbit/s, "
                     "taking wall time but no CPU (0: off; docs/scheduler.md)");
         s.add_float("comm.link_latency_us", 0.0, 0.0, 1e6, "emulated per-message latency with comm.link_gbps, us");
+        s.add_bool("comm.replicas_within_host", false,
+                   "host-aware placement: drop every replica the policy puts on another host than the expert's owner "
+                   "(hosts: the ranks' host names), so no expert parameters or gradients cross hosts");
         s.add_string("schedule.mode", "none", {"none", "blockwise"},
                      "none: Plan, Trans and Agg block in order; blockwise: Pro-Prophet's scheduler (plan ahead on a "
                      "planner thread, Trans/Agg on a communication thread beside compute)");
@@ -153,6 +156,7 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.comm_timeout_s = c.get_float("comm.timeout_s");
     t.link_gbps = c.get_float("comm.link_gbps");
     t.link_latency_us = c.get_float("comm.link_latency_us");
+    t.replicas_within_host = c.get_bool("comm.replicas_within_host");
     t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
     t.schedule_split = c.get_string("schedule.split");
     return t;

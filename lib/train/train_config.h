@@ -37,6 +37,7 @@ struct TrainSettings {
     double comm_timeout_s = 600;
     double link_gbps = 0;          // > 0: PacedCommunicator in front of the ranks' communicator
     double link_latency_us = 0;
+    bool replicas_within_host = false;  // host-aware placement: replicas only on the owner's host (docs/cluster.md)
     bool schedule_blockwise = false;
     std::string schedule_split = "time";
     bool record_loads = true;    // one expert_load row per step and layer

@@ -12,6 +12,7 @@
 #include "kernels/optim.h"
 #include "model/checkpoint.h"
 #include "comm/comm_paced.h"
+#include "train/traffic.h"
 #include "moe/ep_executor.h"
 
 namespace prophet {
@@ -48,7 +49,8 @@ std::unique_ptr<Communicator> paced_if_asked(Communicator& comm, const TrainSett
 
 Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string checkpoint_hash)
     : paced_(paced_if_asked(comm, settings)),
-      comm_(paced_ ? *paced_ : comm),
+      counting_(std::make_unique<CountingCommunicator>(paced_ ? paced_.get() : &comm)),
+      comm_(*counting_),
       settings_(settings),
       checkpoint_hash_(std::move(checkpoint_hash)) {
     const ModelConfig& m = settings_.model;
@@ -58,6 +60,7 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     const int num_nodes = std::max(1, D / std::max(1, settings_.cost.cluster.devices_per_node));
     policy_ = std::make_unique<PolicyRunner>(settings_.policy, m.L, D, m.E, settings_.cost, settings_.balance,
                                              settings_.profile_iterations, num_nodes);
+    if (settings_.replicas_within_host) policy_->set_rank_hosts(gather_rank_hosts(comm_));  // collective
     executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, *model_, settings_.balance.route_rule);
     executor_->set_placement_provider(
         [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });

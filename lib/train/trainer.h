@@ -12,6 +12,7 @@
 
 #include "balance/placement.h"
 #include "comm/comm.h"
+#include "comm/comm_counting.h"
 #include "model/data.h"
 #include "model/moe_gpt.h"
 #include "schedule/timeline.h"
@@ -61,8 +62,11 @@ class Trainer {
     void set_record_transitions(bool on) { record_transitions_ = on; }
     // Record every op of every rank (schedule/timeline.h) into StepStats::timelines (rank 0).
     void set_timeline(bool on);
-    // The communicator the run uses: the one given, or the emulated network in front of it (comm.link_gbps).
+    // The communicator the run uses: the one given, or the emulated network in front of it (comm.link_gbps),
+    // behind the per-peer byte counter.
     Communicator& comm() { return comm_; }
+    // [D] expert-parallel bytes this rank has sent to each rank so far (comm/comm_counting.h says what counts)
+    std::vector<uint64_t> sent_bytes() const { return counting_->sent_bytes(); }
 
     // Collective. Rank 0 gathers the home experts and writes a checkpoint of step next_step() - 1 under dir.
     std::string save(const std::string& dir);
@@ -83,6 +87,7 @@ class Trainer {
     double global_grad_norm_sq();
 
     std::unique_ptr<Communicator> paced_;  // comm.link_gbps > 0: the emulated network
+    std::unique_ptr<CountingCommunicator> counting_;  // in front of paced_ or the given one
     Communicator& comm_;
     TrainSettings settings_;
     std::string checkpoint_hash_;
