@@ -5,7 +5,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd_ablate.h"
+#include "cmd_ckpt.h"
+#include "cmd_db.h"
 #include "cmd_plan.h"
+#include "cmd_runs.h"
 #include "cmd_sweep.h"
 #include "cmd_trace.h"
 #include "cmd_train.h"
@@ -45,6 +48,14 @@ int main(int argc, char** argv) {
     CLI::App* profile = cli::add_profile_command(app, profile_args);
     cli::AblateArgs ablate_args;
     CLI::App* ablate = cli::add_ablate_command(app, ablate_args);
+    cli::RunsArgs runs_args;
+    const cli::RunsCommands runs = cli::add_runs_command(app, runs_args);
+    CLI::App* db = app.add_subcommand("db", "look after the store: `db check`");
+    db->require_subcommand(1, 1);
+    cli::DbCheckArgs db_check_args;
+    CLI::App* db_check = cli::add_db_check_command(db, db_check_args);
+    cli::CkptArgs ckpt_args;
+    CLI::App* ckpt_show = cli::add_ckpt_command(app, ckpt_args);
 
     try {
         app.parse(argc, argv);
@@ -57,6 +68,9 @@ int main(int argc, char** argv) {
         if (trace->parsed()) return cli::run_trace(trace_args);
         if (sweep->parsed()) return cli::run_sweep_command(sweep_args);
         if (ablate->parsed()) return cli::run_ablate(ablate_args);
+        if (runs.list->parsed()) return cli::run_runs(runs, runs_args);
+        if (db_check->parsed()) return cli::run_db_check(db_check_args);
+        if (ckpt_show->parsed()) return cli::run_ckpt_show(ckpt_args);
         int rc = kExitUsage;
         if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
         if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);
