@@ -37,7 +37,7 @@ std::string counts_line(const StoreHealth& h) {
 
 CLI::App* add_db_check_command(CLI::App* db, DbCheckArgs& args) {
     CLI::App* cmd = db->add_subcommand(
-        "check", "check the store: integrity, schema version, and runs left `running` by a process that died");
+        "check", "check the store: integrity, schema version, traces, and runs left `running` by a process that died");
     cmd->add_option("--db,--store", args.db, "the SQLite store (store.path)")->capture_default_str();
     cmd->add_flag("--repair", args.repair,
                   "mark every lost run `lost` (ended at its last heartbeat, with a `lost` event)");
@@ -53,6 +53,7 @@ CLI::App* add_db_check_command(CLI::App* db, DbCheckArgs& args) {
         "  lost   its process is gone from this host, or it runs elsewhere and its heartbeat is older than\n"
         "         --stale-after;\n"
         "  fresh  it runs elsewhere and its heartbeat is recent.\n"
+        "Every trace is read back and checked against its meta (a damaged one is named; --repair leaves it).\n"
         "Exit 0 when the store is sound and no run is lost (or --repair closed them), 5 otherwise or when the file\n"
         "is missing, corrupt or not a prophet store. Opening a schema-1 store migrates it to schema 2.\n"
         "`prophet sweep` reaps lost runs the same way before it starts. docs/reliability.md, docs/store.md.\n"
@@ -83,6 +84,8 @@ int run_db_check(const DbCheckArgs& args) {
         for (const auto& [status, n] : health.status_counts) out["status_counts"][status] = n;
         out["running"] = nlohmann::json::array();
         for (const RunVerdict& v : health.running) out["running"].push_back(verdict_json(v));
+        out["traces"] = health.traces;
+        out["bad_traces"] = health.bad_traces;
         out["repaired"] = nlohmann::json::array();
         for (const RunVerdict& v : repaired) out["repaired"].push_back(verdict_json(v));
         std::printf("%s\n", out.dump(2).c_str());
@@ -92,6 +95,8 @@ int run_db_check(const DbCheckArgs& args) {
             schema += " (migrated from " + std::to_string(health.opened_at_version) + ")";
         std::printf("store %s: %s, integrity %s\n", health.path.c_str(), schema.c_str(), health.integrity.c_str());
         std::printf("runs: %s\n", counts_line(health).c_str());
+        std::printf("traces: %lld, %zu unreadable\n", static_cast<long long>(health.traces), health.bad_traces.size());
+        for (const std::string& problem : health.bad_traces) std::printf("bad trace: %s\n", problem.c_str());
         for (const RunVerdict& v : repaired)
             std::printf("repaired %s (%s): marked lost; %s\n", v.run.run_id.c_str(), v.run.info.experiment.c_str(),
                         v.reason.c_str());
@@ -102,6 +107,12 @@ int run_db_check(const DbCheckArgs& args) {
     if (health.integrity != "ok") {
         std::fprintf(stderr, "prophet db check: %s is damaged (%s); fix: restore it from a backup\n",
                      health.path.c_str(), health.integrity.c_str());
+        return kExitDatabase;
+    }
+    if (!health.bad_traces.empty()) {
+        std::fprintf(stderr, "prophet db check: %zu trace(s) in %s cannot be read back; fix: save them again "
+                             "(prophet trace import) or delete them\n",
+                     health.bad_traces.size(), health.path.c_str());
         return kExitDatabase;
     }
     if (!ok) {

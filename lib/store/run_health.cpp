@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/error.h"
+
 namespace prophet {
 
 bool process_gone(int64_t pid) {
@@ -89,7 +91,7 @@ RunVerdict judge_running_run(const RunRow& run, int64_t now_ms, int64_t stale_af
 }
 
 bool StoreHealth::ok() const {
-    if (integrity != "ok") return false;
+    if (integrity != "ok" || !bad_traces.empty()) return false;
     return std::none_of(running.begin(), running.end(),
                         [](const RunVerdict& v) { return v.liveness == RunLiveness::kLost; });
 }
@@ -126,6 +128,14 @@ StoreHealth check_store(Store& store, int64_t stale_after_ms) {
     for (const RunRow& row : store.list_runs(RunFilter{})) ++counts[row.status];
     h.status_counts.assign(counts.begin(), counts.end());
     h.running = judge_running(store, stale_after_ms);
+    for (const TraceRow& row : store.list_traces()) {
+        ++h.traces;
+        try {
+            store.load_trace(row.trace_id);  // checks both blobs against the meta
+        } catch (const Error& e) {
+            h.bad_traces.push_back(e.what());
+        }
+    }
     return h;
 }
 

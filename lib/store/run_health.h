@@ -58,10 +58,13 @@ struct StoreHealth {
     std::string integrity;        // "ok" or what PRAGMA integrity_check found
     std::vector<std::pair<std::string, int64_t>> status_counts;  // (status, runs), by status
     std::vector<RunVerdict> running;                              // every `running` run, oldest first
-    bool ok() const;              // integrity ok and no lost run
+    int64_t traces = 0;                                           // traces read back
+    std::vector<std::string> bad_traces;  // one line per trace whose blobs disagree with its meta (load_trace)
+    bool ok() const;                      // integrity ok, every trace readable, no lost run
 };
 
-// Integrity, schema version, runs by status and a verdict for every `running` run. Writes nothing.
+// Integrity, schema version, runs by status, every trace read back and a verdict for every `running` run. Writes
+// nothing.
 StoreHealth check_store(Store& store, int64_t stale_after_ms);
 
 // Marks every lost run of the store (judged now) `lost`; returns the verdicts of those it marked.

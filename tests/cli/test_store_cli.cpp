@@ -2,6 +2,7 @@
 // (docs/reliability.md "A run whose rank 0 dies"): a training run whose only rank is SIGKILLed stays `running`
 // until `db check --repair` or the next sweep marks it `lost`; `--resume` closes the run it continues.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -102,6 +103,22 @@ TEST_F(StoreCliTest, RankZeroKilledLeavesARunThatDbCheckFindsAndRepairMarksLost)
     check = prophet("db check --db '" + db_ + "'");
     EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
     EXPECT_NE(check.out.find("runs: 1 lost"), std::string::npos) << check.out;
+}
+
+TEST_F(StoreCliTest, DbCheckNamesATraceWhoseBlobWasDamaged) {
+    const CliResult imported = prophet("trace import experiments/traces/tiny-e4-d4.toml --store '" + db_ + "'");
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+    CliResult check = prophet("db check --db '" + db_ + "'");
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+    EXPECT_NE(check.out.find("traces: 1, 0 unreadable"), std::string::npos) << check.out;
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE traces SET counts = x'0102'", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    check = prophet("db check --db '" + db_ + "'");
+    EXPECT_EQ(check.exit_code, 5) << check.out << check.err;
+    EXPECT_NE(check.out.find("bad trace: "), std::string::npos) << check.out;
+    EXPECT_NE(check.out.find("is corrupt: counts blob has 2 bytes"), std::string::npos) << check.out;
 }
 
 TEST_F(StoreCliTest, SweepStartMarksTheDeadRunLost) {
