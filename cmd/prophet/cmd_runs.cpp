@@ -263,7 +263,7 @@ RunsCommands add_runs_command(CLI::App& app, RunsArgs& args) {
     c.list->require_subcommand(0, 1);
     c.list->add_option("--db,--store", args.db, "the SQLite store (store.path)")->capture_default_str();
     c.list->add_option("--experiment", args.experiment, "only runs of this experiment");
-    c.list->add_option("--policy", args.policy, "only runs whose balance.policy is this (e.g. prophet, none)");
+    c.list->add_option("--policy", args.policy, "only runs whose balance.policy is this (e.g. static, prophet)");
     c.list->add_option("--status", args.status, "only runs with this status")->check(CLI::IsMember(kStatuses));
     c.list->add_option("--limit", args.limit, "the newest N runs; 0 = all")
         ->check(CLI::NonNegativeNumber)

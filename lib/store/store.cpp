@@ -1,4 +1,5 @@
-// store.cpp: the SQLite store (schema, open checks, transactions with busy retry, typed reads and writes).
+// store.cpp: the SQLite store: opening and checking the file, per-run data, traces, maintenance. The runs table is
+// in store_runs.cpp, the schema and its migrations in schema.cpp, the connection in store_impl.h.
 #include "store/store.h"
 
 #include <sqlite3.h>

@@ -1,5 +1,5 @@
 // store_impl.h: the connection behind a Store, shared by the files that implement Store's methods (store.cpp,
-// schema.cpp, run_health.cpp). Not part of the public API: include store/store.h.
+// store_runs.cpp, schema.cpp). Not part of the public API: include store/store.h.
 #pragma once
 
 #include <sqlite3.h>
