@@ -300,8 +300,8 @@ try:
     con = sqlite3.connect(DB, timeout=10, isolation_level=None)
     app_id = con.execute("PRAGMA application_id").fetchone()[0]
     version = con.execute("PRAGMA user_version").fetchone()[0]
-    if app_id != 0x50525054 or version != 1:
-        fail(5, f"{DB} is not a prophet store of schema 1 (application_id={app_id:#x}, user_version={version})")
+    if app_id != 0x50525054 or version not in (1, 2):  # 2 only adds nullable runs columns (docs/store.md)
+        fail(5, f"{DB} is not a prophet store of schema 1 or 2 (application_id={app_id:#x}, user_version={version})")
     con.execute("PRAGMA foreign_keys=ON")
     con.execute("BEGIN IMMEDIATE")
     run_id = secrets.token_hex(8)

@@ -110,6 +110,25 @@ def load_runs(con, command=None, experiment=None, status="finished"):
     return _query(con, sql, args)
 
 
+# Statuses in the order a reader wants them: how many counted, then how many did not and why.
+RUN_STATUSES = ["finished", "failed", "lost", "killed", "interrupted", "resumed", "running"]
+
+
+def runs_status_line(con):
+    """Every run of the store by status, in one line: "runs: 40 finished, 2 failed, 1 lost".
+
+    Failed and lost runs (a process that died without recording its end: `prophet db check --repair`) are always
+    named when there are any, so a report never drops them silently; unknown statuses come last, by name. A store
+    without a runs table reads "runs: none"."""
+    try:
+        counts = dict(con.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
+    except sqlite3.DatabaseError:
+        counts = {}
+    parts = [f"{counts.pop(status)} {status}" for status in RUN_STATUSES if status in counts]
+    parts += [f"{n} {status}" for status, n in sorted(counts.items())]
+    return "runs: " + (", ".join(parts) if parts else "none")
+
+
 def _toml_value(v):
     """A params value is TOML text: strip string quotes, parse numbers and booleans."""
     if v is None:

@@ -12,6 +12,7 @@
 
 #include "cmd_sweep_slurm.h"
 #include "core/error.h"
+#include "store/run_health.h"
 #include "sweep/sweep.h"
 
 namespace prophet::cli {
@@ -149,6 +150,7 @@ int run_sweep_command(const SweepArgs& args) {
         else if (!args.common.json)
             std::printf("%s\n", line.c_str());
     };
+    if (!options.dry_run) reap_lost_runs_at(options.store_path, options.log);  // runs a dead process left `running`
     const sweep::SweepSummary s = sweep::run_sweep(spec, options);
     if (!options.dry_run && !args.no_report) build_report(options.store_path);
     if (args.common.json) {

@@ -17,6 +17,7 @@
 #include "train/failure_watch.h"
 #include "train/fault_inject.h"
 #include "train/memory_estimate.h"
+#include "train/resume_record.h"
 #include "train/routing_trace.h"
 #include "train/testbed_record.h"
 #include "train/trainer.h"
@@ -221,7 +222,7 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
         }
         previous = st.placements;
         if (save && s.save_every > 0 && (st.step + 1) % s.save_every == 0 && st.step + 1 < s.steps) {
-            const std::string written = trainer.save(checkpoint_dir);
+            const std::string written = trainer.save(checkpoint_dir, ctx.run_id);
             if (root) ctx.store->put_event(ctx.run_id, st.step, 0, "info", "checkpoint", written, "");
         }
         if (!record_transitions) {
@@ -231,7 +232,7 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
         result.steps.push_back(std::move(st));
     }
     if (save) {
-        const std::string written = trainer.save(checkpoint_dir);
+        const std::string written = trainer.save(checkpoint_dir, ctx.run_id);
         if (root) {
             ctx.store->put_event(ctx.run_id, trainer.next_step() - 1, 0, "info", "checkpoint", written, "");
             std::fprintf(stderr, "prophet: checkpoint %s\n", written.c_str());
@@ -325,6 +326,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
             trainer.resume(args.resume);
             if (root) {
                 ctx->store->put_event(ctx->run_id, trainer.next_step(), 0, "info", "resume", args.resume, "");
+                close_resumed_run(*ctx->store, args.resume, ctx->run_id, trainer.next_step());  // not left running
                 std::fprintf(stderr, "prophet: resumed from %s at step %lld\n", args.resume.c_str(),
                              static_cast<long long>(trainer.next_step()));
             }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -95,6 +96,14 @@ std::string hardware_json() {
             break;
         }
     return hw.dump();
+}
+
+Store open_existing_store(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw Error(kExitDatabase, "database error: " + path + ": no such store file; fix: pass --db FILE (runs "
+                                   "record into store.path, default results/prophet.db)");
+    return Store::open(path);
 }
 
 RunInfo make_run_info(const std::string& command, const Config& config, const CommonArgs& args) {

@@ -34,6 +34,10 @@ void print_schema(const Schema& schema, const std::string& command);
 // rank 0 did not (a file missing on its host) and prints it itself, naming its rank.
 int report_start_error(const Error& e, int world_rank);
 
+// Opens the store at `path` for a command that only reads or repairs one (`prophet runs`, `prophet db check`):
+// a missing file is exit 5 naming the path and the fix, never a new empty store.
+Store open_existing_store(const std::string& path);
+
 RunInfo make_run_info(const std::string& command, const Config& config, const CommonArgs& args);
 std::string git_sha(bool* dirty);
 std::string hardware_json();

@@ -5,8 +5,11 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd_ablate.h"
+#include "cmd_ckpt.h"
+#include "cmd_db.h"
 #include "cmd_db_merge.h"
 #include "cmd_plan.h"
+#include "cmd_runs.h"
 #include "cmd_sweep.h"
 #include "cmd_trace.h"
 #include "cmd_train.h"
@@ -46,10 +49,16 @@ int main(int argc, char** argv) {
     CLI::App* profile = cli::add_profile_command(app, profile_args);
     cli::AblateArgs ablate_args;
     CLI::App* ablate = cli::add_ablate_command(app, ablate_args);
-    CLI::App* db = app.add_subcommand("db", "maintain run stores (merge shards)");
+    cli::RunsArgs runs_args;
+    const cli::RunsCommands runs = cli::add_runs_command(app, runs_args);
+    CLI::App* db = app.add_subcommand("db", "look after run stores: `db check`, `db merge`");
     db->require_subcommand(1, 1);
+    cli::DbCheckArgs db_check_args;
+    CLI::App* db_check = cli::add_db_check_command(db, db_check_args);
     cli::DbMergeArgs db_merge_args;
     CLI::App* db_merge = cli::add_db_merge_command(db, db_merge_args);
+    cli::CkptArgs ckpt_args;
+    CLI::App* ckpt_show = cli::add_ckpt_command(app, ckpt_args);
 
     try {
         app.parse(argc, argv);
@@ -63,6 +72,9 @@ int main(int argc, char** argv) {
         if (sweep->parsed()) return cli::run_sweep_command(sweep_args);
         if (ablate->parsed()) return cli::run_ablate(ablate_args);
         if (db_merge->parsed()) return cli::run_db_merge(db_merge_args);
+        if (runs.list->parsed()) return cli::run_runs(runs, runs_args);
+        if (db_check->parsed()) return cli::run_db_check(db_check_args);
+        if (ckpt_show->parsed()) return cli::run_ckpt_show(ckpt_args);
         int rc = kExitUsage;
         if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
         if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);

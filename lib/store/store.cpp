@@ -1,4 +1,5 @@
-// store.cpp: the SQLite store (schema, open checks, transactions with busy retry, typed reads and writes).
+// store.cpp: the SQLite store: opening and checking the file, per-run data, traces, maintenance. The runs table is
+// in store_runs.cpp, the schema and its migrations in schema.cpp, the connection in store_impl.h.
 #include "store/store.h"
 
 #include <sqlite3.h>
@@ -21,168 +22,15 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "store/schema.h"
+#include "store/store_impl.h"
 
 namespace prophet {
 
+using namespace store_detail;
+
 namespace {
 
-constexpr int kBusyTimeoutMs = 10000;
-constexpr int kMaxBusyRetries = 10;
-
-// Schema version 1. STRICT tables; per-run tables are WITHOUT ROWID keyed by run_id first, so their primary key
-// doubles as the run_id index. Documented column by column in docs/store.md.
-constexpr const char* kSchemaV1 = R"sql(
-CREATE TABLE runs(
-    run_id TEXT NOT NULL PRIMARY KEY,
-    parent_id TEXT REFERENCES runs(run_id) ON DELETE SET NULL,
-    experiment TEXT NOT NULL,
-    command TEXT NOT NULL,
-    status TEXT NOT NULL CHECK(status IN ('running', 'finished', 'failed', 'killed', 'interrupted')),
-    started_ms INTEGER NOT NULL,
-    ended_ms INTEGER,
-    heartbeat_ms INTEGER,
-    config TEXT NOT NULL,
-    config_hash TEXT NOT NULL,
-    overrides TEXT,
-    git_sha TEXT,
-    git_dirty INTEGER,
-    prophet_version TEXT,
-    seed INTEGER NOT NULL,
-    world_size INTEGER NOT NULL CHECK(world_size >= 1),
-    backend TEXT NOT NULL,
-    hardware TEXT,
-    resumed_from_step INTEGER,
-    exit_code INTEGER,
-    error TEXT,
-    simulated INTEGER NOT NULL DEFAULT 0 CHECK(simulated IN (0, 1))
-) STRICT;
-CREATE INDEX runs_by_experiment ON runs(experiment, started_ms);
-CREATE INDEX runs_by_parent ON runs(parent_id);
-
-CREATE TABLE params(
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    key TEXT NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY(run_id, key)
-) STRICT, WITHOUT ROWID;
-
-CREATE TABLE metrics(
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    key TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    layer INTEGER NOT NULL DEFAULT -1,
-    rank INTEGER NOT NULL DEFAULT -1,
-    value REAL,
-    is_nan INTEGER NOT NULL DEFAULT 0 CHECK(is_nan IN (0, 1)),
-    ts_ms INTEGER NOT NULL,
-    PRIMARY KEY(run_id, key, step, layer, rank)
-) STRICT, WITHOUT ROWID;
-
-CREATE TABLE expert_load(
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    step INTEGER NOT NULL,
-    layer INTEGER NOT NULL,
-    n_devices INTEGER NOT NULL CHECK(n_devices >= 1),
-    n_experts INTEGER NOT NULL CHECK(n_experts >= 1),
-    tokens BLOB NOT NULL CHECK(length(tokens) = 8 * n_devices * n_experts),
-    PRIMARY KEY(run_id, step, layer)
-) STRICT, WITHOUT ROWID;
-
-CREATE TABLE placements(
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    step INTEGER NOT NULL,
-    layer INTEGER NOT NULL,
-    expert INTEGER NOT NULL,
-    replica INTEGER NOT NULL CHECK(replica >= 0),
-    rank INTEGER NOT NULL,
-    PRIMARY KEY(run_id, step, layer, expert, replica)
-) STRICT, WITHOUT ROWID;
-
-CREATE TABLE events(
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    ts_ms INTEGER NOT NULL,
-    step INTEGER,
-    rank INTEGER,
-    level TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    message TEXT NOT NULL,
-    data TEXT
-) STRICT;
-CREATE INDEX events_by_run ON events(run_id, step);
-
-CREATE TABLE bench(
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    name TEXT NOT NULL,
-    rep INTEGER NOT NULL,
-    real_ns REAL,
-    cpu_ns REAL,
-    iterations INTEGER,
-    counters TEXT,
-    PRIMARY KEY(run_id, name, rep)
-) STRICT, WITHOUT ROWID;
-
-CREATE TABLE traces(
-    trace_id TEXT NOT NULL PRIMARY KEY,
-    run_id TEXT REFERENCES runs(run_id) ON DELETE SET NULL,
-    created_ms INTEGER NOT NULL,
-    meta TEXT NOT NULL,
-    counts BLOB NOT NULL,
-    transitions BLOB
-) STRICT;
-CREATE INDEX traces_by_run ON traces(run_id, created_ms);
-
-CREATE TABLE plan_results(
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    policy TEXT NOT NULL,
-    iteration INTEGER NOT NULL,
-    layer INTEGER NOT NULL,
-    predicted_eq6_ms REAL,
-    predicted_eq8_ms REAL,
-    max_mean_load REAL,
-    balance_std REAL,
-    a2a_bytes REAL,
-    trans_bytes REAL,
-    agg_bytes REAL,
-    replicas INTEGER,
-    plan_us REAL,
-    dropped_tokens INTEGER,
-    PRIMARY KEY(run_id, policy, iteration, layer)
-) STRICT, WITHOUT ROWID;
-)sql";
-
-// SQLITE_BUSY / SQLITE_LOCKED after busy_timeout: transaction() rolls back and retries on this one.
-class BusyError : public Error {
-  public:
-    explicit BusyError(const std::string& message) : Error(kExitDatabase, message) {}
-};
-
-int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-// 16 lowercase hex chars: 8 bytes of /dev/urandom, or time, pid and a counter mixed when that is unavailable.
-std::string random_id() {
-    uint64_t bits = 0;
-    std::ifstream urandom("/dev/urandom", std::ios::binary);
-    if (!urandom || !urandom.read(reinterpret_cast<char*>(&bits), sizeof bits)) {
-        static std::atomic<uint64_t> counter{0};
-        auto ns = std::chrono::high_resolution_clock::now().time_since_epoch().count();
-        bits = splitmix64(static_cast<uint64_t>(ns) ^ (static_cast<uint64_t>(::getpid()) << 32) ^
-                          splitmix64(counter.fetch_add(1)));
-    }
-    char text[17];
-    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
-    return text;
-}
 
 std::string encode_i64_le(const int64_t* values, size_t n) {
     std::string out(n * 8, '\0');
@@ -213,7 +61,6 @@ std::vector<int64_t> decode_i64_le(const void* data, size_t bytes) {
     return out;
 }
 
-bool is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
 
 std::string hex32(int64_t v) {
     char text[16];
@@ -262,164 +109,25 @@ std::pair<size_t, size_t> trace_sizes(const TraceMeta& m) {
 
 }  // namespace
 
-// ---- connection, statement cache, transactions ---------------------------------------------------------------
 
-struct StoreImpl {
-    std::string path;
-    sqlite3* db = nullptr;
-    std::unordered_map<std::string, sqlite3_stmt*> statements;
-    int txn_depth = 0;
+namespace store_detail {
 
-    ~StoreImpl() {
-        for (auto& [sql, stmt] : statements) sqlite3_finalize(stmt);
-        if (db) sqlite3_close_v2(db);
+// 16 lowercase hex chars: 8 bytes of /dev/urandom, or time, pid and a counter mixed when that is unavailable.
+std::string random_id() {
+    uint64_t bits = 0;
+    std::ifstream urandom("/dev/urandom", std::ios::binary);
+    if (!urandom || !urandom.read(reinterpret_cast<char*>(&bits), sizeof bits)) {
+        static std::atomic<uint64_t> counter{0};
+        auto ns = std::chrono::high_resolution_clock::now().time_since_epoch().count();
+        bits = splitmix64(static_cast<uint64_t>(ns) ^ (static_cast<uint64_t>(::getpid()) << 32) ^
+                          splitmix64(counter.fetch_add(1)));
     }
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
+    return text;
+}
 
-    std::string message(const std::string& call, const char* what) const {
-        return "database error: " + path + ": " + call + ": " + what;
-    }
-
-    [[noreturn]] void fail(int rc, const std::string& call) const {
-        std::string text = message(call, sqlite3_errmsg(db));
-        if (is_busy(rc)) throw BusyError(text);
-        throw Error(kExitDatabase, text);
-    }
-
-    sqlite3_stmt* prepare(const char* sql, const std::string& call) {
-        auto it = statements.find(sql);
-        if (it != statements.end()) return it->second;
-        sqlite3_stmt* stmt = nullptr;
-        int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
-        if (rc != SQLITE_OK) {
-            sqlite3_finalize(stmt);
-            fail(rc, call);
-        }
-        statements.emplace(sql, stmt);
-        return stmt;
-    }
-
-    void exec(const char* sql, const std::string& call) {
-        char* err = nullptr;
-        int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-        if (rc != SQLITE_OK) {
-            std::string text = message(call, err ? err : sqlite3_errstr(rc));
-            sqlite3_free(err);
-            if (is_busy(rc)) throw BusyError(text);
-            throw Error(kExitDatabase, text);
-        }
-    }
-
-    void rollback() {
-        if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-        txn_depth = 0;
-    }
-
-    void transaction(const std::function<void()>& fn) {
-        if (txn_depth > 0) {
-            fn();
-            return;
-        }
-        std::minstd_rand jitter(static_cast<unsigned>(splitmix64(static_cast<uint64_t>(now_ms()) ^ ::getpid())));
-        for (int attempt = 0;; ++attempt) {
-            try {
-                exec("BEGIN IMMEDIATE", "BEGIN IMMEDIATE");
-                txn_depth = 1;
-                fn();
-                exec("COMMIT", "COMMIT");
-                txn_depth = 0;
-                return;
-            } catch (const BusyError& e) {
-                rollback();
-                if (attempt + 1 >= kMaxBusyRetries) {
-                    throw Error(kExitDatabase, std::string(e.what()) + " (gave up after " +
-                                                   std::to_string(kMaxBusyRetries) +
-                                                   " attempts; fix: stop the other writer of this file)");
-                }
-                int sleep_ms = std::min(10 << attempt, 1000) + static_cast<int>(jitter() % 10);
-                std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-            } catch (...) {
-                rollback();
-                throw;
-            }
-        }
-    }
-};
-
-namespace {
-
-// A cached statement in use: binds left to right, steps, and resets itself (and its bindings) on scope exit.
-class Stmt {
-  public:
-    Stmt(StoreImpl& impl, const char* sql, const char* call)
-        : impl_(impl), stmt_(impl.prepare(sql, call)), call_(call) {}
-    ~Stmt() {
-        sqlite3_reset(stmt_);
-        sqlite3_clear_bindings(stmt_);
-    }
-    Stmt(const Stmt&) = delete;
-    Stmt& operator=(const Stmt&) = delete;
-
-    Stmt& i64(int64_t v) { return check(sqlite3_bind_int64(stmt_, ++arg_, v)); }
-    Stmt& real(double v) {
-        if (std::isnan(v)) return null();
-        return check(sqlite3_bind_double(stmt_, ++arg_, v));
-    }
-    Stmt& text(const std::string& v) {
-        return check(sqlite3_bind_text(stmt_, ++arg_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
-    }
-    Stmt& text_or_null(const std::string& v) { return v.empty() ? null() : text(v); }
-    Stmt& blob(const std::string& bytes) {
-        if (bytes.empty()) return check(sqlite3_bind_zeroblob(stmt_, ++arg_, 0));
-        return check(sqlite3_bind_blob64(stmt_, ++arg_, bytes.data(), bytes.size(), SQLITE_TRANSIENT));
-    }
-    Stmt& null() { return check(sqlite3_bind_null(stmt_, ++arg_)); }
-
-    bool step() {
-        int rc = sqlite3_step(stmt_);
-        if (rc == SQLITE_ROW) return true;
-        if (rc == SQLITE_DONE) return false;
-        impl_.fail(rc, call_);
-    }
-    void run() {
-        while (step()) {
-        }
-    }
-
-    bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-    int64_t col_i64(int col) const { return sqlite3_column_int64(stmt_, col); }
-    int col_int(int col) const { return sqlite3_column_int(stmt_, col); }
-    double col_real(int col) const {
-        return is_null(col) ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(stmt_, col);
-    }
-    std::optional<int64_t> col_opt_i64(int col) const {
-        if (is_null(col)) return std::nullopt;
-        return col_i64(col);
-    }
-    std::string col_text(int col) const {
-        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-        return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))) : std::string();
-    }
-    // (pointer, bytes) of a blob column; pointer may be null for an empty blob
-    std::pair<const void*, size_t> col_blob(int col) const {
-        const void* p = sqlite3_column_blob(stmt_, col);
-        return {p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))};
-    }
-
-  private:
-    Stmt& check(int rc) {
-        if (rc != SQLITE_OK) impl_.fail(rc, call_);
-        return *this;
-    }
-
-    StoreImpl& impl_;
-    sqlite3_stmt* stmt_;
-    const char* call_;
-    int arg_ = 0;
-};
-
-int64_t changes(StoreImpl& impl) { return sqlite3_changes64(impl.db); }
-
-}  // namespace
+}  // namespace store_detail
 
 // ---- open ----------------------------------------------------------------------------------------------------
 
@@ -507,6 +215,7 @@ Store Store::open(const std::string& path) {
     int64_t app_id = 0, version = 0, objects = 0;
     read_header(app_id, version, objects);
     check_header(app_id, version, objects);
+    impl->opened_at_version = app_id == kStoreApplicationId ? static_cast<int>(version) : 0;
 
     // journal_mode cannot change inside a transaction; WAL persists in the file once set. The switch needs an
     // exclusive lock and can return SQLITE_BUSY without waiting (another process creating the file), so retry it
@@ -529,151 +238,33 @@ Store Store::open(const std::string& path) {
                "file system, or stop the process holding the file and retry");
     }
     impl->exec("PRAGMA synchronous=NORMAL", "PRAGMA synchronous");
-    impl->exec("PRAGMA foreign_keys=ON", "PRAGMA foreign_keys");
 
     if (app_id == 0 || version < kStoreSchemaVersion) {
-        // Two processes may race to create the schema: re-read the header under the write lock.
+        // Foreign keys stay off while the schema is created or migrated (schema.h); the pragma is a no-op inside a
+        // transaction, so it is set before. Two processes may race to create or migrate: the header is re-read
+        // under the write lock.
+        impl->exec("PRAGMA foreign_keys=OFF", "PRAGMA foreign_keys");
         StoreImpl& db = *impl;
         db.transaction([&] {
             read_header(app_id, version, objects);
             check_header(app_id, version, objects);
             if (app_id == kStoreApplicationId && version == kStoreSchemaVersion) return;
-            if (app_id == kStoreApplicationId && version > 0) {
-                refuse("schema " + std::to_string(version) + " has no migration to " +
-                           std::to_string(kStoreSchemaVersion),
-                       "use another store.path");
+            if (app_id != kStoreApplicationId || version == 0) {
+                db.exec(store_schema_v1(), "create schema");
+                db.exec(("PRAGMA application_id=" + std::to_string(kStoreApplicationId)).c_str(),
+                        "PRAGMA application_id");
+                version = 1;
             }
-            db.exec(kSchemaV1, "create schema");
-            db.exec(("PRAGMA application_id=" + std::to_string(kStoreApplicationId)).c_str(), "PRAGMA application_id");
-            db.exec(("PRAGMA user_version=" + std::to_string(kStoreSchemaVersion)).c_str(), "PRAGMA user_version");
+            migrate_schema(db, version);
         });
     }
+    impl->exec("PRAGMA foreign_keys=ON", "PRAGMA foreign_keys");
     return Store(std::move(impl));
 }
 
 void Store::transaction(const std::function<void()>& fn) { impl_->transaction(fn); }
 
 bool Store::in_transaction() const { return impl_->txn_depth > 0; }
-
-// ---- runs ----------------------------------------------------------------------------------------------------
-
-namespace {
-
-constexpr const char* kRunColumns =
-    "run_id, parent_id, experiment, command, status, started_ms, ended_ms, heartbeat_ms, config, config_hash, "
-    "overrides, git_sha, git_dirty, prophet_version, seed, world_size, backend, hardware, resumed_from_step, "
-    "exit_code, error, simulated";
-
-RunRow read_run(const Stmt& s) {
-    RunRow r;
-    r.run_id = s.col_text(0);
-    r.info.parent_id = s.col_text(1);
-    r.info.experiment = s.col_text(2);
-    r.info.command = s.col_text(3);
-    r.status = s.col_text(4);
-    r.started_ms = s.col_i64(5);
-    r.ended_ms = s.col_opt_i64(6);
-    r.heartbeat_ms = s.col_opt_i64(7);
-    r.info.config_toml = s.col_text(8);
-    r.info.config_hash = s.col_text(9);
-    r.info.overrides = s.col_text(10);
-    r.info.git_sha = s.col_text(11);
-    r.info.git_dirty = s.col_i64(12) != 0;
-    r.info.prophet_version = s.col_text(13);
-    r.info.seed = s.col_i64(14);
-    r.info.world_size = s.col_int(15);
-    r.info.backend = s.col_text(16);
-    r.info.hardware_json = s.col_text(17);
-    r.resumed_from_step = s.col_opt_i64(18);
-    if (auto code = s.col_opt_i64(19)) r.exit_code = static_cast<int>(*code);
-    r.error = s.col_text(20);
-    r.info.simulated = s.col_i64(21) != 0;
-    return r;
-}
-
-const std::string kSelectRun = std::string("SELECT ") + kRunColumns + " FROM runs WHERE run_id = ?1";
-const std::string kListRuns = std::string("SELECT ") + kRunColumns +
-                              " FROM runs WHERE (?1 = '' OR experiment = ?1) ORDER BY started_ms DESC, rowid DESC "
-                              "LIMIT ?2";
-
-}  // namespace
-
-std::string Store::begin_run(const RunInfo& info) {
-    std::string run_id = random_id();
-    int64_t now = now_ms();
-    impl_->transaction([&] {
-        Stmt s(*impl_,
-               "INSERT INTO runs(run_id, parent_id, experiment, command, status, started_ms, heartbeat_ms, config, "
-               "config_hash, overrides, git_sha, git_dirty, prophet_version, seed, world_size, backend, hardware, "
-               "simulated) VALUES(?1, ?2, ?3, ?4, 'running', ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-               "?16)",
-               "begin_run");
-        s.text(run_id).text_or_null(info.parent_id).text(info.experiment).text(info.command).i64(now);
-        s.text(info.config_toml).text(info.config_hash).text_or_null(info.overrides).text_or_null(info.git_sha);
-        s.i64(info.git_dirty ? 1 : 0).text_or_null(info.prophet_version).i64(info.seed).i64(info.world_size);
-        s.text(info.backend).text_or_null(info.hardware_json).i64(info.simulated ? 1 : 0);
-        s.run();
-    });
-    return run_id;
-}
-
-void Store::finish_run(const std::string& run_id, const std::string& status, int exit_code,
-                       const std::string& error) {
-    PROPHET_ASSERT_MSG(status == "finished" || status == "failed" || status == "killed" || status == "interrupted",
-                       "finish_run status must be finished|failed|killed|interrupted, got '" + status + "'");
-    int64_t now = now_ms();
-    impl_->transaction([&] {
-        Stmt s(*impl_,
-               "UPDATE runs SET status = ?1, ended_ms = ?2, heartbeat_ms = ?2, exit_code = ?3, error = ?4 "
-               "WHERE run_id = ?5",
-               "finish_run");
-        s.text(status).i64(now).i64(exit_code).text_or_null(error).text(run_id).run();
-        if (changes(*impl_) == 0) {
-            throw Error(kExitDatabase, impl_->message("finish_run", ("no run " + run_id).c_str()));
-        }
-    });
-}
-
-void Store::heartbeat(const std::string& run_id) {
-    impl_->transaction([&] {
-        Stmt s(*impl_, "UPDATE runs SET heartbeat_ms = ?1 WHERE run_id = ?2", "heartbeat");
-        s.i64(now_ms()).text(run_id).run();
-        if (changes(*impl_) == 0) {
-            throw Error(kExitDatabase, impl_->message("heartbeat", ("no run " + run_id).c_str()));
-        }
-    });
-}
-
-void Store::mark_resumed(const std::string& run_id, int64_t from_step) {
-    impl_->transaction([&] {
-        Stmt s(*impl_,
-               "UPDATE runs SET status = 'running', resumed_from_step = ?1, heartbeat_ms = ?2, ended_ms = NULL, "
-               "exit_code = NULL, error = NULL WHERE run_id = ?3",
-               "mark_resumed");
-        s.i64(from_step).i64(now_ms()).text(run_id).run();
-        if (changes(*impl_) == 0) {
-            throw Error(kExitDatabase, impl_->message("mark_resumed", ("no run " + run_id).c_str()));
-        }
-    });
-}
-
-RunRow Store::get_run(const std::string& run_id) {
-    Stmt s(*impl_, kSelectRun.c_str(), "get_run");
-    s.text(run_id);
-    if (!s.step()) {
-        throw Error(kExitConfig,
-                    "no run '" + run_id + "' in " + impl_->path + "; fix: `prophet runs` lists the run ids");
-    }
-    return read_run(s);
-}
-
-std::vector<RunRow> Store::list_runs(const std::string& experiment, int limit) {
-    Stmt s(*impl_, kListRuns.c_str(), "list_runs");
-    s.text(experiment).i64(limit > 0 ? limit : -1);
-    std::vector<RunRow> rows;
-    while (s.step()) rows.push_back(read_run(s));
-    return rows;
-}
 
 // ---- per-run data --------------------------------------------------------------------------------------------
 
@@ -986,6 +577,13 @@ std::string Store::integrity_check(bool quick) {
     }
     return result;
 }
+
+int Store::schema_version() {
+    Stmt s(*impl_, "PRAGMA user_version", "schema_version");
+    return s.step() ? s.col_int(0) : 0;
+}
+
+int Store::opened_at_version() const { return impl_->opened_at_version; }
 
 void Store::checkpoint() {
     PROPHET_ASSERT_MSG(impl_->txn_depth == 0, "checkpoint() inside a transaction");

@@ -20,7 +20,7 @@
 namespace prophet {
 
 inline constexpr int32_t kStoreApplicationId = 0x50525054;  // 'PRPT'
-inline constexpr int kStoreSchemaVersion = 1;               // PRAGMA user_version
+inline constexpr int kStoreSchemaVersion = 2;               // PRAGMA user_version (lib/store/schema.cpp)
 
 // What a run records at its start.
 struct RunInfo {
@@ -39,11 +39,21 @@ struct RunInfo {
 struct RunRow {
     std::string run_id;
     RunInfo info;
-    std::string status;  // running | finished | failed | killed | interrupted
+    std::string status;  // running | finished | failed | killed | interrupted | lost | resumed
     int64_t started_ms = 0;
     std::optional<int64_t> ended_ms, heartbeat_ms, resumed_from_step;
     std::optional<int> exit_code;
     std::string error;  // empty = none
+    std::string host;            // host of the process that writes the run (rank 0); empty = unknown
+    std::optional<int64_t> pid;  // its pid on that host; none for runs recorded before schema 2
+    std::string resumed_by;      // the run that continued this one with --resume; empty = none
+};
+
+// What `prophet runs` filters on; empty fields match everything.
+struct RunFilter {
+    std::string experiment, status;
+    std::string policy;  // the param balance.policy
+    int limit = 0;       // newest first; 0 = all
 };
 
 struct MetricRow {
@@ -136,6 +146,13 @@ class Store {
     void mark_resumed(const std::string& run_id, int64_t from_step);  // status back to running, ended_ms cleared
     RunRow get_run(const std::string& run_id);  // exit 3 "no run ..." if absent
     std::vector<RunRow> list_runs(const std::string& experiment = "", int limit = 0);  // newest first; 0 = all
+    std::vector<RunRow> list_runs(const RunFilter& filter);
+    // A `running` run found dead (lib/store/run_health.h decides): status lost, ended_ms = its last heartbeat,
+    // error = reason, and a `lost` event, in one transaction. False (nothing written) when it is no longer running.
+    bool mark_lost(const std::string& run_id, const std::string& reason);
+    // `--resume`: new_run.resumed_from_step = from_step and old_run.resumed_by = new_run; with close_old a
+    // `running` old run becomes `resumed` with ended_ms = its last heartbeat. One transaction.
+    void link_resume(const std::string& old_run, const std::string& new_run, int64_t from_step, bool close_old);
 
     // per-run data (upserts: rewriting the same key never duplicates a row)
     void put_params(const std::string& run_id, const std::vector<std::pair<std::string, std::string>>& params);
@@ -165,6 +182,8 @@ class Store {
     std::vector<TraceRow> list_traces(const std::string& run_id = "");  // newest first
 
     std::string integrity_check(bool quick = false);  // "ok" or the problems found
+    int schema_version();                              // PRAGMA user_version (kStoreSchemaVersion once open)
+    int opened_at_version() const;                     // user_version before open migrated it; 0 = new file
     void checkpoint();  // PRAGMA wal_checkpoint(TRUNCATE); best effort, for the end of a run
 
   private:

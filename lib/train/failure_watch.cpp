@@ -12,6 +12,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "store/run_health.h"  // process_gone
 #include "store/store.h"
 
 namespace prophet {
@@ -28,14 +29,6 @@ void on_signal(int signal_number) {
     const unsigned char byte = static_cast<unsigned char>(signal_number);
     const ssize_t written = write(fd, &byte, 1);
     (void)written;  // nothing a handler could do about a full pipe: one byte is already there
-}
-
-bool process_gone(int pid) {
-    if (kill(pid, 0) != 0) return errno == ESRCH;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string pid_field, comm, state;
-    stat >> pid_field >> comm >> state;  // "1234 (prophet) Z ..."; comm has no spaces for prophet
-    return state == "Z";
 }
 
 }  // namespace

@@ -265,7 +265,7 @@ std::vector<int64_t> shape_of(const ParamTensor& t) { return std::vector<int64_t
 
 }  // namespace
 
-std::string Trainer::save(const std::string& dir) {
+std::string Trainer::save(const std::string& dir, const std::string& run_id) {
     const ModelConfig& m = settings_.model;
     const int D = comm_.size();
     const int experts_per_rank = m.E / D;
@@ -304,6 +304,7 @@ std::string Trainer::save(const std::string& dir) {
         meta.data_position["next_step"] = std::to_string(next_step_);
         meta.extra["policy_state"] = policy_->save_state();
         meta.extra["world_size"] = std::to_string(D);
+        if (!run_id.empty()) meta.extra["run_id"] = run_id;
         // the run has no stochastic operation after initialisation; the seed's generator is kept for the record
         const std::map<std::string, RngState> rngs = {{"init", rng_state(Rng(settings_.model.seed))}};
         written = save_checkpoint(dir, next_step_ - 1, tensors, optimizer, rngs, meta);

@@ -69,7 +69,9 @@ class Trainer {
     std::vector<uint64_t> sent_bytes() const { return counting_->sent_bytes(); }
 
     // Collective. Rank 0 gathers the home experts and writes a checkpoint of step next_step() - 1 under dir.
-    std::string save(const std::string& dir);
+    // run_id (the store's run, when there is one) goes into state.json extra.run_id, so that a later --resume can
+    // close the run it continues (train/resume_record.h).
+    std::string save(const std::string& dir, const std::string& run_id = "");
     // Collective. Every rank reads the checkpoint (dir or a step directory) and continues after its step.
     void resume(const std::string& path);
 

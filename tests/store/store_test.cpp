@@ -107,7 +107,7 @@ TEST_F(StoreTest, CreatesSchemaWithApplicationIdAndVersion) {
     }
     EXPECT_TRUE(fs::exists(db_path_));
     EXPECT_EQ(query_int("PRAGMA application_id"), 0x50525054);
-    EXPECT_EQ(query_int("PRAGMA user_version"), 1);
+    EXPECT_EQ(query_int("PRAGMA user_version"), 2);
     for (const char* table : {"runs", "params", "metrics", "expert_load", "placements", "events", "bench", "traces",
                               "plan_results"}) {
         EXPECT_EQ(query_int(std::string("SELECT count(*) FROM sqlite_schema WHERE type='table' AND name='") + table +
@@ -535,7 +535,7 @@ TEST_F(StoreTest, RefusesOtherApplicationId) {
 TEST_F(StoreTest, RefusesNewerSchema) {
     { Store store = Store::open(db_path_); }
     raw_exec(db_path_, "PRAGMA user_version=99;");
-    expect_refused(db_path_, "newer prophet (schema 99 > 1)");
+    expect_refused(db_path_, "newer prophet (schema 99 > 2)");
 }
 
 TEST_F(StoreTest, RefusesUnwritableLocation) {
