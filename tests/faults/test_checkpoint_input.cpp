@@ -210,3 +210,22 @@ TEST_F(CheckpointInput, BadAllocOnOneRankIsRecordedAndEndsTheMpiJob) {
     EXPECT_NE(runs[0].error.find("out of memory"), std::string::npos) << runs[0].error;
     expect_one_failure_event(store, runs[0].run_id, 1, 2);
 }
+
+// `prophet profile` (training with a routing trace) and `prophet profile --inference` record the same way.
+TEST_F(CheckpointInput, BadAllocInProfileAndInferenceIsRecordedExitFour) {
+    const std::string common = " --config experiments/train/skewed-4rank.toml --json --set store.path=" + db_ +
+                               " --set debug.fail_rank=0 --set debug.fail_step=1 --set debug.fail_mode=bad_alloc";
+    const std::vector<std::string> commands = {
+        "profile --set train.steps=3" + common,
+        "profile --inference --set serve.profile_iterations=2 --set serve.warmup=1 --set serve.iterations=2" + common};
+    for (size_t i = 0; i < commands.size(); ++i) {
+        const CliResult r = prophet(commands[i]);
+        EXPECT_EQ(r.exit_code, prophet::kExitResource) << commands[i] << ": " << r.err;
+        prophet::Store store = prophet::Store::open(db_);
+        const auto runs = store.list_runs();
+        ASSERT_EQ(runs.size(), i + 1) << commands[i];
+        EXPECT_EQ(runs[0].status, "failed") << commands[i];  // newest first
+        EXPECT_EQ(runs[0].exit_code.value_or(-1), prophet::kExitResource) << commands[i];
+        expect_one_failure_event(store, runs[0].run_id, 0, 1);
+    }
+}
