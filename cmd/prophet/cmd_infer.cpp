@@ -101,8 +101,8 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
         config = resolve_config(serve::serve_schema(), args);
         settings = serve::serve_settings_from(config, world_size);
         fault = fault_plan_from(config, world_size);
-    } catch (const Error& e) {
-        return report_start_error(e, world_rank);
+    } catch (...) {  // every exception, not only prophet::Error
+        return report_start_error(current_exception_as_error(), world_rank);
     }
     if (args.dry_run) {
         if (root_env)
@@ -187,7 +187,8 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
             simulate_on_clusters(*store, run_id, config, args, settings, run, comm->size());
             store->checkpoint();
         }
-    } catch (const Error& e) {
+    } catch (...) {  // every exception is recorded with rank and step; main then aborts MPI (exit code != 0)
+        const Error e = current_exception_as_error();
         std::fprintf(stderr, "prophet: rank %d: %s\n", comm->rank(), e.what());
         if (watch) {
             watch->record_failure(e.exit_code(), e.what(), watch->step());

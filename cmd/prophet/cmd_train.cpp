@@ -303,8 +303,8 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
     std::unique_ptr<RunContext> ctx;
     try {
         ctx = start_run("train", args.common, argc, argv);
-    } catch (const Error& e) {
-        return report_start_error(e, env_world_rank());
+    } catch (...) {  // every exception, not only prophet::Error: nothing may escape without its exit code
+        return report_start_error(current_exception_as_error(), env_world_rank());
     }
     if (args.common.dry_run) {
         if (root_env) {
@@ -350,7 +350,8 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
             ctx->store->finish_run(ctx->run_id, "finished", 0, "");
             ctx->store->checkpoint();
         }
-    } catch (const Error& e) {
+    } catch (...) {  // every exception is recorded with rank and step; main then aborts MPI (exit code != 0)
+        const Error e = current_exception_as_error();
         std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
         ctx->watch->record_failure(e.exit_code(), e.what(), std::max(step, ctx->watch->step()));
         return e.exit_code();
@@ -375,8 +376,8 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
                                "tokens would make its counts disagree with tokens x top-k",
                                "--set model.capacity_factor=0");
         ctx = start_run("profile", args.common, argc, argv);
-    } catch (const Error& e) {
-        return report_start_error(e, env_world_rank());
+    } catch (...) {  // every exception, not only prophet::Error: nothing may escape without its exit code
+        return report_start_error(current_exception_as_error(), env_world_rank());
     }
     if (args.common.dry_run) {
         if (root_env)
@@ -435,7 +436,8 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
             if (args.common.json) std::printf("%s\n", out.dump().c_str());
             ctx->store->finish_run(ctx->run_id, "finished", 0, "");
         }
-    } catch (const Error& e) {
+    } catch (...) {  // every exception is recorded with rank and step; main then aborts MPI (exit code != 0)
+        const Error e = current_exception_as_error();
         std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
         ctx->watch->record_failure(e.exit_code(), e.what(), ctx->watch->step());
         return e.exit_code();

@@ -81,12 +81,10 @@ int main(int argc, char** argv) {
         if (rc != kExitOk && launched_by_mpi()) abort_mpi(rc);  // the other ranks must not wait for this one
         finalize_mpi();
         return rc;
-    } catch (const prophet::Error& e) {
+    } catch (...) {  // bad_alloc: exit 4; an exception other than prophet::Error: exit 1 with its type
+        const prophet::Error e = prophet::current_exception_as_error();
         std::fprintf(stderr, "prophet: %s\n", e.what());
         return e.exit_code();
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "prophet: run failed: %s\n", e.what());
-        return kExitRunFailed;
     }
     return kExitUsage;
 }

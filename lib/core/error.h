@@ -36,6 +36,11 @@ class Error : public std::runtime_error {
 // Input-file error (trace, cluster, checkpoint): names the file and what is wrong (exit code 3).
 [[noreturn]] void throw_input_error(const std::string& path, const std::string& problem, const std::string& fix);
 
+// Inside a catch block: the exception being handled as a prophet::Error, so that a command can record and report
+// every failure alike: a prophet::Error as is, std::bad_alloc as exit 4 (resources), anything else as exit 1
+// (run failed) with its type and message.
+Error current_exception_as_error();
+
 [[noreturn]] void assert_fail(const char* expr, const char* file, int line, const std::string& message);
 
 }  // namespace prophet

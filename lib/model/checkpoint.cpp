@@ -629,6 +629,15 @@ Checkpoint load_checkpoint(const std::string& path, const CheckpointExpect& expe
                 throw_input_error(model_path,
                                   "tensor " + name + " " + shape_text(shape) + " is not a parameter of this model",
                                   config_fix);
+        if (expect.optimizer)
+            for (const auto& [name, shape] : optimizer_shapes) {
+                const bool moment = name.size() > 2 && (name.ends_with(".m") || name.ends_with(".v"));
+                if (!moment || !expected_names.count(name.substr(0, name.size() - 2)))
+                    throw_input_error(optimizer_path,
+                                      "optimizer tensor " + name + " " + shape_text(shape) +
+                                          " is not the state of a parameter of this model",
+                                      config_fix);
+            }
     }
 
     Checkpoint checkpoint;

@@ -33,6 +33,14 @@ constexpr int64_t kMaxTokensPerIteration = 1ll << 48;
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kUnset = -1;  // a cell no row has given (yet); becomes 0
 constexpr size_t kWriteChunkBytes = 1 << 20;
+// Bounds from the file's size, checked before the dense arrays are allocated (a 197-byte file declaring
+// num_iterations = 2e9 once allocated 16 GB): every (iteration, layer) needs at least one row with a positive count,
+// and a row is at least kMinRowBytes ("0,0,0,0,1" and a newline, the last one maybe without). Rows may leave zero
+// cells out, so the arrays may be larger than the file, but by at most kCellsPerByte cells per byte of the file
+// (or kMinDenseCells in all, for small hand-written files).
+constexpr uint64_t kMinRowBytes = 9;
+constexpr uint64_t kCellsPerByte = 64;
+constexpr uint64_t kMinDenseCells = 1ull << 22;
 constexpr const char* kIntKeys[] = {"num_iterations", "num_layers", "num_devices", "num_experts", "top_k",
                                     "tokens_per_iteration", "d_model", "d_ffn", "seq_len"};
 constexpr const char* kFormatFix = "see docs/trace-format.md (CSV format), or write the file with write_trace_csv";
@@ -202,6 +210,9 @@ class CsvReader {
         const TraceMeta& m = trace_.meta;
         check_size({m.num_iterations, m.num_layers, m.num_devices, m.num_experts},
                    "num_iterations x num_layers x num_devices x num_experts", "counts");
+        check_rows_fit(m);
+        check_dense_cells(capped_product({m.num_iterations, m.num_layers, m.num_devices, m.num_experts}),
+                          "num_iterations x num_layers x num_devices x num_experts");
         trace_.counts.assign(static_cast<size_t>(m.num_iterations) * m.num_layers * m.num_devices * m.num_experts,
                              kUnset);
         counts_ = {{"iteration", "layer", "device", "expert"},
@@ -366,6 +377,29 @@ class CsvReader {
                        "split the trace into fewer iterations or layers");
     }
 
+    // every (iteration, layer) needs a row of at least kMinRowBytes: more than the file holds is a lie
+    void check_rows_fit(const TraceMeta& m) const {
+        const uint64_t pairs = static_cast<uint64_t>(m.num_iterations) * static_cast<uint64_t>(m.num_layers);
+        if (pairs > text_.size() / kMinRowBytes)
+            fail_plain("num_iterations x num_layers = " + std::to_string(pairs) +
+                           " (metadata on line 2) needs at least as many data rows of " +
+                           std::to_string(kMinRowBytes) + "+ bytes, more than the file's " +
+                           std::to_string(text_.size()) + " bytes hold",
+                       "fix num_iterations and num_layers on line 2, or complete the file");
+    }
+
+    // the dense arrays, `cells` int64 in all, stay within kCellsPerByte per byte of the file
+    void check_dense_cells(uint64_t cells, const std::string& product) const {
+        const uint64_t limit = std::max<uint64_t>(kMinDenseCells, kCellsPerByte * text_.size());
+        if (cells > limit)
+            fail_plain("sizes too large for the file: " + product + " = " + std::to_string(cells) +
+                           " cells (metadata on line 2), but a CSV trace of " + std::to_string(text_.size()) +
+                           " bytes may declare at most " + std::to_string(limit) + " (" +
+                           std::to_string(kCellsPerByte) + " per byte, or 2^22): rows leave zero cells out, not "
+                           "nearly all of them",
+                       "fix the sizes on line 2; a trace that large belongs in the binary format (docs/trace-format.md)");
+    }
+
     Section start_transitions(const Line& line, Section section) {
         if (section == Section::kTransitionsColumns || section == Section::kTransitions)
             fail(line, "a second transitions section starts on line " + std::to_string(line.number) +
@@ -382,6 +416,9 @@ class CsvReader {
                  "remove the transitions section or fix num_layers");
         check_size({m.num_iterations, m.num_layers - 1, m.num_experts, m.num_experts},
                    "num_iterations x (num_layers - 1) x num_experts^2", "transitions");
+        check_dense_cells(trace_.counts.size() +
+                              capped_product({m.num_iterations, m.num_layers - 1, m.num_experts, m.num_experts}),
+                          "the counts and num_iterations x (num_layers - 1) x num_experts^2 transitions");
         trace_.transitions.assign(
             static_cast<size_t>(m.num_iterations) * (m.num_layers - 1) * m.num_experts * m.num_experts, kUnset);
         transitions_.header_line = line.number;

@@ -19,6 +19,12 @@ namespace prophet {
 namespace {
 
 constexpr uint64_t kMaxElements = 1ull << 31;  // per array (counts, transitions)
+// What one generator TOML may ask for (exit 4 beyond): the counts and transitions together at most 2^28 int64
+// (2 GiB; 8 lines once asked for 32 GiB), and at most 2^32 expert draws (iterations x layers x tokens x top_k,
+// one draw per token, layer and choice; 8 lines once asked for 2^40 tokens per iteration, hours of work). The
+// largest shipped generator (experiments/) needs 1.6e7 draws and 5e5 counts.
+constexpr double kMaxGeneratedElements = 0x1p28;
+constexpr double kMaxDraws = 0x1p32;
 constexpr int kRejectionTries = 16;            // duplicate draws before the exact renormalised draw
 
 enum class Generator { kUniform, kZipf, kDevicePreference, kDrift, kShift };
@@ -174,6 +180,13 @@ Generator parse_generator(const std::string& name) {
     return Generator::kShift;
 }
 
+// A request beyond the generator's limits (memory or work): exit 4 naming the file, the key and the limit.
+[[noreturn]] void throw_resource_error(const std::string& origin, const std::string& key, int64_t value,
+                                       const std::string& rule, const std::string& fix) {
+    throw Error(kExitResource, "resource error: " + origin + ": " + key + " = " + std::to_string(value) + ": " + rule +
+                                   "; fix: " + fix);
+}
+
 Params read_params(const Config& config, const std::string& origin) {
     config.check_required();
     Params p;
@@ -227,6 +240,22 @@ Params read_params(const Config& config, const std::string& origin) {
                                std::to_string(static_cast<uint64_t>(num_transitions)) + " exceeds 2^31 transitions" +
                                in,
                            "set record_transitions = false or generate fewer iterations");
+    const double elements = num_counts + (p.record_transitions && p.num_layers > 1 ? num_transitions : 0.0);
+    if (elements > kMaxGeneratedElements)
+        throw_resource_error(origin, "trace.num_iterations", p.num_iterations,
+                             "the trace would hold " + std::to_string(static_cast<uint64_t>(elements)) +
+                                 " counts and transitions (num_iterations x num_layers x (num_devices x num_experts "
+                                 "+ num_experts^2)), beyond the generator's limit of 2^28 (2 GiB)",
+                             "generate fewer iterations, layers or experts, or set record_transitions = false");
+    const double draws = static_cast<double>(p.num_iterations) * p.num_layers *
+                         static_cast<double>(p.tokens_per_iteration) * p.top_k;
+    if (draws > kMaxDraws)
+        throw_resource_error(origin, "trace.tokens_per_iteration", p.tokens_per_iteration,
+                             "num_iterations x num_layers x tokens_per_iteration x top_k = " +
+                                 std::to_string(static_cast<uint64_t>(draws)) +
+                                 " expert draws, beyond the generator's limit of 2^32 (it draws every token)",
+                             "lower tokens_per_iteration (the loads' shape does not need more than ~1e6 tokens), "
+                             "num_iterations or num_layers");
     return p;
 }
 

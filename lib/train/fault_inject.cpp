@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include "core/error.h"
@@ -32,6 +33,7 @@ void maybe_inject_fault(const FaultPlan& plan, int rank, int64_t step) {
     if (plan.mode == "error")
         throw Error(kExitRunFailed, "rank " + std::to_string(rank) + ": debug.fail_mode=error injected at step " +
                                         std::to_string(step) + " (test-only key)");
+    if (plan.mode == "bad_alloc") throw std::bad_alloc();  // an exception that is not a prophet::Error
     for (;;) sleep(3600);  // "hang": until the launcher or a signal ends the process
 }
 

@@ -7,6 +7,8 @@
 //   exit  _exit(1) without MPI_Finalize: a rank that quits abnormally
 //   hang  sleep forever: the peers' next collective blocks until comm.timeout_s (exit 6)
 //   error throw prophet::Error (exit 1) on this rank only: a failure its peers learn of from MPI_Abort
+//   bad_alloc  throw std::bad_alloc on this rank only: an allocation that failed, or any exception that is not a
+//              prophet::Error; the command must still record it (exit 4) and end the job
 #pragma once
 
 #include <cstdint>

@@ -113,21 +113,93 @@ std::string PolicyRunner::save_state() const {
     return j.dump();
 }
 
-void PolicyRunner::load_state(const std::string& text) {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    if (j.at("policy").get<std::string>() != policy_)
-        throw Error(kExitConfig, "checkpoint error: the checkpoint's balancing state is for policy " +
-                                     j.at("policy").get<std::string>() + ", this run uses " + policy_ +
-                                     "; fix: resume with --set balance.policy=" + j.at("policy").get<std::string>());
-    previous_ = j.at("previous").get<std::vector<int64_t>>();
-    window_ = j.at("window").get<std::vector<int64_t>>();
-    window_iterations_ = j.at("window_iterations").get<int64_t>();
-    offline_.clear();
-    for (const auto& p : j.at("offline")) {
-        Placement placement = Placement::make_owners(D_, p.at("owner").get<std::vector<int>>());
-        placement.replica = p.at("replica").get<std::vector<uint8_t>>();
-        offline_.push_back(std::move(placement));
+namespace {
+
+// A defect of one field of the saved balancing state: exit 3 naming the file and the field.
+[[noreturn]] void state_error(const std::string& origin, const std::string& field, const std::string& problem) {
+    throw_input_error(origin, "extra.policy_state" + (field.empty() ? "" : "." + field) + " " + problem,
+                      "resume from a checkpoint this prophet wrote for this config (prophet ckpt show DIR), "
+                      "or start the run afresh");
+}
+
+// `j[field]` as a vector of `size` non-negative counts (size 0 allowed when `may_be_empty`).
+std::vector<int64_t> state_counts(const nlohmann::json& j, const std::string& origin, const std::string& field,
+                                  size_t size, bool may_be_empty) {
+    const auto it = j.find(field);
+    if (it == j.end() || !it->is_array()) state_error(origin, field, "is missing or not an array");
+    if (!(may_be_empty && it->empty()) && it->size() != size)
+        state_error(origin, field,
+                    "has " + std::to_string(it->size()) + " entries, this config needs " + std::to_string(size) +
+                        " (num_layers x devices x experts)" + (may_be_empty ? " or 0" : ""));
+    std::vector<int64_t> values;
+    values.reserve(it->size());
+    for (const nlohmann::json& v : *it) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0)
+            state_error(origin, field, "holds " + v.dump() + " at entry " + std::to_string(values.size()) +
+                                           ", not a token count (an integer >= 0)");
+        values.push_back(v.get<int64_t>());
     }
+    return values;
+}
+
+}  // namespace
+
+void PolicyRunner::load_state(const std::string& text, const std::string& origin) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw_input_error(origin, std::string("extra.policy_state is not valid JSON (") + e.what() + ")",
+                          "resume from a checkpoint this prophet wrote (prophet ckpt show DIR)");
+    }
+    if (!j.is_object()) state_error(origin, "", "is not a JSON object");
+    const auto policy = j.find("policy");
+    if (policy == j.end() || !policy->is_string()) state_error(origin, "policy", "is missing or not a string");
+    if (policy->get<std::string>() != policy_)
+        throw Error(kExitConfig, "checkpoint error: " + origin + ": the checkpoint's balancing state is for policy " +
+                                     policy->get<std::string>() + ", this run uses " + policy_ +
+                                     "; fix: resume with --set balance.policy=" + policy->get<std::string>());
+    const size_t cells = static_cast<size_t>(L_) * D_ * E_;  // [L][D][E]
+    std::vector<int64_t> previous = state_counts(j, origin, "previous", cells, true);
+    std::vector<int64_t> window = state_counts(j, origin, "window", cells, false);
+    const auto iterations = j.find("window_iterations");
+    if (iterations == j.end() || !iterations->is_number_integer() || iterations->get<int64_t>() < 0)
+        state_error(origin, "window_iterations", "is missing or not an integer >= 0");
+    const auto offline = j.find("offline");
+    if (offline == j.end() || !offline->is_array() || (!offline->empty() && offline->size() != static_cast<size_t>(L_)))
+        state_error(origin, "offline", "must be an array of 0 or num_layers (" + std::to_string(L_) + ") placements");
+    std::vector<Placement> placements;
+    for (const nlohmann::json& p : *offline) {
+        const std::string field = "offline[" + std::to_string(placements.size()) + "]";
+        const auto owner = p.is_object() ? p.find("owner") : p.end();
+        const auto replica = p.is_object() ? p.find("replica") : p.end();
+        if (owner == p.end() || !owner->is_array() || owner->size() != static_cast<size_t>(E_))
+            state_error(origin, field + ".owner", "must be an array of num_experts (" + std::to_string(E_) + ") devices");
+        if (replica == p.end() || !replica->is_array() || replica->size() != static_cast<size_t>(E_) * D_)
+            state_error(origin, field + ".replica",
+                        "must be an array of experts x devices (" + std::to_string(E_ * D_) + ") flags");
+        std::vector<int> owners;
+        for (const nlohmann::json& d : *owner) {
+            if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() >= D_)
+                state_error(origin, field + ".owner", "holds " + d.dump() + ", not a device in [0, " +
+                                                          std::to_string(D_) + ")");
+            owners.push_back(d.get<int>());
+        }
+        Placement placement = Placement::make_owners(D_, owners);
+        for (size_t i = 0; i < replica->size(); ++i) {
+            const nlohmann::json& flag = (*replica)[i];
+            if (!flag.is_number_integer() || (flag.get<int64_t>() != 0 && flag.get<int64_t>() != 1))
+                state_error(origin, field + ".replica", "holds " + flag.dump() + ", not a flag 0 or 1");
+            placement.replica[i] = static_cast<uint8_t>(flag.get<int64_t>());
+        }
+        const std::string problem = check_placement(placement, 0);
+        if (!problem.empty()) state_error(origin, field, "is not a valid placement: " + problem);
+        placements.push_back(std::move(placement));
+    }
+    previous_ = std::move(previous);
+    window_ = std::move(window);
+    window_iterations_ = iterations->get<int64_t>();
+    offline_ = std::move(placements);
 }
 
 }  // namespace prophet

@@ -43,7 +43,9 @@ class PolicyRunner {
 
     // State a resumed run needs to make the same placements: previous counts and offline placements (JSON).
     std::string save_state() const;
-    void load_state(const std::string& json);
+    // Checks every field against this run's L, D and E before using any (a short `previous` would make plan()
+    // read past its end); a defect is a prophet::Error, exit 3, naming `origin` (the state.json) and the field.
+    void load_state(const std::string& json, const std::string& origin);
 
   private:
     void plan_offline();

@@ -66,9 +66,9 @@ const Schema& train_schema() {
         // test-only fault injection (docs/reliability.md): never set these outside a test of the failure paths
         s.add_int("debug.fail_rank", -1, -1, 1 << 20, "TEST ONLY: this rank fails at debug.fail_step (-1: none)");
         s.add_int("debug.fail_step", 0, 0, 1e12, "TEST ONLY: the step at which debug.fail_rank fails");
-        s.add_string("debug.fail_mode", "kill", {"kill", "exit", "hang", "error"},
-                     "TEST ONLY: how it fails: SIGKILL itself, _exit(1), sleep forever (a hung collective), or "
-                     "throw a run error (exit 1) that only this rank sees");
+        s.add_string("debug.fail_mode", "kill", {"kill", "exit", "hang", "error", "bad_alloc"},
+                     "TEST ONLY: how it fails: SIGKILL itself, _exit(1), sleep forever (a hung collective), "
+                     "throw a run error (exit 1) that only this rank sees, or throw std::bad_alloc (exit 4)");
         return s;
     }();
     return schema;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "core/timer.h"
 #include "kernels/optim.h"
 #include "model/checkpoint.h"
+#include "train/resume_check.h"
 #include "comm/comm_paced.h"
 #include "train/traffic.h"
 #include "moe/ep_executor.h"
@@ -319,11 +321,11 @@ void Trainer::resume(const std::string& path) {
     for (int i = 0; i < model_->num_tensors(); ++i)
         expect.tensors.emplace_back(model_->tensor(i).name, shape_of(model_->tensor(i)));
     const Checkpoint ckpt = load_checkpoint(path, expect);
-    const auto saved_ranks = ckpt.meta.extra.find("world_size");
-    if (saved_ranks != ckpt.meta.extra.end() && std::stoi(saved_ranks->second) != comm_.size())
-        throw Error(kExitConfig, "checkpoint error: " + ckpt.dir + " was written by a run on " + saved_ranks->second +
-                                     " ranks, this run has " + std::to_string(comm_.size()) +
-                                     "; fix: resume with mpirun -np " + saved_ranks->second);
+    // every field the trainer reads is checked before any is used (exit 3 naming the file and the field)
+    const ResumeFields fields = check_resume_fields(ckpt, comm_.size());
+    const auto state = ckpt.meta.extra.find("policy_state");
+    if (state != ckpt.meta.extra.end())
+        policy_->load_state(state->second, (std::filesystem::path(ckpt.dir) / "state.json").string());
     for (int i = 0; i < model_->num_tensors(); ++i) {
         const ParamTensor& t = model_->tensor(i);
         const auto copy = [&](const TensorMap& map, const std::string& name, std::vector<float>& dst) {
@@ -334,10 +336,8 @@ void Trainer::resume(const std::string& path) {
         copy(ckpt.optimizer, t.name + ".m", model_->adam_m);
         copy(ckpt.optimizer, t.name + ".v", model_->adam_v);
     }
-    model_->adam_step = ckpt.meta.optimizer_step;
-    next_step_ = std::stoll(ckpt.meta.data_position.at("next_step"));
-    const auto state = ckpt.meta.extra.find("policy_state");
-    if (state != ckpt.meta.extra.end()) policy_->load_state(state->second);
+    model_->adam_step = fields.optimizer_step;
+    next_step_ = fields.next_step;
     comm_.barrier();
 }
 
