@@ -37,6 +37,9 @@ const Schema& train_schema() {
         s.add_int("train.threads", 1, 1, 256, "BLAS threads per rank");
         s.add_string("train.checkpoint_dir", "", {}, "where --save writes checkpoints (empty: results/ckpt/<run_id>)");
         s.add_int("train.save_every", 0, 0, 1e12, "checkpoint every N steps (0: at the end only, with --save)");
+        s.add_string("device.kind", "cpu", {"cpu", "cuda"},
+                     "where the model computes: cpu (every rank, MPI) or cuda (one GPU, one rank; exit 4 when no "
+                     "CUDA device is usable; docs/gpu.md)");
         s.add_bool("train.record_loads", true, "record the D x E expert loads of every step and layer");
         add_balance_keys(s, /*allow_all=*/false, "static");
         s.add_string("balance.cluster", "experiments/clusters/cpu-local.toml", {},
@@ -117,6 +120,12 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.checkpoint_dir = c.get_string("train.checkpoint_dir");
     t.save_every = c.get_int("train.save_every");
     t.record_loads = c.get_bool("train.record_loads");
+    t.device_kind = c.get_string("device.kind");
+    if (t.device_kind == "cuda" && D > 1)
+        throw_config_error("device.kind", "cuda",
+                           "expert parallelism on GPUs is not built yet: a CUDA run is one rank, this one has D = " +
+                               std::to_string(D),
+                           "run one rank (no mpirun), or set device.kind = cpu for several ranks");
 
     t.policy = c.get_string("balance.policy");
     t.balance = balance_options_from(c);
@@ -144,6 +153,11 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.link_latency_us = c.get_float("comm.link_latency_us");
     t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
     t.schedule_split = c.get_string("schedule.split");
+    if (t.device_kind == "cuda" && t.schedule_blockwise)
+        throw_config_error("schedule.mode", "blockwise",
+                           "the block-wise scheduler overlaps Trans/Agg between ranks, and a CUDA run is one rank "
+                           "(GPU streams for it are not built yet)",
+                           "set schedule.mode = none with device.kind = cuda");
     return t;
 }
 
