@@ -153,6 +153,13 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.link_latency_us = c.get_float("comm.link_latency_us");
     t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
     t.schedule_split = c.get_string("schedule.split");
+    // GpuModel's limits (cuda/gpu_model.h), checked here so the refusal comes before the store is opened
+    if (t.device_kind == "cuda" && m.capacity_factor > 0)
+        throw_config_error("model.capacity_factor", std::to_string(m.capacity_factor),
+                           "the GPU model is dropless for now (device.kind = cuda)", "set model.capacity_factor = 0");
+    if (t.device_kind == "cuda" && m.aux_loss_coef > 0)
+        throw_config_error("model.aux_loss_coef", std::to_string(m.aux_loss_coef),
+                           "the GPU model has no auxiliary loss yet (device.kind = cuda)", "set model.aux_loss_coef = 0");
     if (t.device_kind == "cuda" && t.schedule_blockwise)
         throw_config_error("schedule.mode", "blockwise",
                            "the block-wise scheduler overlaps Trans/Agg between ranks, and a CUDA run is one rank "

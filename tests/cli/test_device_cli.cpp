@@ -80,3 +80,13 @@ TEST_F(DeviceCli, UnknownDeviceKindNamesTheAllowedValues) {
     EXPECT_NE(r.err.find("device.kind = gpu: must be one of cpu|cuda"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(db_));
 }
+
+TEST_F(DeviceCli, WhatTheGpuModelLacksIsRefusedBeforeAnythingIsWritten) {
+    for (const char* set : {"model.capacity_factor=1.25", "model.aux_loss_coef=0.01", "schedule.mode=blockwise"}) {
+        const auto r = prophet::testing::run_prophet(kNoGpu, run_args("train", std::string("--set ") + set), dir_);
+        EXPECT_EQ(r.exit_code, prophet::kExitConfig) << set << ": " << r.err;
+        const std::string key = std::string(set).substr(0, std::string(set).find('='));
+        EXPECT_NE(r.err.find("config error: " + key), std::string::npos) << set << ": " << r.err;
+        expect_nothing_written();
+    }
+}
