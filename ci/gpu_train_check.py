@@ -18,8 +18,13 @@ is 3x the forward), the same terms GpuModel::last_forward_flops counts, with N =
 """
 import argparse
 import json
+import re
 import sys
-import tomllib
+
+try:
+    import tomllib  # Python 3.11+
+except ImportError:  # an older python on the GPU machine: the [model] table's integer keys are all we need
+    tomllib = None
 
 
 def steps_of(path):
@@ -72,10 +77,28 @@ def step_flops(m):
     return 3.0 * (L * layer + 2.0 * N * C * V)
 
 
+def model_table(path):
+    """The [model] table of a preset: tomllib, or its integer keys by line when tomllib is missing."""
+    if tomllib is not None:
+        with open(path, "rb") as f:
+            return tomllib.load(f)["model"]
+    table, section = {}, None
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            head = re.fullmatch(r"\[([^\]]+)\]", line)
+            if head:
+                section = head.group(1).strip()
+                continue
+            kv = re.fullmatch(r"(\w+)\s*=\s*(-?\d+)", line)
+            if section == "model" and kv:
+                table[kv.group(1)] = int(kv.group(2))
+    return table
+
+
 def bench(args):
     rows = steps_of(args.run)
-    with open(args.model, "rb") as f:
-        model = tomllib.load(f)["model"]
+    model = model_table(args.model)
     ordered = [rows[s] for s in sorted(rows)]
     timed = ordered[1:] if len(ordered) > 1 else ordered  # the first step pays for allocation
     if not timed:

@@ -22,6 +22,9 @@ void GpuStepModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_s
     PROPHET_ASSERT_MSG(skip == nullptr || std::none_of(skip->begin(), skip->end(), [](char c) { return c; }),
                        "GpuStepModel: one rank updates every tensor");
     model_->adamw_step(lr, adamw, grad_scale);
+    // the step ends when the device is done: the trainer's step_ms is then the step's own time (not the next
+    // forward's wait for it), and a kernel's bad-id flag is raised in the step that set it
+    ctx_->synchronize();
 }
 
 const int* GpuStepModel::dispatch_indices() {
