@@ -14,6 +14,7 @@
 #include "core/timer.h"
 #include "kernels/blas.h"
 #include "train/calibrate.h"
+#include "train/device.h"
 #include "train/failure_watch.h"
 #include "train/fault_inject.h"
 #include "train/memory_estimate.h"
@@ -49,6 +50,8 @@ void add_run_options(CLI::App* cmd, CommonArgs& common) {
     cmd->footer(
         "Launch: mpirun -np D prophet train ... (as root add --allow-run-as-root; more ranks than cores: "
         "--oversubscribe); without mpirun it runs as one rank.\n"
+        "Device: --set device.kind=cuda trains on one GPU (one rank; exit 4 when no CUDA device is usable); "
+        "the default is cpu.\n"
         "Presets: experiments/models/*.toml (tiny, small, moe-gpt-s/m/l/ds/dm), experiments/train/*.toml.\n"
         "Example:\n"
         "  mpirun --allow-run-as-root --oversubscribe -np 4 ./build/prophet train "
@@ -76,6 +79,7 @@ void print_parameter_table(const RunContext& ctx, const Trainer& trainer, FILE* 
     auto row = [&](const char* k, const std::string& v) { std::fprintf(out, "| %-20s | %-48s |\n", k, v.c_str()); };
     row("run", ctx.run_id.empty() ? "(dry run)" : ctx.run_id);
     row("ranks D", std::to_string(ctx.comm->size()) + " (" + ctx.comm->name() + ")");
+    row("device", s.device_kind);
     row("V T C NH", std::to_string(m.V) + " " + std::to_string(m.T) + " " + std::to_string(m.C) + " " + std::to_string(m.NH));
     row("L E K F", std::to_string(m.L) + " " + std::to_string(m.E) + " " + std::to_string(m.K) + " " +
                        std::to_string(m.hidden_size()));
@@ -145,6 +149,7 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
     ctx->config = resolve_config(train_schema(), args);
     const int world = env_world_size();
     ctx->settings = train_settings_from(ctx->config, world);
+    require_usable_device(ctx->settings.device_kind);  // exit 4 before the store, a run row or a checkpoint dir
     check_train_memory(ctx->config, ctx->settings.model, world);  // exit 4 before anything is allocated
     ctx->fault = fault_plan_from(ctx->config, world);
     if (args.dry_run) return ctx;
@@ -159,7 +164,7 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
         info.experiment = ctx->settings.experiment;
         info.seed = ctx->settings.seed;
         info.world_size = ctx->comm->size();
-        info.backend = std::string("cpu-") + ctx->comm->name();
+        info.backend = ctx->settings.device_kind + "-" + ctx->comm->name();
         ctx->store->transaction([&] {
             ctx->run_id = ctx->store->begin_run(info);
             auto params = ctx->config.flat();
@@ -375,6 +380,10 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
                                "must be 0 for prophet profile: a trace records every routed token, and dropped "
                                "tokens would make its counts disagree with tokens x top-k",
                                "--set model.capacity_factor=0");
+        if (args.calibrate && config.get_string("device.kind") == "cuda")
+            throw_config_error("device.kind", "cuda",
+                               "--calibrate measures the CPU ranks' GEMMs and links; GPU calibration is not built yet",
+                               "drop --calibrate, or set device.kind = cpu");
         ctx = start_run("profile", args.common, argc, argv);
     } catch (...) {  // every exception, not only prophet::Error: nothing may escape without its exit code
         return report_start_error(current_exception_as_error(), env_world_rank());

@@ -198,4 +198,28 @@ void GpuModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_scale
 std::vector<float> GpuModel::download_params() const { return params_.download(); }
 std::vector<float> GpuModel::download_grads() const { return grads_.download(); }
 
+void GpuModel::download_state(Model<float>& host) const {
+    PROPHET_ASSERT_MSG(host.layout.num_params == layout_.num_params, "GpuModel::download_state: another layout");
+    host.params = params_.download();
+    host.adam_m = adam_m_.download();
+    host.adam_v = adam_v_.download();
+    host.adam_step = adam_step_;
+}
+
+void GpuModel::upload_state(const Model<float>& host) {
+    PROPHET_ASSERT_MSG(host.layout.num_params == layout_.num_params, "GpuModel::upload_state: another layout");
+    params_.upload(host.params);
+    adam_m_.upload(host.adam_m);
+    adam_v_.upload(host.adam_v);
+    adam_step_ = host.adam_step;
+}
+
+std::vector<int64_t> GpuModel::expert_counts(int layer) const {
+    PROPHET_ASSERT_MSG(layer >= 0 && layer < (int)offsets_host_.size(), "GpuModel::expert_counts before forward");
+    const std::vector<int>& offsets = offsets_host_[layer];  // [E+1]
+    std::vector<int64_t> counts(config_.E);
+    for (int e = 0; e < config_.E; e++) counts[e] = offsets[e + 1] - offsets[e];
+    return counts;
+}
+
 }  // namespace prophet::cuda

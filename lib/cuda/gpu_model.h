@@ -33,6 +33,13 @@ class GpuModel {
 
     std::vector<float> download_params() const;  // [num_params], the CPU model's layout
     std::vector<float> download_grads() const;
+    // Parameters, AdamW m, v and step count to / from a host model of the same layout (checkpoints: a GPU run
+    // saves and resumes through the CPU Model<float> layout, so its checkpoints are a CPU run's).
+    void download_state(Model<float>& host) const;
+    void upload_state(const Model<float>& host);
+    // Tokens routed to each expert of `layer` in the last forward (dropless: demand = dispatched), [E].
+    std::vector<int64_t> expert_counts(int layer) const;
+    std::vector<int> download_expert_idx() const { return expert_idx_.download(); }  // [L,N,K] of the last forward
     const ModelConfig& config() const { return config_; }
     const ParamLayout& layout() const { return layout_; }
     // Forward FLOPs of the last forward's GEMMs and attention (2*M*N*K each), for achieved TFLOP/s.

@@ -37,6 +37,9 @@ const Schema& train_schema() {
         s.add_int("train.threads", 1, 1, 256, "BLAS threads per rank");
         s.add_string("train.checkpoint_dir", "", {}, "where --save writes checkpoints (empty: results/ckpt/<run_id>)");
         s.add_int("train.save_every", 0, 0, 1e12, "checkpoint every N steps (0: at the end only, with --save)");
+        s.add_string("device.kind", "cpu", {"cpu", "cuda"},
+                     "where the model computes: cpu (every rank, MPI) or cuda (one GPU, one rank; exit 4 when no "
+                     "CUDA device is usable; docs/gpu.md)");
         s.add_bool("train.record_loads", true, "record the D x E expert loads of every step and layer");
         s.add_string("routing.source", "gate", {"gate", "trace"},
                      "gate: the model's top-k; trace: assignments drawn to match routing.trace's per-device, "
@@ -131,6 +134,12 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
                            "routing.source = \"trace\" needs a readable routing trace file",
                            "--set routing.trace=results/traces/<run>.ptrace (prophet profile writes one), or "
                            "--set routing.source=gate");
+    t.device_kind = c.get_string("device.kind");
+    if (t.device_kind == "cuda" && D > 1)
+        throw_config_error("device.kind", "cuda",
+                           "expert parallelism on GPUs is not built yet: a CUDA run is one rank, this one has D = " +
+                               std::to_string(D),
+                           "run one rank (no mpirun), or set device.kind = cpu for several ranks");
 
     t.policy = c.get_string("balance.policy");
     t.balance = balance_options_from(c);
@@ -159,6 +168,18 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.replicas_within_host = c.get_bool("comm.replicas_within_host");
     t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
     t.schedule_split = c.get_string("schedule.split");
+    // GpuModel's limits (cuda/gpu_model.h), checked here so the refusal comes before the store is opened
+    if (t.device_kind == "cuda" && m.capacity_factor > 0)
+        throw_config_error("model.capacity_factor", std::to_string(m.capacity_factor),
+                           "the GPU model is dropless for now (device.kind = cuda)", "set model.capacity_factor = 0");
+    if (t.device_kind == "cuda" && m.aux_loss_coef > 0)
+        throw_config_error("model.aux_loss_coef", std::to_string(m.aux_loss_coef),
+                           "the GPU model has no auxiliary loss yet (device.kind = cuda)", "set model.aux_loss_coef = 0");
+    if (t.device_kind == "cuda" && t.schedule_blockwise)
+        throw_config_error("schedule.mode", "blockwise",
+                           "the block-wise scheduler overlaps Trans/Agg between ranks, and a CUDA run is one rank "
+                           "(GPU streams for it are not built yet)",
+                           "set schedule.mode = none with device.kind = cuda");
     return t;
 }
 

@@ -42,6 +42,7 @@ struct TrainSettings {
     std::string schedule_split = "time";
     bool record_loads = true;    // one expert_load row per step and layer
     std::string routing_trace;   // routing.source = "trace": the trace whose counts replace the gate's choices
+    std::string device_kind = "cpu";  // device.kind: cpu | cuda (train/device.h)
 };
 
 // Reads and cross-checks the resolved config for a run on `world_size` ranks; throws prophet::Error (exit 3)

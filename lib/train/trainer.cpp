@@ -16,6 +16,7 @@
 #include "comm/comm_paced.h"
 #include "train/traffic.h"
 #include "moe/ep_executor.h"
+#include "train/device.h"
 
 namespace prophet {
 
@@ -93,6 +94,12 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
             [this](int layer, const int64_t* counts) { plan_ahead_->observe(next_step_, layer, counts); });
     }
 
+    // the model operations on the run's device; the CPU one drives model_ itself (with the executor above), a
+    // GPU one keeps its own copy and syncs model_ only for checkpoints (save / resume)
+    step_model_ = make_step_model(settings_.device_kind, *model_);
+    on_device_ = settings_.device_kind != "cpu";
+    PROPHET_ASSERT_MSG(!on_device_ || D == 1, "a device run is one rank (train_settings_from refuses more)");
+
     skip_ = executor_->optimizer_skip_mask(model_->layout);
     home_experts_ = executor_->home_expert_tensor_mask(model_->layout);
     const int B_local = m.B / D;
@@ -121,7 +128,7 @@ double Trainer::global_grad_norm_sq() {
     if (comm_.rank() == 0)
         for (int i = 0; i < model_->num_tensors(); ++i)
             if (!model_->tensor(i).is_expert) include[i] = 1;
-    double norm_sq = grad_norm_sq(*model_, &include);
+    double norm_sq = step_model_->grad_norm_sq(&include);
     comm_.all_reduce_sum(&norm_sq, 1);
     return norm_sq;
 }
@@ -177,19 +184,21 @@ StepStats Trainer::step() {
 
     const auto [seq_begin, seq_end] = rank_sequences(m.B, comm_.rank(), D);
     data_->batch(step, seq_begin, seq_end, inputs_.data(), targets_.data());
-    model_zero_grad(*model_);
+    step_model_->zero_grad();
     mark(OpKind::kData, &cursor);
-    double loss = model_forward(*model_, inputs_.data(), targets_.data(), B_local, static_cast<double>(m.B) * m.T);
-    model_backward(*model_);
+    double loss = step_model_->forward(inputs_.data(), targets_.data(), B_local, static_cast<double>(m.B) * m.T);
+    step_model_->backward();
     cursor = now_ns();
-    sum_dense_gradients();     // beside the last Agg under the block-wise schedule
-    mark(OpKind::kAllReduce, &cursor);
-    executor_->finish_backward();  // every Agg done before the optimizer (records its waits)
+    if (!on_device_) {  // one device rank has no other rank to sum with, and never runs the executor
+        sum_dense_gradients();     // beside the last Agg under the block-wise schedule
+        mark(OpKind::kAllReduce, &cursor);
+        executor_->finish_backward();  // every Agg done before the optimizer (records its waits)
+    }
     cursor = now_ns();
     const double norm_sq = global_grad_norm_sq();
     s.grad_norm = std::sqrt(norm_sq);
     s.lr = lr_at_step(settings_.lr, step);
-    adamw_step(*model_, s.lr, settings_.adamw, grad_clip_scale(s.grad_norm, settings_.grad_clip), &skip_);
+    step_model_->adamw_step(s.lr, settings_.adamw, grad_clip_scale(s.grad_norm, settings_.grad_clip), &skip_);
     mark(OpKind::kOptimizer, &cursor);
     comm_.all_reduce_sum(&loss, 1);
     s.loss = loss;
@@ -197,14 +206,21 @@ StepStats Trainer::step() {
     // routing of this step: counts per layer (identical on every rank) and optional transitions
     s.counts.resize(static_cast<size_t>(m.L) * D * m.E);
     for (int l = 0; l < m.L; ++l) {
+        int64_t* counts = s.counts.data() + static_cast<size_t>(l) * D * m.E;  // [D,E]
+        if (on_device_) {  // one rank, all experts local: the policy sees the counts after the fact
+            const std::vector<int64_t> local = step_model_->routing_counts(l);  // [E]
+            std::copy(local.begin(), local.end(), counts);
+            s.placements.push_back(policy_->plan(step, l, counts));
+            continue;
+        }
         const MoeLayerStats& stats = executor_->layer_stats(l);
-        std::copy(stats.counts.begin(), stats.counts.end(), s.counts.begin() + static_cast<size_t>(l) * D * m.E);
+        std::copy(stats.counts.begin(), stats.counts.end(), counts);
         s.placements.push_back(stats.placement);
     }
     if (record_transitions_ && m.L > 1) {
         s.transitions.assign(static_cast<size_t>(m.L - 1) * m.E * m.E, 0);
         const int N = B_local * m.T;
-        const int* idx = model_->acts.dispatch_idx;  // [L,N,K], -1 where dropped
+        const int* idx = step_model_->dispatch_indices();  // [L,N,K], -1 where dropped
         for (int l = 0; l + 1 < m.L; ++l)
             for (int n = 0; n < N; ++n)
                 for (int a = 0; a < m.K; ++a) {
@@ -269,6 +285,7 @@ std::vector<int64_t> shape_of(const ParamTensor& t) { return std::vector<int64_t
 
 std::string Trainer::save(const std::string& dir, const std::string& run_id) {
     const ModelConfig& m = settings_.model;
+    step_model_->to_host(*model_);  // a device model's parameters and AdamW state into the checkpoint layout
     const int D = comm_.size();
     const int experts_per_rank = m.E / D;
     // bring every home expert's parameters and optimizer state to rank 0
@@ -337,6 +354,7 @@ void Trainer::resume(const std::string& path) {
         copy(ckpt.optimizer, t.name + ".v", model_->adam_v);
     }
     model_->adam_step = fields.optimizer_step;
+    step_model_->from_host(*model_);  // and onto the device, when the run has one
     next_step_ = fields.next_step;
     comm_.barrier();
 }

@@ -15,6 +15,7 @@
 #include "comm/comm_counting.h"
 #include "model/data.h"
 #include "model/moe_gpt.h"
+#include "model/step_model.h"
 #include "schedule/timeline.h"
 #include "train/plan_ahead.h"
 #include "train/policy_runner.h"
@@ -75,6 +76,7 @@ class Trainer {
     // Collective. Every rank reads the checkpoint (dir or a step directory) and continues after its step.
     void resume(const std::string& path);
 
+    // The host model: the CPU run's own; on a device run, its values as of the last save / resume.
     Model<float>& model() { return *model_; }
     const Model<float>& model() const { return *model_; }
     const TrainSettings& settings() const { return settings_; }
@@ -97,6 +99,8 @@ class Trainer {
     std::unique_ptr<DataSource> data_;
     std::unique_ptr<PolicyRunner> policy_;
     std::unique_ptr<ExpertParallelExecutor> executor_;
+    std::unique_ptr<StepModel> step_model_;  // device.kind: the CPU model_ itself, or a GPU copy of it
+    bool on_device_ = false;                 // device.kind != cpu (one rank; the executor is not used)
     std::unique_ptr<PlanAhead> plan_ahead_;     // schedule.mode = blockwise
     std::unique_ptr<OpTimeline> timeline_;      // set_timeline(true)
     std::unique_ptr<TraceRouter> router_;       // routing.source = "trace"

@@ -522,6 +522,8 @@ void test_errors(Case& c, Rng& rng, Context& ctx) {
 
 }  // namespace
 
+void test_step_model(Case& c, Rng& rng, cuda::Context& ctx);  // step_model_tests.cpp
+
 const std::vector<OpTest>& op_tests() {
     static const std::vector<OpTest> tests = {
         {"gemm", test_gemm},
@@ -538,6 +540,7 @@ const std::vector<OpTest>& op_tests() {
         {"crossentropy", test_crossentropy},
         {"optimizer", test_optimizer},
         {"model_steps", test_model_steps},
+        {"step_model", test_step_model},
         {"errors", test_errors},
     };
     return tests;

@@ -1,0 +1,45 @@
+// device.cpp: device.kind (device.h). The CUDA parts exist only in a build with the CUDA backend
+// (PROPHET_HAVE_CUDA, set on prophet_train when prophet_cuda is built).
+#include "train/device.h"
+
+#include "core/error.h"
+
+#ifdef PROPHET_HAVE_CUDA
+#include "cuda/gpu_step_model.h"
+#endif
+
+namespace prophet {
+
+namespace {
+[[noreturn]] void no_device(const std::string& found, const std::string& fix) {
+    throw Error(kExitResource, "device error: device.kind = cuda, but " + found + "; fix: " + fix +
+                                   ", or set device.kind = cpu");
+}
+}  // namespace
+
+void require_usable_device(const std::string& kind) {
+    if (kind != "cuda") return;
+#ifdef PROPHET_HAVE_CUDA
+    const char* reason = nullptr;
+    const int count = cuda::device_count(&reason);
+    if (count == 0)
+        no_device(std::string("no usable CUDA device was found (cudaGetDeviceCount: ") +
+                      (reason != nullptr ? reason : "0 devices") + ")",
+                  "run on a machine with an NVIDIA GPU and a driver for CUDA 13 (check nvidia-smi and "
+                  "CUDA_VISIBLE_DEVICES)");
+#else
+    no_device("this prophet was built without the CUDA backend (PROPHET_CUDA=OFF or no CUDA toolkit found)",
+              "rebuild with -DPROPHET_CUDA=ON where the CUDA toolkit is installed");
+#endif
+}
+
+std::unique_ptr<StepModel> make_step_model(const std::string& kind, Model<float>& host) {
+    if (kind == "cpu") return std::make_unique<CpuStepModel>(host);
+#ifdef PROPHET_HAVE_CUDA
+    if (kind == "cuda") return std::make_unique<cuda::GpuStepModel>(host, /*device=*/0);
+#endif
+    require_usable_device(kind);  // throws the one-line error for cuda without a backend
+    throw_config_error("device.kind", kind, "unknown device", "use cpu or cuda");
+}
+
+}  // namespace prophet

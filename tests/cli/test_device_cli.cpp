@@ -1,0 +1,92 @@
+// device.kind (train/device.h) as a user meets it without a GPU: `--set device.kind=cuda` ends with exit 4 and
+// ONE line naming the key, what was found and the fix, before the store, a run row, a checkpoint directory or a
+// trace is written. CUDA_VISIBLE_DEVICES is emptied so a machine with a GPU takes the same path (a CUDA build
+// then sees zero devices; a build without CUDA refuses for that reason). Several ranks with cuda: exit 3.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../temp_dir_test.h"
+#include "cli_util.h"
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The lines prophet wrote to stderr (mpirun's own banner lines do not start with "prophet:").
+std::vector<std::string> prophet_lines(const std::string& err) {
+    std::vector<std::string> lines;
+    std::istringstream in(err);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("prophet:", 0) == 0) lines.push_back(line);
+    return lines;
+}
+
+// No GPU visible, and a bound on the time (a regression that trains instead must not hang the suite).
+const std::string kNoGpu = "timeout -s KILL 120 env CUDA_VISIBLE_DEVICES=";
+
+class DeviceCli : public prophet::testing::TempDirTest {
+  protected:
+    std::string run_args(const std::string& command, const std::string& extra) {
+        return command + " --config experiments/train/skewed-4rank.toml --json --set train.steps=2 --set store.path=" +
+               db_ + " --set device.kind=cuda " + extra;
+    }
+    void expect_nothing_written() {
+        EXPECT_FALSE(fs::exists(db_)) << "a refused run created the store";
+        EXPECT_FALSE(fs::exists(dir_ / "ckpt")) << "a refused run created its checkpoint directory";
+        EXPECT_FALSE(fs::exists(dir_ / "trace.ptrace")) << "a refused profile wrote a trace";
+    }
+};
+
+}  // namespace
+
+TEST_F(DeviceCli, CudaWithoutADeviceExitsFourWithOneLineAndWritesNothing) {
+    for (const char* command : {"train", "profile"}) {
+        const std::string extra = std::string(command) == "train"
+                                      ? "--save --set train.checkpoint_dir=" + (dir_ / "ckpt").string()
+                                      : "-o " + (dir_ / "trace.ptrace").string();
+        const auto r = prophet::testing::run_prophet(kNoGpu, run_args(command, extra), dir_);
+        EXPECT_EQ(r.exit_code, prophet::kExitResource) << command << ": " << r.err;
+        const std::vector<std::string> lines = prophet_lines(r.err);
+        ASSERT_EQ(lines.size(), 1u) << command << ": " << r.err;
+        EXPECT_EQ(r.err, lines[0] + "\n") << command << ": nothing but the one line";
+        for (const char* needle : {"device.kind = cuda", "fix:", "device.kind = cpu"})
+            EXPECT_NE(lines[0].find(needle), std::string::npos) << command << ": " << needle << " in " << lines[0];
+        EXPECT_TRUE(r.out.empty()) << command << ": " << r.out;
+        expect_nothing_written();
+    }
+}
+
+TEST_F(DeviceCli, CudaOnSeveralRanksIsRefusedBeforeAnythingIsWritten) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const auto r = prophet::testing::run_prophet(
+        "timeout -s KILL 120 mpirun --allow-run-as-root --oversubscribe -np 2",
+        run_args("train", "--save --set train.checkpoint_dir=" + (dir_ / "ckpt").string()), dir_);
+    EXPECT_EQ(r.exit_code, prophet::kExitConfig) << r.err;
+    const std::vector<std::string> lines = prophet_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << "only rank 0 reports: " << r.err;
+    EXPECT_NE(lines[0].find("expert parallelism on GPUs is not built yet"), std::string::npos) << lines[0];
+    expect_nothing_written();
+}
+
+TEST_F(DeviceCli, UnknownDeviceKindNamesTheAllowedValues) {
+    const auto r = prophet::testing::run_prophet(
+        "timeout -s KILL 60", "train --set store.path=" + db_ + " --set device.kind=gpu", dir_);
+    EXPECT_EQ(r.exit_code, prophet::kExitConfig) << r.err;
+    EXPECT_NE(r.err.find("device.kind = gpu: must be one of cpu|cuda"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(db_));
+}
+
+TEST_F(DeviceCli, WhatTheGpuModelLacksIsRefusedBeforeAnythingIsWritten) {
+    for (const char* set : {"model.capacity_factor=1.25", "model.aux_loss_coef=0.01", "schedule.mode=blockwise"}) {
+        const auto r = prophet::testing::run_prophet(kNoGpu, run_args("train", std::string("--set ") + set), dir_);
+        EXPECT_EQ(r.exit_code, prophet::kExitConfig) << set << ": " << r.err;
+        const std::string key = std::string(set).substr(0, std::string(set).find('='));
+        EXPECT_NE(r.err.find("config error: " + key), std::string::npos) << set << ": " << r.err;
+        expect_nothing_written();
+    }
+}
