@@ -6,6 +6,7 @@
 
 #include "cmd_ablate.h"
 #include "cmd_plan.h"
+#include "cmd_report.h"
 #include "cmd_sweep.h"
 #include "cmd_trace.h"
 #include "cmd_train.h"
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
     CLI::App* profile = cli::add_profile_command(app, profile_args);
     cli::AblateArgs ablate_args;
     CLI::App* ablate = cli::add_ablate_command(app, ablate_args);
+    cli::ReportArgs report_args;
+    CLI::App* report = cli::add_report_command(app, report_args);
 
     try {
         app.parse(argc, argv);
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
         if (trace->parsed()) return cli::run_trace(trace_args);
         if (sweep->parsed()) return cli::run_sweep_command(sweep_args);
         if (ablate->parsed()) return cli::run_ablate(ablate_args);
+        if (report->parsed()) return cli::run_report(report_args);
         int rc = kExitUsage;
         if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
         if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);
