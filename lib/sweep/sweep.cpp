@@ -40,7 +40,7 @@ namespace {
 
 const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
-                            "validate_cluster", "variants", "command"};
+                            "validate_cluster", "variants", "command", "calibrate_set"};
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -304,7 +304,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                "simulates training steps, and an infer point runs none",
                                "remove it (serve.sim_clusters replays an inference run on simulated nodes)");
     } else {
-        for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "command"})
+        for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "command", "calibrate_set"})
             if (const toml::node* node = sweep->get(k))
                 throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),
@@ -387,11 +387,16 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         std::sort(spec.grid.begin(), spec.grid.end(),
                   [](const GridAxis& a, const GridAxis& b) { return a.key < b.key; });
     }
-    if (const toml::node* set_node = real ? sweep->get("set") : nullptr) {
+    // [sweep.set]: every point's train overrides; [sweep.calibrate_set]: the calibration run's, held out (below)
+    for (const std::string table_name : {"set", "calibrate_set"}) {
+        const toml::node* set_node = real ? sweep->get(table_name) : nullptr;
+        if (!set_node) continue;
+        KeyValues& target = table_name == "set" ? spec.set : spec.calibrate_set;
         const toml::table* set = set_node->as_table();
         if (!set)
-            throw_config_error("sweep.set", toml_node_text(*set_node), "must be a table of train key -> value",
-                               "[sweep.set]\n\"train.steps\" = 6");
+            throw_config_error("sweep." + table_name, toml_node_text(*set_node),
+                               "must be a table of train key -> value",
+                               "[sweep." + table_name + "]\n\"train.steps\" = 6");
         for (const auto& [key, node] : *set) {
             const std::string k(key.str());
             if (!child_schema(spec).find(k) || reserved_train_key(k)) {
@@ -399,22 +404,27 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                   "run.seed, run.experiment and store.path";
                 const std::string near = child_schema(spec).closest(k);
                 if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error("sweep.set." + k, toml_node_text(node), "not a key a real sweep may set", fix);
+                throw_config_error("sweep." + table_name + "." + k, toml_node_text(node),
+                                   "not a key a real sweep may set", fix);
             }
             for (const GridAxis& axis : spec.grid)
-                if (axis.key == k)
+                if (axis.key == k && table_name == "set")
                     throw_config_error("sweep.set." + k, toml_node_text(node), "the key is also in [sweep.grid]",
                                        "keep it in one of [sweep.set] and [sweep.grid]");
             const std::optional<std::string> v = value_text(node);
             if (!v)
-                throw_config_error("sweep.set." + k, toml_node_text(node), "must be a number, bool, string or list",
-                                   "\"" + k + "\" = 6");
-            Config check(child_schema(spec), "sweep set of " + origin);
+                throw_config_error("sweep." + table_name + "." + k, toml_node_text(node),
+                                   "must be a number, bool, string or list", "\"" + k + "\" = 6");
+            Config check(child_schema(spec), "sweep " + table_name + " of " + origin);
             check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
-            spec.set.emplace_back(k, value_to_toml(check.get(k)));
+            target.emplace_back(k, value_to_toml(check.get(k)));
         }
-        std::sort(spec.set.begin(), spec.set.end());
+        std::sort(target.begin(), target.end());
     }
+    if (!spec.calibrate_set.empty() && spec.validate_cluster != kCalibrate)
+        throw_config_error("sweep.calibrate_set", "(" + std::to_string(spec.calibrate_set.size()) + " keys)",
+                           "is the calibration run's config, and only validate_cluster = \"calibrate\" calibrates",
+                           "set validate_cluster = \"calibrate\" or remove [sweep.calibrate_set]");
     for (const Variant& v : spec.variants)
         for (const auto& kv : v.set)
             for (const GridAxis& axis : spec.grid)
@@ -811,7 +821,8 @@ void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOp
     std::vector<std::string> sets = {"store.path=" + options.store_path, "run.experiment=" + spec.name,
                                      "run.seed=" + std::to_string(p.seed)};
     for (const auto& [k, v] : spec.set) sets.push_back(k + "=" + v);
-    for (const auto& [k, v] : p.grid) sets.push_back(k + "=" + v);
+    // held out: [sweep.calibrate_set] replaces the point's grid values, so no validated point is the calibrated one
+    for (const auto& [k, v] : spec.calibrate_set.empty() ? p.grid : spec.calibrate_set) sets.push_back(k + "=" + v);
     for (const std::string& kv : sets) {
         cmd.push_back("--set");
         cmd.push_back(kv);
@@ -822,6 +833,16 @@ void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOp
         throw Error(child.exit_code, "prophet profile --calibrate exited with code " +
                                          std::to_string(child.exit_code) + (line.empty() ? "" : ": " + line));
     }
+}
+
+// The calibration run's config as one line: "held out: model.F=512" ([sweep.calibrate_set]) or "same config"
+// (the point's own grid values), after "<D> ranks, ".
+std::string calibration_description(const SweepSpec& spec, const SweepPoint& p) {
+    std::string out = std::to_string(p.ranks) + " ranks, ";
+    if (spec.calibrate_set.empty()) return out + "same config as the point";
+    out += "held out:";
+    for (const auto& [k, v] : spec.calibrate_set) out += " " + k + "=" + v;
+    return out;
 }
 
 // The child's final {"summary": true, ...} line of stdout; throws when there is none.
@@ -984,7 +1005,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
             std::string validate_path = spec.validate_cluster.empty() ? "" : resolve_path(spec, spec.validate_cluster);
             std::string calibration_error;
             if (spec.validate_cluster == kCalibrate) {
-                const std::string key = std::to_string(p.ranks) + "\n" + canonical_text(p.grid);
+                // with [sweep.calibrate_set] one calibration per rank count serves every grid point
+                const std::string key =
+                    std::to_string(p.ranks) + "\n" + canonical_text(spec.calibrate_set.empty() ? p.grid : KeyValues{});
                 if (!calibrated.count(key)) {
                     Calibrated c;
                     c.path = (store_dir / "clusters" /
@@ -1031,6 +1054,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                 std::string validation_error = calibration_error;
                 if (!spec.validate_cluster.empty() && validation_error.empty()) {
                     params.emplace_back("validate_cluster", quoted(std::as_const(validate_path)));
+                    if (spec.validate_cluster == kCalibrate)  // what the calibration ran (the report names it)
+                        params.emplace_back("validate_calibrated_on",
+                                            quoted(calibration_description(spec, p)));
                     try {
                         validation = validate_run(*store, child_id, p.policy, validate_path);
                     } catch (const Error& e) {

@@ -50,6 +50,9 @@ struct SweepSpec {
     // cluster file the child's recorded loads are simulated on (empty: no validation); kCalibrate: a cluster file
     // measured by `prophet profile --calibrate` on the points' own ranks and config right before the first of them
     std::string validate_cluster;
+    // [sweep.calibrate_set]: train overrides of the calibration run in place of the points' grid values (so the
+    // simulator is validated on configs it was not calibrated on); empty: each grid point calibrates its own config
+    KeyValues calibrate_set;
 };
 
 // Throws prophet::Error (exit 3) naming key, value, rule and fix for any defect: unknown keys, empty lists,
