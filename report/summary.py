@@ -157,9 +157,9 @@ def _validation_sentence(exp, g, raw):
     d = raw[raw["experiment"] == exp]["error_pct"]
     cal = "; ".join(sorted(set(raw[raw["experiment"] == exp]["calibrated on"])))
     val = ", ".join(sorted(set(raw[raw["experiment"] == exp]["validated on"])))
-    return (f"The simulator, calibrated on {cal} and run on {val}, predicted the measured step time of {len(d)} "
-            f"runs with an error of {_pm(d)}% (range {C.fmt3(d.min())}% to {C.fmt3(d.max())}%; negative: "
-            f"simulated faster than measured).")
+    return (f"The simulator, calibrated on [{cal}] and validated on [{val}], predicted the measured step time of "
+            f"{len(d)} runs of {exp} with an error of {_pm(d)}% (range {C.fmt3(d.min())}% to {C.fmt3(d.max())}%; "
+            f"negative: simulated faster than measured).")
 
 
 def _ablation_sentence(exp, raw):
