@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Run every figure script into --out and write a markdown report linking each figure with the table behind it.
+"""Write REPORT.md: a summary of each experiment (summary.py), then every figure that has data with its table.
 
-Figures without data are listed as skipped, with the reason the script printed. Exit status: 0 when every script
-ran (with or without data), 1 when one crashed.
+Figures without data get no section: one closing line lists them with the command that would make their data.
+Exit status: 0 when every script ran (with or without data) or the store has no runs ("nothing to report"),
+1 when one crashed, 5 when there is no store at --db or it is not a SQLite file.
 """
 import argparse
 import datetime
@@ -13,6 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import common as C  # noqa: E402
+import summary  # noqa: E402
 
 FIGURES = [
     ("fig_speedup", "Speedup of each policy over static per cluster and trace (prophet sweep)."),
@@ -42,6 +44,26 @@ FIGURES = [
                     "against E, D and L (bench_ilp_gap)."),
 ]
 
+# What makes each figure's data: the closing line of a report names these for the figures it could not draw.
+PRODUCED_BY = {
+    "fig_speedup": "prophet sweep experiments/sweeps/main-sim.toml",
+    "fig_layers": "prophet sweep experiments/sweeps/fig11-layers.toml",
+    "fig_rb": "prophet sweep experiments/sweeps/fig16-rb.toml",
+    "fig_ablation": "prophet ablate --config experiments/train/ablate-4rank.toml",
+    "fig_iterations": "prophet sweep experiments/sweeps/fig12-iterations.toml",
+    "fig_locality": "prophet sweep experiments/sweeps/locality-stress.toml",
+    "fig_sensitivity": "prophet sweep experiments/sweeps/sensitivity.toml",
+    "fig_plan_policies": "prophet plan --policy all",
+    "fig_planner_scaling": "prophet sweep experiments/sweeps/planner-scaling.toml",
+    "fig_train": "prophet train",
+    "fig_gantt": "prophet train --timeline",
+    "fig_validation": "prophet sweep experiments/sweeps/main-real.toml",
+    "fig_serving_tail": "prophet sweep experiments/sweeps/serving-moetuner.toml",
+    "fig_serving_sample": "prophet sweep experiments/sweeps/serving-moetuner.toml",
+    "fig_ilp_gap": "build/bench/bench_ilp_gap",
+}
+NOTHING = "nothing to report"  # the line (and exit 0) for a store without runs
+
 # ci/bench-regress.sh's history, listed only for a store that holds bench-regress runs
 BENCH_FIGURE = ("fig_bench_history", "Planner and training throughput across commits, relative to the first run "
                                      "(ci/bench-regress.sh, bench table).")
@@ -52,53 +74,87 @@ def has_bench_runs(db):
     return con is not None and not C._query(con, "SELECT 1 FROM runs WHERE command = 'bench-regress' LIMIT 1").empty
 
 
+def run_figure(name, args, env):
+    """Run one figure script: (status, text) with status 'made' (text: its stdout), 'skipped' (text: the reason)
+    or 'failed' (text: its last stderr line)."""
+    cmd = [sys.executable, os.path.join(HERE, name + ".py"), "--db", args.db, "--out", args.out]
+    if args.experiment:
+        cmd += ["--experiment", *args.experiment]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    out = r.stdout.strip()
+    if r.returncode != 0:
+        return "failed", f"exit {r.returncode}: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    if out.startswith(C.NO_DATA_PREFIX) or not os.path.isfile(os.path.join(args.out, name + ".png")):
+        return "skipped", out.splitlines()[0] if out else "no figure written"
+    return "made", out
+
+
+def figure_section(name, what, out, args, report_dir):
+    """The markdown of one drawn figure: heading, image, caption with the PDF and CSV links, its table."""
+    rel = lambda ext: os.path.relpath(os.path.abspath(os.path.join(args.out, f"{name}.{ext}")), report_dir)  # noqa
+    body = out.splitlines()
+    caption = what
+    if body and body[0].startswith("caption: "):
+        caption = what + " " + body[0][len("caption: "):]
+        body = body[1:]
+    links = f"[PDF]({rel('pdf')})" + (f", [CSV]({rel('csv')})" if os.path.isfile(os.path.join(args.out, name + ".csv"))
+                                      else "")
+    return [f"### {name}", "", f"![{name}]({rel('png')})", "", f"{caption} ({links})", "", "\n".join(body).strip(), ""]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--db", default=C.DEFAULT_DB)
     p.add_argument("--out", default=C.DEFAULT_OUT)
     p.add_argument("--report", default="results/REPORT.md")
-    p.add_argument("--experiment", default=None)
+    p.add_argument("--experiment", default=None, nargs="+", help="only these experiments")
     args = p.parse_args(argv)
+    if not os.path.isfile(args.db):
+        print(f"no store at {args.db}", file=sys.stderr)
+        return 5
+    con = C.connect(args.db)
+    if con is None:
+        print(f"{args.db} is not a SQLite store", file=sys.stderr)
+        return 5
+    experiment = args.experiment[0] if args.experiment and len(args.experiment) == 1 else args.experiment
+    runs = C.load_runs(con, experiment=experiment, status=None)
+    if runs.empty:
+        print(f"{NOTHING}: {args.db} has no runs" + (f" of {', '.join(args.experiment)}" if args.experiment else ""))
+        return 0
     report_dir = os.path.dirname(os.path.abspath(args.report))
     os.makedirs(report_dir, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
     env = dict(os.environ, MPLBACKEND="Agg")
-    lines = ["# prophet report", "",
-             f"Store: `{args.db}`" + (f", experiment `{args.experiment}`" if args.experiment else "") + ".",
-             f"Error bars and bands are {C.SD_NOTE} (seaborn errorbar='sd') unless a caption says otherwise.", ""]
-    failed, made, skipped = [], [], []
+    head = ["# prophet report", "",
+            f"Store: `{args.db}`" + (f", experiments {', '.join(args.experiment)}" if args.experiment else "") +
+            f"; {C.runs_status_line(con)}.", ""]
+    summary_lines, summary_tables = summary.build(con, experiment)
+    for name, t in summary_tables.items():
+        t.to_csv(os.path.join(args.out, name + ".csv"), index=False)
+    failed, made, skipped, sections = [], [], [], []
     for name, what in FIGURES + ([BENCH_FIGURE] if has_bench_runs(args.db) else []):
-        cmd = [sys.executable, os.path.join(HERE, name + ".py"), "--db", args.db, "--out", args.out]
-        if args.experiment:
-            cmd += ["--experiment", args.experiment]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        lines += [f"## {name}", "", what, ""]
-        out = r.stdout.strip()
-        png = os.path.join(args.out, name + ".png")
-        if r.returncode != 0:
+        status, text = run_figure(name, args, env)
+        print(f"{name}: {status}" + ("" if status == "made" else f" ({text})"), file=sys.stderr)
+        if status == "made":
+            made.append(name)
+            sections += figure_section(name, what, text, args, report_dir)
+        elif status == "failed":
             failed.append(name)
-            err = (r.stderr.strip().splitlines() or ["?"])[-1]
-            lines += [f"**Failed** (exit {r.returncode}): `{err}`", ""]
-            print(f"{name}: FAILED (exit {r.returncode}): {err}", file=sys.stderr)
-            continue
-        if out.startswith(C.NO_DATA_PREFIX) or not os.path.isfile(png):
+            sections += [f"### {name}", "", f"**Failed** ({text})", ""]
+        else:
             skipped.append(name)
-            lines += [f"_Skipped: {out.splitlines()[0] if out else 'no figure written'}_", ""]
-            print(f"{name}: skipped ({out.splitlines()[0] if out else 'no figure'})", file=sys.stderr)
-            continue
-        made.append(name)
-        rel = os.path.relpath(os.path.abspath(png), report_dir)
-        pdf_rel = os.path.relpath(os.path.abspath(os.path.join(args.out, name + ".pdf")), report_dir)
-        body = out.splitlines()
-        caption = ""
-        if body and body[0].startswith("caption: "):
-            caption = body[0][len("caption: "):]
-            body = body[1:]
-        lines += [f"![{name}]({rel})", "", f"{caption} ([PDF]({pdf_rel}))", "", "\n".join(body).strip(), ""]
-        print(f"{name}: {png}", file=sys.stderr)
-    lines += ["---", f"{len(made)} figures, {len(skipped)} skipped (no data), {len(failed)} failed."]
+    lines = head + summary_lines
+    if sections:
+        lines += ["## Figures", "", f"Error bars and bands are {C.SD_NOTE} (seaborn errorbar='sd') unless a "
+                                    "caption says otherwise; every table's full data is the CSV beside its figure.",
+                  ""] + sections
+    lines += ["---", f"{len(made)} figures, {len(failed)} failed."]
+    if skipped:
+        lines.append("Not produced (no data in this store): " +
+                     "; ".join(f"{n} (`{PRODUCED_BY.get(n, '?')}`)" for n in skipped) + ".")
     with open(args.report, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print(f"wrote {args.report}: {len(made)} figures, {len(skipped)} skipped, {len(failed)} failed")
+    print(f"wrote {args.report}: {len(made)} figures, {len(skipped)} without data, {len(failed)} failed")
     return 1 if failed else 0
 
 

@@ -40,10 +40,14 @@ def parse_args(description, experiment=True, argv=None, extra=None):
     p.add_argument("--db", default=DEFAULT_DB, help="store file, opened read-only (default %(default)s)")
     p.add_argument("--out", default=DEFAULT_OUT, help="output directory for PNG + PDF (default %(default)s)")
     if experiment:
-        p.add_argument("--experiment", default=None, help="only runs with this experiment name")
+        p.add_argument("--experiment", default=None, nargs="+",
+                       help="only runs with this experiment name (several: any of them)")
     if extra is not None:
         extra(p)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if experiment and args.experiment is not None and len(args.experiment) == 1:
+        args.experiment = args.experiment[0]  # one name stays a string: messages and filters read as before
+    return args
 
 
 def no_data(name, why):
@@ -96,7 +100,10 @@ def load_runs(con, command=None, experiment=None, status="finished"):
     if command is not None:
         where.append("command = ?")
         args.append(command)
-    if experiment is not None:
+    if isinstance(experiment, (list, tuple)):
+        where.append(f"experiment IN ({_in_clause(experiment)})")
+        args += list(experiment)
+    elif experiment is not None:
         where.append("experiment = ?")
         args.append(experiment)
     if status is not None:
@@ -277,9 +284,16 @@ def add_caption(fig, text):
     return text
 
 
+# The directory save_figure last wrote to: print_result writes the full table as <name>.csv there, beside the figure
+# (every script saves its figure before printing its table).
+_last_out_dir = None
+
+
 def save_figure(fig, out_dir, name):
     """Write <name>.png and <name>.pdf with deterministic metadata; returns both paths."""
+    global _last_out_dir
     os.makedirs(out_dir, exist_ok=True)
+    _last_out_dir = out_dir
     png = os.path.join(out_dir, name + ".png")
     pdf = os.path.join(out_dir, name + ".pdf")
     fig.savefig(png, dpi=150, metadata=PNG_METADATA, bbox_inches="tight")
@@ -289,30 +303,100 @@ def save_figure(fig, out_dir, name):
     return png, pdf
 
 
-def _fmt(v):
-    if isinstance(v, float):
+def fmt3(v):
+    """A number for people: 3 significant digits (1.00, 0.0123), no exponent from 1e-4 to 1e6 (1234.5 -> 1235, 123.4
+    -> 123); integers and text as they are; NaN as '-'."""
+    if isinstance(v, bool) or v is None:
+        return "-" if v is None else str(v)
+    if isinstance(v, int) or (hasattr(v, "dtype") and getattr(v.dtype, "kind", "") in "iu"):
+        return str(v)
+    if isinstance(v, float) or hasattr(v, "dtype"):
+        v = float(v)
         if v != v:
-            return "nan"
-        return f"{v:.4g}"
+            return "-"
+        if 100 <= abs(v) < 1e6:
+            return f"{v:.0f}"
+        if v == 0 or 1e-4 <= abs(v) < 100:
+            return f"{v:#.3g}".rstrip(".")  # keeps 3 significant digits: 1.00, 0.0120
+        return f"{v:.3g}"
     return str(v)
 
 
-def markdown_table(df, index=False):
-    """A frame as a GitHub markdown table (no tabulate dependency)."""
-    if index:
-        df = df.reset_index()
+_fmt = fmt3
+
+
+def mean_pm_sd(mean, sd):
+    """'1.23 ± 0.041': the mean to 3 significant digits, the sd to 2; '1.23' without an sd."""
+    if sd is None or sd != sd:
+        return fmt3(mean)
+    return f"{fmt3(mean)} \u00b1 {sd:.0f}" if abs(sd) >= 100 else f"{fmt3(mean)} \u00b1 {sd:.2g}"
+
+
+def people_frame(df):
+    """Merge every X_mean / X_sd column pair into one 'X' column of 'mean ± sd' text, keeping column order."""
+    cols = [str(c) for c in df.columns]
+    out = {}
+    for c in cols:
+        if c.endswith("_sd") and c[:-3] + "_mean" in cols:
+            continue
+        if c.endswith("_mean") and c[:-5] + "_sd" in cols:
+            out[c[:-5]] = [mean_pm_sd(m, s) for m, s in zip(df[c], df[c[:-5] + "_sd"])]
+        else:
+            out[c] = list(df[c])
+    return pd.DataFrame(out, columns=list(out))
+
+
+MAX_COLUMNS = 8  # wider tables are split, the key (text) columns repeated in each part
+MAX_ROWS = 24    # longer tables are cut in the report; the CSV beside the figure has every row
+
+
+def _one_table(df):
     cols = [str(c) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+        lines.append("| " + " | ".join(fmt3(v) for v in row) + " |")
     return "\n".join(lines)
 
 
+def markdown_table(df, index=False, max_rows=None):
+    """A frame as GitHub markdown (no tabulate dependency), rounded for people (fmt3); more than MAX_COLUMNS
+    columns: several tables, each repeating the leading text columns; more than max_rows rows: the first max_rows
+    and a line saying how many were left out."""
+    if index:
+        df = df.reset_index()
+    note = ""
+    if max_rows is not None and len(df) > max_rows:
+        note = f"\n\n_{len(df) - max_rows} more rows in the CSV file beside the figure._"
+        df = df.head(max_rows)
+    cols = list(df.columns)
+    if len(cols) <= MAX_COLUMNS:
+        return _one_table(df) + note
+    keys = []
+    for c in cols:
+        if df[c].dtype == object and len(keys) < 3 and len(keys) == cols.index(c):
+            keys.append(c)
+    rest = [c for c in cols if c not in keys]
+    width = max(1, MAX_COLUMNS - len(keys))
+    parts = [_one_table(df[keys + rest[i:i + width]]) for i in range(0, len(rest), width)]
+    return "\n\n".join(parts) + note
+
+
 def print_result(name, caption, table):
-    """stdout protocol read by build_report.py: caption line, blank line, the markdown table."""
+    """stdout protocol read by build_report.py: caption line, blank line, the markdown table (mean/sd pairs
+    merged, rounded, long tables cut); the full table goes to <name>.csv beside the figure."""
+    if _last_out_dir is not None:
+        table.to_csv(os.path.join(_last_out_dir, name + ".csv"), index=False)
     print(f"caption: {caption}")
     print()
-    print(markdown_table(table))
+    print(markdown_table(people_frame(table), max_rows=MAX_ROWS))
+
+
+def runs_status_line(conn):
+    """'runs: 40 finished, 2 failed, 1 lost': how many runs of the store have each status (most first)."""
+    df = _query(conn, "SELECT status, count(*) AS n FROM runs GROUP BY status ORDER BY n DESC, status")
+    if df.empty:
+        return "runs: none"
+    return "runs: " + ", ".join(f"{int(n)} {s}" for s, n in zip(df["status"], df["n"]))
 
 
 def mean_sd(df, by, value):

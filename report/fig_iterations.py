@@ -44,6 +44,7 @@ def main(argv=None):
     from matplotlib.ticker import MaxNLocator
     for ax in g.axes.flat:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.margins(x=0)  # no tick left of iteration 0 to collide with the lowest y tick label
     g.set_axis_labels("iteration", "iteration time (ms)")
     g.set_titles("{col_name}", size=8)
     g.fig.suptitle("Simulated iteration time per iteration", y=1.02)
@@ -52,7 +53,8 @@ def main(argv=None):
     if dropped:
         cap += f" {len(dropped)} further settings not shown (use --experiment)."
     C.add_caption(g.fig, cap)
-    g.fig.subplots_adjust(bottom=0.18 if len(settings) <= 3 else 0.08)
+    g.fig.tight_layout(rect=(0, 0.18 if len(settings) <= 3 else 0.08, 1, 1))  # rows apart: no tick label overlaps
+    sns.move_legend(g, "center left", bbox_to_anchor=(1.0, 0.5))  # beside the panels, not over the last one
     C.save_figure(g.fig, args.out, NAME)
     per_run = df.groupby(["setting", "policy", "run_id"])["value"].mean().reset_index()
     t = per_run.groupby(["setting", "policy"])["value"].agg(["mean", "std", "count"]).reset_index()

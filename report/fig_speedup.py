@@ -23,6 +23,7 @@ PAPER_TABLES = {
     "lpwnv-8": ("Table V (2xLPWNV)", {"s": (1.20, 1.30, 1.56, 1.91), "m": (1.02, 1.18, 1.29, 1.94),
                                       "ds": (1.12, 1.30, 1.44, 1.64), "dm": (0.96, 1.26, 1.25, 1.58)}),
 }
+PAPER_COLUMNS = [("fastermoe", "1"), ("prophet", "1"), ("fastermoe", "2"), ("prophet", "2")]  # PAPER_TABLES' order
 MODEL_ORDER = ["s", "m", "l", "ds", "dm"]
 TRACE_RE = re.compile(r"^paper-e(\d+)-k(\d+)-([a-z]+)$")  # paper-tables.toml's traces: D, k, model
 
@@ -64,8 +65,7 @@ def paper_tables(df):
         rows = []
         for model in [x for x in MODEL_ORDER if x in set(g["model"])] + sorted(set(g["model"]) - set(MODEL_ORDER)):
             row = {"model": model.upper()}
-            for i, (policy, k) in enumerate([("fastermoe", "1"), ("prophet", "1"), ("fastermoe", "2"),
-                                             ("prophet", "2")]):
+            for i, (policy, k) in enumerate(PAPER_COLUMNS):
                 v = g[(g["model"] == model) & (g["policy"] == policy) & (g["k"] == k)]["speedup_vs_static"]
                 cell = "-" if v.empty else f"{v.mean():.2f} \u00b1 {v.std(ddof=1) if len(v) > 1 else 0:.3f} ({len(v)})"
                 if model in paper:
@@ -78,41 +78,131 @@ def paper_tables(df):
     return "\n".join(out)
 
 
+MAX_BARS = 12    # bars per panel: more groups are split over more panels
+MAX_PANELS = 12  # panels per figure: the rest are in the table and the CSV only
+
+
+def panel_frame(df):
+    """Adds panel (title) and x (tick label) columns. Traces named like paper-tables.toml's (paper-e{D}-k{k}-{model})
+    get one panel per (experiment, cluster, k) and the model as x; other traces one panel per (experiment, cluster),
+    x = trace, split into panels of at most MAX_BARS bars. Returns (frame, panel order, x order per panel)."""
+    m = df["trace"].astype(str).str.extract(TRACE_RE)
+    is_paper = m[2].notna()
+    df = df.assign(panel="", x="")
+    df.loc[is_paper, "x"] = m.loc[is_paper, 2].str.upper()
+    df.loc[is_paper, "panel"] = (df.loc[is_paper, "experiment"] + "\n" + df.loc[is_paper, "cluster"] + ", k=" +
+                                 m.loc[is_paper, 1])
+    df.loc[~is_paper, "x"] = df.loc[~is_paper, "trace"]
+    n_policies = max(1, df["policy"].nunique())
+    per_panel = max(1, MAX_BARS // n_policies)
+    panels, xorder = [], {}
+    for base, g in df[~is_paper].groupby(df.loc[~is_paper, "experiment"] + "\n" + df.loc[~is_paper, "cluster"]):
+        xs = sorted(g["x"].unique())
+        chunks = [xs[i:i + per_panel] for i in range(0, len(xs), per_panel)]
+        for i, chunk in enumerate(chunks):
+            title = base + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else "")
+            df.loc[g.index[g["x"].isin(chunk)], "panel"] = title
+            panels.append(title)
+            xorder[title] = chunk
+    for title, g in df[is_paper].groupby("panel"):
+        panels.append(title)
+        xorder[title] = [x.upper() for x in MODEL_ORDER if x.upper() in set(g["x"])] + sorted(
+            set(g["x"]) - {x.upper() for x in MODEL_ORDER})
+    return df, sorted(panels), xorder
+
+
+def paper_value(cluster, x, k, policy):
+    """The paper's speedup over DeepSpeed-MoE for (cluster, model, k, policy), or None."""
+    table = PAPER_TABLES.get(cluster, (None, {}))[1].get(str(x).lower())
+    if table is None or policy not in ("fastermoe", "prophet") or k not in ("1", "2"):
+        return None
+    return table[PAPER_COLUMNS.index((policy, k))]
+
+
+def draw(df, panels, xorder, order):
+    """The faceted bar chart: one panel per entry of panels, bars = policies (mean ± sd over seeds) at each x,
+    the paper's value as a black diamond beside ours; every bar's gid is 'panel|x|policy' (the tests read it)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    shown = panels[:MAX_PANELS]
+    ncols = min(3, len(shown))
+    nrows = (len(shown) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols + 1.8, 3.4 * nrows + 0.9), sharey=True,
+                             squeeze=False)
+    pal = C.palette(order)
+    width = 0.8 / max(1, len(order))
+    paper_drawn = False
+    for ax, title in zip(axes.flat, shown):
+        g = df[df["panel"] == title]
+        xs = xorder[title]
+        for j, policy in enumerate(order):
+            for i, x in enumerate(xs):
+                v = g[(g["x"] == x) & (g["policy"] == policy)]["speedup_vs_static"]
+                if v.empty:
+                    continue
+                pos = i + (j - (len(order) - 1) / 2) * width
+                sd = v.std(ddof=1) if len(v) > 1 else 0.0
+                ax.bar(pos, v.mean(), width * 0.95, yerr=sd, color=pal[policy], capsize=2,
+                       error_kw={"elinewidth": 0.8}, gid=f"{title}|{x}|{policy}")
+                k = title.rsplit("k=", 1)[1] if ", k=" in title else None
+                pv = paper_value(g["cluster"].iloc[0], x, k, policy) if k else None
+                if pv is not None:
+                    ax.plot(pos, pv, marker="D", color="black", markersize=4, ls="none")
+                    paper_drawn = True
+        ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
+        ax.set_xticks(range(len(xs)))
+        long_labels = max(len(str(x)) for x in xs) > 6
+        ax.set_xticklabels(xs, rotation=30 if long_labels else 0, ha="right" if long_labels else "center",
+                           fontsize=7 if long_labels else 9)
+        ax.set_xlim(-0.6, len(xs) - 0.4)
+        ax.set_title(title, fontsize=9)
+    for ax in axes.flat[len(shown):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel("speedup over static (\u00d7)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=pal[p]) for p in order]
+    labels = list(order)
+    if paper_drawn:
+        handles.append(Line2D([], [], marker="D", color="black", ls="none", markersize=5))
+        labels.append("paper (over DeepSpeed-MoE)")
+    handles.append(Line2D([], [], color="0.3", lw=0.8, ls="--"))
+    labels.append("static (1.0)")
+    fig.legend(handles, labels, title="policy", loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.suptitle("Speedup of each policy over static", fontsize=11)
+    return fig, len(panels) - len(shown)
+
+
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
     df = C.load_frame(NAME, args, speedup_frame,
                       "no finished `prophet sweep` runs with speedup_vs_static")
     # real-run sweeps (engine = "real") have no cluster file or trace: they train the model of their train_config
-    df["cluster"] = df["cluster"].fillna("real CPU ranks")
-    df["trace"] = df["trace"].fillna("train config")
-    df["setting"] = df["experiment"] + "\n" + df["cluster"] + "\n" + df["trace"]
+    ranks = df["point.ranks"] if "point.ranks" in df.columns else C.pd.Series(index=df.index, dtype=float)
+    df["cluster"] = df["cluster"].fillna(ranks.map(lambda r: f"real, {int(r)} CPU ranks" if r == r else "real"))
+    tc = df["point.train_config"].map(C.stem) if "point.train_config" in df.columns else None
+    df["trace"] = df["trace"].fillna(tc if tc is not None else "train config").fillna("train config")
+    table_df = df
+    df = df[df["policy"] != "static"]  # static is 1.0 by definition: the dashed line
+    if df.empty:
+        C.no_data(NAME, "only static points (no policy to compare)")
     order = C.policy_order(df["policy"])
-    settings = sorted(df["setting"].unique())
+    df, panels, xorder = panel_frame(df)
     C.setup_style()
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-    width = max(7.0, 2.5 + 0.3 * len(settings) * (len(order) + 1))
-    fig, ax = plt.subplots(figsize=(min(width, 24), 4.6))
-    sns.barplot(data=df, x="setting", y="speedup_vs_static", hue="policy", hue_order=order, order=settings,
-                estimator="mean", errorbar="sd", palette=C.palette(order), capsize=0.05, errwidth=1.0, ax=ax)
-    ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
-    ax.set_xlabel("experiment / cluster / trace")
-    ax.set_ylabel("speedup over static (\u00d7)")
-    ax.set_title("Speedup of each policy over static (simulated mean iteration time)")
-    ax.legend(title="policy", bbox_to_anchor=(1.01, 1), loc="upper left")
-    if len(settings) > 2:
-        plt.setp(ax.get_xticklabels(), rotation=30, ha="right", fontsize=7)
-    nseeds = int(df.groupby(["setting", "policy"])["seed"].nunique().max())
-    cap = (f"Bars: {C.SD_NOTE} (errorbar='sd', up to {nseeds} seeds; grid values other than the planner scales "
-           "pooled). Dashed line: static. Data: prophet sweep, metric speedup_vs_static.")
+    fig, hidden = draw(df, panels, xorder, order)
+    nseeds = int(df.groupby(["panel", "x", "policy"])["seed"].nunique().max())
+    cap = (f"Bars: {C.SD_NOTE} (error bars: sd; up to {nseeds} seeds; grid values other than the planner scales "
+           "pooled); one panel per experiment / cluster (and k for the paper's traces). Dashed line: static. "
+           "Black diamonds: the paper's speedup over DeepSpeed-MoE for the same cluster, model and k "
+           "(Tables IV / V)." + (f" {hidden} further panels only in the table / CSV." if hidden else "") +
+           " Data: prophet sweep, metric speedup_vs_static.")
     C.add_caption(fig, cap)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.tight_layout(rect=(0, 0.1 if len(panels) <= 3 else 0.05, 1, 0.95))
     C.save_figure(fig, args.out, NAME)
-    t = C.mean_sd(df, ["experiment", "cluster", "trace", "policy"], "speedup_vs_static")
+    t = C.mean_sd(table_df, ["experiment", "cluster", "trace", "policy"], "speedup_vs_static")
     t["policy"] = t["policy"].astype(str)
     t = t.sort_values(["experiment", "cluster", "trace"]).reset_index(drop=True)
     C.print_result(NAME, cap, t)
-    tables = paper_tables(df)
+    tables = paper_tables(table_df)
     if tables:
         print()
         print(tables)

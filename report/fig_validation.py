@@ -41,7 +41,8 @@ def main(argv=None):
                         "points need --include-oversubscribed)")
     df = df[df["sim_step_ms"].notna() & df["measured_step_ms"].notna()].copy()
     df["policy"] = df["policy"].fillna("?").astype(str)
-    df["ranks"] = df.get("point.ranks", "?").astype(str)
+    ranks = df["point.ranks"] if "point.ranks" in df.columns else C.pd.Series(index=df.index, dtype=float)
+    df["ranks"] = ranks.map(lambda r: str(int(r)) if r == r else "?")
     if df["experiment"].nunique() > 1:
         df["policy"] = df["experiment"] + ": " + df["policy"]
     df["label"] = df["policy"] + " D=" + df["ranks"]
@@ -71,7 +72,9 @@ def main(argv=None):
     ax.set_title("Simulator validation: " + ", ".join(sorted(df["experiment"].unique())))
     ax.legend(fontsize=8)
     nseeds = int(t["seeds"].max())
-    cap = (f"Markers: {C.SD_NOTE} (up to {nseeds} seeds; a single seed has no bars); dashed: y = x. "
+    calibrated = sorted(set(df["validate_calibrated_on"].dropna())) if "validate_calibrated_on" in df.columns else []
+    cap = (f"Markers: {C.SD_NOTE} (up to {nseeds} seeds; a single seed has no bars); dashed: y = x. " +
+           (f"Simulated on a cluster calibrated on: {'; '.join(calibrated)}. " if calibrated else "") +
            "Data: prophet sweep engine real, metrics sim_step_ms, measured_step_ms, sim_error = (sim - measured) / "
            "measured.")
     C.add_caption(fig, cap)

@@ -15,7 +15,10 @@ experiments/clusters/cpu-local.toml).
 The sim sweeps record the per-layer metrics (layer_moe_ms, layer_rb_vs_static, ...) that fig_layers / fig_rb draw.
 Checks: every figure script writes a non-empty PNG and PDF and prints a markdown table; rebuilding gives identical
 files; every script exits 0 with the no-data message on a missing, an empty and a data-less store;
-build_report.py writes a report linking every figure. Last line: "N passed, M failed".
+build_report.py writes a report that opens with the summary and links every figure; every figure drawn from the
+fixture has no overlapping tick labels, legend entries or panel titles (layout_check.py measures the text boxes) and
+fig_speedup's bars are the store's means; `prophet report` on a missing store exits 5 with one line, on an empty
+one 0 with "nothing to report". Last line: "N passed, M failed".
 """
 import argparse
 import os
@@ -27,6 +30,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import build_report  # noqa: E402  (its FIGURES: what an empty store's report must skip)
+import layout_check  # noqa: E402  (text overlaps and plotted values of a drawn figure)
 ROOT = os.path.dirname(HERE)
 PY = sys.executable
 FIGS = ["fig_speedup", "fig_layers", "fig_rb", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train",
@@ -168,8 +172,8 @@ def build_fixture(prophet, tmp, c):
         ("sweep smoke", [prophet, "sweep", "experiments/sweeps/smoke.toml", "--set", store]),
         ("sweep ablation", [prophet, "sweep", abl, "--no-report", "--set", store]),
         ("sweep planner scaling", [prophet, "sweep", sca, "--no-report", "--set", store]),
-        ("sweep locality", [prophet, "sweep", loc, "--set", store]),
-        ("sweep sensitivity", [prophet, "sweep", sen, "--set", store]),
+        ("sweep locality", [prophet, "sweep", loc, "--no-report", "--set", store]),
+        ("sweep sensitivity", [prophet, "sweep", sen, "--no-report", "--set", store]),
         ("plan", [prophet, "plan", "--trace", "experiments/traces/tiny-e4-d4.toml", "--cluster",
                   "experiments/clusters/moetuner-h100-ep4.toml", "--policy", "all", "--set", "plan.repeats=1",
                   "--set", store]),
@@ -196,6 +200,7 @@ def build_fixture(prophet, tmp, c):
         c.check(r.returncode == 0, f"fixture: prophet {what}",
                 f"exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}")
     c.check(os.path.isfile(db), "fixture: store file exists", db)
+    c.check(nonempty(os.path.join(tmp, "REPORT.md")), "prophet sweep (smoke) ended by writing REPORT.md beside the store")
     vdb = os.path.join(tmp, "validation.db")
     val = os.path.join(tmp, "validation.toml")
     with open(val, "w") as f:
@@ -209,6 +214,75 @@ def build_fixture(prophet, tmp, c):
 def run_script(name, db, out, extra=()):
     return run([PY, os.path.join(HERE, name + ".py"), "--db", db, "--out", out, *extra],
                env=dict(os.environ, MPLBACKEND="Agg"), timeout=120)
+
+
+def check_layout(c, db, vdb, out):
+    """Every figure drawn from the fixture: no two tick labels, legend entries or panel titles overlap."""
+    for name in FIGS:
+        status, found, _, _ = layout_check.render(name, vdb if name in VALIDATION_FIGS else db, out)
+        c.check(status == "drawn" and not found, f"{name}: no overlapping text ({status})",
+                "; ".join(f"{a} / {b}" for a, b in found[:4]))
+
+
+def check_speedup_values(c, db, out):
+    """fig_speedup's bars against the store: each 'experiment\ncluster|trace|policy' bar of the smoke sweep is the
+    mean of its points' speedup_vs_static metric, read here with SQL."""
+    import sqlite3
+    _, _, bars, _ = layout_check.render("fig_speedup", db, out, experiment="smoke")
+    con = sqlite3.connect(db)
+    rows = con.execute(
+        "SELECT pc.value, pt.value, pp.value, m.value FROM runs r "
+        "JOIN metrics m ON m.run_id = r.run_id AND m.key = 'speedup_vs_static' "
+        "JOIN params pc ON pc.run_id = r.run_id AND pc.key = 'point.cluster' "
+        "JOIN params pt ON pt.run_id = r.run_id AND pt.key = 'point.trace' "
+        "JOIN params pp ON pp.run_id = r.run_id AND pp.key = 'balance.policy' "
+        "WHERE r.experiment = 'smoke' AND r.command = 'sweep' AND r.status = 'finished'").fetchall()
+    con.close()
+    stem = lambda v: os.path.basename(v.strip('"'))[:-len(".toml")]  # noqa: E731
+    compared = 0
+    for gid, height in bars.items():
+        panel, x, policy = gid.split("|")
+        cluster = panel.split("\n")[1]
+        values = [v for cl, tr, po, v in rows if stem(cl) == cluster and stem(tr) == x and po.strip('"') == policy]
+        ok = values and abs(height - sum(values) / len(values)) <= 1e-9 * max(1.0, abs(height))
+        c.check(bool(ok), f"fig_speedup bar {gid!r} = mean of the store's {len(values)} points",
+                f"bar {height}, store {values}")
+        compared += 1
+    c.check(compared >= 2, "fig_speedup: smoke's fastermoe and prophet bars compared with the store", str(bars))
+
+
+def check_report_text(c, text, rdir):
+    """REPORT.md opens with the summary, writes no section for a figure without data, closes with one line
+    naming what was not produced, and its summary CSV files are beside the figures."""
+    summary_at, figures_at = text.find("## Summary"), text.find("## Figures")
+    c.check(0 <= summary_at < figures_at, "REPORT.md opens with the summary, figures after it", text[:300])
+    c.check("Skipped" not in text and "_Skipped" not in text, "REPORT.md has no 'Skipped' paragraphs")
+    c.check("\nNot produced (no data in this store): fig_gantt (`prophet train --timeline`)" in text,
+            "REPORT.md's closing line names what was not produced and the command", text[-400:])
+    c.check("### Speedup over static" in text and "\u00b1" in text, "REPORT.md summary: speedup table, mean \u00b1 sd")
+    c.check(nonempty(os.path.join(rdir, "figures", "summary_speedup.csv")) and
+            nonempty(os.path.join(rdir, "figures", "fig_speedup.csv")), "summary and figure CSV files written")
+
+
+def check_report_command(c, prophet, tmp, empty, db):
+    """`prophet report`: --help explains the options; a missing store is exit 5 and one line; an empty one exit 0
+    and 'nothing to report' (no REPORT.md); a store with runs writes REPORT.md."""
+    r = run([prophet, "report", "--help"], timeout=60)
+    c.check(r.returncode == 0 and all(o in r.stdout for o in ("--db", "--out", "--experiment", "pandas")),
+            "prophet report --help explains the options", r.stdout[-300:])
+    r = run([prophet, "report", "--db", os.path.join(tmp, "nope.db")], timeout=60)
+    c.check(r.returncode == 5 and len(r.stderr.strip().splitlines()) == 1 and "no store" in r.stderr,
+            "prophet report on a missing store: exit 5, one line", f"exit {r.returncode}: {r.stderr[-300:]}")
+    er = os.path.join(tmp, "empty-report", "REPORT.md")
+    r = run([prophet, "report", "--db", empty, "--report", er], timeout=120)
+    c.check(r.returncode == 0 and r.stdout.startswith("nothing to report") and not os.path.exists(er),
+            "prophet report on an empty store: exit 0, 'nothing to report'", f"exit {r.returncode}: {r.stdout}")
+    rr = os.path.join(tmp, "cmd-report", "REPORT.md")
+    r = run([prophet, "report", "--db", db, "--report", rr, "--out", os.path.join(tmp, "cmd-report", "figures"),
+             "--experiment", "smoke", "fixture-locality"], timeout=600)
+    text = open(rr).read() if os.path.isfile(rr) else ""
+    c.check(r.returncode == 0 and "fixture-locality" in text and "fixture-sensitivity" not in text,
+            "prophet report --experiment A B: a report of those two", f"exit {r.returncode}: {r.stderr[-300:]}")
 
 
 def nonempty(path):
@@ -237,6 +311,8 @@ def main():
             c.check("\n|---" in r.stdout, f"{name}: printed a markdown table", r.stdout[:300])
             c.check("sd" in r.stdout.splitlines()[0] if r.stdout else False, f"{name}: caption names the sd",
                     r.stdout[:200])
+        check_layout(c, db, vdb, os.path.join(tmp, "figs-layout"))
+        check_speedup_values(c, db, os.path.join(tmp, "figs-values"))
         # deterministic output: rebuild one figure and compare bytes
         out2 = os.path.join(tmp, "figs2")
         for name in ("fig_speedup", "fig_train"):
@@ -293,12 +369,8 @@ def main():
         for name in sorted(VALIDATION_FIGS):
             c.check(f"](figures-v/{name}.png)" in vtext and nonempty(os.path.join(rdir, "figures-v", name + ".png")),
                     f"validation REPORT links {name}.png", r.stderr[-400:])
-        r = run([PY, os.path.join(HERE, "build_report.py"), "--db", empty, "--out", os.path.join(tmp, "eo2"),
-                 "--report", os.path.join(tmp, "EMPTY.md")], timeout=300)
-        etext = open(os.path.join(tmp, "EMPTY.md")).read() if r.returncode == 0 else ""
-        # every figure build_report.py lists (FIGS plus those the fixture cannot feed, e.g. fig_gantt) is skipped
-        c.check(r.returncode == 0 and etext.count("_Skipped: no data:") == len(build_report.FIGURES),
-                "build_report.py on an empty store: every figure skipped", r.stderr[-400:])
+        check_report_text(c, text, rdir)
+        check_report_command(c, prophet, tmp, empty, db)
     except SystemExit:
         pass
     except Exception as e:  # noqa: BLE001

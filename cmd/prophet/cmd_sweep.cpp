@@ -1,16 +1,14 @@
 // cmd_sweep.cpp: `prophet sweep`: argument wiring, progress on stderr and the JSON summary (lib/sweep).
 #include "cmd_sweep.h"
 
-#include <sys/wait.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cmd_sweep_slurm.h"
+#include "cmd_report.h"
 #include "core/error.h"
 #include "store/run_health.h"
 #include "sweep/sweep.h"
@@ -18,6 +16,8 @@
 namespace prophet::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 const Schema& sweep_command_schema() {
     static const Schema schema = [] {
@@ -30,52 +30,19 @@ const Schema& sweep_command_schema() {
     return schema;
 }
 
-// report/build_report.py of this binary's source tree (PROPHET_SOURCE_DIR), else ./report; empty when neither exists.
-std::string build_report_script() {
-    std::error_code ec;
-#ifdef PROPHET_SOURCE_DIR
-    const std::filesystem::path source = std::filesystem::path(PROPHET_SOURCE_DIR) / "report" / "build_report.py";
-    if (std::filesystem::is_regular_file(source, ec)) return source.string();
-#endif
-    const std::filesystem::path local = std::filesystem::path("report") / "build_report.py";
-    if (std::filesystem::is_regular_file(local, ec)) return local.string();
-    return "";
-}
-
-std::string shell_quoted(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-// Builds <dir of store>/REPORT.md and <dir of store>/figures from the store; warns (one line) and returns on any
-// problem: the sweep's result does not depend on the report.
+// Builds <dir of store>/REPORT.md and <dir of store>/figures from the store (prophet report's code path); warns
+// (one line) and returns on any problem: the sweep's result does not depend on the report.
 void build_report(const std::string& store_path) {
-    const char* python = "/usr/bin/python3";
-    std::error_code ec;
-    const std::string script = build_report_script();
-    if (!std::filesystem::exists(python, ec) || script.empty()) {
-        std::fprintf(stderr, "prophet sweep: warning: no report built (%s missing); run report/build_report.py\n",
-                     script.empty() ? "report/build_report.py" : python);
-        return;
-    }
-    std::filesystem::path dir = std::filesystem::path(store_path).parent_path();
-    if (dir.empty()) dir = ".";
-    const std::string report = (dir / "REPORT.md").string();
-    const std::string command = std::string(python) + " " + shell_quoted(script) + " --db " +
-                                shell_quoted(store_path) + " --out " + shell_quoted((dir / "figures").string()) +
-                                " --report " + shell_quoted(report) + " >/dev/null 2>&1";
-    std::fflush(stdout);
-    const int status = std::system(command.c_str());
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (!std::filesystem::is_regular_file(report, ec)) {
-        std::fprintf(stderr, "prophet sweep: warning: report/build_report.py exited with code %d; no report built\n",
-                     code);
-        return;
-    }
-    if (status != 0)  // build_report.py exits 1 when a figure script crashed; the report names it
-        std::fprintf(stderr, "prophet sweep: warning: a figure failed (see the report)\n");
-    std::fprintf(stderr, "prophet sweep: report: %s\n", report.c_str());
+    ReportArgs report;
+    report.db = store_path;
+    report.quiet = true;
+    const int code = run_report(report);
+    fs::path dir = fs::path(store_path).parent_path();
+    if (code == kExitOk)
+        std::fprintf(stderr, "prophet sweep: report: %s\n", (dir.empty() ? fs::path(".") : dir).append("REPORT.md").c_str());
+    else
+        std::fprintf(stderr, "prophet sweep: warning: the report exited with code %d (run prophet report --db %s)\n",
+                     code, store_path.c_str());
 }
 
 // "3,5,7" -> {3, 5, 7}; each a point number 1..n
@@ -106,7 +73,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
     sweep->add_option("file", args.file, "sweep file (experiments/sweeps/*.toml)")->check(CLI::ExistingFile);
     sweep->add_option("--max-points", args.max_points, "stop after this many points have run (resume later)");
     sweep->add_flag("--no-report", args.no_report,
-                    "do not build <dir of store>/REPORT.md (report/build_report.py) at the end");
+                    "do not build <dir of store>/REPORT.md (prophet report) at the end");
     sweep->add_option("--launcher", args.launcher,
                       "local: run the points here, one after another; slurm: submit the missing points as a Slurm "
                       "job array ([sweep.slurm], docs/cluster.md), each task writing its own shard store")

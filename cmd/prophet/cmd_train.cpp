@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd_infer.h"
+#include "progress.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "kernels/blas.h"
@@ -206,6 +207,7 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
     if (root && !args.json)
         std::printf("%6s | %9s | %8s | %9s | %8s | %7s | %7s | %8s | %7s | %7s | %7s\n", "step", "loss", "ms", "tok/s",
                     "max/mean", "a2a ms", "exp ms", "nonexp", "trans", "agg", "plan");
+    Progress progress("step", s.steps, trainer.next_step());  // rank 0's stderr: steps done, ETA
     while (trainer.next_step() < s.steps) {
         ctx.watch->set_step(trainer.next_step());
         maybe_inject_fault(ctx.fault, ctx.comm->rank(), trainer.next_step());
@@ -214,6 +216,7 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
             throw Error(kExitRunFailed, "run failed: loss is " + std::to_string(st.loss) + " at step " +
                                             std::to_string(st.step) + "; fix: lower train.lr");
         if (root) {
+            progress.clear();
             record_step(*ctx.store, ctx.run_id, st, previous, s.record_loads, D, s.model.E);
             if (args.json) {
                 std::printf("%s\n", step_json(st).dump().c_str());
@@ -224,6 +227,7 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
                             st.a2a_ms, st.expert_ms, st.nonexpert_ms, st.trans_ms, st.agg_ms, st.plan_ms);
                 std::fflush(stdout);
             }
+            progress.update(st.step + 1);
         }
         previous = st.placements;
         if (save && s.save_every > 0 && (st.step + 1) % s.save_every == 0 && st.step + 1 < s.steps) {
@@ -236,6 +240,7 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
         }
         result.steps.push_back(std::move(st));
     }
+    if (root) progress.finish();
     if (save) {
         const std::string written = trainer.save(checkpoint_dir, ctx.run_id);
         if (root) {

@@ -10,6 +10,7 @@
 #include "cmd_db_merge.h"
 #include "cmd_plan.h"
 #include "cmd_runs.h"
+#include "cmd_report.h"
 #include "cmd_sweep.h"
 #include "cmd_trace.h"
 #include "cmd_train.h"
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
     CLI::App* db_merge = cli::add_db_merge_command(db, db_merge_args);
     cli::CkptArgs ckpt_args;
     CLI::App* ckpt_show = cli::add_ckpt_command(app, ckpt_args);
+    cli::ReportArgs report_args;
+    CLI::App* report = cli::add_report_command(app, report_args);
 
     try {
         app.parse(argc, argv);
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
         if (runs.list->parsed()) return cli::run_runs(runs, runs_args);
         if (db_check->parsed()) return cli::run_db_check(db_check_args);
         if (ckpt_show->parsed()) return cli::run_ckpt_show(ckpt_args);
+        if (report->parsed()) return cli::run_report(report_args);
         int rc = kExitUsage;
         if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
         if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);

@@ -24,12 +24,12 @@ std::vector<std::string> child_launcher(int ranks, const SweepOptions& options) 
 // policy), then [sweep.set] and the point's grid values. Strings are TOML string literals: a bare 2024 or true
 // would be read as a number or a bool, and a path may hold any character.
 std::vector<std::string> child_sets(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options,
-                                    bool with_policy) {
+                                    bool with_policy, const KeyValues& grid) {
     std::vector<std::string> sets = {"store.path=" + quoted(options.store_path), "run.experiment=" + quoted(spec.name),
                                      "run.seed=" + std::to_string(p.seed)};
     if (with_policy) sets.push_back("balance.policy=" + quoted(p.policy));
     for (const auto& [k, v] : spec.set) sets.push_back(k + "=" + v);  // canonical TOML text already
-    for (const auto& [k, v] : p.grid) sets.push_back(k + "=" + v);
+    for (const auto& [k, v] : grid) sets.push_back(k + "=" + v);
     return sets;
 }
 
@@ -43,7 +43,7 @@ std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& 
     for (const char* a : sub) cmd.push_back(a);
     cmd.push_back(resolve_path(spec, spec.train_config));
     cmd.push_back("--json");
-    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/true)) {
+    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/true, p.grid)) {
         cmd.push_back("--set");
         cmd.push_back(kv);
     }
@@ -72,7 +72,9 @@ void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOp
     for (const std::string& a : {std::string("profile"), std::string("--config"), resolve_path(spec, spec.train_config),
                                  std::string("--calibrate"), std::string("--cluster-out"), out})
         cmd.push_back(a);
-    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/false)) {
+    // held out: [sweep.calibrate_set] replaces the point's grid values, so no validated point is the calibrated one
+    const KeyValues& grid = spec.calibrate_set.empty() ? p.grid : spec.calibrate_set;
+    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/false, grid)) {
         cmd.push_back("--set");
         cmd.push_back(kv);
     }
@@ -85,6 +87,14 @@ void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOp
         throw Error(child.exit_code, "prophet profile --calibrate exited with code " +
                                          std::to_string(child.exit_code) + (line.empty() ? "" : ": " + line));
     }
+}
+
+std::string calibration_description(const SweepSpec& spec, const SweepPoint& p) {
+    std::string out = std::to_string(p.ranks) + " ranks, ";
+    if (spec.calibrate_set.empty()) return out + "same config as the point";
+    out += "held out:";
+    for (const auto& [k, v] : spec.calibrate_set) out += " " + k + "=" + v;
+    return out;
 }
 
 // The child's final {"summary": true, ...} line of stdout; throws when there is none.

@@ -52,6 +52,7 @@ std::string stopped_by(int signal_number) {
 
 }  // namespace
 using detail::calibrate_cluster;
+using detail::calibration_description;
 using detail::format_seconds;
 using detail::kExitTimeout;
 using detail::kKillGraceSeconds;
@@ -162,7 +163,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
             std::string validate_path = spec.validate_cluster.empty() ? "" : resolve_path(spec, spec.validate_cluster);
             std::string calibration_error;
             if (spec.validate_cluster == kCalibrate) {
-                const std::string key = std::to_string(p.ranks) + "\n" + canonical_text(p.grid);
+                // with [sweep.calibrate_set] one calibration per rank count serves every grid point
+                const std::string key =
+                    std::to_string(p.ranks) + "\n" + canonical_text(spec.calibrate_set.empty() ? p.grid : KeyValues{});
                 if (!calibrated.count(key)) {
                     Calibrated c;
                     c.path = (store_dir / "clusters" /
@@ -223,6 +226,8 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                 std::string validation_error = calibration_error;
                 if (!spec.validate_cluster.empty() && validation_error.empty()) {
                     params.emplace_back("validate_cluster", quoted(std::as_const(validate_path)));
+                    if (spec.validate_cluster == kCalibrate)  // what the calibration ran (the report names it)
+                        params.emplace_back("validate_calibrated_on", quoted(calibration_description(spec, p)));
                     try {
                         validation = validate_run(*store, child_id, p.policy, validate_path,
                                                   spec.validate_oversubscribed);

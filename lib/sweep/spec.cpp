@@ -30,7 +30,7 @@ namespace {
 const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
                             "validate_cluster", "variants", "command", "time_limit_s", "validate_oversubscribed",
-                            "slurm"};  // [sweep.slurm]: read by launch_slurm.cpp
+                            "slurm", "calibrate_set"};  // [sweep.slurm]: read by launch_slurm.cpp
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -183,7 +183,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                 "sweep." + k, toml_node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
                 "validate_cluster, validate_oversubscribed, command, time_limit_s, [sweep.grid], [sweep.set], "
-                "[sweep.variants] and [sweep.slurm]");
+                "[sweep.variants], [sweep.calibrate_set] and [sweep.slurm]");
     }
     SweepSpec spec;
     spec.origin = origin;
@@ -285,7 +285,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                "remove it (serve.sim_clusters replays an inference run on simulated nodes)");
     } else {
         for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "validate_oversubscribed", "command",
-                              "time_limit_s"})
+                              "time_limit_s", "calibrate_set"})
             if (const toml::node* node = sweep->get(k))
                 throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),
@@ -368,11 +368,16 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         std::sort(spec.grid.begin(), spec.grid.end(),
                   [](const GridAxis& a, const GridAxis& b) { return a.key < b.key; });
     }
-    if (const toml::node* set_node = real ? sweep->get("set") : nullptr) {
+    // [sweep.set]: every point's train overrides; [sweep.calibrate_set]: the calibration run's, held out (below)
+    for (const std::string table_name : {"set", "calibrate_set"}) {
+        const toml::node* set_node = real ? sweep->get(table_name) : nullptr;
+        if (!set_node) continue;
+        KeyValues& target = table_name == "set" ? spec.set : spec.calibrate_set;
         const toml::table* set = set_node->as_table();
         if (!set)
-            throw_config_error("sweep.set", toml_node_text(*set_node), "must be a table of train key -> value",
-                               "[sweep.set]\n\"train.steps\" = 6");
+            throw_config_error("sweep." + table_name, toml_node_text(*set_node),
+                               "must be a table of train key -> value",
+                               "[sweep." + table_name + "]\n\"train.steps\" = 6");
         for (const auto& [key, node] : *set) {
             const std::string k(key.str());
             if (!child_schema(spec).find(k) || reserved_train_key(k)) {
@@ -380,22 +385,27 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                   "run.seed, run.experiment and store.path";
                 const std::string near = child_schema(spec).closest(k);
                 if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error("sweep.set." + k, toml_node_text(node), "not a key a real sweep may set", fix);
+                throw_config_error("sweep." + table_name + "." + k, toml_node_text(node),
+                                   "not a key a real sweep may set", fix);
             }
             for (const GridAxis& axis : spec.grid)
-                if (axis.key == k)
+                if (axis.key == k && table_name == "set")
                     throw_config_error("sweep.set." + k, toml_node_text(node), "the key is also in [sweep.grid]",
                                        "keep it in one of [sweep.set] and [sweep.grid]");
             const std::optional<std::string> v = value_text(node);
             if (!v)
-                throw_config_error("sweep.set." + k, toml_node_text(node), "must be a number, bool, string or list",
-                                   "\"" + k + "\" = 6");
-            Config check(child_schema(spec), "sweep set of " + origin);
+                throw_config_error("sweep." + table_name + "." + k, toml_node_text(node),
+                                   "must be a number, bool, string or list", "\"" + k + "\" = 6");
+            Config check(child_schema(spec), "sweep " + table_name + " of " + origin);
             check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
-            spec.set.emplace_back(k, value_to_toml(check.get(k)));
+            target.emplace_back(k, value_to_toml(check.get(k)));
         }
-        std::sort(spec.set.begin(), spec.set.end());
+        std::sort(target.begin(), target.end());
     }
+    if (!spec.calibrate_set.empty() && spec.validate_cluster != kCalibrate)
+        throw_config_error("sweep.calibrate_set", "(" + std::to_string(spec.calibrate_set.size()) + " keys)",
+                           "is the calibration run's config, and only validate_cluster = \"calibrate\" calibrates",
+                           "set validate_cluster = \"calibrate\" or remove [sweep.calibrate_set]");
     for (const Variant& v : spec.variants)
         for (const auto& kv : v.set)
             for (const GridAxis& axis : spec.grid)

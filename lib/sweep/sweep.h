@@ -59,6 +59,9 @@ struct SweepSpec {
     // wall-clock seconds one real point's child (and a calibration child) may run; 0: no limit. Past it the
     // child's process group gets SIGTERM, then SIGKILL, and the point is recorded failed with exit code 124.
     double time_limit_s = 0;
+    // [sweep.calibrate_set]: train overrides of the calibration run in place of the points' grid values (so the
+    // simulator is validated on configs it was not calibrated on); empty: each grid point calibrates its own config
+    KeyValues calibrate_set;
 };
 
 // Throws prophet::Error (exit 3) naming key, value, rule and fix for any defect: unknown keys, empty lists,

@@ -74,6 +74,9 @@ std::string format_seconds(double seconds);
 // point's grid keys (they may change the model's shapes), writing `out`; the profile run is recorded in the store
 // under the sweep's name. Throws prophet::Error with the child's last stderr line when it fails.
 void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options, const std::string& out);
+// The calibration run's config as one line after "<D> ranks, ": "held out: model.F=512" ([sweep.calibrate_set]) or
+// "same config as the point" (the point's own grid values).
+std::string calibration_description(const SweepSpec& spec, const SweepPoint& p);
 
 // The child's final {"summary": true, ...} line of stdout; throws when there is none.
 nlohmann::json child_summary(const std::string& out);

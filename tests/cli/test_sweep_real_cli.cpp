@@ -210,3 +210,36 @@ TEST_F(SweepRealCli, OversubscribedPointsAreLeftOutOfValidationUnlessAsked) {
     const std::string id = nlohmann::json::parse(included.out)["run_ids"][0];
     EXPECT_EQ(store.get_metrics(id, "sim_error").size(), 1u) << included.err;
 }
+
+// [sweep.calibrate_set]: one calibration per rank count, run on the held-out config (model.F = 64 here), never on a
+// validated point's; each point names it in validate_calibrated_on.
+TEST_F(SweepRealCli, CalibrateSetCalibratesOnAHeldOutConfig) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const auto r = sweep(
+        "ranks = [2]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
+        "[sweep.set]\n\"train.steps\" = 3\n[sweep.grid]\n\"model.K\" = [1, 2]\n[sweep.calibrate_set]\n\"model.F\" = 64\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["run_ids"].size(), 2u);
+    size_t files = 0;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir_ / "clusters")) ++files;
+    EXPECT_EQ(files, 1u) << "one calibration for both model.K values";
+    prophet::Store store = prophet::Store::open(db_);
+    for (const auto& id : j["run_ids"]) {
+        std::string calibrated_on;
+        for (const auto& [key, v] : store.get_params(id))
+            if (key == "validate_calibrated_on") calibrated_on = nlohmann::json::parse(v).get<std::string>();
+        EXPECT_EQ(calibrated_on, "2 ranks, held out: model.F=64");
+        EXPECT_GT(metric(store, id, "sim_step_ms"), 0);
+    }
+    int profiles = 0;
+    for (const auto& row : store.list_runs("real-test")) {
+        if (row.info.command != "profile") continue;
+        ++profiles;
+        std::string f;
+        for (const auto& [key, v] : store.get_params(row.run_id))
+            if (key == "model.F") f = v;
+        EXPECT_EQ(f, "64") << "the calibration ran the held-out config";
+    }
+    EXPECT_EQ(profiles, 1);
+}

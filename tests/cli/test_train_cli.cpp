@@ -60,6 +60,19 @@ TEST_F(TrainCli, OneRankWithoutMpirun) {
     EXPECT_NE(r.out.find("\"summary\":true"), std::string::npos);
 }
 
+// Piped stderr (not a terminal): a plain progress line per tenth of the steps, with the ETA, and no carriage
+// returns; stdout keeps its step lines.
+TEST_F(TrainCli, PipedProgressIsPlainLinesWithEta) {
+    const RunResult r = run("", train("--set train.steps=20"), dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("step 2/20 (10%), elapsed "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("step 20/20 (100%)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(", ETA "), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\r'), std::string::npos) << "carriage returns only on a terminal";
+    EXPECT_EQ(r.err.find("step 3/20"), std::string::npos) << "one line per tenth, not per step";
+    EXPECT_EQ(r.losses.size(), 20u);
+}
+
 TEST_F(TrainCli, MpiPlacementsAndRankCountsGiveTheSameLosses) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const RunResult one = run("", train(""), dir_);

@@ -449,3 +449,30 @@ TEST(SweepReal, ShippedSmokeParses) {
     EXPECT_EQ(spec.engine, "real");
     EXPECT_EQ(expand_points(spec).size(), 6u);
 }
+
+// [sweep.calibrate_set]: the calibration run's own config (held out from the validated points); it may set a grid
+// key (that is the point: calibrate on one value, validate on others), only with validate_cluster = "calibrate".
+TEST(SweepReal, CalibrateSetIsHeldOut) {
+    const std::string calibrated = std::string(kReal) + "ranks = [2]\nvalidate_cluster = \"calibrate\"\n";
+    const SweepSpec spec = parse_sweep_string(
+        calibrated + "[sweep.grid]\n\"model.F\" = [256, 512]\n[sweep.calibrate_set]\n\"model.F\" = 128\n", "r.toml");
+    ASSERT_EQ(spec.calibrate_set.size(), 1u);
+    EXPECT_EQ(spec.calibrate_set[0].first, "model.F");
+    EXPECT_EQ(spec.calibrate_set[0].second, "128");
+    EXPECT_EQ(expand_points(spec).size(), 8u);  // the calibration is no point: seeds 2 x F 2 x policies 2
+    EXPECT_NE(config_error(std::string(kReal) + "[sweep.calibrate_set]\n\"model.F\" = 128\n").find("calibrate"),
+              std::string::npos);
+    const std::string typo = config_error(calibrated + "[sweep.calibrate_set]\n\"model.FF\" = 128\n");
+    EXPECT_NE(typo.find("sweep.calibrate_set.model.FF"), std::string::npos);
+    EXPECT_NE(config_error(calibrated + "[sweep.calibrate_set]\n\"model.F\" = -1\n").find("model.F"),
+              std::string::npos);
+}
+
+TEST(SweepReal, ShippedMainJobParses) {
+    const SweepSpec real = parse_sweep_file("experiments/sweeps/main-real.toml");
+    EXPECT_EQ(expand_points(real).size(), 9u);  // 3 policies x 3 seeds on 2 ranks
+    EXPECT_EQ(real.validate_cluster, "calibrate");
+    ASSERT_EQ(real.calibrate_set.size(), 2u);  // held out: calibrated on a uniform corpus, validated on the skewed one
+    const SweepSpec sim = parse_sweep_file("experiments/sweeps/main-sim.toml");
+    EXPECT_EQ(expand_points(sim).size(), 72u);
+}
