@@ -61,6 +61,9 @@ const Schema& train_schema() {
         s.add_string("debug.fail_mode", "kill", {"kill", "exit", "hang", "error"},
                      "TEST ONLY: how it fails: SIGKILL itself, _exit(1), sleep forever (a hung collective), or "
                      "throw a run error (exit 1) that only this rank sees");
+        s.add_float("debug.slow_step_pct", 0.0, 0.0, 1000.0,
+                    "TEST ONLY: every step spins for this % of its own CPU time on every rank (the injected "
+                    "slowdown ci/bench-regress.sh --inject-slowdown must catch)");
         return s;
     }();
     return schema;
@@ -144,6 +147,7 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.link_latency_us = c.get_float("comm.link_latency_us");
     t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
     t.schedule_split = c.get_string("schedule.split");
+    t.debug_slow_step_pct = c.get_float("debug.slow_step_pct");
     return t;
 }
 
