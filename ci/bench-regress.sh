@@ -11,8 +11,8 @@
 #                  regression (not exact: glibc picks its memcpy/memset for the CPU, so another CPU differs a little).
 #   timings        bench_planner (Google Benchmark, CPU time per plan), bench_model_step --model tiny (tokens/s of
 #                  one training step on one rank by CPU time) and a 2-rank pinned step (`prophet train` under
-#                  mpirun --bind-to core -np 2, one BLAS thread per rank: median tokens/s by wall time after 5
-#                  warm-up steps). Each is divided by a reference measured before and after the rows in the same
+#                  mpirun --bind-to core -np 2, one BLAS thread per rank: tokens/s by wall time, the 75th
+#                  percentile of the 25 steps after 5 warm-up steps: other jobs only add wall time to a step). Each is divided by a reference measured before and after the rows in the same
 #                  repeat: bench/bench_reference, cblas_sgemm called directly at the tiny model's GEMM shapes (no
 #                  code of this project, not even its gemm() wrapper), by CPU time for the CPU-time rows and by wall
 #                  time for the 2-rank row, so that a slower or busier machine moves both alike. The median over
