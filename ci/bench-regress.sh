@@ -14,8 +14,9 @@
 #                  mpirun --bind-to core -np 2, one BLAS thread per rank: tokens/s by wall time, the 75th
 #                  percentile of the 25 steps after 5 warm-up steps: other jobs only add wall time to a step). Each is divided by a reference measured before and after the rows in the same
 #                  repeat: bench/bench_reference, cblas_sgemm called directly at the tiny model's GEMM shapes (no
-#                  code of this project, not even its gemm() wrapper), by CPU time for the CPU-time rows and by wall
-#                  time for the 2-rank row, so that a slower or busier machine moves both alike. The median over
+#                  code of this project, not even its gemm() wrapper), by CPU time for the CPU-time rows and, for
+#                  the 2-rank row, by wall time of two copies pinned like its ranks (mpirun --bind-to core -np 2),
+#                  so that a slower or busier machine moves both alike. The median over
 #                  repeats is compared with the baseline against the threshold (10%: a 15% regression fails), and a
 #                  row beyond it is measured again (as many repeats) before it counts: only a regression seen in
 #                  the median of all repeats fails.
@@ -38,7 +39,7 @@
 #   --update          write the measured figures as the new baseline instead of comparing (review the diff)
 #   --append-history  after comparing, append one line (commit, date, machine, every row's median and baseline,
 #                     verdict) to results/baselines/history.jsonl; needs a committed tree, once per commit
-#   --inject-slowdown PCT  TEST ONLY: both training rows spin for PCT% of each step's CPU time (prophet train
+#   --inject-slowdown PCT  TEST ONLY: both training rows become PCT% slower, a spin in every step (prophet train
 #                     --set debug.slow_step_pct, bench_model_step --slow-step-pct): the gate's acceptance check
 set -euo pipefail
 

@@ -98,13 +98,27 @@ def instructions():
     return rows
 
 
+REFERENCE_LINE = re.compile(r"^reference cpu_gflops=([0-9.]+) wall_gflops=([0-9.]+)$", re.M)
+
+
 def reference():
-    """(cpu, wall) GFLOP/s of cblas_sgemm called directly (bench/bench_reference: no code of this project)"""
-    out = run([f"{BUILD}/bench/bench_reference"])
-    m = re.search(r"^reference cpu_gflops=([0-9.]+) wall_gflops=([0-9.]+)$", out, re.M)
-    if not m or float(m.group(1)) <= 0 or float(m.group(2)) <= 0:
+    """CPU-time GFLOP/s of cblas_sgemm called directly (bench/bench_reference: no code of this project)"""
+    m = REFERENCE_LINE.search(run([f"{BUILD}/bench/bench_reference"]))
+    if not m or float(m.group(1)) <= 0:
         fail(2, "bench_reference printed no 'reference cpu_gflops=.. wall_gflops=..' line; its format changed?")
-    return float(m.group(1)), float(m.group(2))
+    return float(m.group(1))
+
+
+def pinned_reference():
+    """wall-time GFLOP/s of bench_reference on the 2-rank row's cores: two copies started as the 2-rank step is
+    (mpirun --bind-to core -np 2; they do not use MPI), the mean of the two; so the reference sees the same cores
+    shared with the same other jobs as the row it divides"""
+    out = run([MPIRUN, "--allow-run-as-root", "--bind-to", "core", "-np", "2", "-x", "OPENBLAS_NUM_THREADS=1",
+               f"{BUILD}/bench/bench_reference"])
+    walls = [float(m.group(2)) for m in REFERENCE_LINE.finditer(out)]
+    if len(walls) != 2 or min(walls) <= 0:
+        fail(2, f"two pinned bench_reference printed {len(walls)} 'reference' lines, expected 2")
+    return statistics.mean(walls)
 
 
 def model_step():
@@ -161,14 +175,17 @@ def planner():
 def measure(repeats, samples):
     """samples: name -> list of dicts (one per repeat), appended in place. Each repeat runs the reference before
     and after its rows (interleaved: a machine that slows down mid-run moves the reference with the rows) and
-    divides every row by the mean of the two."""
+    divides every row by the mean of the two: by CPU time around the one-rank rows, by wall time on the same two
+    pinned cores around the 2-rank step."""
     for _ in range(repeats):
         before = reference()
         tokens = model_step()
         planned = planner()
-        two_rank = two_rank_step()
         after = reference()
-        ref_cpu, ref_wall = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
+        wall_before = pinned_reference()
+        two_rank = two_rank_step()
+        wall_after = pinned_reference()
+        ref_cpu, ref_wall = (before + after) / 2, (wall_before + wall_after) / 2
         samples.setdefault(TRAIN_ROW, []).append(
             {"norm": tokens / ref_cpu, "ref": ref_cpu, "real_ns": None, "cpu_ns": 1e9 / tokens, "iterations": None})
         samples.setdefault(TWO_RANK_ROW, []).append(

@@ -25,11 +25,18 @@ inline int64_t thread_cpu_ns() {
     return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-// TEST ONLY (the throughput gate's injected slowdown, docs/reliability.md): busy-spins until this thread has used
-// `cpu_ns` more CPU time. A spin, not a sleep, so that CPU-time and wall-time measurements both see it.
+// TEST ONLY (the throughput gate's injected slowdown, docs/reliability.md): busy-spin, not sleep, so the core is
+// taken as by real work. spin_thread_cpu_ns until this thread has used `cpu_ns` more CPU time (for a measurement
+// by CPU time); spin_wall_ns until `wall_ns` of wall time have passed (for one by wall time: on a loaded machine a
+// CPU-time spin would last longer in wall time than the share it was sized as).
 inline void spin_thread_cpu_ns(int64_t cpu_ns) {
     const int64_t until = thread_cpu_ns() + cpu_ns;
     while (thread_cpu_ns() < until) {
+    }
+}
+inline void spin_wall_ns(int64_t wall_ns) {
+    const int64_t until = now_ns() + wall_ns;
+    while (now_ns() < until) {
     }
 }
 

@@ -62,8 +62,8 @@ const Schema& train_schema() {
                      "TEST ONLY: how it fails: SIGKILL itself, _exit(1), sleep forever (a hung collective), or "
                      "throw a run error (exit 1) that only this rank sees");
         s.add_float("debug.slow_step_pct", 0.0, 0.0, 1000.0,
-                    "TEST ONLY: every step spins for this % of its own CPU time on every rank (the injected "
-                    "slowdown ci/bench-regress.sh --inject-slowdown must catch)");
+                    "TEST ONLY: every step spins for this % of its wall time on every rank, before the step "
+                    "time is taken (the injected slowdown ci/bench-regress.sh --inject-slowdown must catch)");
         return s;
     }();
     return schema;

@@ -40,7 +40,7 @@ struct TrainSettings {
     bool schedule_blockwise = false;
     std::string schedule_split = "time";
     bool record_loads = true;    // one expert_load row per step and layer
-    double debug_slow_step_pct = 0;  // TEST ONLY: spin for this % of each step's CPU time (the throughput gate)
+    double debug_slow_step_pct = 0;  // TEST ONLY: spin for this % of each step's wall time (the throughput gate)
 };
 
 // Reads and cross-checks the resolved config for a run on `world_size` ranks; throws prophet::Error (exit 3)

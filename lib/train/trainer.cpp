@@ -140,7 +140,6 @@ StepStats Trainer::step() {
     StepStats s;
     s.step = step;
     const int64_t t0 = now_ns();
-    const int64_t cpu0 = thread_cpu_ns();
 
     const auto [seq_begin, seq_end] = rank_sequences(m.B, comm_.rank(), D);
     data_->batch(step, seq_begin, seq_end, inputs_.data(), targets_.data());
@@ -155,10 +154,6 @@ StepStats Trainer::step() {
     s.lr = lr_at_step(settings_.lr, step);
     adamw_step(*model_, s.lr, settings_.adamw, grad_clip_scale(s.grad_norm, settings_.grad_clip), &skip_);
     if (timeline_) timeline_->add(OpKind::kOptimizer, OpLane::kCompute, -1, 0, t_opt, now_ns());
-    // TEST ONLY (debug.slow_step_pct): the injected slowdown ci/bench-regress.sh must catch, a share of this
-    // thread's CPU time in forward, backward and optimizer
-    if (settings_.debug_slow_step_pct > 0)
-        spin_thread_cpu_ns(static_cast<int64_t>((thread_cpu_ns() - cpu0) * settings_.debug_slow_step_pct / 100.0));
     comm_.all_reduce_sum(&loss, 1);
     s.loss = loss;
 
@@ -202,6 +197,10 @@ StepStats Trainer::step() {
     }
     s.max_mean_load = load_sum / m.L;
 
+    // TEST ONLY (debug.slow_step_pct): the injected slowdown ci/bench-regress.sh must catch: a spin of this % of the
+    // step's wall time so far, just before the step time is taken, so the step becomes that % slower
+    if (settings_.debug_slow_step_pct > 0)
+        spin_wall_ns(static_cast<int64_t>((now_ns() - t0) * settings_.debug_slow_step_pct / 100.0));
     const MoeLayerStats t = executor_->step_stats();  // summed over layers
     // the counts all-gather (layout) is communication: it counts with the all-to-all
     double times[9] = {(now_ns() - t0) * 1e-6, t.a2a_ms() + t.layout_ms, t.expert_ms(), t.trans_ms, t.agg_ms,
