@@ -3,8 +3,9 @@
 //
 //   ./build/bench/bench_model_step [--steps 40] [--warmup 5] [--threads 1] [--slow-step-pct P]
 //
-// --slow-step-pct P is TEST ONLY: every step spins for P% of its own CPU time (as `prophet train`'s
-// debug.slow_step_pct does), the injected slowdown ci/bench-regress.sh --inject-slowdown must catch.
+// --slow-step-pct P is TEST ONLY: every step spins for P% of its own CPU time (the CPU time this benchmark's row
+// is measured in; `prophet train`'s debug.slow_step_pct spins wall time), the injected slowdown
+// ci/bench-regress.sh --inject-slowdown must catch.
 //
 // Config (shared/PERFORMANCE.md's peer comparison): V=256 T=64 C=128 NH=4 L=4 E=8 K=2 F=256 B=8, 512 tokens per
 // step. The PyTorch peer does ~5,500 tokens/s with the right BLAS kernel; the goal is >= 1.5x that.
