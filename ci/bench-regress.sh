@@ -26,7 +26,7 @@
 #   did not run, 5 a store that is not prophet's.
 #
 # Usage: ci/bench-regress.sh [--build DIR] [--quick] [--repeats N] [--threshold F] [--baseline FILE] [--db FILE]
-#                            [--update] [--append-history] [--inject-slowdown PCT]
+#                            [--update] [--append-history] [--inject-slowdown PCT] [--against DIR]
 #   --build DIR       build directory with prophet and bench/ (default build)
 #   --quick           the CI mode: 2 planner sizes, 2 repeats, short runs, threshold 2.0 (fails only beyond 3x: under
 #                     ctest -j2 on a loaded 2-core machine another test shares the cores, so 10% would flake; it
@@ -39,13 +39,19 @@
 #   --update          write the measured figures as the new baseline instead of comparing (review the diff)
 #   --append-history  after comparing, append one line (commit, date, machine, every row's median and baseline,
 #                     verdict) to results/baselines/history.jsonl; needs a committed tree, once per commit
+#   --against DIR     a second build directory (e.g. the parent commit's) measured in the same repeats, back to
+#                     back with --build, the first alternating: the timing rows' baseline is that build, and a row's
+#                     ratio is the median over repeats of the paired ratio (drift in the machine falls on both);
+#                     an odd --repeats is rounded up so that each build goes first equally often.
+#                     Deterministic and instruction rows still compare with --baseline. Not with --update or
+#                     --append-history
 #   --inject-slowdown PCT  TEST ONLY: both training rows become PCT% slower, a spin in every step (prophet train
 #                     --set debug.slow_step_pct, bench_model_step --slow-step-pct): the gate's acceptance check
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BUILD=build QUICK=0 REPEATS="" THRESHOLD="" BASELINE=results/baselines/bench.json DB=results/prophet.db UPDATE=0
-HISTORY="" INJECT_PCT=""
+HISTORY="" INJECT_PCT="" AGAINST=""
 usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -58,12 +64,14 @@ while [ $# -gt 0 ]; do
         --update) UPDATE=1; shift ;;
         --append-history) HISTORY=results/baselines/history.jsonl; shift ;;
         --inject-slowdown) INJECT_PCT="${2:?--inject-slowdown needs a percentage}"; shift 2 ;;
+        --against) AGAINST="${2:?--against needs a build directory}"; shift 2 ;;
         -h|--help) usage ;;
         *) echo "bench-regress: unknown argument '$1'" >&2; usage ;;
     esac
 done
 for bin in "$BUILD/prophet" "$BUILD/bench/bench_planner" "$BUILD/bench/bench_model_step" \
-           "$BUILD/bench/planner_instructions" "$BUILD/bench/bench_reference"; do
+           "$BUILD/bench/planner_instructions" "$BUILD/bench/bench_reference" \
+           ${AGAINST:+"$AGAINST/prophet" "$AGAINST/bench/bench_planner" "$AGAINST/bench/bench_model_step"}; do
     if [ ! -x "$bin" ]; then
         echo "bench-regress: $bin not found; fix: cmake --build $BUILD -j2 (or --build DIR)" >&2
         exit 2
@@ -81,6 +89,6 @@ if [ "$UPDATE" = 0 ] && [ ! -f "$BASELINE" ]; then
     echo "bench-regress: baseline $BASELINE not found; fix: write one with --update" >&2
     exit 2
 fi
-export BUILD QUICK REPEATS THRESHOLD BASELINE DB UPDATE HISTORY INJECT_PCT
+export BUILD QUICK REPEATS THRESHOLD BASELINE DB UPDATE HISTORY INJECT_PCT AGAINST
 exec /usr/bin/python3 ci/bench_regress.py
 

@@ -10,9 +10,15 @@ THRESHOLD = float(env["THRESHOLD"] or (2.0 if QUICK else 0.10))
 INJECT_PCT = float(env.get("INJECT_PCT") or 0)  # TEST ONLY: debug.slow_step_pct of both training rows
 HISTORY = env.get("HISTORY") or ""  # append one line here after comparing (--append-history)
 MPIRUN = env.get("MPIRUN") or "mpirun"
+AGAINST = env.get("AGAINST") or ""  # a second build measured in the same repeats: the timing rows' baseline
 if REPEATS < 1 or THRESHOLD <= 0 or INJECT_PCT < 0:
     sys.exit(f"bench-regress: --repeats {REPEATS} must be >= 1, --threshold {THRESHOLD} > 0 and "
              f"--inject-slowdown {INJECT_PCT} >= 0")
+if AGAINST and REPEATS % 2:
+    REPEATS += 1  # the first of the pair alternates: an even count puts each build first equally often
+if AGAINST and (UPDATE or HISTORY):
+    sys.exit("bench-regress: --against compares two builds in one run; it writes no baseline or history line "
+             "(drop --update / --append-history)")
 if INJECT_PCT and (UPDATE or HISTORY):
     sys.exit("bench-regress: --inject-slowdown (test only) with --update or --append-history would record a slowed "
              "build as the baseline or history; drop one of them")
@@ -121,11 +127,11 @@ def pinned_reference():
     return statistics.mean(walls)
 
 
-def model_step():
+def model_step(build, inject):
     """training tokens/s of one rank by CPU time (bench_model_step --model tiny)"""
-    cmd = [f"{BUILD}/bench/bench_model_step", "--model", "tiny", "--steps", "8" if QUICK else "20", "--warmup", "2"]
-    if INJECT_PCT:
-        cmd += ["--slow-step-pct", str(INJECT_PCT)]
+    cmd = [f"{build}/bench/bench_model_step", "--model", "tiny", "--steps", "8" if QUICK else "20", "--warmup", "2"]
+    if inject:
+        cmd += ["--slow-step-pct", str(inject)]
     for line in run(cmd).splitlines():
         cells = [c.strip() for c in line.split("|")]
         if cells[0] == "train step, cpu time":
@@ -133,18 +139,18 @@ def model_step():
     fail(2, "bench_model_step printed no 'train step, cpu time' row; its format changed?")
 
 
-def two_rank_step():
+def two_rank_step(build, inject):
     """tokens/s (wall) of a 2-rank pinned `prophet train`: the 75th percentile over the steps after the warm-up,
     i.e. the step time a quarter of the steps beat. Not the median: other processes can only add wall time to a
     step, so the less-disturbed quarter tracks the code and not the machine's load (a uniform slowdown of every
     step moves it in full)."""
     with tempfile.TemporaryDirectory(prefix="bench-regress-") as tmp:
         cmd = [MPIRUN, "--allow-run-as-root", "--bind-to", "core", "-np", "2", "-x", "OPENBLAS_NUM_THREADS=1",
-               f"{BUILD}/prophet", "train", "--config", TWO_RANK_CONFIG, "--json",
+               f"{build}/prophet", "train", "--config", TWO_RANK_CONFIG, "--json",
                "--set", f"train.steps={TWO_RANK_STEPS}", "--set", "train.threads=1", "--set", "balance.policy=static",
                "--set", "train.record_loads=false", "--set", f"store.path={tmp}/train.db"]
-        if INJECT_PCT:
-            cmd += ["--set", f"debug.slow_step_pct={INJECT_PCT}"]
+        if inject:
+            cmd += ["--set", f"debug.slow_step_pct={inject}"]
         tokens = []
         for line in run(cmd).splitlines():
             if line.startswith("{"):
@@ -157,8 +163,8 @@ def two_rank_step():
     return sorted(tokens, reverse=True)[len(tokens) // 4]
 
 
-def planner():
-    out = run([f"{BUILD}/bench/bench_planner", f"--benchmark_filter={PLANNER_FILTER}", "--benchmark_min_time=0.05",
+def planner(build):
+    out = run([f"{build}/bench/bench_planner", f"--benchmark_filter={PLANNER_FILTER}", "--benchmark_min_time=0.05",
                "--benchmark_format=json"])
     # NOTE: Google Benchmark prints NaN/Infinity unquoted; json accepts them
     rows = {}
@@ -172,30 +178,41 @@ def planner():
     return rows
 
 
-def measure(repeats, samples):
-    """samples: name -> list of dicts (one per repeat), appended in place. Each repeat runs the reference before
-    and after its rows (interleaved: a machine that slows down mid-run moves the reference with the rows) and
-    divides every row by the mean of the two: by CPU time around the one-rank rows, by wall time on the same two
-    pinned cores around the 2-rank step."""
+def measure_rows(build, inject):
+    """one repeat of every timing row of `build`, each divided by the reference measured around it: CPU time
+    around the one-rank rows, wall time on the same two pinned cores around the 2-rank step. -> name -> sample"""
+    before = reference()
+    tokens = model_step(build, inject)
+    planned = planner(build)
+    after = reference()
+    wall_before = pinned_reference()
+    two_rank = two_rank_step(build, inject)
+    wall_after = pinned_reference()
+    ref_cpu, ref_wall = (before + after) / 2, (wall_before + wall_after) / 2
+    rows = {TRAIN_ROW: {"norm": tokens / ref_cpu, "ref": ref_cpu, "real_ns": None, "cpu_ns": 1e9 / tokens,
+                        "iterations": None},
+            TWO_RANK_ROW: {"norm": two_rank / ref_wall, "ref": ref_wall, "real_ns": 1e9 / two_rank, "cpu_ns": None,
+                           "iterations": None}}
+    for name, (real_ns, cpu_ns, iterations) in planned.items():
+        # CPU ns per plan x reference GFLOP/s = the reference's kFLOP in the same CPU time
+        rows[name] = {"norm": cpu_ns * ref_cpu / 1e3, "ref": ref_cpu, "real_ns": real_ns, "cpu_ns": cpu_ns,
+                      "iterations": iterations}
+    return rows
+
+
+def measure(repeats, samples, against_samples):
+    """samples (and against_samples with --against): name -> list of dicts (one per repeat), appended in place.
+    Each repeat measures the reference around its rows (interleaved: a machine that slows down mid-run moves the
+    reference with the rows). With --against, both builds in every repeat, back to back, the first alternating
+    (ABBA...), so drift in the machine's speed falls on both alike."""
     for _ in range(repeats):
-        before = reference()
-        tokens = model_step()
-        planned = planner()
-        after = reference()
-        wall_before = pinned_reference()
-        two_rank = two_rank_step()
-        wall_after = pinned_reference()
-        ref_cpu, ref_wall = (before + after) / 2, (wall_before + wall_after) / 2
-        samples.setdefault(TRAIN_ROW, []).append(
-            {"norm": tokens / ref_cpu, "ref": ref_cpu, "real_ns": None, "cpu_ns": 1e9 / tokens, "iterations": None})
-        samples.setdefault(TWO_RANK_ROW, []).append(
-            {"norm": two_rank / ref_wall, "ref": ref_wall, "real_ns": 1e9 / two_rank, "cpu_ns": None,
-             "iterations": None})
-        for name, (real_ns, cpu_ns, iterations) in planned.items():
-            # CPU ns per plan x reference GFLOP/s = the reference's kFLOP in the same CPU time
-            samples.setdefault(name, []).append(
-                {"norm": cpu_ns * ref_cpu / 1e3, "ref": ref_cpu, "real_ns": real_ns, "cpu_ns": cpu_ns,
-                 "iterations": iterations})
+        order = [(BUILD, INJECT_PCT, samples)]
+        if AGAINST:
+            pair = (AGAINST, 0, against_samples)
+            order = [pair] + order if len(against_samples.get(TRAIN_ROW, [])) % 2 == 0 else order + [pair]
+        for build, inject, into in order:
+            for name, sample in measure_rows(build, inject).items():
+                into.setdefault(name, []).append(sample)
 
 
 def better(name):
@@ -217,9 +234,21 @@ def verdict(name, current, base):
 started_ms = int(time.time() * 1000)
 det = deterministic()
 instr = instructions()
-samples = {}
-measure(REPEATS, samples)
-median = {name: statistics.median(s["norm"] for s in v) for name, v in samples.items()}
+samples, against_samples = {}, {}
+
+
+def medians():
+    """name -> the candidate's median normalised figure. With --against, the against build's median times the
+    median over repeats of the paired ratio candidate / against (so current / baseline is that paired ratio)."""
+    if not AGAINST:
+        return {name: statistics.median(s["norm"] for s in v) for name, v in samples.items()}
+    return {name: statistics.median(a["norm"] for a in against_samples[name]) *
+            statistics.median(c["norm"] / a["norm"] for c, a in zip(v, against_samples[name]))
+            for name, v in samples.items() if name in against_samples}
+
+
+measure(REPEATS, samples, against_samples)
+median = medians()
 host = {"host": socket.gethostname(), "machine": platform.machine(), "cpus": os.cpu_count(),
         "loadavg_1m": round(os.getloadavg()[0], 2)}  # a loaded machine's timings are not evidence
 try:
@@ -253,14 +282,18 @@ else:
         base_time = {n: v["value"] for n, v in baseline["timings"].items()}
     except (OSError, ValueError, KeyError, TypeError) as e:
         fail(2, f"baseline {BASELINE} unreadable: {e}; fix: restore it or write one with --update")
+    if AGAINST:  # the timing rows' baseline: the other build, measured in the same repeats
+        base_time = {name: statistics.median(a["norm"] for a in v) for name, v in against_samples.items()}
 
 # timing rows beyond the threshold are measured again; the verdict is on the median of all repeats
 suspects = [n for n in median if n in base_time and verdict(n, median[n], base_time[n])[1]]
 if suspects and not UPDATE:
     print(f"bench-regress: {len(suspects)} row(s) beyond the {THRESHOLD:.0%} threshold; measuring again "
           f"({REPEATS} more repeats)", file=sys.stderr)
-    measure(REPEATS, samples)
-    median = {name: statistics.median(s["norm"] for s in v) for name, v in samples.items()}
+    measure(REPEATS, samples, against_samples)
+    median = medians()
+    if AGAINST:
+        base_time = {name: statistics.median(a["norm"] for a in v) for name, v in against_samples.items()}
 
 table, failures = [], []
 for name in sorted(set(det) | set(base_det)):
@@ -307,14 +340,16 @@ print(f"# {n} repeats; timings: median of each repeat's figure / the same repeat
       f"now cpu {statistics.median(s['ref'] for s in samples[TRAIN_ROW]):.1f}, wall "
       f"{statistics.median(s['ref'] for s in samples[TWO_RANK_ROW]):.1f}); threshold {THRESHOLD:.0%}; "
       f"instructions: callgrind, {INSTR_PLANS} plans, threshold {INSTR_THRESHOLD:.0%}"
-      + (f"; INJECTED slowdown {INJECT_PCT:g}% (test only)" if INJECT_PCT else ""))
+      + (f"; INJECTED slowdown {INJECT_PCT:g}% (test only)" if INJECT_PCT else "")
+      + (f"; timing baseline: {AGAINST} in the same repeats, ratio = median paired ratio" if AGAINST else ""))
 
 # ---- record every row: one run, its bench rows, in one transaction
 exit_code = 1 if failures and not UPDATE else 0
 sha = git("rev-parse", "HEAD")
 dirty = 1 if git("status", "--porcelain", "--untracked-files=no") else 0
 config = (f'build = "{BUILD}"\nbaseline = "{BASELINE}"\nquick = {str(QUICK).lower()}\nrepeats = {REPEATS}\n'
-          f'threshold = {THRESHOLD}\nupdate = {str(UPDATE).lower()}\ninject_slowdown_pct = {INJECT_PCT}\n')
+          f'threshold = {THRESHOLD}\nupdate = {str(UPDATE).lower()}\ninject_slowdown_pct = {INJECT_PCT}\n'
+          f'against = "{AGAINST}"\n')
 try:
     con = sqlite3.connect(DB, timeout=10, isolation_level=None)
     app_id = con.execute("PRAGMA application_id").fetchone()[0]

@@ -125,15 +125,18 @@ TEST_F(BenchRegress, InjectedRegressionFailsAfterReMeasuring) {
 
 // The acceptance path of the gate (docs/reliability.md): debug.slow_step_pct / --slow-step-pct make both training
 // rows slower and nothing else. 500% (6x the step) so that the quick mode's threshold (beyond 3x) catches it on a
-// loaded CI machine; the 20% check is the full mode's (threshold 10%), run by hand on a quiet machine.
+// loaded CI machine; the 20% check is the full mode's (threshold 10%), run by hand on a quiet machine. Paired
+// against the same build without the injection (--against), as the 3+3 check can be run.
 TEST_F(BenchRegress, InjectedTrainingSlowdownFailsBothTrainingRowsOnly) {
-    const Script r = bench_regress("--quick --repeats 1 --inject-slowdown 500 --db " + db_, dir_);
+    const Script r = bench_regress(
+        "--quick --repeats 1 --inject-slowdown 500 --against '" + build_dir().string() + "' --db " + db_, dir_);
     EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_EQ(verdict(r.out, "train_step tiny tokens/s"), "REGRESSION") << r.out;
     EXPECT_EQ(verdict(r.out, "train_step 2-rank pinned tokens/s"), "REGRESSION") << r.out;
     EXPECT_EQ(verdict(r.out, "BM_plan_prophet/E:32/D:16"), "ok") << r.out;
     EXPECT_NE(r.out.find("confirmed regression in 2 row(s)"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("INJECTED slowdown 500%"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ratio = median paired ratio"), std::string::npos) << r.out;
 }
 
 // history.jsonl (one line per landed change) is drawn without any store
