@@ -1,7 +1,11 @@
 // bench_model_step.cpp: tokens/s of one MoE-GPT training step (forward + backward + AdamW) on one thread, the
 // share of the step spent in GEMMs, and the GEMM throughput at the model's real shapes.
 //
-//   ./build/bench/bench_model_step [--steps 40] [--warmup 5] [--threads 1]
+//   ./build/bench/bench_model_step [--steps 40] [--warmup 5] [--threads 1] [--slow-step-pct P]
+//
+// --slow-step-pct P is TEST ONLY: every step spins for P% of its own CPU time (the CPU time this benchmark's row
+// is measured in; `prophet train`'s debug.slow_step_pct spins wall time), the injected slowdown
+// ci/bench-regress.sh --inject-slowdown must catch.
 //
 // Config (shared/PERFORMANCE.md's peer comparison): V=256 T=64 C=128 NH=4 L=4 E=8 K=2 F=256 B=8, 512 tokens per
 // step. The PyTorch peer does ~5,500 tokens/s with the right BLAS kernel; the goal is >= 1.5x that.
@@ -70,14 +74,17 @@ GemmRate gemm_gflops(int M, int N, int K, bool ta, bool tb) {
 
 int main(int argc, char** argv) {
     int threads = 1, steps = 40, warmup = 5;
+    double slow_step_pct = 0;
     std::string preset = "small";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--model")) preset = argv[i + 1];
         else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--warmup")) warmup = std::atoi(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--slow-step-pct")) slow_step_pct = std::atof(argv[i + 1]);
         else {
-            std::fprintf(stderr, "usage: %s [--model small|tiny] [--steps N] [--warmup N] [--threads N]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--model small|tiny] [--steps N] [--warmup N] [--threads N] "
+                                 "[--slow-step-pct P]\n", argv[0]);
             return 2;
         }
     }
@@ -121,6 +128,7 @@ int main(int argc, char** argv) {
         const int64_t t2 = now_ns();
         const double norm = std::sqrt(grad_norm_sq(model));
         adamw_step(model, 1e-3, adamw, grad_clip_scale(norm, 1.0));
+        if (slow_step_pct > 0) spin_thread_cpu_ns(static_cast<int64_t>((cpu_ns() - c0) * slow_step_pct / 100.0));
         const int64_t t3 = now_ns();
         const int64_t c3 = cpu_ns();
         gemm_timing_enable(false);

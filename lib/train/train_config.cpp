@@ -72,6 +72,9 @@ const Schema& train_schema() {
         s.add_string("debug.fail_mode", "kill", {"kill", "exit", "hang", "error", "bad_alloc"},
                      "TEST ONLY: how it fails: SIGKILL itself, _exit(1), sleep forever (a hung collective), "
                      "throw a run error (exit 1) that only this rank sees, or throw std::bad_alloc (exit 4)");
+        s.add_float("debug.slow_step_pct", 0.0, 0.0, 1000.0,
+                    "TEST ONLY: every step spins for this % of its wall time on every rank, before the step "
+                    "time is taken (the injected slowdown ci/bench-regress.sh --inject-slowdown must catch)");
         return s;
     }();
     return schema;
@@ -180,6 +183,7 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
                            "the block-wise scheduler overlaps Trans/Agg between ranks, and a CUDA run is one rank "
                            "(GPU streams for it are not built yet)",
                            "set schedule.mode = none with device.kind = cuda");
+    t.debug_slow_step_pct = c.get_float("debug.slow_step_pct");
     return t;
 }
 

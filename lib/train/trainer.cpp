@@ -250,6 +250,10 @@ StepStats Trainer::step() {
     }
     s.max_mean_load = load_sum / m.L;
 
+    // TEST ONLY (debug.slow_step_pct): the injected slowdown ci/bench-regress.sh must catch: a spin of this % of the
+    // step's wall time so far, just before the step time is taken, so the step becomes that % slower
+    if (settings_.debug_slow_step_pct > 0)
+        spin_wall_ns(static_cast<int64_t>((now_ns() - t0) * settings_.debug_slow_step_pct / 100.0));
     const MoeLayerStats t = executor_->step_stats();  // summed over layers
     mark(OpKind::kStats, &cursor);
     const int64_t t_end = now_ns();  // the step's end on this rank: the max over ranks below is step_ms

@@ -22,14 +22,27 @@ struct CliResult {
     std::string err;  // stderr
 };
 
-// Runs `<launcher> prophet <args>` from the repository root; `dir` holds the captured stderr. launcher is empty
-// for a plain run, or e.g. "mpirun -np 4".
-inline CliResult run_prophet(const std::string& launcher, const std::string& args, const std::filesystem::path& dir) {
+// Every child a test starts runs under timeout(1): SIGTERM after kChildLimitS (mpirun passes it on to its ranks,
+// prophet records the run `killed`), SIGKILL kChildKillAfterS later if it is still there, both to the child's
+// whole process group. A hung child then ends with exit 124 (or 137) and the test fails instead of hanging CI;
+// ctest's TIMEOUT (900 s for these modules, tests/CMakeLists.txt) is the outer bound.
+inline constexpr int kChildLimitS = 600;
+inline constexpr int kChildKillAfterS = 10;
+
+// `command` under the guard above, with `limit_s` instead of kChildLimitS when given: a shell command line.
+inline std::string guarded(const std::string& command, int limit_s = kChildLimitS) {
+    return "timeout --kill-after=" + std::to_string(kChildKillAfterS) + " " + std::to_string(limit_s) + " " + command;
+}
+
+// Runs the shell command line `command` under guarded() from the repository root, stdout captured, stderr into
+// `dir`/stderr.txt.
+inline CliResult run_command(const std::string& command, const std::filesystem::path& dir,
+                             int limit_s = kChildLimitS) {
     const std::string err_path = (dir / "stderr.txt").string();
-    const std::string command = std::string("cd '") + PROPHET_SOURCE_DIR + "' && " + launcher + " '" +
-                                PROPHET_BINARY + "' " + args + " 2>'" + err_path + "'";
+    const std::string line = std::string("cd '") + PROPHET_SOURCE_DIR + "' && " + guarded(command, limit_s) + " 2>'" +
+                             err_path + "'";
     CliResult r;
-    FILE* pipe = popen(command.c_str(), "r");
+    FILE* pipe = popen(line.c_str(), "r");
     char buffer[4096];
     size_t n;
     while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
@@ -38,6 +51,12 @@ inline CliResult run_prophet(const std::string& launcher, const std::string& arg
     std::ifstream in(err_path);
     r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     return r;
+}
+
+// Runs `<launcher> prophet <args>` from the repository root (guarded); `dir` holds the captured stderr. launcher
+// is empty for a plain run, or e.g. "mpirun -np 4".
+inline CliResult run_prophet(const std::string& launcher, const std::string& args, const std::filesystem::path& dir) {
+    return run_command(launcher + " '" + PROPHET_BINARY + "' " + args, dir);
 }
 
 inline bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
