@@ -286,7 +286,11 @@ else:
         base_time = {name: statistics.median(a["norm"] for a in v) for name, v in against_samples.items()}
 
 # timing rows beyond the threshold are measured again; the verdict is on the median of all repeats
-suspects = [n for n in median if n in base_time and verdict(n, median[n], base_time[n])[1]]
+# quick mode against the committed baseline (CI: ctest -j2 runs another test beside it) reports the 2-rank row as
+# "info", not judged: its two pinned ranks need both cores, so its wall time there measures whatever else runs; the
+# full gate on a quiet machine, and any --against run (paired in the same repeats), judge it
+UNJUDGED = {TWO_RANK_ROW} if QUICK and not AGAINST else set()
+suspects = [n for n in median if n in base_time and n not in UNJUDGED and verdict(n, median[n], base_time[n])[1]]
 if suspects and not UPDATE:
     print(f"bench-regress: {len(suspects)} row(s) beyond the {THRESHOLD:.0%} threshold; measuring again "
           f"({REPEATS} more repeats)", file=sys.stderr)
@@ -318,6 +322,9 @@ def compare(kind, current, baseline_rows, judge, digits):
                 failures.append(name)
             continue
         ratio, regressed = judge(name, cur, base)
+        if name in UNJUDGED:
+            table.append((kind, name, base, cur, f"{ratio:.{digits}f}", "info"))
+            continue
         if regressed:
             failures.append(name)
         table.append((kind, name, base, cur, f"{ratio:.{digits}f}", "REGRESSION" if regressed else "ok"))

@@ -391,14 +391,6 @@ def print_result(name, caption, table):
     print(markdown_table(people_frame(table), max_rows=MAX_ROWS))
 
 
-def runs_status_line(conn):
-    """'runs: 40 finished, 2 failed, 1 lost': how many runs of the store have each status (most first)."""
-    df = _query(conn, "SELECT status, count(*) AS n FROM runs GROUP BY status ORDER BY n DESC, status")
-    if df.empty:
-        return "runs: none"
-    return "runs: " + ", ".join(f"{int(n)} {s}" for s, n in zip(df["status"], df["n"]))
-
-
 def mean_sd(df, by, value):
     """Mean, sd and count of value grouped by the columns in by."""
     g = df.groupby(by, dropna=False)[value]

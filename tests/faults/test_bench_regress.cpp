@@ -66,7 +66,8 @@ TEST_F(BenchRegress, QuickModePassesAgainstTheCommittedBaselineAndRecordsEveryRo
     const Script r = bench_regress("--quick --db " + db_, dir_);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_EQ(verdict(r.out, "train_step tiny tokens/s"), "ok") << r.out;
-    EXPECT_EQ(verdict(r.out, "train_step 2-rank pinned tokens/s"), "ok") << r.out;
+    // recorded but not judged in quick mode against the committed baseline (ctest -j2 shares the two cores)
+    EXPECT_EQ(verdict(r.out, "train_step 2-rank pinned tokens/s"), "info") << r.out;
     prophet::Store store = prophet::Store::open(db_);
     const auto runs = store.list_runs("bench-regress");
     ASSERT_EQ(runs.size(), 1u);
@@ -151,5 +152,5 @@ TEST_F(BenchRegress, HistoryFigureDrawsHistoryJsonl) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(fs::exists(dir_ / "figures" / "fig_bench_history.png"));
     // the second commit's training throughput relative to the first: 480 / 600
-    EXPECT_NE(r.out.find("| 1:bbbbbbbb | train_step tiny tokens/s | 0.8 |"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("| 1:bbbbbbbb | train_step tiny tokens/s | 0.800 |"), std::string::npos) << r.out;
 }
