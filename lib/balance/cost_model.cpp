@@ -51,6 +51,17 @@ double topology_time(const ClusterSpec& cluster, const std::vector<double>& byte
 
 }  // namespace
 
+double exposed_whole_pieces(const std::vector<double>& pieces, double first_window, double second_window) {
+    double first = 0, rest = 0;
+    for (double t : pieces) {
+        if (first + t <= first_window)
+            first += t;
+        else
+            rest += t;
+    }
+    return std::max(0.0, rest - second_window);
+}
+
 CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Placement& placement) {
     const int D = flow.num_devices;
     const int E = flow.num_experts;
@@ -83,17 +94,28 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     c.fec_s = static_cast<double>(max_computed) * m.expert_flops_per_token() / flops;
     c.bec_s = 2.0 * c.fec_s;
 
-    // Eqs 4-5: r_e receivers per chosen expert (the paper's D - n), averaged over D devices sending in parallel
-    int64_t receivers = 0;
-    for (int e = 0; e < E; ++e) receivers += flow.replica_holders[e];
+    // Eqs 4-5: D - n_e devices per chosen expert, averaged over D devices sending in parallel. The devices are
+    // e's transfer group {home, owner} + replicas as training moves it (an owner away from the static home is
+    // one more receiver every step, as in training); kPaper counts the whole group (the paper's D - n includes
+    // the sender), kReplicaHolders only the receivers. The bytes reported are the receivers' (what moves).
+    int64_t receivers = 0, counted = 0;
+    std::vector<double> weight(E, 0.0);  // [E] devices counted for each expert
+    const int sender_counted = m.trans_receivers == TransReceivers::kPaper ? 1 : 0;
+    for (int e = 0; e < E; ++e) {
+        const int r = placement.transfer_receivers(e);
+        receivers += r;
+        weight[e] = r > 0 ? r + sender_counted : 0;
+        counted += static_cast<int64_t>(weight[e]);
+    }
     c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
     if (m.topology_aware && receivers > 0) {
         std::vector<double> bytes(static_cast<size_t>(D) * D, 0.0);
-        for (int e = 0; e < E; ++e)
+        for (int e = 0; e < E; ++e) {
+            const int home = placement.home(e);
             for (int d = 0; d < D; ++d)
-                if (placement.replica[static_cast<size_t>(e) * D + d])
-                    bytes[static_cast<size_t>(placement.owner[e]) * D + d] += expert_bytes;
+                if (d != home && placement.holds(e, d)) bytes[static_cast<size_t>(home) * D + d] += expert_bytes;
+        }
         const double busiest = topology_time(m.cluster, bytes, m.bandwidth_scale);
         c.trans_s = busiest;
         // Agg is the same traffic reversed: transpose
@@ -102,16 +124,33 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
             for (int d = 0; d < D; ++d) reversed[static_cast<size_t>(d) * D + s] = bytes[static_cast<size_t>(s) * D + d];
         c.agg_s = topology_time(m.cluster, reversed, m.bandwidth_scale);
     } else {
-        c.trans_s = c.trans_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);
-        c.agg_s = c.agg_bytes / (D * m.cluster.agg_bytes_per_s * m.bandwidth_scale);
+        const double counted_bytes = static_cast<double>(counted) * expert_bytes;
+        c.trans_s = counted_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);
+        c.agg_s = counted_bytes / (D * m.cluster.agg_bytes_per_s * m.bandwidth_scale);
     }
 
     c.fnec_s = m.fnec_s();
     c.bnec_s = m.bnec_s();
-    c.exposed_trans_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
-    c.exposed_agg_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
+    c.exposed_trans_chunked_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
+    c.exposed_agg_chunked_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
+    if (m.transfer_credit == TransferCredit::kChunks || counted == 0) {
+        c.exposed_trans_s = c.exposed_trans_chunked_s;
+        c.exposed_agg_s = c.exposed_agg_chunked_s;
+    } else {
+        // each expert's share of the transfer, in expert order (the scheduler's first-fit order)
+        std::vector<double> trans_pieces, agg_pieces;
+        for (int e = 0; e < E; ++e)
+            if (weight[e] > 0) {
+                trans_pieces.push_back(c.trans_s * weight[e] / static_cast<double>(counted));
+                agg_pieces.push_back(c.agg_s * weight[e] / static_cast<double>(counted));
+            }
+        c.exposed_trans_s = exposed_whole_pieces(trans_pieces, c.fnec_s, c.fec_s);
+        c.exposed_agg_s = exposed_whole_pieces(agg_pieces, c.bnec_s, c.bec_s);
+    }
     c.eq6_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.trans_s + c.agg_s;
     c.eq8_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.exposed_trans_s + c.exposed_agg_s;
+    c.fastermoe_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + std::max(0.0, c.trans_s - c.a2a_s) +
+                    std::max(0.0, c.agg_s - c.a2a_s);
     return c;
 }
 

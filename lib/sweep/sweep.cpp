@@ -683,7 +683,7 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
     o.schedule = schedule == "system"   ? sim::system_schedule(policy)
                  : schedule == "none"   ? sim::ScheduleKind::kNone
                                         : sim::ScheduleKind::kBlockwise;
-    o.route_rule = settings.options.route_rule;
+    o.route_rule = effective_route_rule(policy, settings.options);
     o.record_timeline = false;
     sim::SimResult r = sim::simulate(view, placements, d.truth, o, &plan);
     if (score) *score = std::move(s);
