@@ -159,6 +159,32 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
     }
 }
 
+// How well the previous iteration predicts the next: per-layer JS divergence of consecutive iterations, and per
+// model the planner's speedup over static planning from the previous iteration's counts (prophet) against
+// planning on the current ones (prophet-oracle), where both ran.
+nlohmann::json locality_json(const Trace& trace, const std::vector<PolicyModels>& scores, const StaticTimes& st) {
+    const int L = trace.meta.num_layers, pairs = trace.meta.num_iterations - 1;
+    const std::vector<double> js = consecutive_js_divergence(trace);  // [(I-1)*L]
+    std::vector<double> per_layer(L, 0.0);
+    for (int i = 0; i < pairs; ++i)
+        for (int l = 0; l < L; ++l) per_layer[l] += js[static_cast<size_t>(i) * L + l] / pairs;
+    nlohmann::json j;
+    j["js_divergence_per_layer"] = per_layer;
+    const PolicyModels *predicted = nullptr, *oracle = nullptr;
+    for (const PolicyModels& m : scores) {
+        if (m.skipped()) continue;
+        if (m.name() == "prophet") predicted = &m;
+        if (m.name() == "prophet-oracle") oracle = &m;
+    }
+    if (predicted && oracle) {
+        j["eq6"] = {{"predicted_speedup", ratio(st.eq6_ms, predicted->eq6.mean_eq6_ms)},
+                    {"oracle_speedup", ratio(st.eq6_ms, oracle->eq6.mean_eq6_ms)}};
+        j["eq8"] = {{"predicted_speedup", ratio(st.eq8_ms, predicted->eq8.mean_eq8_ms)},
+                    {"oracle_speedup", ratio(st.eq8_ms, oracle->eq8.mean_eq8_ms)}};
+    }
+    return j;
+}
+
 PolicyModels evaluate_models(const std::string& name, const TraceView& view, const CostModel& cost,
                              const EvalSettings& settings, bool allow_skip) {
     PolicyModels m;
@@ -348,6 +374,7 @@ int run_plan(const PlanArgs& args) {
                          {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"}};
         out["policies"] = nlohmann::json::array();
         for (const PolicyModels& m : scores) out["policies"].push_back(score_json(m, static_times));
+        out["locality"] = locality_json(trace, scores, static_times);
         std::printf("%s\n", out.dump(2).c_str());
     } else {
         std::printf("# prophet plan | trace %s | cluster %s | run %s | means over %d iterations x %d layers\n",

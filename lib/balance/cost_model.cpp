@@ -98,14 +98,22 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     // e's transfer group {home, owner} + replicas as training moves it (an owner away from the static home is
     // one more receiver every step, as in training); kPaper counts the whole group (the paper's D - n includes
     // the sender), kReplicaHolders only the receivers. The bytes reported are the receivers' (what moves).
-    int64_t receivers = 0, counted = 0;
-    std::vector<double> weight(E, 0.0);  // [E] devices counted for each expert
+    // O(1) per expert from the flow's replica counts (the greedy keeps them incrementally): receivers of e =
+    // replicas not on the home + the owner when it is not the home
     const int sender_counted = m.trans_receivers == TransReceivers::kPaper ? 1 : 0;
+    auto receivers_of = [&](int e) {
+        const int home = placement.home(e);
+        return flow.replica_holders[e] - placement.replica[static_cast<size_t>(e) * D + home] +
+               (placement.owner[e] != home ? 1 : 0);
+    };
+    auto counted_of = [&](int e) {
+        const int r = receivers_of(e);
+        return r > 0 ? r + sender_counted : 0;
+    };
+    int64_t receivers = 0, counted = 0;
     for (int e = 0; e < E; ++e) {
-        const int r = placement.transfer_receivers(e);
-        receivers += r;
-        weight[e] = r > 0 ? r + sender_counted : 0;
-        counted += static_cast<int64_t>(weight[e]);
+        receivers += receivers_of(e);
+        counted += counted_of(e);
     }
     c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
@@ -137,15 +145,17 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
         c.exposed_trans_s = c.exposed_trans_chunked_s;
         c.exposed_agg_s = c.exposed_agg_chunked_s;
     } else {
-        // each expert's share of the transfer, in expert order (the scheduler's first-fit order)
-        std::vector<double> trans_pieces, agg_pieces;
-        for (int e = 0; e < E; ++e)
-            if (weight[e] > 0) {
-                trans_pieces.push_back(c.trans_s * weight[e] / static_cast<double>(counted));
-                agg_pieces.push_back(c.agg_s * weight[e] / static_cast<double>(counted));
-            }
-        c.exposed_trans_s = exposed_whole_pieces(trans_pieces, c.fnec_s, c.fec_s);
-        c.exposed_agg_s = exposed_whole_pieces(agg_pieces, c.bnec_s, c.bec_s);
+        // each expert's share of the transfer (T * counted_e / counted), in expert order: the scheduler's first fit
+        double trans_first = 0, trans_rest = 0, agg_first = 0, agg_rest = 0;
+        for (int e = 0; e < E; ++e) {
+            const double share = static_cast<double>(counted_of(e)) / static_cast<double>(counted);
+            if (share == 0) continue;
+            const double t = c.trans_s * share, a = c.agg_s * share;
+            (trans_first + t <= c.fnec_s ? trans_first : trans_rest) += t;
+            (agg_first + a <= c.bnec_s ? agg_first : agg_rest) += a;
+        }
+        c.exposed_trans_s = std::max(0.0, trans_rest - c.fec_s);
+        c.exposed_agg_s = std::max(0.0, agg_rest - c.bec_s);
     }
     c.eq6_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.trans_s + c.agg_s;
     c.eq8_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.exposed_trans_s + c.exposed_agg_s;

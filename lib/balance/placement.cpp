@@ -161,26 +161,29 @@ LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, 
             flow.received[dst] += n;
         }
     };
-    std::vector<int> holders;  // kEvenSplit: e's holders, owner first, then replicas by device index
-    for (int e = 0; e < E; ++e) {
-        if (rule == RouteRule::kEvenSplit) {
+    if (rule != RouteRule::kEvenSplit) {
+        for (int src = 0; src < D; ++src)
+            for (int e = 0; e < E; ++e) {
+                const int64_t n = counts[static_cast<size_t>(src) * E + e];
+                flow.total_tokens += n;
+                add(src, flow.destination[static_cast<size_t>(src) * E + e], n);
+            }
+    } else {
+        std::vector<int> holders;  // e's holders, owner first, then replicas by device index
+        for (int e = 0; e < E; ++e) {
             holders.assign(1, p.owner[e]);
             for (int d = 0; d < D; ++d)
                 if (p.replica[static_cast<size_t>(e) * D + d]) holders.push_back(d);
-        }
-        for (int src = 0; src < D; ++src) {
-            const int64_t n = counts[static_cast<size_t>(src) * E + e];
-            flow.total_tokens += n;
-            if (rule != RouteRule::kEvenSplit || holders.size() == 1) {
-                add(src, flow.destination[static_cast<size_t>(src) * E + e], n);
-                continue;
-            }
-            // n / r tokens to each holder; the n % r left over go one each to the holders from index src % r on
             const int64_t r = static_cast<int64_t>(holders.size());
-            const int64_t base = n / r, rest = n % r;
-            for (int64_t j = 0; j < r; ++j) {
-                const int64_t rank = (j - src % r + r) % r;
-                add(src, holders[static_cast<size_t>(j)], base + (rank < rest ? 1 : 0));
+            for (int src = 0; src < D; ++src) {
+                const int64_t n = counts[static_cast<size_t>(src) * E + e];
+                flow.total_tokens += n;
+                // n / r tokens to each holder; the n % r left over go one each to the holders from index src % r on
+                const int64_t base = n / r, rest = n % r;
+                for (int64_t j = 0; j < r; ++j) {
+                    const int64_t rank = (j - src % r + r) % r;
+                    add(src, holders[static_cast<size_t>(j)], base + (rank < rest ? 1 : 0));
+                }
             }
         }
     }

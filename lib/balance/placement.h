@@ -15,6 +15,7 @@
 // device and refuses it (see ExpertParallelExecutor).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,7 +38,11 @@ struct Placement {
     }
     // the static layout's device for e (E % D == 0): where training keeps e's authoritative parameters and
     // optimizer state; an owner elsewhere is one more receiver of Trans and sender of Agg every step
-    int home(int expert) const { return expert / (num_experts / num_devices); }
+    // (with E % D != 0, where static EP is undefined, the contiguous split rounded down, clamped to the last device)
+    int home(int expert) const {
+        const int per_device = num_experts >= num_devices ? num_experts / num_devices : 1;
+        return std::min(expert / per_device, num_devices - 1);
+    }
     // receivers of e's Trans (senders of its Agg): |{home, owner} + replicas| - 1, as the trainer moves them
     int transfer_receivers(int expert) const;
     void add_replica(int expert, int device);  // no-op for the owner; asserts range

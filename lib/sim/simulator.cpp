@@ -134,6 +134,8 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
     // the owner too, a planner's estimate)
     CostModel cost = planner_cost;
     cost.trans_receivers = TransReceivers::kReplicaHolders;
+    // the per-block Eq 8 it reports credits what its split rule can hide: bytes (fluid) or whole experts
+    cost.transfer_credit = options.split_rule == SplitRule::kFluid ? TransferCredit::kChunks : TransferCredit::kWholeExperts;
     const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
     PROPHET_ASSERT_MSG(trace.counts != nullptr && I >= 1 && L >= 1 && D >= 1 && E >= 1, "empty trace");
     PROPHET_ASSERT_MSG(static_cast<int>(placements.size()) == I, "placements must be [I][L]");

@@ -88,7 +88,9 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
             EXPECT_EQ(p["eq6"]["planned_with_eq"], 6) << name;  // each column planned by its own equation
             EXPECT_EQ(p["eq8"]["planned_with_eq"], 8) << name;
         }
-        if (name == "moetuner" || name == "moetuner-joint") EXPECT_TRUE(p.contains("solver_status")) << name;
+        if (name == "moetuner" || name == "moetuner-joint") {
+            EXPECT_TRUE(p.contains("solver_status")) << name;
+        }
         EXPECT_EQ(p["route_rule"], name == "eplb" ? "even_split" : "owner") << name;
     }
     // the exact optimum under its own objective is never beaten by the greedy, under either equation
@@ -127,7 +129,13 @@ TEST_F(Cli, PlanTableAndTraceFromTheStore) {
     ASSERT_EQ(run_prophet("trace export " + run_id + " --store " + db_ + " -o " + out, dir_).exit_code, 0);
     const Result info = run_prophet("trace info " + out + " --json", dir_);
     ASSERT_EQ(info.exit_code, 0) << info.err;
-    EXPECT_EQ(nlohmann::json::parse(info.out)["experts"], 4);
+    const nlohmann::json ij = nlohmann::json::parse(info.out);
+    EXPECT_EQ(ij["experts"], 4);
+    // the heaviest expert's share is over token-expert assignments, so uniform is 1/E (not k/E)
+    EXPECT_DOUBLE_EQ(ij["top_expert_share_uniform"].get<double>(), 0.25);
+    EXPECT_EQ(ij["js_divergence_per_layer"].size(), ij["layers"].get<size_t>());
+    const Result text = run_prophet("trace info " + out, dir_);
+    EXPECT_NE(text.out.find("uniform = 1/E = 0.250"), std::string::npos) << text.out;
 }
 
 TEST_F(Cli, DryRunTouchesNothing) {

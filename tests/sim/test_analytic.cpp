@@ -339,7 +339,9 @@ TEST(Policy, SimulatesWhatEvaluateChose) {
     TraceView v;
     v.counts = counts.data();
     v.num_iterations = I, v.num_layers = L, v.num_devices = D, v.num_experts = E;
-    const CostModel m = paper_cost_model(D, 2048);
+    CostModel m = paper_cost_model(D, 2048);
+    // the simulator times the bytes that move (replica holders); the planner's Eqs 4-5 count D - n by default
+    m.trans_receivers = TransReceivers::kReplicaHolders;
     EvalSettings settings;
     settings.plan_repeats = 1;
     settings.options.alpha = 0.1;  // with alpha = 3, Eq 7 calls 4 devices balanced before any replica is tried
