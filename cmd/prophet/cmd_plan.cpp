@@ -192,6 +192,7 @@ PolicyModels evaluate_models(const std::string& name, const TraceView& view, con
         EvalSettings six = settings, eight = settings;
         six.options.cost_eq = 6;
         eight.options.cost_eq = 8;
+        six.options.cost_eq_auto = eight.options.cost_eq_auto = false;
         m.eq6 = evaluate_policy(name, view, cost, six, allow_skip);
         m.eq8 = evaluate_policy(name, view, cost, eight, allow_skip);
     } else {

@@ -106,14 +106,11 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
         return flow.replica_holders[e] - placement.replica[static_cast<size_t>(e) * D + home] +
                (placement.owner[e] != home ? 1 : 0);
     };
-    auto counted_of = [&](int e) {
-        const int r = receivers_of(e);
-        return r > 0 ? r + sender_counted : 0;
-    };
     int64_t receivers = 0, counted = 0;
     for (int e = 0; e < E; ++e) {
-        receivers += receivers_of(e);
-        counted += counted_of(e);
+        const int r = receivers_of(e);
+        receivers += r;
+        counted += r > 0 ? r + sender_counted : 0;
     }
     c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
@@ -144,13 +141,17 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     if (m.transfer_credit == TransferCredit::kChunks || counted == 0) {
         c.exposed_trans_s = c.exposed_trans_chunked_s;
         c.exposed_agg_s = c.exposed_agg_chunked_s;
+    } else if (c.trans_s <= std::max(c.fnec_s, c.fec_s) && c.agg_s <= std::max(c.bnec_s, c.bec_s)) {
+        // nothing exposed: all of it fits the first window, or what goes beside the second is at most all of it
+        c.exposed_trans_s = c.exposed_agg_s = 0;
     } else {
         // each expert's share of the transfer (T * counted_e / counted), in expert order: the scheduler's first fit
+        const double trans_per = c.trans_s / static_cast<double>(counted), agg_per = c.agg_s / static_cast<double>(counted);
         double trans_first = 0, trans_rest = 0, agg_first = 0, agg_rest = 0;
         for (int e = 0; e < E; ++e) {
-            const double share = static_cast<double>(counted_of(e)) / static_cast<double>(counted);
-            if (share == 0) continue;
-            const double t = c.trans_s * share, a = c.agg_s * share;
+            const int r = receivers_of(e);
+            if (r == 0) continue;
+            const double t = trans_per * (r + sender_counted), a = agg_per * (r + sender_counted);
             (trans_first + t <= c.fnec_s ? trans_first : trans_rest) += t;
             (agg_first + a <= c.bnec_s ? agg_first : agg_rest) += a;
         }

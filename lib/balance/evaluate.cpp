@@ -95,6 +95,9 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
     const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
     BalanceOptions o = settings.options;
     o.route_rule = effective_route_rule(name, settings.options);
+    // auto objective: the equation of the policy's own system (8 for prophet's scheduler, 6 for the others), so a
+    // sweep or simulation that runs each system's schedule plans for it; prophet plan asks per model instead
+    if (o.cost_eq_auto) o.cost_eq = system_cost_eq(name);
     PolicyScore out;
     out.name = name;
     out.route_rule = route_rule_name(o.route_rule);

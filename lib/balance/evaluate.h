@@ -72,6 +72,7 @@ bool plans_with_cost_eq(const std::string& policy);
 // "optimal" or "time limit, gap x%" per ILP stage (joint: the one ILP of moetuner-joint)
 std::string ilp_status(const IlpReport& report, bool joint);
 
+// With settings.options.cost_eq_auto the planners optimise their own system's equation (system_cost_eq).
 // Throws prophet::Error for an unknown policy name. Instances too large for `exhaustive` / `moetuner-joint`
 // come back skipped with a note when allow_skip is true (used by --policy all), else throw.
 PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,

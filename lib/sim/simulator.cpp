@@ -298,6 +298,24 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
     return result;
 }
 
+TraceView dispatched_view(const std::string& policy, const TraceView& trace, const BalanceOptions& options,
+                          std::vector<int64_t>* storage) {
+    if (policy != "deepspeed") return trace;
+    const int I = trace.num_iterations, L = trace.num_layers;
+    const size_t per_layer = static_cast<size_t>(trace.num_devices) * trace.num_experts;
+    storage->resize(static_cast<size_t>(I) * L * per_layer);
+    for (int it = 0; it < I; ++it)
+        for (int l = 0; l < L; ++l) {
+            const std::vector<int64_t> one = deepspeed_dispatch_counts(trace.layer(it, l), trace.num_devices,
+                                                                       trace.num_experts, options.capacity_factor,
+                                                                       nullptr);
+            std::copy(one.begin(), one.end(), storage->begin() + (static_cast<size_t>(it) * L + l) * per_layer);
+        }
+    TraceView view = trace;
+    view.counts = storage->data();
+    return view;
+}
+
 SimResult simulate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                           const EvalSettings& settings, const SimOptions& options, PolicyScore* score) {
     PolicyScore s = evaluate_policy(name, trace, cost, settings, /*allow_skip=*/false);
@@ -314,20 +332,8 @@ SimResult simulate_policy(const std::string& name, const TraceView& trace, const
     o.route_rule = effective_route_rule(name, settings.options);
     const bool measured = options.plan_s < 0;
     if (measured) o.plan_s = 0;
-    // deepspeed computes and sends its padded slots, not the routed counts
     std::vector<int64_t> padded;
-    TraceView view = trace;
-    if (name == "deepspeed") {
-        const size_t per_layer = static_cast<size_t>(trace.num_devices) * trace.num_experts;
-        padded.resize(static_cast<size_t>(I) * L * per_layer);
-        for (int it = 0; it < I; ++it)
-            for (int l = 0; l < L; ++l) {
-                const std::vector<int64_t> one = deepspeed_dispatch_counts(
-                    trace.layer(it, l), trace.num_devices, trace.num_experts, settings.options.capacity_factor, nullptr);
-                std::copy(one.begin(), one.end(), padded.begin() + (static_cast<size_t>(it) * L + l) * per_layer);
-            }
-        view.counts = padded.data();
-    }
+    const TraceView view = dispatched_view(name, trace, settings.options, &padded);
     SimResult r = simulate(view, placements, cost, o, measured ? &plan : nullptr);
     if (score) *score = std::move(s);
     return r;

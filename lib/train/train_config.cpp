@@ -145,6 +145,7 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
     // the planner's objective follows the schedule that runs: transfers are hidden only with the scheduler
     if (t.balance.cost_eq_auto) t.balance.cost_eq = t.schedule_blockwise ? 8 : 6;
+    t.balance.cost_eq_auto = false;  // resolved
     if (t.balance.route_rule == RouteRule::kEvenSplit)
         throw_config_error("balance.route_to", "even_split",
                            "the MoE executor sends each (device, expert) token group to one device; the even split "
