@@ -49,6 +49,19 @@ double topology_time(const ClusterSpec& cluster, const std::vector<double>& byte
     return worst;
 }
 
+// Does every expert keep its static home as owner? Compared against a per-thread cached static layout, so the
+// check is one memcmp-like pass.
+bool owners_are_static(const Placement& p) {
+    thread_local std::vector<int> home;
+    thread_local int cached_d = -1;
+    if (static_cast<int>(home.size()) != p.num_experts || cached_d != p.num_devices) {
+        home.resize(p.num_experts);
+        for (int e = 0; e < p.num_experts; ++e) home[e] = p.home(e);
+        cached_d = p.num_devices;
+    }
+    return std::equal(p.owner.begin(), p.owner.end(), home.begin());
+}
+
 }  // namespace
 
 double exposed_whole_pieces(const std::vector<double>& pieces, double first_window, double second_window) {
@@ -101,16 +114,30 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     // O(1) per expert from the flow's replica counts (the greedy keeps them incrementally): receivers of e =
     // replicas not on the home + the owner when it is not the home
     const int sender_counted = m.trans_receivers == TransReceivers::kPaper ? 1 : 0;
-    auto receivers_of = [&](int e) {
-        const int home = placement.home(e);
-        return flow.replica_holders[e] - placement.replica[static_cast<size_t>(e) * D + home] +
-               (placement.owner[e] != home ? 1 : 0);
+    // Fast path (every policy that keeps the static owners: prophet, fastermoe, top-n): receivers of e are its
+    // replica holders; both sums vectorise. Otherwise, per expert: + 1 for an owner away from home, - 1 when
+    // the home itself holds a replica (it is the sender then).
+    const int per_device = E >= D ? E / D : 1;  // home(e) = min(e / per_device, D - 1)
+    const bool static_owners = owners_are_static(placement);
+    auto receivers_of = [&](int e, int home) {
+        return flow.replica_holders[e] +
+               (placement.owner[e] != home ? 1 - placement.replica[static_cast<size_t>(e) * D + home] : 0);
     };
     int64_t receivers = 0, counted = 0;
-    for (int e = 0; e < E; ++e) {
-        const int r = receivers_of(e);
-        receivers += r;
-        counted += r > 0 ? r + sender_counted : 0;
+    if (static_owners) {
+        int64_t replicated = 0;
+        for (int e = 0; e < E; ++e) {
+            receivers += flow.replica_holders[e];
+            replicated += flow.replica_holders[e] > 0;
+        }
+        counted = receivers + sender_counted * replicated;
+    } else {
+        for (int e = 0, home = 0, k = 0; e < E; ++e) {
+            const int r = receivers_of(e, home);
+            receivers += r;
+            counted += r > 0 ? r + sender_counted : 0;
+            if (++k == per_device && home < D - 1) k = 0, ++home;
+        }
     }
     c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
@@ -148,8 +175,9 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
         // each expert's share of the transfer (T * counted_e / counted), in expert order: the scheduler's first fit
         const double trans_per = c.trans_s / static_cast<double>(counted), agg_per = c.agg_s / static_cast<double>(counted);
         double trans_first = 0, trans_rest = 0, agg_first = 0, agg_rest = 0;
-        for (int e = 0; e < E; ++e) {
-            const int r = receivers_of(e);
+        for (int e = 0, home = 0, k = 0; e < E; ++e) {
+            const int r = static_owners ? flow.replica_holders[e] : receivers_of(e, home);
+            if (++k == per_device && home < D - 1) k = 0, ++home;
             if (r == 0) continue;
             const double t = trans_per * (r + sender_counted), a = agg_per * (r + sender_counted);
             (trans_first + t <= c.fnec_s ? trans_first : trans_rest) += t;
