@@ -8,6 +8,7 @@ packages=(
   libcli11-dev libtomlplusplus-dev libsqlite3-dev sqlite3 nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev valgrind
   libopenblas-dev
+  zlib1g-dev
   coinor-libcbc-dev coinor-libclp-dev coinor-libcgl-dev coinor-libosi-dev coinor-libcoinutils-dev
   openmpi-bin libopenmpi-dev
   slurm-wlm munge

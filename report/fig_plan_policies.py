@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Predicted MoE-layer time and max/mean load per policy from `prophet plan` runs (bars).
 
-`prophet plan --policy all` records, per policy P, metrics plan.P.time_ms (Eq 8 for prophet / prophet-oracle,
-Eq 6 for the others; per MoE layer, mean over iterations and layers) and plan.P.max_mean_load. One bar group per
+`prophet plan --policy all` records, per policy P, metrics plan.P.eq6_ms (planned and scored with Eq 6: transfers
+blocking) and plan.P.eq8_ms (planned and scored with Eq 8: the block-wise scheduler), one panel each so no panel
+mixes system models (per MoE layer, mean over iterations and layers), and plan.P.max_mean_load. One bar group per
 trace / cluster; bars are the mean ± sd across plan runs with the same inputs (errorbar='sd'; a single run has no bar).
 """
 import os
@@ -24,10 +25,10 @@ def main(argv=None):
     met = met[(met["layer"] == -1) & (met["rank"] == -1)]
     if met.empty:
         C.no_data(NAME, "no plan.<policy>.* metrics")
-    parts = met["key"].str.extract(r"^plan\.(?P<policy>.+)\.(?P<metric>time_ms|max_mean_load)$")
+    parts = met["key"].str.extract(r"^plan\.(?P<policy>.+)\.(?P<metric>eq6_ms|eq8_ms|max_mean_load)$")
     met = met.join(parts).dropna(subset=["policy", "metric"])
     if met.empty:
-        C.no_data(NAME, "no plan.<policy>.time_ms / max_mean_load metrics")
+        C.no_data(NAME, "no plan.<policy>.eq6_ms / eq8_ms / max_mean_load metrics")
     params = C.load_params(con, runs["run_id"], keys=["input.trace", "input.cluster"])
     met = met.merge(params.reset_index(), on="run_id", how="left")
     met["setting"] = (met.get("input.trace").map(C.stem).fillna("?") + " / " +
@@ -39,8 +40,9 @@ def main(argv=None):
     C.setup_style()
     import matplotlib.pyplot as plt
     import seaborn as sns
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
-    specs = [("time_ms", "predicted MoE-layer time (ms)", "Predicted time per policy"),
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
+    specs = [("eq6_ms", "predicted MoE-layer time, Eq 6 (ms)", "Transfers blocking (Eq 6)"),
+             ("eq8_ms", "predicted MoE-layer time, Eq 8 (ms)", "Block-wise scheduler (Eq 8)"),
              ("max_mean_load", "max / mean device load", "Load imbalance per policy")]
     for ax, (col, ylabel, title) in zip(axes, specs):
         if col not in wide.columns:
@@ -58,12 +60,12 @@ def main(argv=None):
             ax.legend(title="trace / cluster", fontsize=7)
         elif ax.get_legend() is not None:
             ax.get_legend().remove()
-    cap = ("Bars: mean \u00b1 sd across plan runs with the same inputs (errorbar='sd'; one run: no bar). Time: Eq 8 for prophet/"
-           "prophet-oracle, Eq 6 otherwise. Dashed: perfect balance. Data: prophet plan, plan.<policy>.* metrics.")
+    cap = ("Bars: mean \u00b1 sd across plan runs with the same inputs (errorbar='sd'; one run: no bar). One system model per "
+           "panel: Eq 6 (transfers blocking) and Eq 8 (block-wise scheduler), each policy planned for it. Dashed: perfect balance. Data: prophet plan, plan.<policy>.* metrics.")
     C.add_caption(fig, cap)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     C.save_figure(fig, args.out, NAME)
-    cols = [c for c in ("time_ms", "max_mean_load") if c in wide.columns]
+    cols = [c for c in ("eq6_ms", "eq8_ms", "max_mean_load") if c in wide.columns]
     t = wide.groupby(["setting", "policy"])[cols].agg(["mean", "std"])
     t.columns = [f"{a}_{'sd' if b == 'std' else b}" for a, b in t.columns]
     t = t.reset_index()

@@ -43,7 +43,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& args) {
     plan->add_option("-p,--policy", args.policy, "policy name or all (sets balance.policy)");
     add_common_options(plan, args.common);
     plan->footer(
-        "Policies: static fastermoe prophet prophet-oracle eplb moetuner top2 top3 exhaustive moetuner-joint.\n"
+        "Policies: static deepspeed fastermoe prophet prophet-oracle eplb moetuner top2 top3 exhaustive "
+        "moetuner-joint.\n"
         "`all` runs every policy; exhaustive and moetuner-joint are skipped (with a note) on instances too large.\n"
         "Example:\n"
         "  prophet plan --trace experiments/traces/zipf-e16-k2.toml --cluster experiments/clusters/hpwnv-16.toml "
@@ -75,17 +76,28 @@ Loaded load_any_trace(const std::string& spec, const std::string& store_path) {
     return out;
 }
 
-nlohmann::json score_json(const PolicyScore& p, double static_ms) {
+// One policy under every system model. Planners with a cost objective (plans_with_cost_eq) plan once per
+// equation when balance.cost_eq = 0 (auto), so each column is a policy planned and scored by one equation;
+// the others (and any policy when cost_eq is set) plan once and are scored under every model.
+struct PolicyModels {
+    PolicyScore eq6;  // planned for and scored by Eq 6 (transfers blocking)
+    PolicyScore eq8;  // planned for and scored by Eq 8 (block-wise scheduler hides what its split can)
+    const std::string& name() const { return eq6.name; }
+    bool skipped() const { return eq6.skipped || eq8.skipped; }
+    const std::string& note() const { return eq6.skipped ? eq6.note : eq8.note; }
+};
+
+struct StaticTimes {
+    double eq6_ms = 0, eq8_ms = 0, fastermoe_ms = 0;
+};
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+nlohmann::json model_json(const PolicyScore& p, double time_ms, double static_ms) {
     nlohmann::json j;
-    j["name"] = p.name;
-    j["skipped"] = p.skipped;
-    if (!p.note.empty()) j["note"] = p.note;
-    if (p.skipped) return j;
-    j["predicted_ms"] = p.mean_system_ms;
-    j["system_cost_eq"] = system_cost_eq(p.name);
-    j["predicted_eq6_ms"] = p.mean_eq6_ms;
-    j["predicted_eq8_ms"] = p.mean_eq8_ms;
-    j["speedup_vs_static"] = p.mean_system_ms > 0 ? static_ms / p.mean_system_ms : 0.0;
+    j["predicted_ms"] = time_ms;
+    j["speedup_vs_static"] = ratio(static_ms, time_ms);
+    j["planned_with_eq"] = p.planned_cost_eq;  // 0: the policy has no cost objective
     j["max_mean_load"] = p.mean_max_mean_load;
     j["balance_std"] = p.mean_balance_std;
     j["rb_vs_static"] = p.mean_rb;
@@ -93,32 +105,101 @@ nlohmann::json score_json(const PolicyScore& p, double static_ms) {
     j["trans_bytes"] = p.mean_trans_bytes;
     j["agg_bytes"] = p.mean_agg_bytes;
     j["replicas"] = p.mean_replicas;
-    j["plan_us"] = p.median_plan_us;
-    j["dropped_tokens"] = p.mean_dropped_tokens;
     return j;
 }
 
-void print_table(const std::vector<PolicyScore>& scores, double static_ms) {
-    std::printf("# %-15s %9s %9s %9s %7s %8s %9s %7s %10s %10s %10s %6s %9s\n", "policy", "time", "Eq6", "Eq8",
-                "xstatic", "max/mean", "std(H)", "RB", "A2A", "Trans", "Agg", "repl", "plan");
-    std::printf("# %-15s %9s %9s %9s %7s %8s %9s %7s %10s %10s %10s %6s %9s\n", "", "(ms)", "(ms)", "(ms)", "", "",
-                "(tokens)", "", "(bytes)", "(bytes)", "(bytes)", "", "(us)");
-    for (const PolicyScore& p : scores) {
-        if (p.skipped) {
-            std::printf("  %-15s skipped: %s\n", p.name.c_str(), p.note.c_str());
+nlohmann::json score_json(const PolicyModels& m, const StaticTimes& st) {
+    nlohmann::json j;
+    j["name"] = m.name();
+    j["skipped"] = m.skipped();
+    if (!m.note().empty()) j["note"] = m.note();
+    if (m.skipped()) return j;
+    j["route_rule"] = m.eq8.route_rule;
+    if (!m.eq8.solver_status.empty()) j["solver_status"] = m.eq8.solver_status;
+    j["plan_us"] = m.eq8.median_plan_us;
+    j["dropped_tokens"] = m.eq8.mean_dropped_tokens;
+    j["eq6"] = model_json(m.eq6, m.eq6.mean_eq6_ms, st.eq6_ms);
+    nlohmann::json eq8 = model_json(m.eq8, m.eq8.mean_eq8_ms, st.eq8_ms);
+    eq8["exposed_trans_ms"] = m.eq8.mean_exposed_trans_ms;
+    eq8["exposed_agg_ms"] = m.eq8.mean_exposed_agg_ms;
+    eq8["exposed_trans_chunked_ms"] = m.eq8.mean_exposed_trans_chunked_ms;
+    eq8["exposed_agg_chunked_ms"] = m.eq8.mean_exposed_agg_chunked_ms;
+    j["eq8"] = eq8;
+    j["fastermoe_system"] = model_json(m.eq6, m.eq6.mean_fastermoe_ms, st.fastermoe_ms);
+    return j;
+}
+
+void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st) {
+    std::printf("# %-15s %9s %7s %9s %7s %9s %7s %8s %8s %9s %9s %6s %9s %9s\n", "policy", "Eq6", "xstat6", "Eq8",
+                "xstat8", "FasterMoE", "xstatF", "max/mean", "max/mean", "expTrans", "expAgg", "repl", "plan",
+                "dropped");
+    std::printf("# %-15s %9s %7s %9s %7s %9s %7s %8s %8s %9s %9s %6s %9s %9s\n", "", "(ms)", "", "(ms)", "", "sys (ms)",
+                "", "(Eq6)", "(Eq8)", "Eq8 (ms)", "Eq8 (ms)", "(Eq8)", "(us)", "(tokens)");
+    for (const PolicyModels& m : scores) {
+        if (m.skipped()) {
+            std::printf("  %-15s skipped: %s\n", m.name().c_str(), m.note().c_str());
             continue;
         }
-        std::printf("  %-15s %9.3f %9.3f %9.3f %7.3f %8.3f %9.1f %7.2f %10s %10s %10s %6.1f %9.1f\n", p.name.c_str(),
-                    p.mean_system_ms, p.mean_eq6_ms, p.mean_eq8_ms,
-                    p.mean_system_ms > 0 ? static_ms / p.mean_system_ms : 0.0, p.mean_max_mean_load,
-                    p.mean_balance_std, p.mean_rb, fmt_bytes(p.mean_a2a_bytes).c_str(),
-                    fmt_bytes(p.mean_trans_bytes).c_str(), fmt_bytes(p.mean_agg_bytes).c_str(), p.mean_replicas,
-                    p.median_plan_us);
+        const PolicyScore& a = m.eq6;
+        const PolicyScore& b = m.eq8;
+        std::printf("  %-15s %9.3f %7.3f %9.3f %7.3f %9.3f %7.3f %8.3f %8.3f %9.3f %9.3f %6.1f %9.1f %9.1f\n",
+                    m.name().c_str(), a.mean_eq6_ms, ratio(st.eq6_ms, a.mean_eq6_ms), b.mean_eq8_ms,
+                    ratio(st.eq8_ms, b.mean_eq8_ms), a.mean_fastermoe_ms, ratio(st.fastermoe_ms, a.mean_fastermoe_ms),
+                    a.mean_max_mean_load, b.mean_max_mean_load, b.mean_exposed_trans_ms, b.mean_exposed_agg_ms,
+                    b.mean_replicas, b.median_plan_us, b.mean_dropped_tokens);
     }
-    std::printf("# time: the policy's own system, Eq 8 for prophet/prophet-oracle (block-wise scheduler hides Trans/Agg),"
-                " Eq 6 for the others; xstatic = static time / time; per MoE layer, means over iterations and layers\n");
-    for (const PolicyScore& p : scores)
-        if (!p.skipped && !p.note.empty()) std::printf("# note: %s: %s\n", p.name.c_str(), p.note.c_str());
+    std::printf("# one model per column, per MoE layer, means over iterations and layers: Eq6 = Trans/Agg blocking, "
+                "planned with Eq 6; Eq8 = block-wise scheduler, planned with Eq 8; FasterMoE sys = broadcast/reduce "
+                "beside one all-to-all each, Eq-6 placements; xstat* = static / policy under that model\n");
+    for (const PolicyModels& m : scores) {
+        if (m.skipped()) continue;
+        if (!m.eq8.note.empty()) std::printf("# note: %s: %s\n", m.name().c_str(), m.eq8.note.c_str());
+        if (!m.eq8.solver_status.empty())
+            std::printf("# solver: %s: %s\n", m.name().c_str(), m.eq8.solver_status.c_str());
+    }
+}
+
+// How well the previous iteration predicts the next: per-layer JS divergence of consecutive iterations, and per
+// model the planner's speedup over static planning from the previous iteration's counts (prophet) against
+// planning on the current ones (prophet-oracle), where both ran.
+nlohmann::json locality_json(const Trace& trace, const std::vector<PolicyModels>& scores, const StaticTimes& st) {
+    const int L = trace.meta.num_layers, pairs = trace.meta.num_iterations - 1;
+    const std::vector<double> js = consecutive_js_divergence(trace);  // [(I-1)*L]
+    std::vector<double> per_layer(L, 0.0);
+    for (int i = 0; i < pairs; ++i)
+        for (int l = 0; l < L; ++l) per_layer[l] += js[static_cast<size_t>(i) * L + l] / pairs;
+    nlohmann::json j;
+    j["js_divergence_per_layer"] = per_layer;
+    const PolicyModels *predicted = nullptr, *oracle = nullptr;
+    for (const PolicyModels& m : scores) {
+        if (m.skipped()) continue;
+        if (m.name() == "prophet") predicted = &m;
+        if (m.name() == "prophet-oracle") oracle = &m;
+    }
+    if (predicted && oracle) {
+        j["eq6"] = {{"predicted_speedup", ratio(st.eq6_ms, predicted->eq6.mean_eq6_ms)},
+                    {"oracle_speedup", ratio(st.eq6_ms, oracle->eq6.mean_eq6_ms)}};
+        j["eq8"] = {{"predicted_speedup", ratio(st.eq8_ms, predicted->eq8.mean_eq8_ms)},
+                    {"oracle_speedup", ratio(st.eq8_ms, oracle->eq8.mean_eq8_ms)}};
+    }
+    return j;
+}
+
+PolicyModels evaluate_models(const std::string& name, const TraceView& view, const CostModel& cost,
+                             const EvalSettings& settings, bool allow_skip) {
+    PolicyModels m;
+    if (settings.options.cost_eq_auto && plans_with_cost_eq(name)) {
+        EvalSettings six = settings, eight = settings;
+        six.options.cost_eq = 6;
+        eight.options.cost_eq = 8;
+        six.options.cost_eq_auto = eight.options.cost_eq_auto = false;
+        m.eq6 = evaluate_policy(name, view, cost, six, allow_skip);
+        m.eq8 = evaluate_policy(name, view, cost, eight, allow_skip);
+    } else {
+        m.eq6 = evaluate_policy(name, view, cost, settings, allow_skip);
+        m.eq8 = m.eq6;
+    }
+    return m;
 }
 
 }  // namespace
@@ -191,19 +272,25 @@ int run_plan(const PlanArgs& args) {
     settings.profile_iterations = static_cast<int>(config.get_int("balance.profile_iterations"));
     settings.num_nodes = cluster.num_devices / cluster.devices_per_node;
 
-    std::vector<PolicyScore> scores;
+    std::vector<PolicyModels> scores;
     const int64_t started = now_ns();
     for (size_t i = 0; i < policies.size(); ++i) {
         std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, policies.size(), policies[i].c_str());
-        scores.push_back(evaluate_policy(policies[i], view, cost, settings, /*allow_skip=*/all));
+        scores.push_back(evaluate_models(policies[i], view, cost, settings, /*allow_skip=*/all));
     }
-    double static_ms = 0;
-    for (const PolicyScore& p : scores)
-        if (p.name == "static") static_ms = p.mean_system_ms;
-    if (static_ms == 0) {  // a single policy: score static too, for the ratio
-        EvalSettings quick = settings;
-        quick.plan_repeats = 1;
-        static_ms = evaluate_policy("static", view, cost, quick, false).mean_system_ms;
+    StaticTimes static_times;
+    {
+        const PolicyScore* fixed = nullptr;
+        PolicyScore quick_static;
+        for (const PolicyModels& m : scores)
+            if (m.name() == "static") fixed = &m.eq6;
+        if (!fixed) {  // a single policy: score static too, for the ratios
+            EvalSettings quick = settings;
+            quick.plan_repeats = 1;
+            quick_static = evaluate_policy("static", view, cost, quick, false);
+            fixed = &quick_static;
+        }
+        static_times = {fixed->mean_eq6_ms, fixed->mean_eq8_ms, fixed->mean_fastermoe_ms};
     }
 
     // ---- record: one transaction, so a failure leaves nothing half-written -----------------------------------
@@ -223,31 +310,39 @@ int run_plan(const PlanArgs& args) {
         params.emplace_back("trace.source", meta.source);
         store.put_params(run_id, params);
         if (config.get_bool("plan.save_trace") && !loaded.from_store) store.save_trace(trace, run_id);
-        for (const PolicyScore& p : scores) {
-            if (p.skipped) {
-                store.put_event(run_id, 0, -1, "info", "policy_skipped", p.name + ": " + p.note, "");
+        for (const PolicyModels& m : scores) {
+            const PolicyScore& p = m.eq8;
+            if (m.skipped()) {
+                store.put_event(run_id, 0, -1, "info", "policy_skipped", m.name() + ": " + m.note(), "");
                 continue;
             }
-            for (const char* key :
-                 {"time_ms", "eq6_ms", "eq8_ms", "max_mean_load", "balance_std", "rb_vs_static", "plan_us"}) {
-                const std::string k = key;
-                const double v = k == "time_ms"         ? p.mean_system_ms
-                                 : k == "eq6_ms"        ? p.mean_eq6_ms
-                                 : k == "eq8_ms"        ? p.mean_eq8_ms
-                                 : k == "max_mean_load" ? p.mean_max_mean_load
-                                 : k == "balance_std"   ? p.mean_balance_std
-                                 : k == "rb_vs_static"  ? p.mean_rb
-                                                        : p.median_plan_us;
-                store.put_metric(run_id, "plan." + p.name + "." + k, 0, v);
-            }
+            if (!p.solver_status.empty())
+                store.put_event(run_id, 0, -1, "info", "solver_status", p.name + ": " + p.solver_status, "");
+            // one model per metric: eq6_* from the Eq-6 planning, eq8_* from the Eq-8 planning
+            const std::vector<std::pair<std::string, double>> metrics = {
+                {"eq6_ms", m.eq6.mean_eq6_ms},
+                {"eq8_ms", p.mean_eq8_ms},
+                {"fastermoe_sys_ms", m.eq6.mean_fastermoe_ms},
+                {"eq6_max_mean_load", m.eq6.mean_max_mean_load},
+                {"max_mean_load", p.mean_max_mean_load},
+                {"balance_std", p.mean_balance_std},
+                {"rb_vs_static", p.mean_rb},
+                {"exposed_trans_ms", p.mean_exposed_trans_ms},
+                {"exposed_agg_ms", p.mean_exposed_agg_ms},
+                {"exposed_trans_chunked_ms", p.mean_exposed_trans_chunked_ms},
+                {"exposed_agg_chunked_ms", p.mean_exposed_agg_chunked_ms},
+                {"dropped_tokens", p.mean_dropped_tokens},
+                {"plan_us", p.median_plan_us}};
+            for (const auto& [key, v] : metrics) store.put_metric(run_id, "plan." + p.name + "." + key, 0, v);
             if (!record_layers) continue;
-            for (const LayerScore& s : p.layers) {
+            for (size_t i = 0; i < p.layers.size(); ++i) {
+                const LayerScore& s = p.layers[i];
                 PlanResultRow row;
                 row.run_id = run_id;
                 row.policy = p.name;
                 row.iteration = s.iteration;
                 row.layer = s.layer;
-                row.predicted_eq6_ms = s.cost.eq6_s * 1e3;
+                row.predicted_eq6_ms = m.eq6.layers[i].cost.eq6_s * 1e3;  // the Eq-6 planning's layer
                 row.predicted_eq8_ms = s.cost.eq8_s * 1e3;
                 row.max_mean_load = s.max_mean_load;
                 row.balance_std = s.balance_std;
@@ -275,12 +370,17 @@ int run_plan(const PlanArgs& args) {
                         {"js_divergence_mean", js_mean},   {"js_divergence_max", js_max}};
         out["cluster"] = cluster.name;
         out["policies"] = nlohmann::json::array();
-        for (const PolicyScore& p : scores) out["policies"].push_back(score_json(p, static_ms));
+        out["models"] = {{"eq6", "Eq 6: Trans and Agg blocking (DeepSpeed, static EP, offline policies' systems)"},
+                         {"eq8", "Eq 8: block-wise scheduler hides Trans/Agg as its whole-expert split allows"},
+                         {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"}};
+        out["policies"] = nlohmann::json::array();
+        for (const PolicyModels& m : scores) out["policies"].push_back(score_json(m, static_times));
+        out["locality"] = locality_json(trace, scores, static_times);
         std::printf("%s\n", out.dump(2).c_str());
     } else {
         std::printf("# prophet plan | trace %s | cluster %s | run %s | means over %d iterations x %d layers\n",
                     meta.source.c_str(), cluster.name.c_str(), run_id.c_str(), meta.num_iterations, meta.num_layers);
-        print_table(scores, static_ms);
+        print_table(scores, static_times);
     }
     std::fprintf(stderr, "prophet plan: recorded run %s in %s (%.1f s)\n", run_id.c_str(), store_path.c_str(), elapsed_s);
     return kExitOk;

@@ -71,7 +71,13 @@ int run_trace(const TraceArgs& args) {
         js_mean += v / static_cast<double>(js.size());
         js_max = std::max(js_max, v);
     }
-    // skew of the first iteration: share of the heaviest expert, averaged over layers
+    // locality per layer: mean JS divergence of consecutive iterations (js is [(I-1)*L], iteration-major)
+    std::vector<double> js_layer(m.num_layers, 0.0);
+    const int pairs = m.num_iterations - 1;
+    for (int i = 0; i < pairs; ++i)
+        for (int l = 0; l < m.num_layers; ++l) js_layer[l] += js[static_cast<size_t>(i) * m.num_layers + l] / pairs;
+    // skew of the first iteration: the heaviest expert's share of the token-expert assignments (uniform 1/E),
+    // averaged over layers
     double top_share = 0;
     for (int l = 0; l < m.num_layers; ++l) {
         const std::vector<int64_t> loads = expert_loads(trace, 0, l);
@@ -97,6 +103,8 @@ int run_trace(const TraceArgs& args) {
                             {"js_divergence_mean", js_mean},
                             {"js_divergence_max", js_max},
                             {"top_expert_share_iter0", top_share},
+                            {"top_expert_share_uniform", 1.0 / m.num_experts},
+                            {"js_divergence_per_layer", js_layer},
                             {"js_divergence", js}};
         std::printf("%s\n", j.dump(2).c_str());
         return kExitOk;
@@ -107,9 +115,14 @@ int run_trace(const TraceArgs& args) {
     std::printf("tokens per iteration  %lld\n", static_cast<long long>(m.tokens_per_iteration));
     std::printf("model dims            C=%d F=%d T=%d\n", m.d_model, m.d_ffn, m.seq_len);
     std::printf("transitions           %s\n", trace.has_transitions() ? "recorded" : "none");
-    std::printf("heaviest expert share %.3f (iteration 0, mean over layers; uniform = %.3f)\n", top_share,
-                static_cast<double>(m.top_k) / m.num_experts);
+    std::printf("heaviest expert share %.3f of the assignments (iteration 0, mean over layers; uniform = 1/E = %.3f)\n",
+                top_share, 1.0 / m.num_experts);
     std::printf("JS divergence         consecutive iterations: mean %.4g, max %.4g (nats, max ln 2)\n", js_mean, js_max);
+    if (pairs > 0) {
+        std::printf("JS per layer          ");
+        for (int l = 0; l < m.num_layers; ++l) std::printf("%s%.3g", l ? " " : "", js_layer[l]);
+        std::printf("  (mean over consecutive iterations: how well the previous iteration predicts the next)\n");
+    }
     return kExitOk;
 }
 

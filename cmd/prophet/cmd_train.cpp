@@ -88,7 +88,7 @@ void print_parameter_table(const RunContext& ctx, const Trainer& trainer, FILE* 
     row("parameters", std::to_string(trainer.model().layout.num_params));
     row("data", trainer.data().describe().substr(0, 48));
     row("steps, lr", std::to_string(s.steps) + ", " + fmt(s.lr.max_lr) + " (warmup " + std::to_string(s.lr.warmup_steps) + ")");
-    row("balance.policy", s.policy + " (route to " + (s.balance.route_rule == RouteRule::kOwner ? "owner" : "least loaded") + ")");
+    row("balance.policy", s.policy + " (route to " + route_rule_name(s.balance.route_rule) + ")");
     row("schedule", std::string(s.schedule_blockwise ? "blockwise (split " + s.schedule_split + ")" : "none") +
                         (s.link_gbps > 0 ? ", link " + fmt(s.link_gbps) + " Gbit/s" : ""));
     row("planner cluster", s.cluster_path.substr(0, 48));

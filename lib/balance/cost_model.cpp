@@ -49,7 +49,31 @@ double topology_time(const ClusterSpec& cluster, const std::vector<double>& byte
     return worst;
 }
 
+// Does every expert keep its static home as owner? Compared against a per-thread cached static layout, so the
+// check is one memcmp-like pass.
+bool owners_are_static(const Placement& p) {
+    thread_local std::vector<int> home;
+    thread_local int cached_d = -1;
+    if (static_cast<int>(home.size()) != p.num_experts || cached_d != p.num_devices) {
+        home.resize(p.num_experts);
+        for (int e = 0; e < p.num_experts; ++e) home[e] = p.home(e);
+        cached_d = p.num_devices;
+    }
+    return std::equal(p.owner.begin(), p.owner.end(), home.begin());
+}
+
 }  // namespace
+
+double exposed_whole_pieces(const std::vector<double>& pieces, double first_window, double second_window) {
+    double first = 0, rest = 0;
+    for (double t : pieces) {
+        if (first + t <= first_window)
+            first += t;
+        else
+            rest += t;
+    }
+    return std::max(0.0, rest - second_window);
+}
 
 CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Placement& placement) {
     const int D = flow.num_devices;
@@ -83,17 +107,47 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     c.fec_s = static_cast<double>(max_computed) * m.expert_flops_per_token() / flops;
     c.bec_s = 2.0 * c.fec_s;
 
-    // Eqs 4-5: r_e receivers per chosen expert (the paper's D - n), averaged over D devices sending in parallel
-    int64_t receivers = 0;
-    for (int e = 0; e < E; ++e) receivers += flow.replica_holders[e];
+    // Eqs 4-5: D - n_e devices per chosen expert, averaged over D devices sending in parallel. The devices are
+    // e's transfer group {home, owner} + replicas as training moves it (an owner away from the static home is
+    // one more receiver every step, as in training); kPaper counts the whole group (the paper's D - n includes
+    // the sender), kReplicaHolders only the receivers. The bytes reported are the receivers' (what moves).
+    // O(1) per expert from the flow's replica counts (the greedy keeps them incrementally): receivers of e =
+    // replicas not on the home + the owner when it is not the home
+    const int sender_counted = m.trans_receivers == TransReceivers::kPaper ? 1 : 0;
+    // Fast path (every policy that keeps the static owners: prophet, fastermoe, top-n): receivers of e are its
+    // replica holders; both sums vectorise. Otherwise, per expert: + 1 for an owner away from home, - 1 when
+    // the home itself holds a replica (it is the sender then).
+    const int per_device = E >= D ? E / D : 1;  // home(e) = min(e / per_device, D - 1)
+    const bool static_owners = owners_are_static(placement);
+    auto receivers_of = [&](int e, int home) {
+        return flow.replica_holders[e] +
+               (placement.owner[e] != home ? 1 - placement.replica[static_cast<size_t>(e) * D + home] : 0);
+    };
+    int64_t receivers = 0, counted = 0;
+    if (static_owners) {
+        int64_t replicated = 0;
+        for (int e = 0; e < E; ++e) {
+            receivers += flow.replica_holders[e];
+            replicated += flow.replica_holders[e] > 0;
+        }
+        counted = receivers + sender_counted * replicated;
+    } else {
+        for (int e = 0, home = 0, k = 0; e < E; ++e) {
+            const int r = receivers_of(e, home);
+            receivers += r;
+            counted += r > 0 ? r + sender_counted : 0;
+            if (++k == per_device && home < D - 1) k = 0, ++home;
+        }
+    }
     c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
     if (m.topology_aware && receivers > 0) {
         std::vector<double> bytes(static_cast<size_t>(D) * D, 0.0);
-        for (int e = 0; e < E; ++e)
+        for (int e = 0; e < E; ++e) {
+            const int home = placement.home(e);
             for (int d = 0; d < D; ++d)
-                if (placement.replica[static_cast<size_t>(e) * D + d])
-                    bytes[static_cast<size_t>(placement.owner[e]) * D + d] += expert_bytes;
+                if (d != home && placement.holds(e, d)) bytes[static_cast<size_t>(home) * D + d] += expert_bytes;
+        }
         const double busiest = topology_time(m.cluster, bytes, m.bandwidth_scale);
         c.trans_s = busiest;
         // Agg is the same traffic reversed: transpose
@@ -102,16 +156,40 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
             for (int d = 0; d < D; ++d) reversed[static_cast<size_t>(d) * D + s] = bytes[static_cast<size_t>(s) * D + d];
         c.agg_s = topology_time(m.cluster, reversed, m.bandwidth_scale);
     } else {
-        c.trans_s = c.trans_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);
-        c.agg_s = c.agg_bytes / (D * m.cluster.agg_bytes_per_s * m.bandwidth_scale);
+        const double counted_bytes = static_cast<double>(counted) * expert_bytes;
+        c.trans_s = counted_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);
+        c.agg_s = counted_bytes / (D * m.cluster.agg_bytes_per_s * m.bandwidth_scale);
     }
 
     c.fnec_s = m.fnec_s();
     c.bnec_s = m.bnec_s();
-    c.exposed_trans_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
-    c.exposed_agg_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
+    c.exposed_trans_chunked_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
+    c.exposed_agg_chunked_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
+    if (m.transfer_credit == TransferCredit::kChunks || counted == 0) {
+        c.exposed_trans_s = c.exposed_trans_chunked_s;
+        c.exposed_agg_s = c.exposed_agg_chunked_s;
+    } else if (c.trans_s <= std::max(c.fnec_s, c.fec_s) && c.agg_s <= std::max(c.bnec_s, c.bec_s)) {
+        // nothing exposed: all of it fits the first window, or what goes beside the second is at most all of it
+        c.exposed_trans_s = c.exposed_agg_s = 0;
+    } else {
+        // each expert's share of the transfer (T * counted_e / counted), in expert order: the scheduler's first fit
+        const double trans_per = c.trans_s / static_cast<double>(counted), agg_per = c.agg_s / static_cast<double>(counted);
+        double trans_first = 0, trans_rest = 0, agg_first = 0, agg_rest = 0;
+        for (int e = 0, home = 0, k = 0; e < E; ++e) {
+            const int r = static_owners ? flow.replica_holders[e] : receivers_of(e, home);
+            if (++k == per_device && home < D - 1) k = 0, ++home;
+            if (r == 0) continue;
+            const double t = trans_per * (r + sender_counted), a = agg_per * (r + sender_counted);
+            (trans_first + t <= c.fnec_s ? trans_first : trans_rest) += t;
+            (agg_first + a <= c.bnec_s ? agg_first : agg_rest) += a;
+        }
+        c.exposed_trans_s = std::max(0.0, trans_rest - c.fec_s);
+        c.exposed_agg_s = std::max(0.0, agg_rest - c.bec_s);
+    }
     c.eq6_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.trans_s + c.agg_s;
     c.eq8_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.exposed_trans_s + c.exposed_agg_s;
+    c.fastermoe_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + std::max(0.0, c.trans_s - c.a2a_s) +
+                    std::max(0.0, c.agg_s - c.a2a_s);
     return c;
 }
 

@@ -6,15 +6,27 @@
 //   Eq 1 T_A2A    = max_i R_i * token_bytes / B̄(max_i R_i * token_bytes) + a2a_latency
 //   Eq 2 T_FEC    = max_i H_i * 4*C*F / t                            (2 GEMMs, 2 FLOP per multiply-add)
 //   Eq 3 T_BEC    = 2 * T_FEC
-//   Eq 4 T_Trans  = sum_e r_e * expert_bytes / (D * B_trans)         (r_e replica holders of e = the paper's D-n)
-//   Eq 5 T_Agg    = sum_e r_e * expert_bytes / (D * B_agg)
+//   Eq 4 T_Trans  = sum_e (D - n_e) * expert_bytes / (D * B_trans)    (D - n_e = r_e + 1 for a replicated expert:
+//                   its r_e replica holders and the owner, as the paper and the authors' code count;
+//                   trans_receivers = kReplicaHolders counts r_e = D - 1 - n_e, the bytes that really move)
+//   Eq 5 T_Agg    = sum_e (D - n_e) * expert_bytes / (D * B_agg)
 //   Eq 6 T'       = 4 T_A2A + 3 T_FEC + T_Trans + T_Agg
-//   Eq 8 T'       = 4 T_A2A + 3 T_FEC + max(0, T_Trans - T_FEC - T_FNEC) + max(0, T_Agg - T_BEC - T_BNEC)
+//   Eq 8 T'       = 4 T_A2A + 3 T_FEC + exposed Trans + exposed Agg. The paper credits max(0, T_Trans - T_FEC -
+//                   T_FNEC); the block-wise scheduler moves whole experts (docs/scheduler.md, split rule `time`):
+//                   first fit of each expert's share t_e = T_Trans * w_e / sum w into the FNEC window, the rest
+//                   beside FEC, so exposed Trans = max(0, rest - T_FEC) and an expert longer than both windows
+//                   stays exposed (transfer_credit = kWholeExperts, the default). kChunks splits transfers into
+//                   pieces that fill both windows: exposed = max(0, T_Trans - T_FEC - T_FNEC), the paper's credit.
+//                   Agg likewise with BNEC first, then BEC.
+//   FasterMoE's system (its paper, smart scheduling): the shadow broadcast runs beside the dispatch all-to-all's
+//                   sends and the gradient reduce beside the backward combine, so
+//                   T_F = 4 T_A2A + 3 T_FEC + max(0, T_Trans - T_A2A) + max(0, T_Agg - T_A2A).
 // The topology-aware variant replaces Eq 1 and Eqs 4-5 by the busiest link: per ordered device pair
 // bytes / link bandwidth, and per node the inter-node bytes / NIC bandwidth, maximised.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "balance/cluster.h"
 #include "balance/placement.h"
@@ -29,10 +41,15 @@ struct ModelDims {
     int64_t tokens_per_device = 0;  // tokens (before top-k) each device feeds one block per iteration
 };
 
+enum class TransReceivers { kPaper, kReplicaHolders };  // D - n (owner counted) | D - 1 - n (replicas only)
+enum class TransferCredit { kWholeExperts, kChunks };    // Eq 8's credit: the scheduler's split, or ideal chunks
+
 struct CostModel {
     ClusterSpec cluster;
     ModelDims model;
     bool topology_aware = false;
+    TransReceivers trans_receivers = TransReceivers::kPaper;
+    TransferCredit transfer_credit = TransferCredit::kWholeExperts;
     // sensitivity study: the planner's belief scaled against the true cluster (1 = calibrated)
     double compute_scale = 1.0;
     double bandwidth_scale = 1.0;
@@ -52,10 +69,13 @@ struct CostBreakdown {
     double agg_s = 0;    // Eq 5
     double fnec_s = 0;
     double bnec_s = 0;
-    double exposed_trans_s = 0;  // max(0, Trans - FEC - FNEC)
-    double exposed_agg_s = 0;    // max(0, Agg - BEC - BNEC)
+    double exposed_trans_s = 0;  // Eq 8's exposed Trans under the model's transfer_credit
+    double exposed_agg_s = 0;    // Eq 8's exposed Agg
+    double exposed_trans_chunked_s = 0;  // max(0, Trans - FEC - FNEC): what ideal chunks would leave exposed
+    double exposed_agg_chunked_s = 0;    // max(0, Agg - BEC - BNEC)
     double eq6_s = 0;
     double eq8_s = 0;
+    double fastermoe_s = 0;  // FasterMoE's system: broadcast/reduce beside one all-to-all each (see above)
     double a2a_bytes = 0;     // all-to-all bytes of one direction, summed over devices (off-diagonal)
     double trans_bytes = 0;   // parameter bytes sent by Trans
     double agg_bytes = 0;     // gradient bytes sent by Agg
@@ -66,5 +86,9 @@ CostBreakdown predict_layer(const CostModel& model, const LayerFlow& flow, const
 
 // T' by Eq 6 or Eq 8 (cost_eq is 6 or 8)
 inline double layer_cost(const CostBreakdown& c, int cost_eq) { return cost_eq == 8 ? c.eq8_s : c.eq6_s; }
+
+// Exposed part of a transfer split into whole-expert pieces (seconds each, in expert order): first fit into the
+// first window, the rest beside the second. Returns max(0, rest - second_window).
+double exposed_whole_pieces(const std::vector<double>& pieces, double first_window, double second_window);
 
 }  // namespace prophet

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 
 #include "core/error.h"
@@ -55,7 +56,33 @@ void score_layer(LayerScore& s, const int64_t* counts, int D, int E, const CostM
     s.rb_vs_static = s.balance_std > 0 ? static_std / s.balance_std : (static_std > 0 ? INFINITY : 1.0);
 }
 
+std::string gap_text(double objective, double bound) {
+    const double gap = objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "time limit, gap %.2f%%", 100.0 * gap);
+    return buf;
+}
+
 }  // namespace
+
+bool plans_with_cost_eq(const std::string& policy) {
+    return policy == "prophet" || policy == "prophet-oracle" || policy == "fastermoe" || policy == "exhaustive";
+}
+
+std::string ilp_status(const IlpReport& r, bool joint) {
+    if (joint) return std::string("joint ILP ") + (r.ilp2_optimal ? "optimal" : gap_text(r.ilp1_objective + r.ilp2_objective, r.ilp1_bound));
+    std::string s = "ILP 1 ";
+    s += r.ilp1_layers_optimal == r.ilp1_layers
+             ? "optimal"
+             : gap_text(r.ilp1_objective, r.ilp1_bound) + " (" + std::to_string(r.ilp1_layers - r.ilp1_layers_optimal) +
+                   " of " + std::to_string(r.ilp1_layers) + " layers)";
+    s += "; ILP 2 ";
+    if (!r.ilp2_exact)
+        s += "heuristic (greedy + local search)";
+    else
+        s += r.ilp2_optimal ? "optimal" : gap_text(r.ilp2_objective, r.ilp2_bound);
+    return s;
+}
 
 PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                             const EvalSettings& settings, bool allow_skip) {
@@ -66,9 +93,15 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
         throw_config_error("balance.policy", name, "unknown policy", "pick one of " + list + " (or all)");
     }
     const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
-    const BalanceOptions& o = settings.options;
+    BalanceOptions o = settings.options;
+    o.route_rule = effective_route_rule(name, settings.options);
+    // auto objective: the equation of the policy's own system (8 for prophet's scheduler, 6 for the others), so a
+    // sweep or simulation that runs each system's schedule plans for it; prophet plan asks per model instead
+    if (o.cost_eq_auto) o.cost_eq = system_cost_eq(name);
     PolicyScore out;
     out.name = name;
+    out.route_rule = route_rule_name(o.route_rule);
+    out.planned_cost_eq = plans_with_cost_eq(name) ? o.cost_eq : 0;
 
     auto skip_or_throw = [&](const prophet::Error& e) {
         if (!allow_skip) throw;
@@ -109,6 +142,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
                                              : plan_moetuner_joint(loads, transitions, L, D, E, link_cost, o, &report);
                 if (!report.ilp2_exact && name == "moetuner")
                     out.note = "ILP 2 solved by greedy + local search (D > balance.ilp2_exact_max_devices)";
+                out.solver_status = ilp_status(report, name == "moetuner-joint");
             }
             offline_us_per_layer = (now_ns() - t0) * 1e-3 / L;
         } catch (const prophet::Error& e) {
@@ -126,8 +160,12 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             LayerScore s;
             s.iteration = it;
             s.layer = l;
+            std::vector<int64_t> dispatched;  // deepspeed: the padded counts it computes and sends
             try {
-                if (name == "static") {
+                if (name == "deepspeed") {
+                    s.placement = timed(settings.plan_repeats, [&] { return plan_static(D, E); }, &s.plan_us);
+                    dispatched = deepspeed_dispatch_counts(current, D, E, o.capacity_factor, &s.dropped_tokens);
+                } else if (name == "static") {
                     s.placement = timed(settings.plan_repeats, [&] { return plan_static(D, E); }, &s.plan_us);
                     s.dropped_tokens = static_dropped_tokens(current, D, E, o.capacity_factor);
                 } else if (name == "fastermoe") {
@@ -160,7 +198,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             }
             const std::string problem = check_placement(s.placement, o.max_replicas_per_device);
             PROPHET_ASSERT_MSG(problem.empty(), "policy " + name + " returned an invalid placement: " + problem);
-            score_layer(s, current, D, E, cost, o);
+            score_layer(s, dispatched.empty() ? current : dispatched.data(), D, E, cost, o);
             if (!(name == "prophet" && it == 0)) plan_us_all.push_back(s.plan_us);
             out.layers.push_back(std::move(s));
         }
@@ -180,6 +218,11 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
         out.mean_agg_bytes += s.cost.agg_bytes / n;
         out.mean_replicas += s.replicas / n;
         out.mean_dropped_tokens += static_cast<double>(s.dropped_tokens) / n;
+        out.mean_fastermoe_ms += s.cost.fastermoe_s * 1e3 / n;
+        out.mean_exposed_trans_ms += s.cost.exposed_trans_s * 1e3 / n;
+        out.mean_exposed_agg_ms += s.cost.exposed_agg_s * 1e3 / n;
+        out.mean_exposed_trans_chunked_ms += s.cost.exposed_trans_chunked_s * 1e3 / n;
+        out.mean_exposed_agg_chunked_ms += s.cost.exposed_agg_chunked_s * 1e3 / n;
     }
     out.median_plan_us = median(plan_us_all);
     return out;

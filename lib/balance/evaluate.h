@@ -58,8 +58,21 @@ struct PolicyScore {
     double mean_a2a_bytes = 0, mean_trans_bytes = 0, mean_agg_bytes = 0, mean_replicas = 0;
     double median_plan_us = 0;
     double mean_dropped_tokens = 0;
+    double mean_fastermoe_ms = 0;     // FasterMoE's system model (CostBreakdown::fastermoe_s)
+    double mean_exposed_trans_ms = 0, mean_exposed_agg_ms = 0;                  // Eq 8's, transfer_credit's split
+    double mean_exposed_trans_chunked_ms = 0, mean_exposed_agg_chunked_ms = 0;  // with ideal chunks
+    int planned_cost_eq = 0;          // the equation the policy's planner optimised (0: it has no cost objective)
+    std::string route_rule;           // the routing rule it was scored under
+    std::string solver_status;        // moetuner*: "ILP 1 optimal; ILP 2 time limit, gap 3.1%" etc.; else ""
 };
 
+// Does the policy's planner optimise a cost equation (BalanceOptions::cost_eq)?
+bool plans_with_cost_eq(const std::string& policy);
+
+// "optimal" or "time limit, gap x%" per ILP stage (joint: the one ILP of moetuner-joint)
+std::string ilp_status(const IlpReport& report, bool joint);
+
+// With settings.options.cost_eq_auto the planners optimise their own system's equation (system_cost_eq).
 // Throws prophet::Error for an unknown policy name. Instances too large for `exhaustive` / `moetuner-joint`
 // come back skipped with a note when allow_skip is true (used by --policy all), else throw.
 PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,

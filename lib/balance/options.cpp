@@ -9,16 +9,21 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     if (allow_all) choices.push_back("all");
     s.add_string("balance.policy", default_policy, choices, "placement policy");
     s.add_float("balance.alpha", 3.0, 0.0, 1e6, "prophet: balanced when max(H)-min(H) < alpha*I/E (Eq 7)", true);
-    s.add_int("balance.cost_eq", 8, 6, 8,
-              "prophet/exhaustive planner objective: 8 (Eq 8, scheduler-coupled, the authors' code) or 6 (Eq 6)");
+    s.add_int("balance.cost_eq", 0, 0, 8,
+              "prophet/fastermoe/exhaustive planner objective: 0 = the run's schedule (train: Eq 6 with schedule.mode "
+              "= none, Eq 8 with blockwise; plan: each system model's own equation), 8 (Eq 8) or 6 (Eq 6)");
     s.add_string("balance.prefix_rule", "best", {"best", "improvements"},
                  "prophet: keep the prefix minimising T' (paper) or the number of improvements (authors' code)");
     s.add_int("balance.exclude_devices", -1, -1, 65536,
               "prophet: n devices left out per chosen expert (-1: those routing no tokens to it)");
     s.add_int("balance.max_replicas_per_device", 0, 0, 65536, "replicas one device may hold per layer (0: no cap)");
-    s.add_string("balance.route_to", "owner", {"owner", "least_loaded"},
-                 "where non-holders send their tokens: the owner, or the least-loaded holder");
-    s.add_float("balance.capacity_factor", 0.0, 0.0, 1e6, "static: report tokens a capacity of cf*k*S/E would drop (0: dropless)");
+    s.add_string("balance.route_to", "auto", {"auto", "owner", "least_loaded", "even_split"},
+                 "where tokens for a replicated expert go: auto = each policy's paper (eplb: even_split, others: "
+                 "owner; train: owner), the owner, the least-loaded holder, or split evenly over all holders "
+                 "(plan/sim only)");
+    s.add_float("balance.capacity_factor", 0.0, 0.0, 1e6,
+                "capacity cf*k*S_local/E per expert and device (0: none): static reports the tokens it would drop; "
+                "deepspeed drops them and pads every expert to it (0: pads to the largest count, dropless)");
     s.add_int("balance.eplb_redundant_slots", -1, -1, 1 << 20, "eplb: extra expert slots in total (-1: one per device)");
     s.add_string("balance.eplb_mode", "global", {"global", "hierarchical"}, "eplb: replicate globally or within nodes");
     s.add_int("balance.eplb_groups", 1, 1, 1 << 20, "eplb hierarchical: groups of consecutive experts");
@@ -34,12 +39,16 @@ BalanceOptions balance_options_from(const Config& c) {
     BalanceOptions o;
     o.alpha = c.get_float("balance.alpha");
     o.cost_eq = static_cast<int>(c.get_int("balance.cost_eq"));
-    if (o.cost_eq != 6 && o.cost_eq != 8)
-        throw_config_error("balance.cost_eq", std::to_string(o.cost_eq), "must be 6 or 8", "--set balance.cost_eq=8");
+    if (o.cost_eq != 0 && o.cost_eq != 6 && o.cost_eq != 8)
+        throw_config_error("balance.cost_eq", std::to_string(o.cost_eq), "must be 0 (auto), 6 or 8",
+                           "--set balance.cost_eq=8");
+    o.cost_eq_auto = o.cost_eq == 0;
+    if (o.cost_eq_auto) o.cost_eq = 8;
     o.prefix_rule = c.get_string("balance.prefix_rule");
     o.exclude_devices = static_cast<int>(c.get_int("balance.exclude_devices"));
     o.max_replicas_per_device = static_cast<int>(c.get_int("balance.max_replicas_per_device"));
-    o.route_rule = parse_route_rule(c.get_string("balance.route_to"));
+    o.route_auto = c.get_string("balance.route_to") == "auto";
+    o.route_rule = o.route_auto ? RouteRule::kOwner : parse_route_rule(c.get_string("balance.route_to"));
     o.capacity_factor = c.get_float("balance.capacity_factor");
     o.eplb_redundant_slots = static_cast<int>(c.get_int("balance.eplb_redundant_slots"));
     o.eplb_mode = c.get_string("balance.eplb_mode");
@@ -61,6 +70,12 @@ void add_cost_model_keys(Schema& s, const std::string& scale_note) {
     s.add_int("plan.d_ffn", 0, 0, 1 << 22, "F, expert hidden size (0: from the trace)");
     s.add_int("plan.seq_len", 0, 0, 1 << 22, "T for the attention FLOPs of FNEC (0: from the trace)");
     s.add_int("plan.bytes_per_elem", 4, 1, 8, "bytes per activation/parameter element (4: fp32, 2: bf16)");
+    s.add_string("plan.trans_receivers", "paper", {"paper", "replicas"},
+                 "Eqs 4-5 devices per replicated expert: paper = D - n (owner counted, the paper and the authors' "
+                 "code), replicas = D - 1 - n (the replica holders, the bytes that move)");
+    s.add_string("plan.transfer_credit", "whole_experts", {"whole_experts", "chunks"},
+                 "Eq 8's hidden transfer: whole experts first-fit into the non-expert window then beside expert "
+                 "compute (the block-wise scheduler), or chunks filling both windows (the paper's max(0, T - window))");
 }
 
 CostModel cost_model_for_trace(const ClusterSpec& cluster, const std::string& cluster_origin, const TraceShape& t,
@@ -89,6 +104,10 @@ CostModel cost_model_for_trace(const ClusterSpec& cluster, const std::string& cl
     cost.topology_aware = c.get_bool("plan.topology_aware");
     cost.compute_scale = c.get_float("plan.compute_scale");
     cost.bandwidth_scale = c.get_float("plan.bandwidth_scale");
+    cost.trans_receivers =
+        c.get_string("plan.trans_receivers") == "replicas" ? TransReceivers::kReplicaHolders : TransReceivers::kPaper;
+    cost.transfer_credit =
+        c.get_string("plan.transfer_credit") == "chunks" ? TransferCredit::kChunks : TransferCredit::kWholeExperts;
     if (cost.model.d_model <= 0 || cost.model.d_ffn <= 0)
         throw_config_error("plan.d_model", std::to_string(cost.model.d_model),
                            "the trace carries no model dimensions and none were set", dims_fix);

@@ -35,6 +35,14 @@ int Placement::num_replicas() const {
     return n;
 }
 
+int Placement::transfer_receivers(int expert) const {
+    const int h = home(expert);
+    int n = owner[expert] != h ? 1 : 0;  // the owner receives when it is not the home
+    for (int d = 0; d < num_devices; ++d)
+        if (d != h && replica[static_cast<size_t>(expert) * num_devices + d]) ++n;
+    return n;
+}
+
 int Placement::num_replicas_of(int expert) const {
     int n = 0;
     for (int d = 0; d < num_devices; ++d) n += replica[static_cast<size_t>(expert) * num_devices + d];
@@ -57,7 +65,22 @@ std::vector<int> Placement::experts_per_device() const {
 RouteRule parse_route_rule(const std::string& name) {
     if (name == "owner") return RouteRule::kOwner;
     if (name == "least_loaded") return RouteRule::kLeastLoaded;
-    throw_config_error("balance.route_to", name, "must be owner or least_loaded", "--set balance.route_to=owner");
+    if (name == "even_split") return RouteRule::kEvenSplit;
+    throw_config_error("balance.route_to", name, "must be owner, least_loaded or even_split",
+                       "--set balance.route_to=owner");
+}
+
+const char* route_rule_name(RouteRule rule) {
+    switch (rule) {
+        case RouteRule::kOwner: return "owner";
+        case RouteRule::kLeastLoaded: return "least_loaded";
+        case RouteRule::kEvenSplit: return "even_split";
+    }
+    return "?";
+}
+
+RouteRule paper_route_rule(const std::string& policy) {
+    return policy == "eplb" ? RouteRule::kEvenSplit : RouteRule::kOwner;
 }
 
 void keep_replicas_within_groups(Placement& p, const std::vector<int>& group_of_device) {
@@ -107,7 +130,7 @@ std::vector<int> routing_destination(const int64_t* counts, const Placement& p, 
     for (int e = 0; e < E; ++e) {
         for (int src = 0; src < D; ++src) {
             if (p.holds(e, src)) continue;
-            int target = p.owner[e];
+            int target = p.owner[e];  // kOwner, and kEvenSplit's representative
             if (rule == RouteRule::kLeastLoaded) {
                 // the holder (owner or replica) with the fewest tokens computed so far; ties to the owner, then
                 // to the lower device index, so the rule is deterministic
@@ -138,18 +161,40 @@ LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, 
     flow.sent.assign(D, 0);
     flow.route.assign(static_cast<size_t>(D) * D, 0);
     flow.replica_holders.assign(E, 0);
-    for (int src = 0; src < D; ++src)
+    auto add = [&](int src, int dst, int64_t n) {
+        flow.computed[dst] += n;
+        flow.route[static_cast<size_t>(src) * D + dst] += n;
+        if (dst != src) {
+            flow.sent[src] += n;
+            flow.received[dst] += n;
+        }
+    };
+    if (rule != RouteRule::kEvenSplit) {
+        for (int src = 0; src < D; ++src)
+            for (int e = 0; e < E; ++e) {
+                const int64_t n = counts[static_cast<size_t>(src) * E + e];
+                flow.total_tokens += n;
+                add(src, flow.destination[static_cast<size_t>(src) * E + e], n);
+            }
+    } else {
+        std::vector<int> holders;  // e's holders, owner first, then replicas by device index
         for (int e = 0; e < E; ++e) {
-            const int64_t n = counts[static_cast<size_t>(src) * E + e];
-            const int dst = flow.destination[static_cast<size_t>(src) * E + e];
-            flow.total_tokens += n;
-            flow.computed[dst] += n;
-            flow.route[static_cast<size_t>(src) * D + dst] += n;
-            if (dst != src) {
-                flow.sent[src] += n;
-                flow.received[dst] += n;
+            holders.assign(1, p.owner[e]);
+            for (int d = 0; d < D; ++d)
+                if (p.replica[static_cast<size_t>(e) * D + d]) holders.push_back(d);
+            const int64_t r = static_cast<int64_t>(holders.size());
+            for (int src = 0; src < D; ++src) {
+                const int64_t n = counts[static_cast<size_t>(src) * E + e];
+                flow.total_tokens += n;
+                // n / r tokens to each holder; the n % r left over go one each to the holders from index src % r on
+                const int64_t base = n / r, rest = n % r;
+                for (int64_t j = 0; j < r; ++j) {
+                    const int64_t rank = (j - src % r + r) % r;
+                    add(src, holders[static_cast<size_t>(j)], base + (rank < rest ? 1 : 0));
+                }
             }
         }
+    }
     for (int e = 0; e < E; ++e) flow.replica_holders[e] = p.num_replicas_of(e);
     return flow;
 }

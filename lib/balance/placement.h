@@ -8,8 +8,14 @@
 // Routing rule (routing_destination): a device holding e (owner or replica) computes its own tokens for e;
 // every other device sends its tokens for e to the owner (RouteRule::kOwner, Pro-Prophet's and FasterMoE's
 // rule) or to the holder with the fewest tokens computed so far (RouteRule::kLeastLoaded).
+// RouteRule::kEvenSplit (DeepSeek EPLB's and the serving systems' rule): every device, holder or not, splits its
+// tokens for e evenly over e's holders (owner and replicas; the remainder of an integer split goes round-robin,
+// starting at a holder that depends on the source), so each holder of e computes about load(e) / holders(e).
+// Only the cost model and the simulator implement it; the MoE executor routes each (source, expert) pair to one
+// device and refuses it (see ExpertParallelExecutor).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +36,15 @@ struct Placement {
     bool holds(int expert, int device) const {
         return owner[expert] == device || replica[static_cast<size_t>(expert) * num_devices + device] != 0;
     }
+    // the static layout's device for e (E % D == 0): where training keeps e's authoritative parameters and
+    // optimizer state; an owner elsewhere is one more receiver of Trans and sender of Agg every step
+    // (with E % D != 0, where static EP is undefined, the contiguous split rounded down, clamped to the last device)
+    int home(int expert) const {
+        const int per_device = num_experts >= num_devices ? num_experts / num_devices : 1;
+        return std::min(expert / per_device, num_devices - 1);
+    }
+    // receivers of e's Trans (senders of its Agg): |{home, owner} + replicas| - 1, as the trainer moves them
+    int transfer_receivers(int expert) const;
     void add_replica(int expert, int device);  // no-op for the owner; asserts range
     int num_replicas() const;                  // over all experts
     int num_replicas_of(int expert) const;
@@ -37,8 +52,12 @@ struct Placement {
     std::vector<int> experts_per_device() const;   // [D] owned experts
 };
 
-enum class RouteRule { kOwner, kLeastLoaded };
-RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded"
+enum class RouteRule { kOwner, kLeastLoaded, kEvenSplit };
+RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded" | "even_split"
+const char* route_rule_name(RouteRule rule);
+// The rule each policy's own paper uses: even split for eplb (DeepSeek EPLB), the owner rule for every other
+// (Pro-Prophet, FasterMoE, the top-n broadcast, MoETuner and static EP compute a device's own tokens locally).
+RouteRule paper_route_rule(const std::string& policy);
 
 // Host-aware restriction: removes every replica of e on a device whose group (host) differs from its owner's.
 // group_of_device: [D]. Owners never move, so the result is still a valid placement of the same experts.
@@ -48,7 +67,8 @@ void keep_replicas_within_groups(Placement& placement, const std::vector<int>& g
 // non-owners, at most max_replicas_per_device replicas per device (0 = no cap). Returns "" or the problem.
 std::string check_placement(const Placement& placement, int max_replicas_per_device);
 
-// destination[src*E + e]: the device that computes the tokens src routes to e.  counts: [D*E].
+// destination[src*E + e]: the device that computes the tokens src routes to e.  counts: [D*E]. Under
+// kEvenSplit the tokens go to every holder; destination then names the owner (compute_flow's route is exact).
 std::vector<int> routing_destination(const int64_t* counts, const Placement& placement, RouteRule rule);
 
 // Per-device token flow of one MoE layer under a placement (one direction; dispatch and combine are mirror
@@ -56,7 +76,7 @@ std::vector<int> routing_destination(const int64_t* counts, const Placement& pla
 struct LayerFlow {
     int num_devices = 0;
     int num_experts = 0;
-    std::vector<int> destination;     // [D*E] see routing_destination
+    std::vector<int> destination;     // [D*E] see routing_destination (kEvenSplit: the owner; route is exact)
     std::vector<int64_t> computed;    // [D] H_i: tokens (token-expert assignments) computed on device i
     std::vector<int64_t> received;    // [D] R_i: tokens device i receives from other devices
     std::vector<int64_t> sent;        // [D] tokens device i sends to other devices

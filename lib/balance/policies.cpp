@@ -67,8 +67,9 @@ int argmax(const std::vector<int64_t>& v) {
 }  // namespace
 
 const std::vector<std::string>& policy_names() {
-    static const std::vector<std::string> names = {"static", "fastermoe", "prophet",   "prophet-oracle", "eplb",
-                                                   "moetuner", "top2",    "top3",      "exhaustive",     "moetuner-joint"};
+    static const std::vector<std::string> names = {"static",   "deepspeed", "fastermoe",  "prophet",
+                                                   "prophet-oracle", "eplb", "moetuner", "top2",
+                                                   "top3",     "exhaustive", "moetuner-joint"};
     return names;
 }
 
@@ -88,6 +89,30 @@ int64_t static_dropped_tokens(const int64_t* counts, int num_devices, int num_ex
             dropped += std::max<int64_t>(0, counts[static_cast<size_t>(d) * num_experts + e] - capacity);
     }
     return dropped;
+}
+
+std::vector<int64_t> deepspeed_dispatch_counts(const int64_t* counts, int num_devices, int num_experts,
+                                               double capacity_factor, int64_t* dropped) {
+    const int D = num_devices, E = num_experts;
+    std::vector<int64_t> padded(static_cast<size_t>(D) * E);
+    int64_t lost = 0;
+    int64_t largest = 0;
+    for (size_t i = 0; i < padded.size(); ++i) largest = std::max(largest, counts[i]);
+    for (int d = 0; d < D; ++d) {
+        int64_t capacity = largest;
+        if (capacity_factor > 0) {
+            int64_t assignments = 0;  // k * S_local
+            for (int e = 0; e < E; ++e) assignments += counts[static_cast<size_t>(d) * E + e];
+            capacity = static_cast<int64_t>(std::ceil(static_cast<double>(assignments) / E * capacity_factor));
+        }
+        for (int e = 0; e < E; ++e) {
+            const int64_t n = counts[static_cast<size_t>(d) * E + e];
+            lost += std::max<int64_t>(0, n - capacity);
+            padded[static_cast<size_t>(d) * E + e] = capacity;
+        }
+    }
+    if (dropped) *dropped = lost;
+    return padded;
 }
 
 Placement plan_broadcast_top(const int64_t* counts, int num_devices, int num_experts, int top_n) {

@@ -19,12 +19,19 @@ struct BalanceOptions {
     // prophet (Algorithm 1)
     double alpha = 3.0;            // balanced when max(H) - min(H) < alpha * I / E (Eq 7); I = assignments/iter
     int cost_eq = 8;               // planner objective: 8 = scheduler-coupled Eq 8 (paper's "full", authors' code); 6 = Eq 6
+    // balance.cost_eq = 0 ("auto", the key's default): cost_eq stays 8 here and the caller picks the equation of
+    // the schedule it runs (train: 6 with schedule.mode = none, 8 with blockwise; plan: each system model's own)
+    bool cost_eq_auto = false;
     std::string prefix_rule = "best";  // "best": prefix that minimised T' (paper); "improvements": count (code)
     int exclude_devices = -1;      // n: devices excluded per chosen expert; -1 = those routing 0 tokens to it
     int max_replicas_per_device = 0;  // memory cap on replicas a device holds per layer (0 = none)
     RouteRule route_rule = RouteRule::kOwner;
-    // static
-    double capacity_factor = 0;    // > 0: report tokens a DeepSpeed-style capacity would drop
+    // balance.route_to = "auto" (the key's default): route_rule stays kOwner here and plan/sim use each policy's
+    // paper_route_rule (eplb: even split); train keeps kOwner (the executor sends a token pair to one device)
+    bool route_auto = false;
+    // static, deepspeed
+    double capacity_factor = 0;    // > 0: capacity ceil(cf * k*S_local / E) per expert and device; tokens above
+                                   // it are dropped (static: reported only; deepspeed: dropped and padded to it)
     // eplb
     int eplb_redundant_slots = -1;    // -1: D (one extra slot per device)
     std::string eplb_mode = "global";  // "global" | "hierarchical"
@@ -38,11 +45,27 @@ struct BalanceOptions {
     int broadcast_top = 2;
 };
 
+// The routing rule a policy runs under: its paper's (paper_route_rule) when balance.route_to = auto, else the
+// rule set.
+inline RouteRule effective_route_rule(const std::string& policy, const BalanceOptions& options) {
+    return options.route_auto ? paper_route_rule(policy) : options.route_rule;
+}
+
 // --- per-layer policies -----------------------------------------------------------------------------------
 Placement plan_static(int num_devices, int num_experts);
 // tokens DeepSpeed's capacity C = ceil(k * S_local / E * cf) would drop, summed over devices and experts;
 // tokens_per_device = S_local * k assignments per device
 int64_t static_dropped_tokens(const int64_t* counts, int num_devices, int num_experts, double capacity_factor);
+
+// DeepSpeed-MoE's dispatch under static placement (the paper's baseline): every device sends every expert exactly
+// `capacity` token slots, padding the shortfall; compute and all-to-all are sized by the padded slots.
+//   capacity_factor = 0: dropless, capacity = max over devices and experts of counts (DeepSpeed's drop_tokens =
+//                        False: the largest local count, all-reduced with max over the expert-parallel group);
+//   capacity_factor > 0: capacity ceil(cf * k*S_local / E) per device (drop_tokens = True); tokens above it are
+//                        dropped (*dropped, summed) and never computed.
+// Returns the padded counts [D*E] to score with the static placement.
+std::vector<int64_t> deepspeed_dispatch_counts(const int64_t* counts, int num_devices, int num_experts,
+                                               double capacity_factor, int64_t* dropped);
 
 // FasterMoE dynamic shadowing (its Algorithm 1 on the given counts): experts by descending global load,
 // each shadowed to every device, while the modelled latency falls.
@@ -79,6 +102,9 @@ std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layer
 struct IlpReport {
     double ilp1_objective = 0;
     double ilp1_bound = 0;
+    int ilp1_layers = 0;          // ILP 1 solves (one per layer)
+    int ilp1_layers_optimal = 0;  // of them, proven within options.ilp_gap (the others hit the time limit)
+    bool ilp2_optimal = false;    // ILP 2 exact and proven within options.ilp_gap
     double ilp2_objective = 0;
     double ilp2_bound = 0;
     bool ilp2_exact = false;

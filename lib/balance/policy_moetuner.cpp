@@ -1164,11 +1164,14 @@ std::vector<Placement> plan_moetuner(const std::vector<double>& expert_loads, co
         std::copy(one.cluster.begin(), one.cluster.end(), clusters.begin() + static_cast<size_t>(l) * E);
         r.ilp1_objective += one.objective;
         r.ilp1_bound += one.bound;
+        r.ilp1_layers += 1;
+        r.ilp1_layers_optimal += one.optimal ? 1 : 0;
     }
     const Ilp2Result two = moetuner_ilp2(clusters, transitions, L, D, E, link_cost, options);
     r.ilp2_objective = two.objective;
     r.ilp2_bound = two.bound;
     r.ilp2_exact = two.exact;
+    r.ilp2_optimal = two.optimal;
     std::vector<Placement> out;
     out.reserve(L);
     for (int l = 0; l < L; ++l) {
@@ -1462,6 +1465,7 @@ std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loa
         report->ilp2_objective = best.traffic_term;
         report->ilp1_bound = report->ilp2_bound = result.has_solution ? std::min(result.bound, best.objective) : 0.0;
         report->ilp2_exact = result.optimal;
+        report->ilp2_optimal = result.optimal;
         report->solve_s = seconds_since(start);
     }
     return out;

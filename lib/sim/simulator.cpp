@@ -41,6 +41,7 @@ double subset_transfer_s(const CostModel& cost, const LayerFlow& flow, const Pla
     for (int e = 0; e < E; ++e) {
         if (subset[e]) continue;
         part_flow.replica_holders[e] = 0;
+        part.owner[e] = part.home(e);  // an expert outside the subset moves nothing
         const auto row = part.replica.begin() + static_cast<size_t>(e) * D;
         std::fill(row, row + D, uint8_t{0});
     }
@@ -100,9 +101,9 @@ TransferSplit split_transfer(const CostModel& cost, const LayerFlow& flow, const
         split.under_expert_s = split.whole_s - split.under_nec_s;
         return split;
     }
-    std::vector<int> moved;  // replicated experts in expert order
+    std::vector<int> moved;  // experts with a transfer (replicas or an owner away from home), in expert order
     for (int e = 0; e < E; ++e)
-        if (flow.replica_holders[e] > 0) moved.push_back(e);
+        if (placement.transfer_receivers(e) > 0) moved.push_back(e);
     split.nec_experts.assign(E, 0);
     if (rule == SplitRule::kHalf) {
         const size_t first = (moved.size() + 1) / 2;
@@ -128,7 +129,13 @@ TransferSplit split_transfer(const CostModel& cost, const LayerFlow& flow, const
 }
 
 SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placement>>& placements,
-                   const CostModel& cost, const SimOptions& options, const std::vector<double>* plan_s) {
+                   const CostModel& planner_cost, const SimOptions& options, const std::vector<double>* plan_s) {
+    // the simulator times the bytes that move: Trans/Agg reach the replica holders only (Eq 4-5's D - n counts
+    // the owner too, a planner's estimate)
+    CostModel cost = planner_cost;
+    cost.trans_receivers = TransReceivers::kReplicaHolders;
+    // the per-block Eq 8 it reports credits what its split rule can hide: bytes (fluid) or whole experts
+    cost.transfer_credit = options.split_rule == SplitRule::kFluid ? TransferCredit::kChunks : TransferCredit::kWholeExperts;
     const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
     PROPHET_ASSERT_MSG(trace.counts != nullptr && I >= 1 && L >= 1 && D >= 1 && E >= 1, "empty trace");
     PROPHET_ASSERT_MSG(static_cast<int>(placements.size()) == I, "placements must be [I][L]");
@@ -291,6 +298,24 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
     return result;
 }
 
+TraceView dispatched_view(const std::string& policy, const TraceView& trace, const BalanceOptions& options,
+                          std::vector<int64_t>* storage) {
+    if (policy != "deepspeed") return trace;
+    const int I = trace.num_iterations, L = trace.num_layers;
+    const size_t per_layer = static_cast<size_t>(trace.num_devices) * trace.num_experts;
+    storage->resize(static_cast<size_t>(I) * L * per_layer);
+    for (int it = 0; it < I; ++it)
+        for (int l = 0; l < L; ++l) {
+            const std::vector<int64_t> one = deepspeed_dispatch_counts(trace.layer(it, l), trace.num_devices,
+                                                                       trace.num_experts, options.capacity_factor,
+                                                                       nullptr);
+            std::copy(one.begin(), one.end(), storage->begin() + (static_cast<size_t>(it) * L + l) * per_layer);
+        }
+    TraceView view = trace;
+    view.counts = storage->data();
+    return view;
+}
+
 SimResult simulate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                           const EvalSettings& settings, const SimOptions& options, PolicyScore* score) {
     PolicyScore s = evaluate_policy(name, trace, cost, settings, /*allow_skip=*/false);
@@ -304,10 +329,12 @@ SimResult simulate_policy(const std::string& name, const TraceView& trace, const
         plan[static_cast<size_t>(ls.iteration) * L + ls.layer] = offline ? 0.0 : ls.plan_us * 1e-6;
     }
     SimOptions o = options;
-    o.route_rule = settings.options.route_rule;
+    o.route_rule = effective_route_rule(name, settings.options);
     const bool measured = options.plan_s < 0;
     if (measured) o.plan_s = 0;
-    SimResult r = simulate(trace, placements, cost, o, measured ? &plan : nullptr);
+    std::vector<int64_t> padded;
+    const TraceView view = dispatched_view(name, trace, settings.options, &padded);
+    SimResult r = simulate(view, placements, cost, o, measured ? &plan : nullptr);
     if (score) *score = std::move(s);
     return r;
 }

@@ -114,6 +114,11 @@ struct SimResult {
 SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placement>>& placements,
                    const CostModel& cost, const SimOptions& options, const std::vector<double>* plan_s = nullptr);
 
+// The counts a policy's system computes and sends: the trace's, except deepspeed's padded slots
+// (deepspeed_dispatch_counts per iteration and layer, kept in *storage). Simulate deepspeed on this view.
+TraceView dispatched_view(const std::string& policy, const TraceView& trace, const BalanceOptions& options,
+                          std::vector<int64_t>* storage);
+
 // evaluate_policy over the trace (placements from LayerScore::placement), then simulate. score: optional copy of
 // the policy's PolicyScore. Throws prophet::Error for an unknown or skipped policy.
 SimResult simulate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,

@@ -103,9 +103,11 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
     o.schedule = schedule == "system"   ? sim::system_schedule(policy)
                  : schedule == "none"   ? sim::ScheduleKind::kNone
                                         : sim::ScheduleKind::kBlockwise;
-    o.route_rule = settings.options.route_rule;
+    o.route_rule = effective_route_rule(policy, settings.options);
     o.record_timeline = false;
-    sim::SimResult r = sim::simulate(view, placements, d.truth, o, &plan);
+    std::vector<int64_t> padded;  // deepspeed simulates its padded slots
+    sim::SimResult r = sim::simulate(sim::dispatched_view(policy, view, settings.options, &padded), placements,
+                                     d.truth, o, &plan);
     if (score) *score = std::move(s);
     return r;
 }

@@ -62,6 +62,7 @@ Trace read_trace_file(const std::string& path);                       // validat
 // Human-readable CSV trace (docs/trace-format.md, CSV format): a version line, a metadata comment line and
 // the non-zero counts (and transitions) as rows. Rows may come in any order; cells not given are 0.
 Trace read_trace_csv(const std::string& path);                       // validates; names the line of any defect
+Trace read_trace_csv_text(const std::string& text, const std::string& origin);  // the same, from memory
 void write_trace_csv(const Trace& trace, const std::string& path);  // atomic: temp file + rename
 
 // Synthetic generator described by a small TOML file (docs/trace-format.md lists the keys).
@@ -73,7 +74,8 @@ const Schema& trace_generator_schema();
 // cross-key rules (top_k <= num_experts, tokens divisible by devices, size caps) and names `origin` in errors.
 Trace generate_trace(const Config& config, const std::string& origin);
 
-// Loads a trace from a generator .toml, a binary trace file or a CSV trace (by content, not extension).
+// Loads a trace from a generator .toml, a binary trace file or a CSV trace (by content, not extension); a CSV
+// trace may be gzip-compressed (trace_gzip.h).
 Trace load_trace(const std::string& path);
 
 // Jensen-Shannon divergence (natural log, in [0, ln 2]) between the expert-load distributions of

@@ -542,6 +542,8 @@ Trace read_trace_csv(const std::string& path) {
     return CsvReader(path, text).read();
 }
 
+Trace read_trace_csv_text(const std::string& text, const std::string& origin) { return CsvReader(origin, text).read(); }
+
 void write_trace_csv(const Trace& trace, const std::string& path) {
     validate_trace(trace, path);
     const TraceMeta& m = trace.meta;

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "trace/atomic_file.h"
 #include "trace/trace.h"
+#include "trace/trace_gzip.h"
 
 namespace prophet {
 namespace {
@@ -423,12 +424,20 @@ Trace load_trace(const std::string& path) {
         throw_input_error(path, "no such file", "pass a binary trace (prophet profile) or a generator .toml "
                                                 "(experiments/traces/)");
     if (std::filesystem::is_directory(path, ec)) throw_input_error(path, "is a directory, not a trace", "pass a file");
+    constexpr std::string_view kCsvVersionLine = "# prophet trace csv v1";
+    if (is_gzip_file(path)) {
+        const std::string text = gunzip_file(path, kMaxGunzippedTraceBytes);
+        if (!std::string_view(text).starts_with(kCsvVersionLine))
+            throw_input_error(path, "gzip-compressed, but not a CSV trace (no '" + std::string(kCsvVersionLine) +
+                                        "' first line)",
+                              "compress CSV traces only; pass binary traces and generator TOML uncompressed");
+        return read_trace_csv_text(text, path);
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) throw_input_error(path, "cannot open file", "check its permissions");
     char magic[8] = {};
     in.read(magic, 8);
     if (in.gcount() == 8 && std::memcmp(magic, kMagic, 8) == 0) return read_trace_file(path);
-    constexpr std::string_view kCsvVersionLine = "# prophet trace csv v1";
     char head[kCsvVersionLine.size() + 2] = {};  // the line and "\n" or "\r\n"
     in.clear();
     in.seekg(0);

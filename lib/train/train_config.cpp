@@ -170,6 +170,14 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.link_latency_us = c.get_float("comm.link_latency_us");
     t.replicas_within_host = c.get_bool("comm.replicas_within_host");
     t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
+    // the planner's objective follows the schedule that runs: transfers are hidden only with the scheduler
+    if (t.balance.cost_eq_auto) t.balance.cost_eq = t.schedule_blockwise ? 8 : 6;
+    t.balance.cost_eq_auto = false;  // resolved
+    if (t.balance.route_rule == RouteRule::kEvenSplit)
+        throw_config_error("balance.route_to", "even_split",
+                           "the MoE executor sends each (device, expert) token group to one device; the even split "
+                           "is modelled by plan and sim only",
+                           "--set balance.route_to=owner (or least_loaded)");
     t.schedule_split = c.get_string("schedule.split");
     // GpuModel's limits (cuda/gpu_model.h), checked here so the refusal comes before the store is opened
     if (t.device_kind == "cuda" && m.capacity_factor > 0)

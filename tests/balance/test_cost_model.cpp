@@ -40,27 +40,64 @@ TEST(CostModel, ReplicaByHand) {
     const CostBreakdown c = predict_layer(m, flow, p);
     EXPECT_DOUBLE_EQ(c.a2a_s, 1.0);
     EXPECT_DOUBLE_EQ(c.fec_s, 9.0);
-    EXPECT_DOUBLE_EQ(c.trans_s, 1.0);  // Eq 4: 1 receiver * 2 B / (D=2 * 1 B/s)
-    EXPECT_DOUBLE_EQ(c.agg_s, 1.0);    // Eq 5
-    EXPECT_DOUBLE_EQ(c.trans_bytes, 2.0);
-    EXPECT_DOUBLE_EQ(c.eq6_s, 4 * 1.0 + 3 * 9.0 + 1.0 + 1.0);
-    // Eq 8: Trans hides under FEC + FNEC = 10 s, Agg under BEC + BNEC = 20 s
+    // Eq 4: D - n = 2 devices (owner + 1 replica holder, the paper's count) * 2 B / (D=2 * 1 B/s)
+    EXPECT_DOUBLE_EQ(c.trans_s, 2.0);
+    EXPECT_DOUBLE_EQ(c.agg_s, 2.0);    // Eq 5
+    EXPECT_DOUBLE_EQ(c.trans_bytes, 2.0);  // the bytes that move: one replica
+    EXPECT_DOUBLE_EQ(c.eq6_s, 4 * 1.0 + 3 * 9.0 + 2.0 + 2.0);
+    // Eq 8: the one expert's Trans (2 s) does not fit FNEC (1 s) and goes beside FEC (9 s); Agg fits BNEC (2 s)
     EXPECT_DOUBLE_EQ(c.exposed_trans_s, 0.0);
     EXPECT_DOUBLE_EQ(c.eq8_s, 4 * 1.0 + 3 * 9.0);
 }
 
-TEST(CostModel, Eq8ExposesWhatComputeCannotHide) {
+TEST(CostModel, ReplicaHoldersCountIsANamedOption) {
     CostModel m = unit_cost_model(2);
-    m.cluster.trans_bytes_per_s = 0.01;  // Trans = 1 * 2 / (2 * 0.01) = 100 s
-    m.cluster.agg_bytes_per_s = 0.05;    // Agg = 20 s
+    m.trans_receivers = TransReceivers::kReplicaHolders;  // D - 1 - n: receivers only
     Placement p = Placement::make_static(2, 2);
     p.add_replica(1, 0);
     const CostBreakdown c = predict_layer(m, compute_flow(kCounts.data(), 2, 2, p, RouteRule::kOwner), p);
-    EXPECT_DOUBLE_EQ(c.trans_s, 100.0);
-    EXPECT_DOUBLE_EQ(c.agg_s, 20.0);
-    EXPECT_DOUBLE_EQ(c.exposed_trans_s, 100.0 - 9.0 - 1.0);  // FEC 9, FNEC 1
-    EXPECT_DOUBLE_EQ(c.exposed_agg_s, 0.0);                  // BEC 18 + BNEC 2 = 20 hides 20
-    EXPECT_DOUBLE_EQ(c.eq8_s, 4 * 1.0 + 3 * 9.0 + 90.0);
+    EXPECT_DOUBLE_EQ(c.trans_s, 1.0);  // 1 receiver * 2 B / (2 * 1 B/s)
+    EXPECT_DOUBLE_EQ(c.agg_s, 1.0);
+}
+
+TEST(CostModel, MovedOwnerPaysTransAndAggLikeTraining) {
+    // expert 0 owned by device 1 instead of its home 0: training broadcasts it home -> owner every step
+    const CostModel m = unit_cost_model(2);
+    const Placement p = Placement::make_owners(2, {1, 1});
+    EXPECT_EQ(p.transfer_receivers(0), 1);
+    EXPECT_EQ(p.transfer_receivers(1), 0);
+    const CostBreakdown c = predict_layer(m, compute_flow(kCounts.data(), 2, 2, p, RouteRule::kOwner), p);
+    EXPECT_DOUBLE_EQ(c.trans_bytes, 2.0);
+    EXPECT_DOUBLE_EQ(c.trans_s, 2.0);  // group {home 0, owner 1}: D - n = 2 devices * 2 B / (2 * 1 B/s)
+    EXPECT_DOUBLE_EQ(c.eq6_s, 4 * c.a2a_s + 3 * c.fec_s + 2.0 + 2.0);
+}
+
+TEST(CostModel, Eq8ExposesWhatComputeCannotHide) {
+    CostModel m = unit_cost_model(2);
+    m.cluster.trans_bytes_per_s = 0.01;  // Trans = 2 devices * 2 B / (2 * 0.01 B/s) = 200 s
+    m.cluster.agg_bytes_per_s = 0.05;    // Agg = 40 s
+    Placement p = Placement::make_static(2, 2);
+    p.add_replica(1, 0);
+    const CostBreakdown c = predict_layer(m, compute_flow(kCounts.data(), 2, 2, p, RouteRule::kOwner), p);
+    EXPECT_DOUBLE_EQ(c.trans_s, 200.0);
+    EXPECT_DOUBLE_EQ(c.agg_s, 40.0);
+    // one whole expert: longer than FNEC (1 s), so all of it goes beside FEC (9 s)
+    EXPECT_DOUBLE_EQ(c.exposed_trans_s, 200.0 - 9.0);
+    EXPECT_DOUBLE_EQ(c.exposed_agg_s, 40.0 - 18.0);  // beside BEC 18 s; BNEC's 2 s cannot take a piece of it
+    EXPECT_DOUBLE_EQ(c.eq8_s, 4 * 1.0 + 3 * 9.0 + 191.0 + 22.0);
+    // chunks fill both windows: the paper's max(0, T - FEC - FNEC)
+    EXPECT_DOUBLE_EQ(c.exposed_trans_chunked_s, 200.0 - 9.0 - 1.0);
+    EXPECT_DOUBLE_EQ(c.exposed_agg_chunked_s, 40.0 - 18.0 - 2.0);
+    m.transfer_credit = TransferCredit::kChunks;
+    const CostBreakdown k = predict_layer(m, compute_flow(kCounts.data(), 2, 2, p, RouteRule::kOwner), p);
+    EXPECT_DOUBLE_EQ(k.eq8_s, 4 * 1.0 + 3 * 9.0 + 190.0 + 20.0);
+}
+
+TEST(CostModel, WholeExpertSplitExposesWhatChunksWouldHide) {
+    // two experts of 0.6 s each, windows 1 s then 0.5 s: the first fits the first window, the second not
+    EXPECT_NEAR(exposed_whole_pieces({0.6, 0.6}, 1.0, 0.5), 0.1, 1e-12);
+    EXPECT_DOUBLE_EQ(exposed_whole_pieces({0.5, 0.5}, 1.0, 0.0), 0.0);
+    EXPECT_DOUBLE_EQ(exposed_whole_pieces({3.0}, 1.0, 1.0), 2.0);  // one expert longer than both windows
 }
 
 TEST(CostModel, AllToAllBandwidthBySizeStep) {

@@ -71,21 +71,37 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
     const Result r = plan("--policy all --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json j = nlohmann::json::parse(r.out);  // stdout is pure JSON; logs went to stderr
-    ASSERT_EQ(j["policies"].size(), 10u);
+    ASSERT_EQ(j["policies"].size(), 11u);
     for (const auto& p : j["policies"]) {
         ASSERT_FALSE(p["skipped"].get<bool>()) << p.dump();  // D = E = 4: exhaustive and the joint ILP fit
-        for (const char* key : {"name", "predicted_ms", "max_mean_load", "balance_std", "rb_vs_static", "a2a_bytes",
-                                "trans_bytes", "agg_bytes", "replicas", "plan_us"})
+        EXPECT_FALSE(p.contains("predicted_ms")) << "no headline number mixing system models";
+        for (const char* key : {"name", "route_rule", "plan_us", "dropped_tokens", "eq6", "eq8", "fastermoe_system"})
             EXPECT_TRUE(p.contains(key)) << key;
-        EXPECT_GT(p["predicted_ms"].get<double>(), 0.0);
+        for (const char* model : {"eq6", "eq8", "fastermoe_system"}) {
+            for (const char* key : {"predicted_ms", "speedup_vs_static", "planned_with_eq", "max_mean_load",
+                                    "balance_std", "rb_vs_static", "a2a_bytes", "trans_bytes", "agg_bytes", "replicas"})
+                EXPECT_TRUE(p[model].contains(key)) << model << "." << key;
+            EXPECT_GT(p[model]["predicted_ms"].get<double>(), 0.0);
+        }
+        const std::string name = p["name"];
+        if (name == "prophet" || name == "prophet-oracle" || name == "fastermoe" || name == "exhaustive") {
+            EXPECT_EQ(p["eq6"]["planned_with_eq"], 6) << name;  // each column planned by its own equation
+            EXPECT_EQ(p["eq8"]["planned_with_eq"], 8) << name;
+        }
+        if (name == "moetuner" || name == "moetuner-joint") {
+            EXPECT_TRUE(p.contains("solver_status")) << name;
+        }
+        EXPECT_EQ(p["route_rule"], name == "eplb" ? "even_split" : "owner") << name;
     }
-    // the exact optimum under its own objective is never beaten by the greedy
-    double exhaustive_eq8 = 0, prophet_oracle_eq8 = 0;
-    for (const auto& p : j["policies"]) {
-        if (p["name"] == "exhaustive") exhaustive_eq8 = p["predicted_eq8_ms"];
-        if (p["name"] == "prophet-oracle") prophet_oracle_eq8 = p["predicted_eq8_ms"];
+    // the exact optimum under its own objective is never beaten by the greedy, under either equation
+    for (const char* model : {"eq6", "eq8"}) {
+        double exhaustive = 0, prophet_oracle = 0;
+        for (const auto& p : j["policies"]) {
+            if (p["name"] == "exhaustive") exhaustive = p[model]["predicted_ms"];
+            if (p["name"] == "prophet-oracle") prophet_oracle = p[model]["predicted_ms"];
+        }
+        EXPECT_LE(exhaustive, prophet_oracle * (1 + 1e-9)) << model;
     }
-    EXPECT_LE(exhaustive_eq8, prophet_oracle_eq8 * (1 + 1e-9));
 
     prophet::Store store = prophet::Store::open(db_);
     const auto runs = store.list_runs();
@@ -93,7 +109,7 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
     EXPECT_EQ(runs[0].status, "finished");
     EXPECT_EQ(runs[0].run_id, j["run_id"].get<std::string>());
     EXPECT_EQ(runs[0].info.config_hash.size(), 64u);
-    EXPECT_EQ(store.get_plan_results(runs[0].run_id).size(), 10u * 4 * 2);  // policies x iterations x layers
+    EXPECT_EQ(store.get_plan_results(runs[0].run_id).size(), 11u * 4 * 2);  // policies x iterations x layers
     EXPECT_EQ(store.load_trace(runs[0].run_id).meta.num_devices, 4);
 }
 
@@ -113,7 +129,13 @@ TEST_F(Cli, PlanTableAndTraceFromTheStore) {
     ASSERT_EQ(run_prophet("trace export " + run_id + " --store " + db_ + " -o " + out, dir_).exit_code, 0);
     const Result info = run_prophet("trace info " + out + " --json", dir_);
     ASSERT_EQ(info.exit_code, 0) << info.err;
-    EXPECT_EQ(nlohmann::json::parse(info.out)["experts"], 4);
+    const nlohmann::json ij = nlohmann::json::parse(info.out);
+    EXPECT_EQ(ij["experts"], 4);
+    // the heaviest expert's share is over token-expert assignments, so uniform is 1/E (not k/E)
+    EXPECT_DOUBLE_EQ(ij["top_expert_share_uniform"].get<double>(), 0.25);
+    EXPECT_EQ(ij["js_divergence_per_layer"].size(), ij["layers"].get<size_t>());
+    const Result text = run_prophet("trace info " + out, dir_);
+    EXPECT_NE(text.out.find("uniform = 1/E = 0.250"), std::string::npos) << text.out;
 }
 
 TEST_F(Cli, DryRunTouchesNothing) {

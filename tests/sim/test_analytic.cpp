@@ -328,6 +328,33 @@ TEST(Analytic, CombineWaitsForTheStraggler) {
     for (int d = 0; d < 4; ++d) EXPECT_EQ(r.timeline[static_cast<size_t>(comb) * 4 + d].start_s, last_fec);
 }
 
+TEST(Policy, DeepSpeedSimulatesItsPaddedSlots) {
+    const int I = 2, L = 2, D = 4, E = 4;
+    std::vector<int64_t> counts;
+    for (int it = 0; it < I * L; ++it) {
+        const auto layer = skewed_counts(D, E, 2048, 1.5, 5 + it);
+        counts.insert(counts.end(), layer.begin(), layer.end());
+    }
+    TraceView v;
+    v.counts = counts.data();
+    v.num_iterations = I, v.num_layers = L, v.num_devices = D, v.num_experts = E;
+    const CostModel m = paper_cost_model(D, 2048);
+    EvalSettings settings;
+    settings.plan_repeats = 1;
+    SimOptions o;
+    const SimResult fixed = simulate_policy("static", v, m, settings, o);
+    const SimResult padded = simulate_policy("deepspeed", v, m, settings, o);
+    // every expert padded to the largest count: more compute and all-to-all than the exact counts
+    EXPECT_GT(padded.iterations[0].iteration_s, fixed.iterations[0].iteration_s);
+    std::vector<int64_t> storage;
+    const TraceView same = dispatched_view("static", v, settings.options, &storage);
+    EXPECT_EQ(same.counts, v.counts);
+    const TraceView pad = dispatched_view("deepspeed", v, settings.options, &storage);
+    int64_t largest = 0;
+    for (size_t i = 0; i < static_cast<size_t>(D) * E; ++i) largest = std::max(largest, counts[i]);
+    for (size_t i = 0; i < static_cast<size_t>(D) * E; ++i) EXPECT_EQ(pad.counts[i], largest);
+}
+
 TEST(Policy, SimulatesWhatEvaluateChose) {
     const int I = 4, L = 2, D = 4, E = 4;
     std::vector<int64_t> counts;
@@ -339,7 +366,9 @@ TEST(Policy, SimulatesWhatEvaluateChose) {
     TraceView v;
     v.counts = counts.data();
     v.num_iterations = I, v.num_layers = L, v.num_devices = D, v.num_experts = E;
-    const CostModel m = paper_cost_model(D, 2048);
+    CostModel m = paper_cost_model(D, 2048);
+    // the simulator times the bytes that move (replica holders); the planner's Eqs 4-5 count D - n by default
+    m.trans_receivers = TransReceivers::kReplicaHolders;
     EvalSettings settings;
     settings.plan_repeats = 1;
     settings.options.alpha = 0.1;  // with alpha = 3, Eq 7 calls 4 devices balanced before any replica is tried

@@ -23,7 +23,9 @@ TEST(Trainer, EveryPlacementGivesTheStaticLosses) {
     const auto reference = run_local(skewed_config({}), 4, 20);
     EXPECT_LT(reference.back(), reference.front()) << "the model must learn";
     for (const char* policy : {"fastermoe", "prophet", "prophet-oracle", "eplb", "moetuner", "top2"}) {
-        const auto losses = run_local(skewed_config({std::string("balance.policy=") + policy}), 4, 20);
+        // Eq 8 objective: under the default Eq 6 (no scheduler here) few replicas pay, and this test wants them
+        const auto losses =
+            run_local(skewed_config({std::string("balance.policy=") + policy, "balance.cost_eq=8"}), 4, 20);
         expect_close(losses, reference, 1e-5, policy);
     }
 }
@@ -38,8 +40,8 @@ TEST(Trainer, OneRankAndFourRanksAgree) {
 
 TEST(Trainer, PlacementsActuallyReplicate) {
     // the invariance above means little if no policy ever moved an expert: the skewed preset must make the
-    // planners replicate
-    const Config config = skewed_config({"balance.policy=prophet-oracle"});
+    // planners replicate (with the Eq 8 objective: blocking transfers, the default without the scheduler, rarely pay)
+    const Config config = skewed_config({"balance.policy=prophet-oracle", "balance.cost_eq=8"});
     const TrainSettings settings = train_settings_from(config, 4);
     auto group = make_local_group(4);
     std::vector<int> replicas(4, 0);
@@ -102,4 +104,15 @@ TEST(Trainer, BadConfigsFailBeforeCommunication) {
     expect_error({"model.B=6"}, 4, "model.B = 6");           // B not divisible by D
     expect_error({"data.source=\"file\"", "data.path=\"/nonexistent/corpus.txt\""}, 4, "data.path");
     expect_error({"model.C=66"}, 4, "model");                 // C % NH != 0
+    expect_error({"balance.route_to=even_split"}, 4, "balance.route_to");  // plan/sim only
+}
+
+TEST(Trainer, PlannerObjectiveFollowsTheSchedule) {
+    // balance.cost_eq = 0 (default): Eq 6 without the scheduler (transfers block), Eq 8 with it
+    EXPECT_EQ(train_settings_from(skewed_config({}), 4).balance.cost_eq, 6);
+    EXPECT_EQ(train_settings_from(skewed_config({"schedule.mode=blockwise"}), 4).balance.cost_eq, 8);
+    EXPECT_EQ(train_settings_from(skewed_config({"balance.cost_eq=8"}), 4).balance.cost_eq, 8);  // set explicitly
+    EXPECT_EQ(train_settings_from(skewed_config({"balance.cost_eq=6", "schedule.mode=blockwise"}), 4).balance.cost_eq,
+              6);
+    EXPECT_EQ(train_settings_from(skewed_config({}), 4).balance.route_rule, RouteRule::kOwner);  // auto in training
 }
