@@ -40,9 +40,10 @@ if HISTORY and os.path.exists(HISTORY):
 # deterministic inputs: (trace, cluster) of `prophet plan`; the policies whose plan does not depend on time
 PLAN_INPUTS = [("experiments/traces/zipf-e16-k2.toml", "experiments/clusters/hpwnv-16.toml"),
                ("experiments/traces/shift-e16-k1.toml", "experiments/clusters/hpnv-16.toml")]
-DET_POLICIES = ["static", "fastermoe", "prophet", "prophet-oracle", "eplb", "top2", "top3"]
-DET_FIELDS = ["predicted_eq6_ms", "predicted_eq8_ms", "max_mean_load", "balance_std", "a2a_bytes", "trans_bytes",
-              "agg_bytes", "replicas", "dropped_tokens"]
+DET_POLICIES = ["static", "deepspeed", "fastermoe", "prophet", "prophet-oracle", "eplb", "top2", "top3"]
+# every system model `prophet plan` reports a policy under (docs/cost-model.md), and the fields of each
+DET_MODELS = ["eq6", "eq8", "fastermoe_system"]
+DET_FIELDS = ["predicted_ms", "max_mean_load", "balance_std", "a2a_bytes", "trans_bytes", "agg_bytes", "replicas"]
 PLANNER_SIZES = ["E:32/D:16", "E:256/D:64"] if QUICK else ["E:32/D:16", "E:64/D:32", "E:256/D:64"]
 PLANNER_FILTER = "BM_plan_(prophet|fastermoe|eplb)/(" + "|".join(PLANNER_SIZES) + ")$"
 TRAIN_ROW = "train_step tiny tokens/s"
@@ -61,8 +62,13 @@ def fail(code, message):
     sys.exit(code)
 
 
+# every measured child runs with one OpenBLAS thread from its start: openblas_set_num_threads(1) after start-up
+# leaves the pool's other thread spinning, which doubled the reference's CPU time (70 instead of 140 GFLOP/s here)
+CHILD_ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+
+
 def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=CHILD_ENV)
     if r.returncode != 0:
         fail(2, f"{' '.join(cmd)} exited {r.returncode}: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
     return r.stdout
@@ -80,8 +86,11 @@ def deterministic():
                    "--set", "plan.save_trace=false"])
         for p in json.loads(out)["policies"]:
             if p["name"] in DET_POLICIES and not p.get("skipped"):
-                for f in DET_FIELDS:
-                    rows[f"plan {stem(trace)}@{stem(cluster)} {p['name']} {f}"] = p[f]
+                prefix = f"plan {stem(trace)}@{stem(cluster)} {p['name']}"
+                rows[f"{prefix} dropped_tokens"] = p["dropped_tokens"]
+                for model in DET_MODELS:
+                    for f in DET_FIELDS:
+                        rows[f"{prefix} {model}.{f}"] = p[model][f]
     return rows
 
 
