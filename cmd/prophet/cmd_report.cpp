@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/process.h"
 
 namespace prophet::cli {
 
@@ -31,12 +32,6 @@ std::string build_report_script() {
     const fs::path local = fs::path("report") / "build_report.py";
     if (fs::is_regular_file(local, ec)) return local.string();
     return "";
-}
-
-std::string shell_quoted(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
 }
 
 // std::system's status as an exit code (-1: killed by a signal or not run)

@@ -203,6 +203,12 @@ std::string last_line(const std::string& text) {
     return text.substr(begin, end - begin + 1);
 }
 
+std::string shell_quoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
 std::string self_binary() {
     std::error_code ec;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -43,6 +43,9 @@ class StopSignalForwarder {
 // The last non-blank line of text ("" if none).
 std::string last_line(const std::string& text);
 
+// s as one word for /bin/sh: in single quotes, each ' written '\'' ("it's" -> 'it'\''s').
+std::string shell_quoted(const std::string& s);
+
 // This process's binary (/proc/self/exe), so children run the same prophet; throws exit 1 where it cannot resolve.
 std::string self_binary();
 

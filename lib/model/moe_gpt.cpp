@@ -186,14 +186,10 @@ void model_set_executor(Model<Float>& model, MoeExecutor<Float>* executor) {
 
 namespace {
 
-// Records [*cursor, now) as one compute-lane op of the model's timeline, when one is attached, and moves the
-// cursor to now: consecutive marks tile the time between them with no gap.
+// One compute-lane op of the model's timeline, when one is attached (mark_compute, schedule/timeline.h).
 template <typename Float>
 void mark(const Model<Float>& model, OpKind kind, int block, int64_t* cursor) {
-    if (model.timeline == nullptr) return;
-    const int64_t now = now_ns();
-    model.timeline->add(kind, OpLane::kCompute, block, 0, *cursor, now);
-    *cursor = now;
+    mark_compute(model.timeline, kind, block, cursor);
 }
 
 template <typename Float>

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace prophet {
 
@@ -54,6 +55,13 @@ const char* op_lane_name(OpLane lane) {
 void OpTimeline::add(OpKind kind, OpLane lane, int block, int part, int64_t start_ns, int64_t end_ns) {
     std::lock_guard lock(mutex_);
     ops_.push_back(OpRecord{kind, lane, (int16_t)block, (int8_t)part, start_ns, end_ns});
+}
+
+void mark_compute(OpTimeline* timeline, OpKind kind, int block, int64_t* cursor) {
+    if (timeline == nullptr) return;
+    const int64_t now = now_ns();
+    timeline->add(kind, OpLane::kCompute, block, 0, *cursor, now);
+    *cursor = now;
 }
 
 std::vector<OpRecord> OpTimeline::take() {

@@ -73,6 +73,10 @@ class OpTimeline {
     std::vector<OpRecord> ops_;
 };
 
+// Records [*cursor, now) as one compute-lane op of `block` (-1: none) when `timeline` is set, and moves *cursor to
+// now: consecutive marks tile the time between them with no gap. Without a timeline it does nothing.
+void mark_compute(OpTimeline* timeline, OpKind kind, int block, int64_t* cursor);
+
 // Exposed Trans and Agg in ms of one rank's ops (see above).
 struct ExposedComm {
     double trans_ms = 0, agg_ms = 0;     // compute lane blocked on / running Trans, Agg

@@ -47,12 +47,6 @@ std::string slurm_word(const toml::node& node, const std::string& key, const std
     return v;
 }
 
-std::string shell_quoted(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
 std::string join_ints(const std::vector<int>& v, const char* sep) {
     std::string out;
     for (int x : v) out += (out.empty() ? "" : sep) + std::to_string(x);

@@ -133,12 +133,7 @@ double Trainer::global_grad_norm_sq() {
     return norm_sq;
 }
 
-void Trainer::mark(OpKind kind, int64_t* cursor) {
-    if (timeline_ == nullptr) return;
-    const int64_t now = now_ns();
-    timeline_->add(kind, OpLane::kCompute, -1, 0, *cursor, now);
-    *cursor = now;
-}
+void Trainer::mark(OpKind kind, int64_t* cursor) { mark_compute(timeline_.get(), kind, -1, cursor); }
 
 std::vector<std::string> Trainer::gather_timelines(int64_t step_start_ns, int64_t step_end_ns, StepStats* s) {
     const int D = comm_.size();

@@ -53,3 +53,13 @@ TEST(RunChild, ChildStartsWithSigpipeIgnored) {
     const unsigned long mask = std::stoul(r.out, nullptr, 16);
     EXPECT_TRUE(mask & (1ul << 12)) << r.out;
 }
+
+// shell_quoted: /bin/sh reads the quoted word back as the original string, quotes, spaces and $ included.
+TEST(ShellQuoted, ShReadsTheWordBackUnchanged) {
+    EXPECT_EQ(prophet::shell_quoted("it's"), "'it'\\''s'");
+    for (const std::string s : {"plain", "two words", "it's", "$HOME `x` \"q\" \\", ""}) {
+        const prophet::ChildResult r = prophet::run_child({"/bin/sh", "-c", "printf %s " + prophet::shell_quoted(s)});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(r.out, s);
+    }
+}
