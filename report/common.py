@@ -322,9 +322,6 @@ def fmt3(v):
     return str(v)
 
 
-_fmt = fmt3
-
-
 def mean_pm_sd(mean, sd):
     """'1.23 ± 0.041': the mean to 3 significant digits, the sd to 2; '1.23' without an sd."""
     if sd is None or sd != sd:
