@@ -47,6 +47,9 @@ const Schema& cluster_schema() {
         s.add_float("cluster.step_tail_ms", -1.0, -1.0, 1e7,
                     "measured per-step time after the last backward block: dense-gradient all-reduce, gradient norm, "
                     "optimizer, ms (-1: not modelled)");
+        s.add_float("cluster.memory_gbyte_s", 0.0, 0.0, 1e6,
+                    "memory bandwidth of one device, GB/s (10^9 bytes/s), for the simulator's streaming ops: "
+                    "layernorms, softmax, embedding, optimizer (0: not given, they take no time)");
         s.add_string("cluster.source", "", {}, "where the numbers come from (paper, code constant, calibration)");
         return s;
     }();
@@ -101,6 +104,7 @@ ClusterSpec cluster_from_config(const Config& config, const std::string& origin)
     const double bnec_ms = config.get_float("cluster.bnec_ms");
     c.fnec_s = fnec_ms >= 0 ? fnec_ms * 1e-3 : -1;
     c.bnec_s = bnec_ms >= 0 ? bnec_ms * 1e-3 : -1;
+    c.memory_bytes_per_s = config.get_float("cluster.memory_gbyte_s") * 1e9;
     const double tail_ms = config.get_float("cluster.step_tail_ms");
     c.step_tail_s = tail_ms >= 0 ? tail_ms * 1e-3 : -1;
     if (c.num_devices % c.devices_per_node != 0)
@@ -140,6 +144,7 @@ std::string cluster_to_toml(const ClusterSpec& c) {
     out << "fnec_ms = " << (c.fnec_s >= 0 ? c.fnec_s * 1e3 : -1.0) << "\n";
     out << "bnec_ms = " << (c.bnec_s >= 0 ? c.bnec_s * 1e3 : -1.0) << "\n";
     out << "step_tail_ms = " << (c.step_tail_s >= 0 ? c.step_tail_s * 1e3 : -1.0) << "\n";
+    out << "memory_gbyte_s = " << c.memory_bytes_per_s / 1e9 << "\n";
     return out.str();
 }
 

@@ -33,8 +33,11 @@ struct ClusterSpec {
     // measured time of what a training step does after its last backward block (dense-gradient all-reduce,
     // gradient norm, optimizer step), seconds per iteration; < 0: not modelled (the simulator's optimizer op)
     double step_tail_s = -1;
-    // fixed per-collective latency (seconds), added once per all-to-all
+    // fixed per-collective latency (seconds), added once per all-to-all (and per step of a dense all-reduce)
     double a2a_latency_s = 0;
+    // memory bandwidth of one device (bytes/s) for the simulator's streaming ops (layernorms, softmax, embedding,
+    // optimizer; sim/dense_ops.h); 0: not given, those terms take no time
+    double memory_bytes_per_s = 0;
 
     int node_of(int device) const { return device / devices_per_node; }
     double a2a_bytes_per_s(double max_message_bytes) const;

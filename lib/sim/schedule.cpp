@@ -23,14 +23,30 @@ const char* op_kind_name(OpKind kind) {
         case OpKind::kDispatchA2aBwd: return "dispatch_a2a_bwd";
         case OpKind::kAgg: return "agg";
         case OpKind::kOptimizer: return "optimizer";
+        case OpKind::kEmbedFwd: return "embed_fwd";
+        case OpKind::kAttnFwd: return "attn_fwd";
+        case OpKind::kHeadFwd: return "head_fwd";
+        case OpKind::kHeadBwd: return "head_bwd";
+        case OpKind::kAttnBwd: return "attn_bwd";
+        case OpKind::kEmbedBwd: return "embed_bwd";
+        case OpKind::kAllReduce: return "all_reduce";
     }
     return "?";
 }
 
 bool is_comm_kind(OpKind kind) {
     return kind == OpKind::kTrans || kind == OpKind::kDispatchA2a || kind == OpKind::kCombineA2a ||
-           kind == OpKind::kCombineA2aBwd || kind == OpKind::kDispatchA2aBwd || kind == OpKind::kAgg;
+           kind == OpKind::kCombineA2aBwd || kind == OpKind::kDispatchA2aBwd || kind == OpKind::kAgg ||
+           kind == OpKind::kAllReduce;
 }
+
+namespace {
+// ops that belong to no block (layer -1)
+bool is_blockless_kind(OpKind kind) {
+    return kind == OpKind::kOptimizer || kind == OpKind::kEmbedFwd || kind == OpKind::kHeadFwd ||
+           kind == OpKind::kHeadBwd || kind == OpKind::kEmbedBwd || kind == OpKind::kAllReduce;
+}
+}  // namespace
 
 const char* op_part_name(OpPart part) {
     switch (part) {
@@ -48,6 +64,16 @@ ScheduleKind parse_schedule_kind(const std::string& name) {
 }
 
 const char* schedule_kind_name(ScheduleKind kind) { return kind == ScheduleKind::kNone ? "none" : "blockwise"; }
+
+AllReduceMode parse_all_reduce_mode(const std::string& name) {
+    if (name == "blocking") return AllReduceMode::kBlocking;
+    if (name == "bucketed") return AllReduceMode::kBucketed;
+    throw_config_error("sim.allreduce", name, "must be blocking or bucketed", "--set sim.allreduce=bucketed");
+}
+
+const char* all_reduce_mode_name(AllReduceMode mode) {
+    return mode == AllReduceMode::kBlocking ? "blocking" : "bucketed";
+}
 
 int Schedule::find(OpKind kind, int layer, OpPart part) const {
     for (size_t i = 0; i < ops.size(); ++i)
@@ -73,14 +99,76 @@ class Builder {
         s_->ops.push_back(std::move(op));
         return static_cast<int>(s_->ops.size()) - 1;
     }
+    ScheduleOp& op(int index) { return s_->ops[static_cast<size_t>(index)]; }
 
   private:
     Schedule* s_;
 };
 
-void build_none(Builder& b, int L, std::vector<int>* aggs, int* last) {
-    int prev = -1;  // the op the next block waits for
+// The dense-gradient all-reduces: backward finishes gradient units (IterationOps::grad_bytes order); blocking
+// issues one all-reduce after the last unit, bucketed one per bucket as soon as the bucket is full.
+class AllReduces {
+  public:
+    AllReduces(Builder& b, const IterationOps& x) : b_(b), x_(x) {}
+    // unit `unit` of grad_bytes is complete when op `ready` ends
+    void finished(int unit, int ready) {
+        const bool last = unit + 1 == static_cast<int>(x_.grad_bytes.size());
+        pending_ += x_.grad_bytes[static_cast<size_t>(unit)];
+        if (last || (x_.all_reduce == AllReduceMode::kBucketed && pending_ >= x_.bucket_bytes)) {
+            const int op = b_.add(OpKind::kAllReduce, -1, OpPart::kWhole, {ready});
+            b_.op(op).bytes = pending_;
+            ops_.push_back(op);
+            pending_ = 0;
+        }
+    }
+    const std::vector<int>& ops() const { return ops_; }
+
+  private:
+    Builder& b_;
+    const IterationOps& x_;
+    double pending_ = 0;
+    std::vector<int> ops_;
+};
+
+// embed_fwd (dense), the first op of the forward; -1 without dense ops
+int open_forward(Builder& b, const IterationOps& x) {
+    return x.dense ? b.add(OpKind::kEmbedFwd, -1, OpPart::kWhole, {}) : -1;
+}
+
+// head_fwd, head_bwd between forward and backward (dense); returns the op backward waits for
+int head(Builder& b, const IterationOps& x, AllReduces& ar, int prev) {
+    if (!x.dense) return prev;
+    const int fwd = b.add(OpKind::kHeadFwd, -1, OpPart::kWhole, {prev});
+    const int bwd = b.add(OpKind::kHeadBwd, -1, OpPart::kWhole, {fwd});
+    ar.finished(0, bwd);
+    return bwd;
+}
+
+// attn_bwd(l) after the block's last backward op (dense), its gradients then complete
+int attention_backward(Builder& b, const IterationOps& x, AllReduces& ar, int L, int l, int prev) {
+    if (!x.dense) return prev;
+    const int bwd = b.add(OpKind::kAttnBwd, l, OpPart::kWhole, {prev});
+    ar.finished(1 + (L - 1 - l), bwd);
+    return bwd;
+}
+
+// embed_bwd closes the backward (dense)
+int close_backward(Builder& b, const IterationOps& x, AllReduces& ar, int L, int prev) {
+    if (!x.dense) return prev;
+    const int bwd = b.add(OpKind::kEmbedBwd, -1, OpPart::kWhole, {prev});
+    ar.finished(L + 1, bwd);
+    return bwd;
+}
+
+// attn_fwd(l) before the block's gate (dense)
+int attention_forward(Builder& b, const IterationOps& x, int l, int prev) {
+    return x.dense ? b.add(OpKind::kAttnFwd, l, OpPart::kWhole, {prev}) : prev;
+}
+
+void build_none(Builder& b, int L, const IterationOps& x, AllReduces& ar, std::vector<int>* aggs, int* last) {
+    int prev = open_forward(b, x);  // the op the next block waits for
     for (int l = 0; l < L; ++l) {
+        prev = attention_forward(b, x, l, prev);
         const int gate = b.add(OpKind::kGate, l, OpPart::kWhole, {prev});
         const int plan = b.add(OpKind::kPlan, l, OpPart::kWhole, {gate});
         const int trans = b.add(OpKind::kTrans, l, OpPart::kWhole, {plan});
@@ -89,6 +177,7 @@ void build_none(Builder& b, int L, std::vector<int>* aggs, int* last) {
         const int comb = b.add(OpKind::kCombineA2a, l, OpPart::kWhole, {fec});
         prev = b.add(OpKind::kFnec, l, OpPart::kWhole, {comb});
     }
+    prev = head(b, x, ar, prev);
     for (int l = L - 1; l >= 0; --l) {
         const int bnec = b.add(OpKind::kBnec, l, OpPart::kWhole, {prev});
         const int cb = b.add(OpKind::kCombineA2aBwd, l, OpPart::kWhole, {bnec});
@@ -96,17 +185,19 @@ void build_none(Builder& b, int L, std::vector<int>* aggs, int* last) {
         const int db = b.add(OpKind::kDispatchA2aBwd, l, OpPart::kWhole, {bec});
         prev = b.add(OpKind::kAgg, l, OpPart::kWhole, {db});
         aggs->push_back(prev);
+        prev = attention_backward(b, x, ar, L, l, prev);
     }
-    *last = prev;
+    *last = close_backward(b, x, ar, L, prev);
 }
 
-void build_blockwise(Builder& b, int L, std::vector<int>* aggs, int* last) {
+void build_blockwise(Builder& b, int L, const IterationOps& x, AllReduces& ar, std::vector<int>* aggs, int* last) {
     // Trans sub-ops of each block: block 0's whole Trans opens the iteration (its placement was planned in the
     // previous iteration); block l+1's two parts run beside block l's expert and non-expert compute.
     std::vector<std::vector<int>> trans(L);
     trans[0].push_back(b.add(OpKind::kTrans, 0, OpPart::kWhole, {}));
-    int prev = -1;
+    int prev = open_forward(b, x);
     for (int l = 0; l < L; ++l) {
+        prev = attention_forward(b, x, l, prev);
         const int gate = b.add(OpKind::kGate, l, OpPart::kWhole, {prev});
         b.add(OpKind::kPlan, l, OpPart::kWhole, {gate}, /*next_iteration=*/true);
         const int disp = b.add(OpKind::kDispatchA2a, l, OpPart::kWhole, {gate});
@@ -118,6 +209,7 @@ void build_blockwise(Builder& b, int L, std::vector<int>* aggs, int* last) {
         if (l + 1 < L) trans[l + 1].push_back(b.add(OpKind::kTrans, l + 1, OpPart::kUnderNec, {}));
         prev = b.add(OpKind::kFnec, l, OpPart::kWhole, {comb});
     }
+    prev = head(b, x, ar, prev);
     int bec_above = -1;  // BEC of block l+1: the gradients its Agg sends
     for (int l = L - 1; l >= 0; --l) {
         if (l + 1 < L) aggs->push_back(b.add(OpKind::kAgg, l + 1, OpPart::kUnderNec, {bec_above}));
@@ -126,29 +218,42 @@ void build_blockwise(Builder& b, int L, std::vector<int>* aggs, int* last) {
         if (l + 1 < L) aggs->push_back(b.add(OpKind::kAgg, l + 1, OpPart::kUnderExpert, {bec_above}));
         const int bec = b.add(OpKind::kBec, l, OpPart::kWhole, {cb});
         prev = b.add(OpKind::kDispatchA2aBwd, l, OpPart::kWhole, {bec});
+        prev = attention_backward(b, x, ar, L, l, prev);
         bec_above = bec;
     }
     aggs->push_back(b.add(OpKind::kAgg, 0, OpPart::kWhole, {bec_above}));
-    *last = prev;
+    *last = close_backward(b, x, ar, L, prev);
 }
 
 }  // namespace
 
 Schedule build_schedule(ScheduleKind kind, int num_layers, bool include_optimizer) {
+    IterationOps x;
+    x.optimizer = include_optimizer;
+    return build_schedule(kind, num_layers, x);
+}
+
+Schedule build_schedule(ScheduleKind kind, int num_layers, const IterationOps& x) {
     PROPHET_ASSERT_MSG(num_layers >= 1, "a schedule needs at least one block");
+    PROPHET_ASSERT_MSG(!x.dense || x.grad_bytes.size() == static_cast<size_t>(num_layers) + 2,
+                       "IterationOps::grad_bytes must be [L + 2]");
     Schedule s;
     s.kind = kind;
     s.num_layers = num_layers;
-    s.include_optimizer = include_optimizer;
+    s.include_optimizer = x.optimizer;
+    s.dense = x.dense;
+    s.all_reduce = x.all_reduce;
     Builder b(&s);
+    AllReduces ar(b, x);
     std::vector<int> aggs;
     int last = -1;
     if (kind == ScheduleKind::kNone)
-        build_none(b, num_layers, &aggs, &last);
+        build_none(b, num_layers, x, ar, &aggs, &last);
     else
-        build_blockwise(b, num_layers, &aggs, &last);
-    if (include_optimizer) {
+        build_blockwise(b, num_layers, x, ar, &aggs, &last);
+    if (x.optimizer) {
         std::vector<int> deps = aggs;
+        deps.insert(deps.end(), ar.ops().begin(), ar.ops().end());
         deps.push_back(last);
         b.add(OpKind::kOptimizer, -1, OpPart::kWhole, deps);
     }
@@ -166,7 +271,7 @@ std::string check_schedule(const Schedule& s) {
         if (is_comm_kind(op.kind) != (op.resource == Resource::kComm)) return where + " is on the wrong stream";
         if (op.collective != (op.resource == Resource::kComm))
             return where + ": collective ops are exactly the comm ops";
-        if (op.kind == OpKind::kOptimizer ? op.layer != -1 : (op.layer < 0 || op.layer >= s.num_layers))
+        if (is_blockless_kind(op.kind) ? op.layer != -1 : (op.layer < 0 || op.layer >= s.num_layers))
             return where + " has layer " + std::to_string(op.layer) + " out of range";
         if (op.part != OpPart::kWhole && op.kind != OpKind::kTrans && op.kind != OpKind::kAgg)
             return where + " is split but only Trans and Agg split";
@@ -182,6 +287,7 @@ std::string schedule_to_text(const Schedule& s) {
         if (op.layer >= 0) out << "[" << op.layer << "]";
         if (op.part != OpPart::kWhole) out << "." << op_part_name(op.part);
         if (op.next_iteration) out << " (for j+1)";
+        if (op.kind == OpKind::kAllReduce) out << " (" << op.bytes << " B)";
         if (!op.deps.empty()) {
             out << " <-";
             for (int d : op.deps) out << " " << d;

@@ -26,11 +26,19 @@ enum class OpKind : int {
     kBec,             // backward expert compute, 2x FEC
     kDispatchA2aBwd,  // backward all-to-all of the dispatch's gradient
     kAgg,             // replica gradients of block l, holders -> owner (comm, collective)
-    kOptimizer,       // optimizer step (compute, per device), after every Agg
+    kOptimizer,       // optimizer step (compute, per device), after every Agg (and every dense all-reduce)
+    // the whole iteration (IterationOps::dense): the ops outside the MoE blocks' expert path
+    kEmbedFwd,        // token + position embedding forward (compute, per device, layer -1)
+    kAttnFwd,         // attention branch of block l, before its gate (compute, per device)
+    kHeadFwd,         // final layernorm, LM head and loss (compute, per device, layer -1)
+    kHeadBwd,         // their backward (compute, per device, layer -1)
+    kAttnBwd,         // attention backward of block l, after its dispatch_bwd (compute, per device)
+    kEmbedBwd,        // embedding backward (compute, per device, layer -1)
+    kAllReduce,       // dense-gradient all-reduce of one bucket (comm, collective, layer -1)
 };
-constexpr int kNumOpKinds = 13;
-const char* op_kind_name(OpKind kind);  // "gate", "plan", "trans", "dispatch_a2a", ..., "optimizer"
-bool is_comm_kind(OpKind kind);         // trans, the four all-to-alls, agg
+constexpr int kNumOpKinds = 20;
+const char* op_kind_name(OpKind kind);  // "gate", "plan", "trans", "dispatch_a2a", ..., "all_reduce"
+bool is_comm_kind(OpKind kind);         // trans, the four all-to-alls, agg, all_reduce
 
 enum class Resource : int { kCompute = 0, kComm = 1 };
 
@@ -47,6 +55,26 @@ enum class ScheduleKind : int {
 ScheduleKind parse_schedule_kind(const std::string& name);  // "none" | "blockwise"; config error otherwise
 const char* schedule_kind_name(ScheduleKind kind);
 
+enum class AllReduceMode : int {
+    kBlocking,  // one all-reduce of every dense gradient after the last backward op (the CPU trainer today)
+    kBucketed,  // PyTorch DDP: gradients in buckets of bucket_bytes in the order backward finishes them; a
+                // bucket's all-reduce is issued on the comm stream right after the backward op of its last unit
+};
+AllReduceMode parse_all_reduce_mode(const std::string& name);  // "blocking" | "bucketed"; config error otherwise
+const char* all_reduce_mode_name(AllReduceMode mode);
+
+// What one iteration holds beyond the MoE blocks.
+struct IterationOps {
+    bool optimizer = false;  // the optimizer op, after every Agg and all-reduce
+    bool dense = false;      // embedding, attention, LM head + loss and the dense all-reduce
+    AllReduceMode all_reduce = AllReduceMode::kBlocking;
+    // dense: gradient bytes in the order backward finishes them, [L + 2]: head, block L-1, ..., block 0,
+    // embedding (sim/dense_ops.h DenseOpTimes::grad_bytes); bucketed: a bucket closes at the first unit that
+    // brings it to >= bucket_bytes, and at the embedding
+    std::vector<double> grad_bytes;
+    double bucket_bytes = 0;
+};
+
 struct ScheduleOp {
     OpKind kind = OpKind::kGate;
     int layer = -1;                // the block the op belongs to (a Trans/Agg sub-op: the block whose experts move);
@@ -56,12 +84,15 @@ struct ScheduleOp {
     bool collective = false;
     bool next_iteration = false;   // Plan that decides iteration j+1's placement, run inside iteration j
     std::vector<int> deps;         // indices of earlier ops that must end first (data dependencies)
+    double bytes = 0;              // all_reduce: the gradient bytes of its bucket
 };
 
 struct Schedule {
     ScheduleKind kind = ScheduleKind::kNone;
     int num_layers = 0;
     bool include_optimizer = false;
+    bool dense = false;
+    AllReduceMode all_reduce = AllReduceMode::kBlocking;
     std::vector<ScheduleOp> ops;   // issue order
 
     // index of the op, or -1
@@ -75,7 +106,12 @@ struct Schedule {
 //              trans(l+1) under_expert beside fec(l), combine, trans(l+1) under_nec beside fnec(l); backward
 //              l = L-1..0: agg(l+1) under_nec beside bnec(l), combine_bwd, agg(l+1) under_expert beside bec(l),
 //              dispatch_bwd; agg(0) whole at the end; the optimizer after every agg.
+// With IterationOps::dense, in both schedules: embed_fwd opens the forward, attn_fwd(l) runs before gate(l),
+// head_fwd and head_bwd sit between the last forward and the first backward block, attn_bwd(l) follows
+// dispatch_bwd(l) (none: after agg(l)), embed_bwd closes the backward; the all-reduce is one op after embed_bwd
+// (blocking) or one op per bucket right after the backward op that completes the bucket (bucketed).
 Schedule build_schedule(ScheduleKind kind, int num_layers, bool include_optimizer);
+Schedule build_schedule(ScheduleKind kind, int num_layers, const IterationOps& extra);
 
 // "" or what is wrong: a dependency that does not point to an earlier op, a comm op on the compute stream, ...
 std::string check_schedule(const Schedule& schedule);

@@ -142,8 +142,22 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
     PROPHET_ASSERT_MSG(!plan_s || plan_s->size() == static_cast<size_t>(I) * L, "plan_s must be [I*L]");
     PROPHET_ASSERT(options.gate_s >= 0 && options.plan_s >= 0 && options.optimizer_s >= 0);
 
+    // the whole iteration's non-expert ops (zeros and no ops without options.dense.enabled)
+    const bool dense_on = options.dense.enabled;
+    const DenseOpTimes dense = dense_on ? dense_op_times(cost, options.dense, L, E) : DenseOpTimes{};
+    ClusterSpec ar_cluster = cost.cluster;  // the dense all-reduce's links, under the model's bandwidth scale
+    ar_cluster.intra_node_bytes_per_s *= cost.bandwidth_scale;
+    ar_cluster.inter_node_bytes_per_s *= cost.bandwidth_scale;
+    ar_cluster.node_nic_bytes_per_s *= cost.bandwidth_scale;
+    IterationOps extra;
+    extra.optimizer = options.include_optimizer || dense_on;
+    extra.dense = dense_on;
+    extra.all_reduce = options.dense.all_reduce;
+    extra.grad_bytes = dense.grad_bytes;
+    extra.bucket_bytes = options.dense.bucket_bytes;
+
     SimResult result;
-    result.schedule = build_schedule(options.schedule, L, options.include_optimizer);
+    result.schedule = build_schedule(options.schedule, L, extra);
     result.num_devices = D;
     const std::vector<ScheduleOp>& ops = result.schedule.ops;
     const size_t n_ops = ops.size();
@@ -174,8 +188,11 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
             for (int d = 0; d < D; ++d)
                 st.fec_s[d] = static_cast<double>(st.flow.computed[d]) * cost.expert_flops_per_token() / flops;
             if (blockwise && l >= 1) {
-                st.trans = split_transfer(cost, st.flow, p, options.split_rule, st.cost.fnec_s, false);
-                st.agg = split_transfer(cost, st.flow, p, options.split_rule, st.cost.bnec_s, true);
+                // the non-expert window: FNEC(l-1) (+ attention of block l), BNEC(l-1) (+ attention bwd of l)
+                const double fwd_window = dense_on ? dense.fnec_s + dense.attn_fwd_s : st.cost.fnec_s;
+                const double bwd_window = dense_on ? dense.bnec_s + dense.attn_bwd_s : st.cost.bnec_s;
+                st.trans = split_transfer(cost, st.flow, p, options.split_rule, fwd_window, false);
+                st.agg = split_transfer(cost, st.flow, p, options.split_rule, bwd_window, true);
             }
             BlockResult& br = ir.blocks[l];
             br.cost = st.cost;
@@ -211,9 +228,18 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
                     case OpKind::kDispatchA2aBwd: t = st->cost.a2a_s; break;
                     case OpKind::kFec: t = st->fec_s[d]; break;
                     case OpKind::kBec: t = 2.0 * st->fec_s[d]; break;
-                    case OpKind::kFnec: t = st->cost.fnec_s; break;
-                    case OpKind::kBnec: t = st->cost.bnec_s; break;
-                    case OpKind::kOptimizer: t = options.optimizer_s; break;
+                    case OpKind::kFnec: t = dense_on ? dense.fnec_s : st->cost.fnec_s; break;
+                    case OpKind::kBnec: t = dense_on ? dense.bnec_s : st->cost.bnec_s; break;
+                    case OpKind::kOptimizer: t = dense_on ? dense.optimizer_s : options.optimizer_s; break;
+                    case OpKind::kEmbedFwd: t = dense.embed_fwd_s; break;
+                    case OpKind::kAttnFwd: t = dense.attn_fwd_s; break;
+                    case OpKind::kHeadFwd: t = dense.head_fwd_s; break;
+                    case OpKind::kHeadBwd: t = dense.head_bwd_s; break;
+                    case OpKind::kAttnBwd: t = dense.attn_bwd_s; break;
+                    case OpKind::kEmbedBwd: t = dense.embed_bwd_s; break;
+                    case OpKind::kAllReduce:
+                        t = dense.all_reduce_in_tail ? 0.0 : all_reduce_s(ar_cluster, op.bytes, options.dense.algorithm);
+                        break;
                 }
                 durations[i * D + d] = t;
             }
@@ -240,14 +266,15 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
         std::vector<std::vector<Interval>> moe_iv(L);
         for (size_t i = 0; i < n_ops; ++i) {
             const ScheduleOp& op = ops[i];
-            if (op.layer < 0) continue;
-            BlockResult& br = ir.blocks[op.layer];
             const double s = times.start[i * D], e = times.end[i * D];
+            const double exposed =
+                op.resource == Resource::kComm ? std::max(0.0, (e - s) - covered(compute_cover, s, e)) : 0.0;
+            ir.exposed_comm_s += exposed;
+            ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
+            if (op.layer < 0) continue;  // embedding, head, all-reduce, optimizer: no block's
+            BlockResult& br = ir.blocks[op.layer];
             const double length = durations[i * D];
             if (op.resource == Resource::kComm) {
-                const double exposed = std::max(0.0, (e - s) - covered(compute_cover, s, e));
-                ir.exposed_comm_s += exposed;
-                ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
                 if (op.kind == OpKind::kTrans) {
                     br.trans_s += length;
                     br.exposed_trans_s += exposed;

@@ -9,6 +9,8 @@
 //   bec on device i    2 * fec on device i (Eq 3)                  per device, compute stream
 //   fnec, bnec         CostModel fnec_s(), bnec_s()                per device, compute stream
 //   optimizer          options.optimizer_s                         per device, compute stream
+// With options.dense.enabled (the whole iteration) also embedding, attention, LM head + loss, the dense-gradient
+// all-reduce (blocking or bucketed) and the optimizer, from the model dims and the cluster (sim/dense_ops.h).
 // The engine (engine.h) then times the schedule (schedule.h). Exposed communication is comm-stream time during
 // which no device computes; iteration_s = compute_s + exposed_comm_s holds for every schedule built here.
 #pragma once
@@ -21,6 +23,7 @@
 #include "balance/cost_model.h"
 #include "balance/evaluate.h"
 #include "balance/placement.h"
+#include "sim/dense_ops.h"
 #include "sim/schedule.h"
 
 namespace prophet::sim {
@@ -44,7 +47,9 @@ struct SimOptions {
     double plan_s = 0;              // per block and device, seconds; simulate_policy: < 0 = the policy's measured
                                     // planning time (online policies; offline ones plan once: 0)
     bool include_optimizer = false;
-    double optimizer_s = 0;         // per device, seconds
+    double optimizer_s = 0;         // per device, seconds (dense.enabled: the optimizer is always in, its time
+                                    // from dense_op_times)
+    DenseOptions dense;             // the whole iteration: embedding, attention, LM head, all-reduce, optimizer
     bool record_timeline = true;
 };
 
