@@ -15,9 +15,9 @@ EngineTimes run_engine(const std::vector<ScheduleOp>& ops, int num_devices, cons
     t.num_devices = D;
     t.start.assign(n * D, 0.0);
     t.end.assign(n * D, 0.0);
-    std::vector<double> free_at(static_cast<size_t>(D) * 2, 0.0);  // [D][stream]
+    std::vector<double> free_at(static_cast<size_t>(D) * kNumResources, 0.0);  // [D][stream]
     auto ready_on = [&](const ScheduleOp& op, int d) {
-        double ready = free_at[static_cast<size_t>(d) * 2 + static_cast<int>(op.resource)];
+        double ready = free_at[static_cast<size_t>(d) * kNumResources + static_cast<int>(op.resource)];
         for (int dep : op.deps) ready = std::max(ready, t.end[static_cast<size_t>(dep) * D + d]);
         return ready;
     };
@@ -32,7 +32,7 @@ EngineTimes run_engine(const std::vector<ScheduleOp>& ops, int num_devices, cons
             for (int d = 0; d < D; ++d) {
                 t.start[i * D + d] = ready;
                 t.end[i * D + d] = ready + duration;
-                free_at[static_cast<size_t>(d) * 2 + stream] = ready + duration;
+                free_at[static_cast<size_t>(d) * kNumResources + stream] = ready + duration;
             }
         } else {
             for (int d = 0; d < D; ++d) {
@@ -41,7 +41,7 @@ EngineTimes run_engine(const std::vector<ScheduleOp>& ops, int num_devices, cons
                 PROPHET_ASSERT_MSG(duration >= 0, std::string("negative duration of ") + op_kind_name(op.kind));
                 t.start[i * D + d] = ready;
                 t.end[i * D + d] = ready + duration;
-                free_at[static_cast<size_t>(d) * 2 + stream] = ready + duration;
+                free_at[static_cast<size_t>(d) * kNumResources + stream] = ready + duration;
             }
         }
     }

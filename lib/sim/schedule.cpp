@@ -91,7 +91,9 @@ class Builder {
         op.kind = kind;
         op.layer = layer;
         op.part = part;
-        op.resource = is_comm_kind(kind) ? Resource::kComm : Resource::kCompute;
+        op.resource = kind == OpKind::kAllReduce ? Resource::kDenseComm
+                      : is_comm_kind(kind)        ? Resource::kComm
+                                                  : Resource::kCompute;
         op.collective = is_comm_kind(kind);
         op.next_iteration = next_iteration;
         for (int d : deps)
@@ -268,8 +270,11 @@ std::string check_schedule(const Schedule& s) {
         for (int d : op.deps)
             if (d < 0 || static_cast<size_t>(d) >= i)
                 return where + " depends on op " + std::to_string(d) + ", not an earlier one";
-        if (is_comm_kind(op.kind) != (op.resource == Resource::kComm)) return where + " is on the wrong stream";
-        if (op.collective != (op.resource == Resource::kComm))
+        const Resource stream = op.kind == OpKind::kAllReduce ? Resource::kDenseComm
+                                : is_comm_kind(op.kind)        ? Resource::kComm
+                                                               : Resource::kCompute;
+        if (op.resource != stream) return where + " is on the wrong stream";
+        if (op.collective != (op.resource != Resource::kCompute))
             return where + ": collective ops are exactly the comm ops";
         if (is_blockless_kind(op.kind) ? op.layer != -1 : (op.layer < 0 || op.layer >= s.num_layers))
             return where + " has layer " + std::to_string(op.layer) + " out of range";
@@ -283,7 +288,8 @@ std::string schedule_to_text(const Schedule& s) {
     std::ostringstream out;
     for (size_t i = 0; i < s.ops.size(); ++i) {
         const ScheduleOp& op = s.ops[i];
-        out << i << " " << (op.resource == Resource::kComm ? "comm   " : "compute") << " " << op_kind_name(op.kind);
+        const char* stream = op.resource == Resource::kCompute ? "compute" : op.resource == Resource::kComm ? "comm   " : "dense  ";
+        out << i << " " << stream << " " << op_kind_name(op.kind);
         if (op.layer >= 0) out << "[" << op.layer << "]";
         if (op.part != OpPart::kWhole) out << "." << op_part_name(op.part);
         if (op.next_iteration) out << " (for j+1)";

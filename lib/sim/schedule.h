@@ -1,7 +1,7 @@
 // schedule.h: the op DAG of one training iteration as plain data: which op runs on which stream, in which
 // order, after which other ops. The simulator (simulator.h) times it; a trainer can walk the same list.
 //
-// Every device has two in-order streams, compute and comm. An op is either per-device (one instance per device,
+// Every device has three in-order streams: compute, comm and dense comm (the dense all-reduce only). An op is either per-device (one instance per device,
 // its dependencies read on the same device) or collective (one instance spanning every device's stream: it
 // starts when every device's stream is free and every dependency has ended on every device, and ends at the same
 // time everywhere). Ops are listed in issue order; each stream runs its ops in that order, so the order of two
@@ -40,7 +40,10 @@ constexpr int kNumOpKinds = 20;
 const char* op_kind_name(OpKind kind);  // "gate", "plan", "trans", "dispatch_a2a", ..., "all_reduce"
 bool is_comm_kind(OpKind kind);         // trans, the four all-to-alls, agg, all_reduce
 
-enum class Resource : int { kCompute = 0, kComm = 1 };
+// kDenseComm: the dense all-reduce's own stream (a DDP communicator of its own): buckets run beside the
+// all-to-alls and Trans/Agg rather than queueing in front of them (their bandwidth sharing is not modelled).
+enum class Resource : int { kCompute = 0, kComm = 1, kDenseComm = 2 };
+constexpr int kNumResources = 3;
 
 // Trans and Agg may be split in two sub-ops (blockwise schedule): the part hidden under the neighbouring block's
 // non-expert compute (FNEC for Trans, BNEC for Agg) and the part under its expert compute (FEC / BEC).

@@ -264,12 +264,18 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
             for (int d = 0; d < D; ++d) ir.kind_busy_s[k] = std::max(ir.kind_busy_s[k], busy[d][k]);
 
         std::vector<std::vector<Interval>> moe_iv(L);
+        // exposed communication: the union of every comm interval (the all-reduce's stream may overlap the comm
+        // stream) less the compute coverage; per kind, each op's own uncovered time
+        std::vector<Interval> comm_iv;
+        for (size_t i = 0; i < n_ops; ++i)
+            if (ops[i].resource != Resource::kCompute) comm_iv.emplace_back(times.start[i * D], times.end[i * D]);
+        for (const Interval& iv : merge_intervals(std::move(comm_iv)))
+            ir.exposed_comm_s += (iv.second - iv.first) - covered(compute_cover, iv.first, iv.second);
         for (size_t i = 0; i < n_ops; ++i) {
             const ScheduleOp& op = ops[i];
             const double s = times.start[i * D], e = times.end[i * D];
             const double exposed =
-                op.resource == Resource::kComm ? std::max(0.0, (e - s) - covered(compute_cover, s, e)) : 0.0;
-            ir.exposed_comm_s += exposed;
+                op.resource != Resource::kCompute ? std::max(0.0, (e - s) - covered(compute_cover, s, e)) : 0.0;
             ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
             if (op.layer < 0) continue;  // embedding, head, all-reduce, optimizer: no block's
             BlockResult& br = ir.blocks[op.layer];

@@ -97,7 +97,8 @@ struct IterationResult {
     double compute_s = 0;        // time during which at least one device computes
     double exposed_comm_s = 0;   // comm time during which no device computes
     std::array<double, kNumOpKinds> kind_busy_s{};     // per kind: max over devices of the summed op lengths
-    std::array<double, kNumOpKinds> kind_exposed_s{};  // per comm kind: exposed time (compute kinds: 0)
+    std::array<double, kNumOpKinds> kind_exposed_s{};  // per comm kind: exposed time (compute kinds: 0); an
+                                                       // all-reduce beside an all-to-all counts in both kinds
     double mean_max_mean_load = 0;  // over blocks
     double max_max_mean_load = 0;
     std::vector<BlockResult> blocks;  // [L]

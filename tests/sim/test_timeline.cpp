@@ -10,10 +10,13 @@
 #include "sim/engine.h"
 #include "sim/schedule.h"
 #include "sim/simulator.h"
+#include "timeline_check.h"
 
 using namespace prophet;
 using namespace prophet::sim;
 using prophet::testing::unit_cost_model;
+using prophet::sim::timeline_check::Expected;
+using prophet::sim::timeline_check::expect_timeline;
 
 namespace {
 
@@ -37,37 +40,6 @@ Placement replica_e1_on_d0() {
     Placement p = Placement::make_static(2, 2);
     p.add_replica(1, 0);  // H = {9, 2}, R = {1, 0}: a2a 1 s, FEC {9, 2} s, Trans = Agg = 2 B / (2 * B/s)
     return p;
-}
-
-struct Expected {
-    OpKind kind;
-    int layer;
-    OpPart part;
-    std::vector<std::pair<double, double>> times;  // one pair: every device; else one per device
-};
-
-// Every op of the schedule appears exactly once in `expected`, and every device's start and end match.
-void expect_timeline(const SimResult& r, const std::vector<Expected>& expected) {
-    const int D = r.num_devices;
-    const size_t n_ops = r.schedule.ops.size();
-    ASSERT_EQ(r.timeline.size(), n_ops * D);
-    std::set<int> seen;
-    for (const Expected& e : expected) {
-        const std::string tag =
-            std::string(op_kind_name(e.kind)) + "[" + std::to_string(e.layer) + "]." + op_part_name(e.part);
-        const int op = r.schedule.find(e.kind, e.layer, e.part);
-        ASSERT_GE(op, 0) << tag << " is not in the schedule";
-        EXPECT_TRUE(seen.insert(op).second) << tag << " listed twice";
-        for (int d = 0; d < D; ++d) {
-            const TimelineEntry& t = r.timeline[static_cast<size_t>(op) * D + d];
-            ASSERT_EQ(t.op, op);
-            ASSERT_EQ(t.device, d);
-            const auto& want = e.times.size() == 1 ? e.times[0] : e.times[d];
-            EXPECT_DOUBLE_EQ(t.start_s, want.first) << tag << " start on device " << d;
-            EXPECT_DOUBLE_EQ(t.end_s, want.second) << tag << " end on device " << d;
-        }
-    }
-    EXPECT_EQ(seen.size(), n_ops) << "some ops of the schedule were not checked";
 }
 
 constexpr OpPart W = OpPart::kWhole;
