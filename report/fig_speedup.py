@@ -4,7 +4,10 @@
 speedup = static mean iteration time / policy mean iteration time on the same trace, cluster and seed
 (the sweep's `speedup_vs_static`; for engine = "model" sweeps the ratio of the `time_ms` of the static point).
 Sweeps with a plan.compute_scale / plan.bandwidth_scale grid contribute only their calibrated points (both 1.0);
-other grid keys (trace.*, balance.*) are pooled.
+other grid keys (trace.*, balance.*) are pooled. Sweeps that perturb the simulated truth (truth.*_scale, from
+`truth_scale` or `uncertainty` in the sweep file) draw their nominal points (every scale 1.0) as the bar and the
+range over the perturbed points as a band (a thin black line over the bar): what an error of that size in the
+cluster file's constants does to the speedup.
 """
 import os
 import re
@@ -28,10 +31,28 @@ MODEL_ORDER = ["s", "m", "l", "ds", "dm"]
 TRACE_RE = re.compile(r"^paper-e(\d+)-k(\d+)-([a-z]+)$")  # paper-tables.toml's traces: D, k, model
 
 
+def truth_band(df):
+    """Keeps the nominal rows of truth-perturbed sweeps (every truth.*_scale 1.0, or absent) and adds band_lo /
+    band_hi: the min / max of speedup_vs_static over all truth points of the same (experiment, cluster, trace,
+    policy, seed, other grid values). Rows of sweeps without truth scales get NaN bands."""
+    truth = [c for c in df.columns if c.startswith("truth.") and c.endswith("_scale")]
+    if not truth:
+        return df.assign(band_lo=float("nan"), band_hi=float("nan"))
+    scales = df[truth].apply(C.pd.to_numeric, errors="coerce")
+    nominal = (scales.isna() | (scales == 1.0)).all(axis=1)
+    perturbed = scales.notna().any(axis=1)
+    grid = [c for c in df.columns if c.startswith(("trace.", "balance.", "plan.", "sim.")) and c != "balance.policy"]
+    keys = [k for k in ["experiment", "cluster", "trace", "policy", "seed"] + grid if k in df.columns]
+    band = (df[perturbed].groupby(keys, dropna=False)["speedup_vs_static"].agg(band_lo="min", band_hi="max")
+            .reset_index())
+    return df[nominal].merge(band, on=keys, how="left")
+
+
 def speedup_frame(con, experiment):
     df = C.sweep_points(con, experiment, ["speedup_vs_static", "mean_iteration_ms", "time_ms"])
     if df.empty:
         return df
+    df = truth_band(df)
     for k in ("plan.compute_scale", "plan.bandwidth_scale"):
         if k in df.columns:
             df = df[df[k].isna() | (df[k] == 1.0)]
@@ -131,7 +152,7 @@ def draw(df, panels, xorder, order):
                              squeeze=False)
     pal = C.palette(order)
     width = 0.8 / max(1, len(order))
-    paper_drawn = False
+    paper_drawn = band_drawn = False
     for ax, title in zip(axes.flat, shown):
         g = df[df["panel"] == title]
         xs = xorder[title]
@@ -144,6 +165,12 @@ def draw(df, panels, xorder, order):
                 sd = v.std(ddof=1) if len(v) > 1 else 0.0
                 ax.bar(pos, v.mean(), width * 0.95, yerr=sd, color=pal[policy], capsize=2,
                        error_kw={"elinewidth": 0.8}, gid=f"{title}|{x}|{policy}")
+                cell = g[(g["x"] == x) & (g["policy"] == policy)]
+                if "band_lo" in cell.columns and cell["band_lo"].notna().any():
+                    # the truth band: over seeds, the lowest and highest speedup any perturbed cluster gives
+                    ax.vlines(pos + width * 0.25, cell["band_lo"].min(), cell["band_hi"].max(), colors="black",
+                              lw=2.0, gid=f"band|{title}|{x}|{policy}")
+                    band_drawn = True
                 k = title.rsplit("k=", 1)[1] if ", k=" in title else None
                 pv = paper_value(g["cluster"].iloc[0], x, k, policy) if k else None
                 if pv is not None:
@@ -165,6 +192,9 @@ def draw(df, panels, xorder, order):
     if paper_drawn:
         handles.append(Line2D([], [], marker="D", color="black", ls="none", markersize=5))
         labels.append("paper (over DeepSpeed-MoE)")
+    if band_drawn:
+        handles.append(Line2D([], [], color="black", lw=2.0))
+        labels.append("range under the truth perturbations")
     handles.append(Line2D([], [], color="0.3", lw=0.8, ls="--"))
     labels.append("static (1.0)")
     fig.legend(handles, labels, title="policy", loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
@@ -194,11 +224,18 @@ def main(argv=None):
            "pooled); one panel per experiment / cluster (and k for the paper's traces). Dashed line: static. "
            "Black diamonds: the paper's speedup over DeepSpeed-MoE for the same cluster, model and k "
            "(Tables IV / V)." + (f" {hidden} further panels only in the table / CSV." if hidden else "") +
+           (" Black lines beside a bar: the range of the speedup when the simulated cluster's compute, bandwidth"
+            " and latency differ from the file's by the sweep's truth scales (the planner still plans with the"
+            " file's); the bar is the nominal point." if df["band_lo"].notna().any() else "") +
            " Data: prophet sweep, metric speedup_vs_static.")
     C.add_caption(fig, cap)
     fig.tight_layout(rect=(0, 0.1 if len(panels) <= 3 else 0.05, 1, 0.95))
     C.save_figure(fig, args.out, NAME)
     t = C.mean_sd(table_df, ["experiment", "cluster", "trace", "policy"], "speedup_vs_static")
+    if table_df["band_lo"].notna().any():  # the truth band per row, over seeds
+        keys = ["experiment", "cluster", "trace", "policy"]
+        band = table_df.groupby(keys).agg(band_lo=("band_lo", "min"), band_hi=("band_hi", "max")).reset_index()
+        t = t.merge(band, on=keys, how="left")
     t["policy"] = t["policy"].astype(str)
     t = t.sort_values(["experiment", "cluster", "trace"]).reset_index(drop=True)
     C.print_result(NAME, cap, t)

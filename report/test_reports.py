@@ -224,6 +224,54 @@ def check_layout(c, db, vdb, out):
                 "; ".join(f"{a} / {b}" for a, b in found[:4]))
 
 
+UNCERTAINTY_SWEEP = """[sweep]
+name = "fixture-uncertainty"
+engine = "sim"
+clusters = ["experiments/clusters/moetuner-h100-ep4.toml"]
+traces = ["experiments/traces/tiny-e4-d4.toml"]
+policies = ["static", "prophet"]
+seeds = [1]
+uncertainty = 0.3
+"""
+
+
+def check_truth_band(c, prophet, tmp):
+    """fig_speedup on a sweep with `uncertainty`: the bar is the nominal point (every truth scale 1.0) and the band
+    beside it (gid 'band|panel|x|policy') spans the perturbed points' speedups: non-empty and holding the bar."""
+    db = os.path.join(tmp, "u.db")
+    sweep = os.path.join(tmp, "uncertainty.toml")
+    with open(sweep, "w") as f:
+        f.write(UNCERTAINTY_SWEEP)
+    r = run([prophet, "sweep", sweep, "--no-report", "--set", f"store.path={db}"], timeout=600)
+    if not c.check(r.returncode == 0, "sweep with uncertainty = 0.3: exit 0", r.stderr[-500:]):
+        return
+    captured = {}
+    original = layout_check.C.save_figure
+
+    def capture(fig, out_dir, fig_name):
+        captured["fig"] = fig
+        return original(fig, out_dir, fig_name)
+
+    layout_check.C.save_figure = capture
+    try:
+        _, _, bars, _ = layout_check.render("fig_speedup", db, os.path.join(tmp, "figs-band"))
+    finally:
+        layout_check.C.save_figure = original
+    fig = captured.get("fig")
+    bands = {}
+    for ax in (fig.axes if fig else []):
+        for coll in ax.collections:
+            gid = coll.get_gid() or ""
+            if gid.startswith("band|"):
+                (x0, y0), (x1, y1) = coll.get_segments()[0]
+                bands[gid[len("band|"):]] = (min(y0, y1), max(y0, y1))
+    c.check(len(bands) == 1 and set(bands) == set(bars), "fig_speedup: one truth band per bar (prophet)",
+            f"bands {bands}, bars {bars}")
+    for gid, (lo, hi) in bands.items():
+        c.check(lo < hi and lo <= bars.get(gid, float("nan")) <= hi,
+                f"fig_speedup band {gid!r} is non-empty and holds the nominal bar", f"band {lo}..{hi}, bar {bars}")
+
+
 def check_speedup_values(c, db, out):
     """fig_speedup's bars against the store: each 'experiment\ncluster|trace|policy' bar of the smoke sweep is the
     mean of its points' speedup_vs_static metric, read here with SQL."""
@@ -313,6 +361,7 @@ def main():
                     r.stdout[:200])
         check_layout(c, db, vdb, os.path.join(tmp, "figs-layout"))
         check_speedup_values(c, db, os.path.join(tmp, "figs-values"))
+        check_truth_band(c, prophet, tmp)
         # deterministic output: rebuild one figure and compare bytes
         out2 = os.path.join(tmp, "figs2")
         for name in ("fig_speedup", "fig_train"):

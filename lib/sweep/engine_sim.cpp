@@ -9,6 +9,7 @@
 #include "balance/options.h"
 #include "core/config.h"
 #include "sim/simulator.h"
+#include "sim/truth_scale.h"
 #include "sweep/sweep_internal.h"
 #include "trace/trace.h"
 
@@ -29,6 +30,7 @@ struct PointData {
     CostModel truth, belief;
     EvalSettings settings;
     std::string schedule = "system";  // sim.schedule: system | none | blockwise
+    sim::DenseOptions dense;          // sim.iteration full: the whole iteration
 };
 
 PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
@@ -54,11 +56,25 @@ PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
                            meta.d_model,     meta.d_ffn,       meta.seq_len};
     CostModel cost = cost_model_for_trace(d.cluster, p.cluster, shape, p.trace, pc,
                                           "add \"plan.d_model\" and \"plan.d_ffn\" to [sweep.grid]");
-    // the truth is the cluster as it is; only the planner's belief is scaled (below)
+    // the belief is the cluster file with the planner's plan.* scales; the truth is the file with the truth.*
+    // scales (uncertainty.h: the simulated hardware may differ from what the file says)
     cost.compute_scale = 1.0;
     cost.bandwidth_scale = 1.0;
-    d.truth = cost;
     d.belief = cost;
+    d.truth = cost;
+    sim::TruthScale truth;
+    truth.compute = pc.get_float("truth.compute_scale");
+    truth.bandwidth = pc.get_float("truth.bandwidth_scale");
+    truth.latency = pc.get_float("truth.latency_scale");
+    truth.intra_bandwidth = pc.get_float("truth.intra_bandwidth_scale");
+    truth.inter_bandwidth = pc.get_float("truth.inter_bandwidth_scale");
+    d.truth.cluster = sim::perturbed_cluster(d.cluster, truth);
+    d.dense.enabled = pc.get_string("sim.iteration") == "full";
+    d.dense.vocab = static_cast<int>(pc.get_int("sim.vocab"));
+    d.dense.num_heads = static_cast<int>(pc.get_int("sim.num_heads"));
+    d.dense.all_reduce = sim::parse_all_reduce_mode(pc.get_string("sim.allreduce"));
+    d.dense.algorithm = sim::parse_all_reduce_algorithm(pc.get_string("sim.allreduce_algorithm"));
+    d.dense.bucket_bytes = pc.get_float("sim.bucket_mb") * 1024 * 1024;
     d.belief.compute_scale = pc.get_float("plan.compute_scale");
     d.belief.bandwidth_scale = pc.get_float("plan.bandwidth_scale");
     d.settings.options = balance_options_from(pc);
@@ -104,6 +120,7 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
                  : schedule == "none"   ? sim::ScheduleKind::kNone
                                         : sim::ScheduleKind::kBlockwise;
     o.route_rule = effective_route_rule(policy, settings.options);
+    o.dense = d.dense;
     o.record_timeline = false;
     std::vector<int64_t> padded;  // deepspeed simulates its padded slots
     sim::SimResult r = sim::simulate(sim::dispatched_view(policy, view, settings.options, &padded), placements,

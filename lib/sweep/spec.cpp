@@ -16,6 +16,7 @@
 #include "serve/serve_config.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_internal.h"
+#include "sweep/uncertainty.h"
 #include "trace/trace.h"
 #include "train/train_config.h"
 
@@ -30,7 +31,8 @@ namespace {
 const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
                             "store", "match_devices", "train_config", "ranks",  "grid",     "set",
                             "validate_cluster", "variants", "command", "time_limit_s", "validate_oversubscribed",
-                            "slurm", "calibrate_set"};  // [sweep.slurm]: read by launch_slurm.cpp
+                            "slurm", "calibrate_set",  // [sweep.slurm]: read by launch_slurm.cpp
+                            "truth_scale", "uncertainty"};  // uncertainty.cpp
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -152,6 +154,23 @@ const Schema& point_schema() {
         s.add_string("sim.schedule", "system", {"system", "none", "blockwise"},
                      "engine sim: the schedule the point is simulated under (system: the policy's own, blockwise for "
                      "prophet / prophet-oracle, none otherwise)");
+        // the whole iteration (sim/dense_ops.h): embedding, attention, LM head, dense all-reduce, optimizer
+        s.add_string("sim.iteration", "moe", {"moe", "full"},
+                     "engine sim: moe = the MoE blocks only (the paper's iteration), full = the whole iteration");
+        s.add_int("sim.vocab", 50257, 1, 1 << 24, "sim.iteration full: V, vocabulary of the LM head (GPT-2's)");
+        s.add_int("sim.num_heads", 16, 1, 4096, "sim.iteration full: NH, attention heads (softmax bytes)");
+        s.add_string("sim.allreduce", "blocking", {"blocking", "bucketed"},
+                     "sim.iteration full: dense all-reduce after the backward (blocking) or per bucket beside it "
+                     "(bucketed, as PyTorch DDP)");
+        s.add_float("sim.bucket_mb", 25.0, 0.0, 1e6, "sim.allreduce bucketed: bucket size, MiB (DDP's default 25)");
+        s.add_string("sim.allreduce_algorithm", "auto", {"auto", "ring", "hierarchical"},
+                     "dense all-reduce algorithm (auto: hierarchical on several nodes, ring on one)");
+        // the simulated truth against the cluster file (uncertainty.h): the planner keeps the nominal cluster
+        for (const char* name : {"compute", "bandwidth", "latency", "intra_bandwidth", "inter_bandwidth"})
+            s.add_float(std::string("truth.") + name + "_scale", 1.0, 0.0, 1e6,
+                        std::string("engine sim: the simulated cluster's ") + name +
+                            " figures x this factor (the planner plans with the file's)",
+                        true);
         return s;
     }();
     return schema;
@@ -365,9 +384,15 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             }
             spec.grid.push_back(std::move(axis));
         }
-        std::sort(spec.grid.begin(), spec.grid.end(),
-                  [](const GridAxis& a, const GridAxis& b) { return a.key < b.key; });
     }
+    for (GridAxis& axis : detail::truth_axes(*sweep, spec.engine)) {
+        for (const GridAxis& existing : spec.grid)
+            if (existing.key == axis.key)
+                throw_config_error("sweep.grid." + axis.key, "(" + std::to_string(existing.values.size()) + " values)",
+                                   "is also set by truth_scale / uncertainty", "keep it in one of them");
+        spec.grid.push_back(std::move(axis));
+    }
+    std::sort(spec.grid.begin(), spec.grid.end(), [](const GridAxis& a, const GridAxis& b) { return a.key < b.key; });
     // [sweep.set]: every point's train overrides; [sweep.calibrate_set]: the calibration run's, held out (below)
     for (const std::string table_name : {"set", "calibrate_set"}) {
         const toml::node* set_node = real ? sweep->get(table_name) : nullptr;
