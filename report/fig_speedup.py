@@ -229,7 +229,8 @@ def main(argv=None):
             " file's); the bar is the nominal point." if df["band_lo"].notna().any() else "") +
            " Data: prophet sweep, metric speedup_vs_static.")
     C.add_caption(fig, cap)
-    fig.tight_layout(rect=(0, 0.1 if len(panels) <= 3 else 0.05, 1, 0.95))
+    bottom = 0.1 if len(panels) <= 3 else 0.05
+    fig.tight_layout(rect=(0, bottom + (0.08 if df["band_lo"].notna().any() else 0), 1, 0.95))  # longer caption
     C.save_figure(fig, args.out, NAME)
     t = C.mean_sd(table_df, ["experiment", "cluster", "trace", "policy"], "speedup_vs_static")
     if table_df["band_lo"].notna().any():  # the truth band per row, over seeds

@@ -153,6 +153,21 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
         m.push_back({"mean_iteration_ms", 0, mean_ms});
         m.push_back({"mean_exposed_comm_ms", 0, r.mean_exposed_comm_s * 1e3});
         m.push_back({"speedup_vs_static", 0, mean_ms > 0 ? static_ms / mean_ms : 0.0});
+        // the kind breakdown (ops the schedule has; means over iterations): busy_ms.<kind> is the max over devices
+        // of the kind's summed op lengths, exposed_ms.<kind> a comm kind's time with no device computing
+        for (int k = 0; k < sim::kNumOpKinds; ++k) {
+            const sim::OpKind kind = static_cast<sim::OpKind>(k);
+            bool present = false;
+            for (const sim::ScheduleOp& op : r.schedule.ops) present = present || op.kind == kind;
+            if (!present) continue;
+            double busy = 0, exposed = 0;
+            for (const sim::IterationResult& it : r.iterations) {
+                busy += it.kind_busy_s[k] * 1e3 / r.iterations.size();
+                exposed += it.kind_exposed_s[k] * 1e3 / r.iterations.size();
+            }
+            m.push_back({std::string("busy_ms.") + sim::op_kind_name(kind), 0, busy});
+            if (sim::is_comm_kind(kind)) m.push_back({std::string("exposed_ms.") + sim::op_kind_name(kind), 0, exposed});
+        }
         // per layer (step 0, layer = block index), means over iterations: simulated MoE time of the block,
         // population std of the per-device computed tokens H_i, and RB = std(static) / std(policy)
         const int L = view.num_layers;
