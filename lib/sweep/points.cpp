@@ -175,6 +175,13 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
                                                "engine = \"model\" simulates no schedule (it reports Eq 6 or Eq 8 "
                                                "by the policy's system)",
                                                "use engine = \"sim\", or leave sim.schedule out");
+                        if (spec.engine == "model")  // the model engine simulates nothing: no truth to perturb
+                            for (const char* k : {"truth.compute_scale", "truth.bandwidth_scale", "truth.latency_scale",
+                                                  "truth.intra_bandwidth_scale", "truth.inter_bandwidth_scale"})
+                                if (config.get_float(k) != 1.0)
+                                    throw_config_error(k, value_to_toml(config.get(k)),
+                                                       "engine = \"model\" has no simulated truth to perturb",
+                                                       "use engine = \"sim\"");
                         for (auto& kv : config.flat()) params.push_back(std::move(kv));
                         if (!arm.name.empty()) params.emplace_back("ablate.variant", quoted(arm.name));
                         params.emplace_back("point.engine", quoted(spec.engine));

@@ -93,6 +93,15 @@ TEST_F(Uncertainty, DefectsNameTheKeyAndTheRule) {
     EXPECT_NE(parse_error(spec_text("sim", "uncertainty = 0.3\n[sweep.grid]\n\"truth.compute_scale\" = [2.0]\n"))
                   .find("also set by truth_scale"),
               std::string::npos);
+    // a truth axis written in the grid of a model sweep: rejected when the points expand
+    const SweepSpec model = parse_sweep_string(spec_text("model", "[sweep.grid]\n\"truth.compute_scale\" = [0.5]\n"),
+                                               "u.toml");
+    try {
+        expand_points(model);
+        ADD_FAILURE() << "a model sweep with truth.compute_scale = 0.5 expanded";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no simulated truth"), std::string::npos) << e.what();
+    }
     EXPECT_EQ(parse_error(spec_text("sim", "[sweep.grid]\n\"sim.iteration\" = [\"full\"]\n")), "");
     EXPECT_NE(parse_error(spec_text("sim", "[sweep.grid]\n\"sim.allreduce\" = [\"ddp\"]\n")).find("sim.allreduce"),
               std::string::npos);
