@@ -223,10 +223,12 @@ def summary_wide(metrics, keys, step=0):
     return w
 
 
-def sweep_points(con, experiment=None, metric_keys=()):
+def sweep_points(con, experiment=None, metric_keys=(), keep_perturbed=False):
     """Finished `prophet sweep` runs with their params and step-0 summary metrics, one row per run.
 
-    Adds readable columns: policy, cluster, trace (file stems), seed.
+    Adds readable columns: policy, cluster, trace (file stems), seed. Points simulated on a perturbed truth (any
+    truth.*_scale other than 1.0: a sweep's truth_scale / uncertainty) are left out unless keep_perturbed (only
+    fig_speedup draws their band).
     """
     runs = load_runs(con, command="sweep", experiment=experiment)
     if runs.empty:
@@ -241,6 +243,10 @@ def sweep_points(con, experiment=None, metric_keys=()):
     df["trace"] = df.get("point.trace", pd.Series(index=df.index, dtype=object)).map(stem)
     if "point.seed" in df.columns:
         df["seed"] = df["point.seed"]
+    truth = [c for c in df.columns if str(c).startswith("truth.") and str(c).endswith("_scale")]
+    if truth and not keep_perturbed:
+        scales = df[truth].apply(pd.to_numeric, errors="coerce")
+        df = df[(scales.isna() | (scales == 1.0)).all(axis=1)]
     return df.reset_index()
 
 

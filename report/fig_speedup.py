@@ -49,7 +49,7 @@ def truth_band(df):
 
 
 def speedup_frame(con, experiment):
-    df = C.sweep_points(con, experiment, ["speedup_vs_static", "mean_iteration_ms", "time_ms"])
+    df = C.sweep_points(con, experiment, ["speedup_vs_static", "mean_iteration_ms", "time_ms"], keep_perturbed=True)
     if df.empty:
         return df
     df = truth_band(df)
