@@ -243,11 +243,20 @@ def sweep_points(con, experiment=None, metric_keys=(), keep_perturbed=False):
     df["trace"] = df.get("point.trace", pd.Series(index=df.index, dtype=object)).map(stem)
     if "point.seed" in df.columns:
         df["seed"] = df["point.seed"]
-    truth = [c for c in df.columns if str(c).startswith("truth.") and str(c).endswith("_scale")]
-    if truth and not keep_perturbed:
-        scales = df[truth].apply(pd.to_numeric, errors="coerce")
-        df = df[(scales.isna() | (scales == 1.0)).all(axis=1)]
+    if not keep_perturbed:
+        df = df[nominal_truth(df)]
     return df.reset_index()
+
+
+def truth_columns(df):
+    """The truth.*_scale params of sweep points (a sweep's truth_scale / uncertainty; docs/sweep.md)."""
+    return [c for c in df.columns if str(c).startswith("truth.") and str(c).endswith("_scale")]
+
+
+def nominal_truth(df):
+    """Boolean mask: rows simulated on the cluster file as written (every truth scale 1.0 or absent)."""
+    scales = df[truth_columns(df)].apply(pd.to_numeric, errors="coerce")
+    return (scales.isna() | (scales == 1.0)).all(axis=1)
 
 
 def stem(path):

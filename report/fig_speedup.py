@@ -32,20 +32,21 @@ TRACE_RE = re.compile(r"^paper-e(\d+)-k(\d+)-([a-z]+)$")  # paper-tables.toml's 
 
 
 def truth_band(df):
-    """Keeps the nominal rows of truth-perturbed sweeps (every truth.*_scale 1.0, or absent) and adds band_lo /
-    band_hi: the min / max of speedup_vs_static over all truth points of the same (experiment, cluster, trace,
-    policy, seed, other grid values). Rows of sweeps without truth scales get NaN bands."""
-    truth = [c for c in df.columns if c.startswith("truth.") and c.endswith("_scale")]
-    if not truth:
+    """Keeps the nominal rows (every truth.*_scale 1.0, or absent) and adds band_lo / band_hi: the min / max of
+    speedup_vs_static over all truth points of the same (experiment, cluster, trace, policy, seed, other grid
+    values) where that group has a perturbed point; NaN elsewhere (sweeps without truth_scale / uncertainty)."""
+    nominal = C.nominal_truth(df)
+    if nominal.all():  # no perturbed point (every truth scale 1.0 or absent): no band
         return df.assign(band_lo=float("nan"), band_hi=float("nan"))
-    scales = df[truth].apply(C.pd.to_numeric, errors="coerce")
-    nominal = (scales.isna() | (scales == 1.0)).all(axis=1)
-    perturbed = scales.notna().any(axis=1)
     grid = [c for c in df.columns if c.startswith(("trace.", "balance.", "plan.", "sim.")) and c != "balance.policy"]
     keys = [k for k in ["experiment", "cluster", "trace", "policy", "seed"] + grid if k in df.columns]
-    band = (df[perturbed].groupby(keys, dropna=False)["speedup_vs_static"].agg(band_lo="min", band_hi="max")
-            .reset_index())
-    return df[nominal].merge(band, on=keys, how="left")
+    # the band spans every truth point of a group that has a perturbed one (the nominal point included)
+    df = df.assign(_perturbed=~nominal)
+    band = (df.groupby(keys, dropna=False)
+            .agg(band_lo=("speedup_vs_static", "min"), band_hi=("speedup_vs_static", "max"),
+                 _any=("_perturbed", "any")).reset_index())
+    band.loc[~band["_any"], ["band_lo", "band_hi"]] = float("nan")
+    return df[nominal].merge(band.drop(columns="_any"), on=keys, how="left").drop(columns="_perturbed")
 
 
 def speedup_frame(con, experiment):
