@@ -182,6 +182,10 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
                                     throw_config_error(k, value_to_toml(config.get(k)),
                                                        "engine = \"model\" has no simulated truth to perturb",
                                                        "use engine = \"sim\"");
+                        if (spec.engine == "model" && config.get_string("sim.iteration") != "moe")
+                            throw_config_error("sim.iteration", quoted(config.get_string("sim.iteration")),
+                                               "engine = \"model\" reports Eq 6 / Eq 8 of the MoE blocks only",
+                                               "use engine = \"sim\", or leave sim.iteration out");
                         for (auto& kv : config.flat()) params.push_back(std::move(kv));
                         if (!arm.name.empty()) params.emplace_back("ablate.variant", quoted(arm.name));
                         params.emplace_back("point.engine", quoted(spec.engine));

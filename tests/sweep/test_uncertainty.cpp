@@ -103,6 +103,9 @@ TEST_F(Uncertainty, DefectsNameTheKeyAndTheRule) {
         EXPECT_NE(std::string(e.what()).find("no simulated truth"), std::string::npos) << e.what();
     }
     EXPECT_EQ(parse_error(spec_text("sim", "[sweep.grid]\n\"sim.iteration\" = [\"full\"]\n")), "");
+    EXPECT_THROW(expand_points(parse_sweep_string(
+                     spec_text("model", "[sweep.grid]\n\"sim.iteration\" = [\"full\"]\n"), "u.toml")),
+                 Error);
     EXPECT_NE(parse_error(spec_text("sim", "[sweep.grid]\n\"sim.allreduce\" = [\"ddp\"]\n")).find("sim.allreduce"),
               std::string::npos);
 }
