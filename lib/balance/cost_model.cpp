@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "balance/topology.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -23,31 +24,6 @@ double CostModel::bnec_s() const {
 }
 
 namespace {
-
-// Busiest-link time of a traffic matrix bytes[src*D + dst] (diagonal ignored): per ordered pair its bytes over
-// the pair's bandwidth, and per node the bytes leaving or entering it over its network interface.
-double topology_time(const ClusterSpec& cluster, const std::vector<double>& bytes, double bandwidth_scale) {
-    const int D = cluster.num_devices;
-    const int num_nodes = D / cluster.devices_per_node;
-    std::vector<double> node_out(num_nodes, 0.0), node_in(num_nodes, 0.0);
-    double worst = 0.0;
-    for (int src = 0; src < D; ++src)
-        for (int dst = 0; dst < D; ++dst) {
-            if (src == dst) continue;
-            const double b = bytes[static_cast<size_t>(src) * D + dst];
-            if (b <= 0) continue;
-            worst = std::max(worst, b / (cluster.link_bytes_per_s(src, dst) * bandwidth_scale));
-            if (cluster.node_of(src) != cluster.node_of(dst)) {
-                node_out[cluster.node_of(src)] += b;
-                node_in[cluster.node_of(dst)] += b;
-            }
-        }
-    if (cluster.node_nic_bytes_per_s > 0)
-        for (int node = 0; node < num_nodes; ++node)
-            worst = std::max(worst, std::max(node_out[node], node_in[node]) /
-                                        (cluster.node_nic_bytes_per_s * bandwidth_scale));
-    return worst;
-}
 
 // Does every expert keep its static home as owner? Compared against a per-thread cached static layout, so the
 // check is one memcmp-like pass.

@@ -21,8 +21,10 @@
 //   FasterMoE's system (its paper, smart scheduling): the shadow broadcast runs beside the dispatch all-to-all's
 //                   sends and the gradient reduce beside the backward combine, so
 //                   T_F = 4 T_A2A + 3 T_FEC + max(0, T_Trans - T_A2A) + max(0, T_Agg - T_A2A).
-// The topology-aware variant replaces Eq 1 and Eqs 4-5 by the busiest link: per ordered device pair
-// bytes / link bandwidth, and per node the inter-node bytes / NIC bandwidth, maximised.
+// The topology-aware variant replaces Eq 1 and Eqs 4-5 by the busiest resource of the traffic (topology.h):
+// pair links by class, per-device NVLink / host ports, GPU injection / ejection and the NICs, maximised, plus the
+// latency of the slowest class used; Trans is each owner's broadcast to its receivers, Agg the reverse.
+// On by default for cluster files that describe their topology (ClusterSpec::topology).
 #pragma once
 
 #include <cstdint>
