@@ -69,9 +69,7 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
 
     // Eq 1: the device receiving the most decides; bandwidth by that message size (the authors' table)
     if (m.topology_aware) {
-        std::vector<double> bytes(static_cast<size_t>(D) * D);
-        for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<double>(flow.route[i]) * token_bytes;
-        c.a2a_s = topology_time(m.cluster, bytes, m.bandwidth_scale);
+        c.a2a_s = topology_time(m.cluster, flow.route.data(), token_bytes, false, m.bandwidth_scale);
     } else {
         const double message = static_cast<double>(max_received) * token_bytes;
         c.a2a_s = message / (m.cluster.a2a_bytes_per_s(message) * m.bandwidth_scale);
@@ -118,19 +116,17 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
     if (m.topology_aware && receivers > 0) {
-        std::vector<double> bytes(static_cast<size_t>(D) * D, 0.0);
+        // experts[home * D + d]: experts home broadcasts to d (Trans); Agg is the same traffic reversed
+        thread_local std::vector<int64_t> experts;
+        experts.assign(static_cast<size_t>(D) * D, 0);
         for (int e = 0; e < E; ++e) {
+            if (static_owners && flow.replica_holders[e] == 0) continue;  // nothing to send
             const int home = placement.home(e);
             for (int d = 0; d < D; ++d)
-                if (d != home && placement.holds(e, d)) bytes[static_cast<size_t>(home) * D + d] += expert_bytes;
+                if (d != home && placement.holds(e, d)) ++experts[static_cast<size_t>(home) * D + d];
         }
-        const double busiest = topology_time(m.cluster, bytes, m.bandwidth_scale);
-        c.trans_s = busiest;
-        // Agg is the same traffic reversed: transpose
-        std::vector<double> reversed(bytes.size());
-        for (int s = 0; s < D; ++s)
-            for (int d = 0; d < D; ++d) reversed[static_cast<size_t>(d) * D + s] = bytes[static_cast<size_t>(s) * D + d];
-        c.agg_s = topology_time(m.cluster, reversed, m.bandwidth_scale);
+        c.trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
+        c.agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
     } else {
         const double counted_bytes = static_cast<double>(counted) * expert_bytes;
         c.trans_s = counted_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);

@@ -24,4 +24,10 @@ namespace prophet {
 // O(D^2) per call, no allocation after the first call on a thread.
 double topology_time(const ClusterSpec& cluster, const std::vector<double>& bytes, double bandwidth_scale = 1.0);
 
+// The same on a count matrix without copying it (the planners' inner loop): bytes(s, d) = unit_bytes *
+// units[s * D + d], or units[d * D + s] when transposed (Agg: Trans reversed). Count is int64_t or double.
+template <class Count>
+double topology_time(const ClusterSpec& cluster, const Count* units, double unit_bytes, bool transposed,
+                     double bandwidth_scale);
+
 }  // namespace prophet

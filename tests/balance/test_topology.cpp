@@ -9,6 +9,7 @@
 
 #include "balance/cluster.h"
 #include "balance/cost_model.h"
+#include "balance/options.h"
 #include "balance/topology.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -62,6 +63,27 @@ TEST(Topology, FilesThatDescribeTopologyTurnItOnAndOthersKeepTheirMeaning) {
     EXPECT_EQ(r.nvlink_domain, 2);
     EXPECT_DOUBLE_EQ(r.nvlink_bytes_per_s, h.nvlink_bytes_per_s);
     EXPECT_DOUBLE_EQ(r.pcie_bytes_per_s, h.pcie_bytes_per_s);
+}
+
+TEST(Topology, PlanAndSweepsFollowTheFileUnlessTopologyAwareIsSet) {
+    // cost_model_for_trace is what `prophet plan` and the sim sweeps build their model with
+    Schema schema;
+    add_cost_model_keys(schema, "");
+    const TraceShape shape{16, 16, 16384, 1024, 2048, 256};
+    const ClusterSpec hpnv = shipped("hpnv-16.toml");
+    auto topology_aware = [&](const std::string& set) {
+        Config c(schema, "plan");
+        if (!set.empty()) c.apply_set(set);
+        return cost_model_for_trace(hpnv, "hpnv-16.toml", shape, "trace", c, "").topology_aware;
+    };
+    EXPECT_TRUE(topology_aware(""));
+    EXPECT_FALSE(topology_aware("plan.topology_aware=false"));
+    ClusterSpec flat = hpnv;
+    flat.topology = false;
+    Config c(schema, "plan");
+    EXPECT_FALSE(cost_model_for_trace(flat, "flat", shape, "trace", c, "").topology_aware);
+    c.apply_set("plan.topology_aware=true");
+    EXPECT_TRUE(cost_model_for_trace(flat, "flat", shape, "trace", c, "").topology_aware);
 }
 
 TEST(Topology, BadTopologyKeysNameTheKeyAndTheRule) {
