@@ -122,8 +122,20 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
         for (int e = 0; e < E; ++e) {
             if (static_owners && flow.replica_holders[e] == 0) continue;  // nothing to send
             const int home = placement.home(e);
-            for (int d = 0; d < D; ++d)
-                if (d != home && placement.holds(e, d)) ++experts[static_cast<size_t>(home) * D + d];
+            if (m.trans_broadcast == TransBroadcast::kStar) {
+                for (int d = 0; d < D; ++d)
+                    if (d != home && placement.holds(e, d)) ++experts[static_cast<size_t>(home) * D + d];
+                continue;
+            }
+            // chain: the home's node first, then the following nodes (wrapping), each node's receivers in order
+            const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(home) * per_node;
+            int prev = home;
+            for (int i = 0; i < D; ++i) {
+                const int d = (first + i) % D;
+                if (d == home || !placement.holds(e, d)) continue;
+                ++experts[static_cast<size_t>(prev) * D + d];
+                prev = d;
+            }
         }
         c.trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
         c.agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);

@@ -45,6 +45,10 @@ struct ModelDims {
 
 enum class TransReceivers { kPaper, kReplicaHolders };  // D - n (owner counted) | D - 1 - n (replicas only)
 enum class TransferCredit { kWholeExperts, kChunks };    // Eq 8's credit: the scheduler's split, or ideal chunks
+// topology-aware Trans/Agg paths: the home sends to each receiver (the trainer's point-to-point Trans, the
+// home's egress queue holds r copies) | a pipelined chain home -> receivers of its node -> the other nodes' in
+// order (a ring/chain broadcast as NCCL's; every link on the chain carries one copy)
+enum class TransBroadcast { kStar, kChain };
 
 struct CostModel {
     ClusterSpec cluster;
@@ -52,6 +56,7 @@ struct CostModel {
     bool topology_aware = false;
     TransReceivers trans_receivers = TransReceivers::kPaper;
     TransferCredit transfer_credit = TransferCredit::kWholeExperts;
+    TransBroadcast trans_broadcast = TransBroadcast::kStar;
     // sensitivity study: the planner's belief scaled against the true cluster (1 = calibrated)
     double compute_scale = 1.0;
     double bandwidth_scale = 1.0;

@@ -139,6 +139,32 @@ TEST(Topology, TransIsABroadcastPerOwnerWithEgressQueuesAndOwnersRunInParallel) 
     EXPECT_DOUBLE_EQ(topology_time(h, traffic(8, {{0, 1, B}}), 0.5), 2 * B / port + lat);
 }
 
+TEST(Topology, ChainBroadcastPutsOneCopyOnEachLinkNodeByNode) {
+    // expert 0 (home 0) replicated on 1 (same node), 4 and 8 (other nodes) of HPWNV: PCIe ports 96 Gb/s
+    CostModel m;
+    m.cluster = shipped("hpwnv-16.toml");
+    m.topology_aware = true;
+    m.model = {1024, 2048, 256, 4, 1024};
+    const double B = m.expert_bytes(), pcie = m.cluster.pcie_bytes_per_s;
+    std::vector<int64_t> counts(16 * 16, 64);
+    Placement p = Placement::make_static(16, 16);
+    for (int d : {8, 1, 4}) p.add_replica(0, d);
+    const LayerFlow flow = compute_flow(counts.data(), 16, 16, p, RouteRule::kOwner);
+    // star: the home's port queues three copies
+    EXPECT_DOUBLE_EQ(predict_layer(m, flow, p).trans_s, 3 * B / pcie);
+    // chain 0 -> 1 -> 4 -> 8: every port sends and receives one copy; node 0's NIC carries it once
+    m.trans_broadcast = TransBroadcast::kChain;
+    const CostBreakdown chain = predict_layer(m, flow, p);
+    EXPECT_DOUBLE_EQ(chain.trans_s, B / pcie);
+    EXPECT_DOUBLE_EQ(chain.agg_s, B / pcie);
+    EXPECT_DOUBLE_EQ(chain.trans_bytes, 3 * B);  // the receivers' bytes, as in the flat model
+    // a home in the middle of its node: its node's receivers first (0, then 3), then the other nodes (5)
+    Placement q = Placement::make_static(16, 16);
+    for (int d : {0, 3, 5}) q.add_replica(2, d);
+    const CostBreakdown mid = predict_layer(m, compute_flow(counts.data(), 16, 16, q, RouteRule::kOwner), q);
+    EXPECT_DOUBLE_EQ(mid.trans_s, B / pcie);
+}
+
 TEST(Topology, AllToAllIsHierarchicalThroughRailNicsAndGpuPorts) {
     const ClusterSpec h = shipped("h100-16.toml");  // 2 nodes x 8, one NIC per GPU (rails)
     const double B = 32e6, nic = h.node_nic_bytes_per_s, nv = h.nvlink_bytes_per_s;
