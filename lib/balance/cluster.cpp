@@ -213,17 +213,18 @@ std::string cluster_to_toml(const ClusterSpec& c) {
     out << "intra_node_gbit_s = " << c.intra_node_bytes_per_s / kGbit << "\n";
     out << "inter_node_gbit_s = " << c.inter_node_bytes_per_s / kGbit << "\n";
     out << "node_nic_gbit_s = " << c.node_nic_bytes_per_s / kGbit << "\n";
-    if (c.topology) {  // written only when described, so a calibrated file without topology keeps its meaning
-        out << "nics_per_node = " << c.nics_per_node << "\n";
-        out << "nvlink_domain = " << c.nvlink_domain << "\n";
-        out << "nvlink_gbit_s = " << c.nvlink_bytes_per_s / kGbit << "\n";
-        out << "pcie_gbit_s = " << c.pcie_bytes_per_s / kGbit << "\n";
-        out << "gpu_injection_gbit_s = " << c.gpu_injection_bytes_per_s / kGbit << "\n";
-        out << "gpu_ejection_gbit_s = " << c.gpu_ejection_bytes_per_s / kGbit << "\n";
-        out << "nvlink_latency_us = " << c.nvlink_latency_s * 1e6 << "\n";
-        out << "intra_node_latency_us = " << c.intra_node_latency_s * 1e6 << "\n";
-        out << "inter_node_latency_us = " << c.inter_node_latency_s * 1e6 << "\n";
-    }
+    // the topology keys and the explicit flag: what is read back is what was written (topology = false keeps a
+    // calibrated file on the flat model)
+    out << "topology = " << (c.topology ? "true" : "false") << "\n";
+    out << "nics_per_node = " << c.nics_per_node << "\n";
+    out << "nvlink_domain = " << c.nvlink_domain << "\n";
+    out << "nvlink_gbit_s = " << c.nvlink_bytes_per_s / kGbit << "\n";
+    out << "pcie_gbit_s = " << c.pcie_bytes_per_s / kGbit << "\n";
+    out << "gpu_injection_gbit_s = " << c.gpu_injection_bytes_per_s / kGbit << "\n";
+    out << "gpu_ejection_gbit_s = " << c.gpu_ejection_bytes_per_s / kGbit << "\n";
+    out << "nvlink_latency_us = " << c.nvlink_latency_s * 1e6 << "\n";
+    out << "intra_node_latency_us = " << c.intra_node_latency_s * 1e6 << "\n";
+    out << "inter_node_latency_us = " << c.inter_node_latency_s * 1e6 << "\n";
     out << "fnec_ms = " << (c.fnec_s >= 0 ? c.fnec_s * 1e3 : -1.0) << "\n";
     out << "bnec_ms = " << (c.bnec_s >= 0 ? c.bnec_s * 1e3 : -1.0) << "\n";
     out << "step_tail_ms = " << (c.step_tail_s >= 0 ? c.step_tail_s * 1e3 : -1.0) << "\n";

@@ -63,6 +63,11 @@ TEST(Topology, FilesThatDescribeTopologyTurnItOnAndOthersKeepTheirMeaning) {
     EXPECT_EQ(r.nvlink_domain, 2);
     EXPECT_DOUBLE_EQ(r.nvlink_bytes_per_s, h.nvlink_bytes_per_s);
     EXPECT_DOUBLE_EQ(r.pcie_bytes_per_s, h.pcie_bytes_per_s);
+    // and a file without topology reads back without it
+    const ClusterSpec cpu = shipped("cpu-local.toml");
+    Config flat(cluster_schema(), "round trip");
+    flat.merge_toml_string(cluster_to_toml(cpu), "round trip");
+    EXPECT_FALSE(cluster_from_config(flat, "round trip").topology);
 }
 
 TEST(Topology, PlanAndSweepsFollowTheFileUnlessTopologyAwareIsSet) {
