@@ -40,7 +40,30 @@ const Schema& cluster_schema() {
         s.add_float("cluster.inter_node_gbit_s", -1.0, -1.0, 1e7,
                     "topology: per-pair bandwidth across nodes, Gbit/s (-1: largest a2a step)");
         s.add_float("cluster.node_nic_gbit_s", 0.0, 0.0, 1e7,
-                    "topology: a node's network interface, shared by its inter-node traffic, Gbit/s (0: no limit)");
+                    "topology: each network interface of a node, shared by the inter-node traffic of the devices on "
+                    "its rail, Gbit/s per direction (0: no limit)");
+        s.add_int("cluster.nics_per_node", 1, 1, 65536,
+                  "topology: NICs (rails) per node; device with local index l uses NIC l * nics / devices_per_node");
+        s.add_int("cluster.nvlink_domain", 1, 1, 65536,
+                  "topology: devices per NVLink domain (2: bridged pairs, devices_per_node: NVSwitch; 1: no NVLink)");
+        s.add_float("cluster.nvlink_gbit_s", 0.0, 0.0, 1e7,
+                    "topology: a device's NVLink port, per direction, Gbit/s (needed when nvlink_domain > 1)");
+        s.add_float("cluster.pcie_gbit_s", 0.0, 0.0, 1e7,
+                    "topology: a device's host (PCIe) port per direction, carrying its intra-node traffic outside "
+                    "its NVLink domain and its inter-node traffic, Gbit/s (0: no limit)");
+        s.add_float("cluster.gpu_injection_gbit_s", 0.0, 0.0, 1e7,
+                    "topology: a device's total egress over every link class, Gbit/s (0: no limit)");
+        s.add_float("cluster.gpu_ejection_gbit_s", -1.0, -1.0, 1e7,
+                    "topology: a device's total ingress over every link class, Gbit/s (-1: gpu_injection_gbit_s)");
+        s.add_float("cluster.nvlink_latency_us", 0.0, 0.0, 1e6,
+                    "topology: latency added to a collective that moves bytes over NVLink, us");
+        s.add_float("cluster.intra_node_latency_us", 0.0, 0.0, 1e6,
+                    "topology: latency added to a collective that moves bytes between PCIe peers of a node, us");
+        s.add_float("cluster.inter_node_latency_us", 0.0, 0.0, 1e6,
+                    "topology: latency added to a collective that moves bytes across nodes, us");
+        s.add_bool("cluster.topology", false,
+                   "use the topology-aware model by default (default: true when the file sets nvlink_domain, "
+                   "nvlink_gbit_s, pcie_gbit_s, gpu_injection_gbit_s, gpu_ejection_gbit_s or nics_per_node)");
         s.add_float("cluster.fnec_ms", -1.0, -1.0, 1e7,
                     "measured forward non-expert time of one block, ms (-1: estimate from model dims)");
         s.add_float("cluster.bnec_ms", -1.0, -1.0, 1e7, "measured backward non-expert time of one block, ms (-1: 2x FNEC)");
@@ -63,8 +86,60 @@ double ClusterSpec::a2a_bytes_per_s(double max_message_bytes) const {
 }
 
 double ClusterSpec::link_bytes_per_s(int src, int dst) const {
-    return node_of(src) == node_of(dst) ? intra_node_bytes_per_s : inter_node_bytes_per_s;
+    switch (link_class(src, dst)) {
+        case LinkClass::kNvlink: return nvlink_bytes_per_s;
+        case LinkClass::kIntraNode: return intra_node_bytes_per_s;
+        case LinkClass::kInterNode: break;
+    }
+    return inter_node_bytes_per_s;
 }
+
+double ClusterSpec::link_latency_s(LinkClass c) const {
+    switch (c) {
+        case LinkClass::kNvlink: return nvlink_latency_s;
+        case LinkClass::kIntraNode: return intra_node_latency_s;
+        case LinkClass::kInterNode: break;
+    }
+    return inter_node_latency_s;
+}
+
+namespace {
+
+// The topology keys of a cluster file: a file that sets any of them describes its topology (docs/cluster.md).
+bool describes_topology(const Config& config) {
+    for (const char* key : {"cluster.nvlink_domain", "cluster.nvlink_gbit_s", "cluster.pcie_gbit_s",
+                            "cluster.gpu_injection_gbit_s", "cluster.gpu_ejection_gbit_s", "cluster.nics_per_node"})
+        if (config.has(key)) return true;
+    return false;
+}
+
+void read_topology(const Config& config, const std::string& origin, ClusterSpec& c) {
+    c.topology = config.has("cluster.topology") ? config.get_bool("cluster.topology") : describes_topology(config);
+    c.nics_per_node = static_cast<int>(config.get_int("cluster.nics_per_node"));
+    c.nvlink_domain = static_cast<int>(config.get_int("cluster.nvlink_domain"));
+    c.nvlink_bytes_per_s = config.get_float("cluster.nvlink_gbit_s") * kGbit;
+    c.pcie_bytes_per_s = config.get_float("cluster.pcie_gbit_s") * kGbit;
+    c.gpu_injection_bytes_per_s = config.get_float("cluster.gpu_injection_gbit_s") * kGbit;
+    const double ejection = config.get_float("cluster.gpu_ejection_gbit_s");
+    c.gpu_ejection_bytes_per_s = ejection >= 0 ? ejection * kGbit : c.gpu_injection_bytes_per_s;
+    c.nvlink_latency_s = config.get_float("cluster.nvlink_latency_us") * 1e-6;
+    c.intra_node_latency_s = config.get_float("cluster.intra_node_latency_us") * 1e-6;
+    c.inter_node_latency_s = config.get_float("cluster.inter_node_latency_us") * 1e-6;
+    if (c.nics_per_node > c.devices_per_node)
+        throw_config_error("cluster.nics_per_node", std::to_string(c.nics_per_node),
+                           "exceeds devices_per_node = " + std::to_string(c.devices_per_node) + " (" + origin + ")",
+                           "use at most one NIC (rail) per device");
+    if (c.devices_per_node % c.nvlink_domain != 0)
+        throw_config_error("cluster.nvlink_domain", std::to_string(c.nvlink_domain),
+                           "must divide devices_per_node = " + std::to_string(c.devices_per_node) + " (" + origin + ")",
+                           "use 1 (no NVLink), 2 (bridged pairs) or devices_per_node (NVSwitch)");
+    if (c.nvlink_domain > 1 && c.nvlink_bytes_per_s <= 0)
+        throw_config_error("cluster.nvlink_gbit_s", "0",
+                           "must be > 0 when nvlink_domain = " + std::to_string(c.nvlink_domain) + " (" + origin + ")",
+                           "give the NVLink bandwidth of one device per direction, e.g. nvlink_gbit_s = 2960.0");
+}
+
+}  // namespace
 
 ClusterSpec cluster_from_config(const Config& config, const std::string& origin) {
     config.check_required();
@@ -111,6 +186,7 @@ ClusterSpec cluster_from_config(const Config& config, const std::string& origin)
         throw_config_error("cluster.devices_per_node", std::to_string(c.devices_per_node),
                            "must divide cluster.num_devices = " + std::to_string(c.num_devices) + " (" + origin + ")",
                            "use a divisor of " + std::to_string(c.num_devices));
+    read_topology(config, origin, c);
     return c;
 }
 
@@ -141,6 +217,18 @@ std::string cluster_to_toml(const ClusterSpec& c) {
     out << "intra_node_gbit_s = " << c.intra_node_bytes_per_s / kGbit << "\n";
     out << "inter_node_gbit_s = " << c.inter_node_bytes_per_s / kGbit << "\n";
     out << "node_nic_gbit_s = " << c.node_nic_bytes_per_s / kGbit << "\n";
+    // the topology keys and the explicit flag: what is read back is what was written (topology = false keeps a
+    // calibrated file on the flat model)
+    out << "topology = " << (c.topology ? "true" : "false") << "\n";
+    out << "nics_per_node = " << c.nics_per_node << "\n";
+    out << "nvlink_domain = " << c.nvlink_domain << "\n";
+    out << "nvlink_gbit_s = " << c.nvlink_bytes_per_s / kGbit << "\n";
+    out << "pcie_gbit_s = " << c.pcie_bytes_per_s / kGbit << "\n";
+    out << "gpu_injection_gbit_s = " << c.gpu_injection_bytes_per_s / kGbit << "\n";
+    out << "gpu_ejection_gbit_s = " << c.gpu_ejection_bytes_per_s / kGbit << "\n";
+    out << "nvlink_latency_us = " << c.nvlink_latency_s * 1e6 << "\n";
+    out << "intra_node_latency_us = " << c.intra_node_latency_s * 1e6 << "\n";
+    out << "inter_node_latency_us = " << c.inter_node_latency_s * 1e6 << "\n";
     out << "fnec_ms = " << (c.fnec_s >= 0 ? c.fnec_s * 1e3 : -1.0) << "\n";
     out << "bnec_ms = " << (c.bnec_s >= 0 ? c.bnec_s * 1e3 : -1.0) << "\n";
     out << "step_tail_ms = " << (c.step_tail_s >= 0 ? c.step_tail_s * 1e3 : -1.0) << "\n";

@@ -23,10 +23,19 @@ struct ClusterSpec {
     std::vector<BandwidthStep> a2a_bandwidth;  // B̄ by the largest per-device all-to-all message (ascending)
     double trans_bytes_per_s = 0;  // Trans (parameter broadcast) bandwidth
     double agg_bytes_per_s = 0;    // Agg (gradient reduce) bandwidth
-    // topology-aware variant: per-pair link bandwidth (bytes/s) and a per-node network interface
-    double intra_node_bytes_per_s = 0;
-    double inter_node_bytes_per_s = 0;
-    double node_nic_bytes_per_s = 0;  // 0: no NIC limit beyond the per-pair links
+    // topology-aware variant (docs/cluster.md "Topology"): link classes, per-device ports, NICs; bytes/s per
+    // direction, 0 = no limit from that resource
+    bool topology = false;              // the file describes its topology: the topology-aware model by default
+    double intra_node_bytes_per_s = 0;  // per pair inside a node outside an NVLink domain (PCIe)
+    double inter_node_bytes_per_s = 0;  // per pair across nodes
+    double node_nic_bytes_per_s = 0;    // each NIC of a node; 0: no NIC limit beyond the per-pair links
+    int nics_per_node = 1;              // rails: device with local index l uses NIC l * nics_per_node / devices_per_node
+    int nvlink_domain = 1;              // devices per NVLink domain (aligned groups inside a node); 1: no NVLink
+    double nvlink_bytes_per_s = 0;      // a device's NVLink port (all its NVLink traffic, per pair too)
+    double pcie_bytes_per_s = 0;        // a device's host port: its PCIe peer and inter-node traffic
+    double gpu_injection_bytes_per_s = 0;  // a device's total egress over every class
+    double gpu_ejection_bytes_per_s = 0;   // a device's total ingress over every class
+    double nvlink_latency_s = 0, intra_node_latency_s = 0, inter_node_latency_s = 0;  // per class, per collective
     // measured non-expert block time (seconds) per device; < 0: estimate from model dimensions
     double fnec_s = -1;
     double bnec_s = -1;
@@ -39,9 +48,20 @@ struct ClusterSpec {
     // optimizer; sim/dense_ops.h); 0: not given, those terms take no time
     double memory_bytes_per_s = 0;
 
+    enum class LinkClass { kNvlink, kIntraNode, kInterNode };
     int node_of(int device) const { return device / devices_per_node; }
+    // global index of the NIC (rail) that carries the device's inter-node traffic
+    int nic_of(int device) const {
+        return node_of(device) * nics_per_node + (device % devices_per_node) * nics_per_node / devices_per_node;
+    }
+    LinkClass link_class(int src, int dst) const {
+        if (node_of(src) != node_of(dst)) return LinkClass::kInterNode;
+        return nvlink_domain > 1 && src / nvlink_domain == dst / nvlink_domain ? LinkClass::kNvlink
+                                                                               : LinkClass::kIntraNode;
+    }
     double a2a_bytes_per_s(double max_message_bytes) const;
-    double link_bytes_per_s(int src, int dst) const;  // topology-aware pair bandwidth
+    double link_bytes_per_s(int src, int dst) const;  // topology-aware pair bandwidth (by link class)
+    double link_latency_s(LinkClass c) const;
 };
 
 const Schema& cluster_schema();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "balance/topology.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -23,31 +24,6 @@ double CostModel::bnec_s() const {
 }
 
 namespace {
-
-// Busiest-link time of a traffic matrix bytes[src*D + dst] (diagonal ignored): per ordered pair its bytes over
-// the pair's bandwidth, and per node the bytes leaving or entering it over its network interface.
-double topology_time(const ClusterSpec& cluster, const std::vector<double>& bytes, double bandwidth_scale) {
-    const int D = cluster.num_devices;
-    const int num_nodes = D / cluster.devices_per_node;
-    std::vector<double> node_out(num_nodes, 0.0), node_in(num_nodes, 0.0);
-    double worst = 0.0;
-    for (int src = 0; src < D; ++src)
-        for (int dst = 0; dst < D; ++dst) {
-            if (src == dst) continue;
-            const double b = bytes[static_cast<size_t>(src) * D + dst];
-            if (b <= 0) continue;
-            worst = std::max(worst, b / (cluster.link_bytes_per_s(src, dst) * bandwidth_scale));
-            if (cluster.node_of(src) != cluster.node_of(dst)) {
-                node_out[cluster.node_of(src)] += b;
-                node_in[cluster.node_of(dst)] += b;
-            }
-        }
-    if (cluster.node_nic_bytes_per_s > 0)
-        for (int node = 0; node < num_nodes; ++node)
-            worst = std::max(worst, std::max(node_out[node], node_in[node]) /
-                                        (cluster.node_nic_bytes_per_s * bandwidth_scale));
-    return worst;
-}
 
 // Does every expert keep its static home as owner? Compared against a per-thread cached static layout, so the
 // check is one memcmp-like pass.
@@ -93,9 +69,7 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
 
     // Eq 1: the device receiving the most decides; bandwidth by that message size (the authors' table)
     if (m.topology_aware) {
-        std::vector<double> bytes(static_cast<size_t>(D) * D);
-        for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<double>(flow.route[i]) * token_bytes;
-        c.a2a_s = topology_time(m.cluster, bytes, m.bandwidth_scale);
+        c.a2a_s = topology_time(m.cluster, flow.route.data(), token_bytes, false, m.bandwidth_scale);
     } else {
         const double message = static_cast<double>(max_received) * token_bytes;
         c.a2a_s = message / (m.cluster.a2a_bytes_per_s(message) * m.bandwidth_scale);
@@ -142,19 +116,29 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
     if (m.topology_aware && receivers > 0) {
-        std::vector<double> bytes(static_cast<size_t>(D) * D, 0.0);
+        // experts[home * D + d]: experts home broadcasts to d (Trans); Agg is the same traffic reversed
+        thread_local std::vector<int64_t> experts;
+        experts.assign(static_cast<size_t>(D) * D, 0);
         for (int e = 0; e < E; ++e) {
+            if (static_owners && flow.replica_holders[e] == 0) continue;  // nothing to send
             const int home = placement.home(e);
-            for (int d = 0; d < D; ++d)
-                if (d != home && placement.holds(e, d)) bytes[static_cast<size_t>(home) * D + d] += expert_bytes;
+            if (m.trans_broadcast == TransBroadcast::kStar) {
+                for (int d = 0; d < D; ++d)
+                    if (d != home && placement.holds(e, d)) ++experts[static_cast<size_t>(home) * D + d];
+                continue;
+            }
+            // chain: the home's node first, then the following nodes (wrapping), each node's receivers in order
+            const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(home) * per_node;
+            int prev = home;
+            for (int i = 0; i < D; ++i) {
+                const int d = (first + i) % D;
+                if (d == home || !placement.holds(e, d)) continue;
+                ++experts[static_cast<size_t>(prev) * D + d];
+                prev = d;
+            }
         }
-        const double busiest = topology_time(m.cluster, bytes, m.bandwidth_scale);
-        c.trans_s = busiest;
-        // Agg is the same traffic reversed: transpose
-        std::vector<double> reversed(bytes.size());
-        for (int s = 0; s < D; ++s)
-            for (int d = 0; d < D; ++d) reversed[static_cast<size_t>(d) * D + s] = bytes[static_cast<size_t>(s) * D + d];
-        c.agg_s = topology_time(m.cluster, reversed, m.bandwidth_scale);
+        c.trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
+        c.agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
     } else {
         const double counted_bytes = static_cast<double>(counted) * expert_bytes;
         c.trans_s = counted_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);

@@ -21,8 +21,10 @@
 //   FasterMoE's system (its paper, smart scheduling): the shadow broadcast runs beside the dispatch all-to-all's
 //                   sends and the gradient reduce beside the backward combine, so
 //                   T_F = 4 T_A2A + 3 T_FEC + max(0, T_Trans - T_A2A) + max(0, T_Agg - T_A2A).
-// The topology-aware variant replaces Eq 1 and Eqs 4-5 by the busiest link: per ordered device pair
-// bytes / link bandwidth, and per node the inter-node bytes / NIC bandwidth, maximised.
+// The topology-aware variant replaces Eq 1 and Eqs 4-5 by the busiest resource of the traffic (topology.h):
+// pair links by class, per-device NVLink / host ports, GPU injection / ejection and the NICs, maximised, plus the
+// latency of the slowest class used; Trans is each owner's broadcast to its receivers, Agg the reverse.
+// On by default for cluster files that describe their topology (ClusterSpec::topology).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,10 @@ struct ModelDims {
 
 enum class TransReceivers { kPaper, kReplicaHolders };  // D - n (owner counted) | D - 1 - n (replicas only)
 enum class TransferCredit { kWholeExperts, kChunks };    // Eq 8's credit: the scheduler's split, or ideal chunks
+// topology-aware Trans/Agg paths: the home sends to each receiver (the trainer's point-to-point Trans, the
+// home's egress queue holds r copies) | a pipelined chain home -> receivers of its node -> the other nodes' in
+// order (a ring/chain broadcast as NCCL's; every link on the chain carries one copy)
+enum class TransBroadcast { kStar, kChain };
 
 struct CostModel {
     ClusterSpec cluster;
@@ -50,6 +56,7 @@ struct CostModel {
     bool topology_aware = false;
     TransReceivers trans_receivers = TransReceivers::kPaper;
     TransferCredit transfer_credit = TransferCredit::kWholeExperts;
+    TransBroadcast trans_broadcast = TransBroadcast::kStar;
     // sensitivity study: the planner's belief scaled against the true cluster (1 = calibrated)
     double compute_scale = 1.0;
     double bandwidth_scale = 1.0;

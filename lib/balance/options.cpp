@@ -61,7 +61,9 @@ BalanceOptions balance_options_from(const Config& c) {
 }
 
 void add_cost_model_keys(Schema& s, const std::string& scale_note) {
-    s.add_bool("plan.topology_aware", false, "use the busiest-link cost model (per-pair and NIC bandwidth)");
+    s.add_bool("plan.topology_aware", false,
+               "use the topology-aware cost model (link classes, ports, NICs; docs/cluster.md); default when not "
+               "set: the cluster file's `topology` (on for files that describe their topology)");
     s.add_float("plan.compute_scale", 1.0, 0.0, 1e6, "planner's belief about compute throughput x this factor" + scale_note,
                 true);
     s.add_float("plan.bandwidth_scale", 1.0, 0.0, 1e6, "planner's belief about bandwidths x this factor" + scale_note,
@@ -73,6 +75,9 @@ void add_cost_model_keys(Schema& s, const std::string& scale_note) {
     s.add_string("plan.trans_receivers", "paper", {"paper", "replicas"},
                  "Eqs 4-5 devices per replicated expert: paper = D - n (owner counted, the paper and the authors' "
                  "code), replicas = D - 1 - n (the replica holders, the bytes that move)");
+    s.add_string("plan.trans_broadcast", "star", {"star", "chain"},
+                 "topology-aware Trans/Agg: star = the home sends to each receiver (the trainer's point-to-point), "
+                 "chain = a pipelined chain through the receivers, node by node (NCCL's ring broadcast)");
     s.add_string("plan.transfer_credit", "whole_experts", {"whole_experts", "chunks"},
                  "Eq 8's hidden transfer: whole experts first-fit into the non-expert window then beside expert "
                  "compute (the block-wise scheduler), or chunks filling both windows (the paper's max(0, T - window))");
@@ -101,11 +106,13 @@ CostModel cost_model_for_trace(const ClusterSpec& cluster, const std::string& cl
     cost.model.seq_len = override_or("plan.seq_len", t.seq_len);
     cost.model.tokens_per_device = t.tokens_per_iteration / t.num_devices;
     cost.model.bytes_per_elem = static_cast<int>(c.get_int("plan.bytes_per_elem"));
-    cost.topology_aware = c.get_bool("plan.topology_aware");
+    cost.topology_aware = c.has("plan.topology_aware") ? c.get_bool("plan.topology_aware") : cluster.topology;
     cost.compute_scale = c.get_float("plan.compute_scale");
     cost.bandwidth_scale = c.get_float("plan.bandwidth_scale");
     cost.trans_receivers =
         c.get_string("plan.trans_receivers") == "replicas" ? TransReceivers::kReplicaHolders : TransReceivers::kPaper;
+    cost.trans_broadcast =
+        c.get_string("plan.trans_broadcast") == "chain" ? TransBroadcast::kChain : TransBroadcast::kStar;
     cost.transfer_credit =
         c.get_string("plan.transfer_credit") == "chunks" ? TransferCredit::kChunks : TransferCredit::kWholeExperts;
     if (cost.model.d_model <= 0 || cost.model.d_ffn <= 0)
