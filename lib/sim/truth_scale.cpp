@@ -21,7 +21,15 @@ ClusterSpec perturbed_cluster(const ClusterSpec& nominal, const TruthScale& s) {
     c.intra_node_bytes_per_s *= s.bandwidth * s.intra_bandwidth;
     c.inter_node_bytes_per_s *= s.bandwidth * s.inter_bandwidth;
     c.node_nic_bytes_per_s *= s.bandwidth * s.inter_bandwidth;
+    // topology ports (balance/topology.h): NVLink and PCIe carry intra-node traffic, the GPU's total ports both
+    c.nvlink_bytes_per_s *= s.bandwidth * s.intra_bandwidth;
+    c.pcie_bytes_per_s *= s.bandwidth * s.intra_bandwidth;
+    c.gpu_injection_bytes_per_s *= s.bandwidth;
+    c.gpu_ejection_bytes_per_s *= s.bandwidth;
     c.a2a_latency_s *= s.latency;
+    c.nvlink_latency_s *= s.latency;
+    c.intra_node_latency_s *= s.latency;
+    c.inter_node_latency_s *= s.latency;
     return c;
 }
 

@@ -17,6 +17,13 @@ TEST(TruthScale, EachScaleMovesItsFigures) {
     c.inter_node_bytes_per_s = 5;
     c.node_nic_bytes_per_s = 6;
     c.a2a_latency_s = 0.5;
+    c.nvlink_bytes_per_s = 40;
+    c.pcie_bytes_per_s = 12;
+    c.gpu_injection_bytes_per_s = 30;
+    c.gpu_ejection_bytes_per_s = 20;
+    c.nvlink_latency_s = 0.1;
+    c.intra_node_latency_s = 0.2;
+    c.inter_node_latency_s = 0.4;
     c.memory_bytes_per_s = 100;
     c.step_tail_s = 3;
     c.bnec_s = -1;  // not measured: stays so
@@ -43,6 +50,14 @@ TEST(TruthScale, EachScaleMovesItsFigures) {
     EXPECT_DOUBLE_EQ(p.inter_node_bytes_per_s, 5 * 2 * 0.25);
     EXPECT_DOUBLE_EQ(p.node_nic_bytes_per_s, 6 * 2 * 0.25);
     EXPECT_DOUBLE_EQ(p.a2a_latency_s, 1.5);
+    // topology ports: NVLink and PCIe are intra-node classes; a GPU's total ports move with bandwidth only
+    EXPECT_DOUBLE_EQ(p.nvlink_bytes_per_s, 40 * 2 * 0.5);
+    EXPECT_DOUBLE_EQ(p.pcie_bytes_per_s, 12 * 2 * 0.5);
+    EXPECT_DOUBLE_EQ(p.gpu_injection_bytes_per_s, 30 * 2);
+    EXPECT_DOUBLE_EQ(p.gpu_ejection_bytes_per_s, 20 * 2);
+    EXPECT_DOUBLE_EQ(p.nvlink_latency_s, 0.1 * 3);
+    EXPECT_DOUBLE_EQ(p.intra_node_latency_s, 0.2 * 3);
+    EXPECT_DOUBLE_EQ(p.inter_node_latency_s, 0.4 * 3);
     EXPECT_EQ(p.num_devices, 4);
     EXPECT_EQ(p.devices_per_node, 2);
 }
