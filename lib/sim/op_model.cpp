@@ -1,0 +1,268 @@
+// op_model.cpp: predicted durations of a recorded step's ops from their features (see op_model.h).
+#include "sim/op_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "balance/placement.h"
+#include "core/error.h"
+
+namespace prophet::sim {
+
+namespace {
+
+constexpr double kFloat = 4.0;  // bytes of one fp32 value
+
+double stream_s(const OpTables& t, double bytes) { return t.stream_latency_s + bytes / t.stream_bytes_per_s; }
+
+// the fastest FLOP rate any table reaches (the fallback for shapes without a table)
+double best_gemm_rate(const OpTables& t) {
+    double best = 0;
+    for (const GemmTable& g : t.gemms)
+        for (size_t i = 0; i < g.m.size(); ++i)
+            if (g.seconds[i] > 0) best = std::max(best, 2.0 * g.m[i] * g.n * g.k / g.seconds[i]);
+    return best;
+}
+
+// rows of expert e each rank computes at one layer: [D][E], from the counts and the placement the layer used
+std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, const Placement& p) {
+    const int D = c.D, E = c.E;
+    std::vector<double> rows(static_cast<size_t>(D) * E, 0.0);
+    const RouteRule rule = parse_route_rule(c.route_rule);
+    if (rule == RouteRule::kEvenSplit) {  // every holder computes an equal share of every device's tokens
+        for (int e = 0; e < E; ++e) {
+            int holders = 0;
+            for (int d = 0; d < D; ++d) holders += p.holds(e, d) ? 1 : 0;
+            double total = 0;
+            for (int d = 0; d < D; ++d) total += static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
+            for (int d = 0; d < D; ++d)
+                if (p.holds(e, d)) rows[static_cast<size_t>(d) * E + e] = total / std::max(1, holders);
+        }
+        return rows;
+    }
+    const std::vector<int> dest = routing_destination(counts, p, rule);  // [D*E]
+    for (int src = 0; src < D; ++src)
+        for (int e = 0; e < E; ++e) {
+            const int dst = dest[static_cast<size_t>(src) * E + e];
+            if (dst >= 0 && dst < D)
+                rows[static_cast<size_t>(dst) * E + e] += static_cast<double>(counts[static_cast<size_t>(src) * E + e]);
+        }
+    return rows;
+}
+
+// Features of one layer of one step: rows per expert per rank, all-to-all rows out/in per rank, Trans bytes.
+struct LayerFeatures {
+    std::vector<double> rows;       // [D][E] expert rows computed
+    std::vector<double> sent, recv; // [D] token rows sent to / received from other ranks
+    std::vector<double> moved;      // [D] expert parameter bytes a rank sends or receives in Trans (and Agg)
+    std::vector<int> messages;      // [D] Trans messages of a rank
+};
+
+LayerFeatures layer_features(const OpModelConfig& c, const RecordedStep& step, int layer) {
+    const int D = c.D, E = c.E;
+    LayerFeatures f;
+    f.rows.assign(static_cast<size_t>(D) * E, 0.0);
+    f.sent.assign(D, 0.0);
+    f.recv.assign(D, 0.0);
+    f.moved.assign(D, 0.0);
+    f.messages.assign(D, 0);
+    const Placement& p = step.placements.at(layer);
+    if (step.counts.empty()) return f;
+    const int64_t* counts = step.counts.data() + static_cast<size_t>(layer) * D * E;
+    f.rows = expert_rows(c, counts, p);
+    for (int e = 0; e < E; ++e) {
+        double total = 0;
+        for (int d = 0; d < D; ++d) total += static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
+        for (int d = 0; d < D; ++d) {
+            const double local = counts[static_cast<size_t>(d) * E + e];
+            const double here = f.rows[static_cast<size_t>(d) * E + e];
+            // tokens rank d routes to e that are computed elsewhere go out; what d computes of others' comes in
+            f.sent[d] += total > 0 ? local * (1.0 - here / total) : 0.0;
+            f.recv[d] += total > 0 ? here * (1.0 - local / total) : 0.0;
+        }
+    }
+    // Trans: the expert's home (static layout) sends 2CF floats to every other holder (moe_trans)
+    const double expert_bytes = 2.0 * c.C * c.F * kFloat;
+    const int per_rank = E / D;
+    for (int e = 0; e < E; ++e) {
+        const int home = e / per_rank;
+        for (int d = 0; d < D; ++d)
+            if (d != home && p.holds(e, d)) {
+                f.moved[home] += expert_bytes;
+                f.moved[d] += expert_bytes;
+                ++f.messages[home];
+                ++f.messages[d];
+            }
+    }
+    return f;
+}
+
+double dense_params(const OpModelConfig& c) {
+    const double C = c.C;
+    return c.V * C + c.T * C + c.L * (4 * C + 3 * C * C + 3 * C + C * C + C + C * c.E) + 2 * C;
+}
+
+// per-rank compute of the non-expert ops (seconds), by kind and occurrence within the block
+double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kind, int occurrence) {
+    const double N = static_cast<double>(c.B) / c.D * c.T;  // tokens of this rank
+    const double C = c.C, act = N * C * kFloat;            // one activation [N, C] in bytes
+    const double hd = C / std::max(1, c.NH);
+    const double attn_core = static_cast<double>(c.B) / c.D * c.NH * c.T * c.T * hd * 4.0;  // QK^T + PV, FLOP
+    using K = prophet::OpKind;
+    switch (kind) {
+        case K::kData: return stream_s(t, dense_params(c) * kFloat + N * 8.0);  // zero_grad + the batch
+        case K::kEmbed: return stream_s(t, 3 * act);
+        case K::kEmbedBwd: return stream_s(t, 3 * act);
+        case K::kAttn:
+            if (occurrence > 0) return stream_s(t, 3 * act);  // the MoE residual add
+            return stream_s(t, 2 * act) + gemm_seconds(t, N, 3 * c.C, c.C) + attn_core / t.attn_flops_per_s +
+                   gemm_seconds(t, N, c.C, c.C) + stream_s(t, 3 * act);
+        case K::kAttnBwd:
+            return 2 * (gemm_seconds(t, N, 3 * c.C, c.C) + gemm_seconds(t, N, c.C, c.C)) +
+                   2 * attn_core / t.attn_flops_per_s + 2 * stream_s(t, 3 * act);
+        case K::kGate: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.E, c.C) + stream_s(t, N * c.E * kFloat * 4);
+        case K::kGateBwd: return 2 * gemm_seconds(t, N, c.E, c.C) + stream_s(t, 3 * act);
+        case K::kHead: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat);
+        case K::kHeadBwd: return 2 * gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat + 2 * act);
+        default: return 0.0;
+    }
+}
+
+double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank, bool backward) {
+    double s = 0;
+    for (int e = 0; e < c.E; ++e) {
+        const double m = f.rows[static_cast<size_t>(rank) * c.E + e];
+        if (m <= 0) continue;
+        const double pair = gemm_seconds(t, m, c.F, c.C) + gemm_seconds(t, m, c.C, c.F);  // x W1, h W2
+        s += (backward ? 2 * pair : pair) + stream_s(t, (backward ? 3 : 2) * m * c.F * kFloat);  // gelu (')
+    }
+    return s;
+}
+
+double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank) {
+    const double bytes = std::max(f.sent[rank], f.recv[rank]) * c.C * kFloat;
+    return t.a2a_latency_s * (c.D - 1) + bytes / t.a2a_bytes_per_s;
+}
+
+}  // namespace
+
+double gemm_seconds(const OpTables& t, double m, int n, int k) {
+    if (m <= 0) return 0.0;
+    for (const GemmTable& g : t.gemms) {
+        if (g.n != n || g.k != k || g.m.empty()) continue;
+        const std::vector<double>& x = g.m;
+        const std::vector<double>& y = g.seconds;
+        if (x.size() == 1) return y[0] * m / x[0];
+        if (m <= x.front()) return y[0] * m / x.front();  // below the table: the smallest M's rate
+        size_t i = 1;
+        while (i + 1 < x.size() && x[i] < m) ++i;
+        // between x[i-1] and x[i] (or past the end, along the last segment)
+        const double slope = (y[i] - y[i - 1]) / (x[i] - x[i - 1]);
+        return std::max(0.0, y[i - 1] + slope * (m - x[i - 1]));
+    }
+    const double rate = best_gemm_rate(t);
+    PROPHET_ASSERT_MSG(rate > 0, "the [ops] tables hold no GEMM time");
+    return 2.0 * m * n * k / rate;
+}
+
+double ring_allreduce_seconds(const OpTables& t, double bytes, int D) {
+    if (D <= 1) return 0.0;
+    return 2.0 * (D - 1) * (t.allreduce_latency_s + bytes / (static_cast<double>(D) * t.allreduce_bytes_per_s));
+}
+
+OpModelConfig op_model_config(const RecordedRun& run) {
+    OpModelConfig c;
+    auto get = [&](const char* key) {
+        const std::string v = run.param(key);
+        if (v.empty()) throw_input_error("run " + run.run_id, std::string("has no param ") + key,
+                                         "validate runs recorded by prophet train");
+        return std::stoi(v);
+    };
+    c.V = get("model.V");
+    c.T = get("model.T");
+    c.C = get("model.C");
+    c.NH = get("model.NH");
+    c.L = get("model.L");
+    c.E = get("model.E");
+    c.K = get("model.K");
+    c.F = get("model.F");
+    c.B = get("model.B");
+    c.D = run.num_ranks;
+    const std::string route = run.param("balance.route_to", "auto");
+    c.route_rule = route == "auto" ? route_rule_name(paper_route_rule(run.param("balance.policy", "static"))) : route;
+    return c;
+}
+
+ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, const RecordedStep& step,
+                                  const ReplayGraph& g) {
+    using K = prophet::OpKind;
+    const size_t n = g.ops.size();
+    ReplayDurations d;
+    d.own_us.assign(n, 0.0);
+    d.lead_us.assign(n, 0.0);
+    std::map<int, LayerFeatures> layers;
+    auto features = [&](int layer) -> const LayerFeatures& {
+        auto it = layers.find(layer);
+        if (it == layers.end()) it = layers.emplace(layer, layer_features(c, step, layer)).first;
+        return it->second;
+    };
+    // Trans/Agg parts recorded per (kind, block, rank): a split transfer shares the block's bytes
+    std::map<std::tuple<int, int, int>, int> parts;
+    std::map<std::tuple<int, int, int, int>, int> occurrences;  // (rank, lane, kind, block) -> seen so far
+    for (const ReplayOp& op : g.ops)
+        if (op.kind == K::kTrans || op.kind == K::kAgg) ++parts[{static_cast<int>(op.kind), op.block, op.rank}];
+    const double dense_bytes = dense_params(c) * kFloat;
+    const double home_expert_bytes = static_cast<double>(c.L) * c.E / c.D * 2.0 * c.C * c.F * kFloat;
+    for (size_t i = 0; i < n; ++i) {
+        const ReplayOp& op = g.ops[i];
+        const int occurrence = occurrences[{op.rank, static_cast<int>(op.lane), static_cast<int>(op.kind), op.block}]++;
+        double s = 0;
+        switch (op.kind) {
+            case K::kFec: s = expert_s(t, c, features(op.block), op.rank, false); break;
+            case K::kBec: s = expert_s(t, c, features(op.block), op.rank, true); break;
+            case K::kDispatch:
+            case K::kCombine:
+            case K::kDispatchBwd:
+            case K::kCombineBwd: {  // a collective: the slowest rank's exchange
+                const LayerFeatures& f = features(op.block);
+                for (int r = 0; r < c.D; ++r) s = std::max(s, a2a_s(t, c, f, r));
+                break;
+            }
+            case K::kPack:
+            case K::kUnpack: {
+                const LayerFeatures& f = features(op.block);
+                double rows = 0;
+                for (int e = 0; e < c.E; ++e) rows += f.rows[static_cast<size_t>(op.rank) * c.E + e];
+                rows = std::max({rows, f.sent[op.rank], f.recv[op.rank]});
+                s = stream_s(t, 2 * rows * c.C * kFloat);
+                break;
+            }
+            case K::kTrans:
+            case K::kAgg: {
+                const LayerFeatures& f = features(op.block);
+                const int share = parts[{static_cast<int>(op.kind), op.block, op.rank}];
+                for (int r = 0; r < c.D; ++r)  // a unit over the ranks: the busiest one's transfer
+                    s = std::max(s, t.p2p_latency_s * f.messages[r] + f.moved[r] / t.p2p_bytes_per_s);
+                s /= std::max(1, share);
+                break;
+            }
+            case K::kLayout: s = t.a2a_latency_s * (c.D - 1) + stream_s(t, c.D * c.E * 8.0); break;
+            case K::kAllReduce: s = ring_allreduce_seconds(t, dense_bytes, c.D); break;
+            case K::kOptimizer:
+                s = ring_allreduce_seconds(t, 8, c.D) + stream_s(t, 7 * (dense_bytes + home_expert_bytes));
+                break;
+            case K::kStats: s = 2 * ring_allreduce_seconds(t, 8 * 9, c.D) + stream_s(t, c.L * c.D * c.E * 8.0); break;
+            case K::kPlan: s = (op.end_us - op.start_us) * 1e-6; break;  // recorded (the policy's CPU time)
+            case K::kTransWait:
+            case K::kAggWait:
+            case K::kPlanWait: s = 0; break;
+            default: s = dense_op_s(t, c, op.kind, occurrence); break;
+        }
+        d.own_us[i] = s * 1e6;
+    }
+    return d;
+}
+
+}  // namespace prophet::sim
