@@ -15,6 +15,7 @@
 #include "core/timer.h"
 #include "kernels/blas.h"
 #include "train/calibrate.h"
+#include "train/calibrate_ops.h"
 #include "train/device.h"
 #include "train/failure_watch.h"
 #include "train/fault_inject.h"
@@ -431,6 +432,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         }
         if (args.calibrate) {
             const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx->settings);  // the emulated link, if any
+            const sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx->settings);  // the per-op model's [ops]
             if (root) {
                 ClusterSpec cluster = calibration_cluster(cal, D);
                 const std::string path = args.cluster_out.empty()
@@ -439,7 +441,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
                 std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
                                                         ? std::filesystem::path(".")
                                                         : std::filesystem::path(path).parent_path());
-                write_cluster_file(cluster, cal, path);
+                write_cluster_file(cluster, cal, path, sim::op_tables_to_toml(ops));
                 ctx->store->put_event(ctx->run_id, 0, 0, "info", "calibration", path, calibration_json(cal));
                 out["cluster_file"] = path;
                 out["calibration"] = nlohmann::json::parse(calibration_json(cal));

@@ -188,6 +188,7 @@ OpModelConfig op_model_config(const RecordedRun& run) {
     c.E = get("model.E");
     c.K = get("model.K");
     c.F = get("model.F");
+    if (c.F <= 0) c.F = 2 * c.C;  // model.F = 0 means 2C (model_config.h hidden_size)
     c.B = get("model.B");
     c.D = run.num_ranks;
     const std::string route = run.param("balance.route_to", "auto");
