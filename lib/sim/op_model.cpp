@@ -17,13 +17,26 @@ constexpr double kFloat = 4.0;  // bytes of one fp32 value
 
 double stream_s(const OpTables& t, double bytes) { return t.stream_latency_s + bytes / t.stream_bytes_per_s; }
 
-// the fastest FLOP rate any table reaches (the fallback for shapes without a table)
-double best_gemm_rate(const OpTables& t) {
-    double best = 0;
+// the FLOP rate of a GEMM of `flop` FLOP with no table of its shape: the tables' (FLOP, rate) points, rate
+// interpolated linearly in log FLOP between the two nearest, clamped at the ends (small GEMMs run slower per FLOP)
+double rate_at_flop(const OpTables& t, double flop) {
+    std::vector<std::pair<double, double>> points;  // (log FLOP, FLOP/s)
     for (const GemmTable& g : t.gemms)
         for (size_t i = 0; i < g.m.size(); ++i)
-            if (g.seconds[i] > 0) best = std::max(best, 2.0 * g.m[i] * g.n * g.k / g.seconds[i]);
-    return best;
+            if (g.seconds[i] > 0) {
+                const double f = 2.0 * g.m[i] * g.n * g.k;
+                points.emplace_back(std::log(f), f / g.seconds[i]);
+            }
+    PROPHET_ASSERT_MSG(!points.empty(), "the [ops] tables hold no GEMM time");
+    std::sort(points.begin(), points.end());
+    const double x = std::log(flop);
+    if (x <= points.front().first) return points.front().second;
+    if (x >= points.back().first) return points.back().second;
+    size_t i = 1;
+    while (points[i].first < x) ++i;
+    const auto& [x0, r0] = points[i - 1];
+    const auto& [x1, r1] = points[i];
+    return x1 > x0 ? r0 + (r1 - r0) * (x - x0) / (x1 - x0) : r1;
 }
 
 // rows of expert e each rank computes at one layer: [D][E], from the counts and the placement the layer used
@@ -162,9 +175,8 @@ double gemm_seconds(const OpTables& t, double m, int n, int k) {
         const double slope = (y[i] - y[i - 1]) / (x[i] - x[i - 1]);
         return std::max(0.0, y[i - 1] + slope * (m - x[i - 1]));
     }
-    const double rate = best_gemm_rate(t);
-    PROPHET_ASSERT_MSG(rate > 0, "the [ops] tables hold no GEMM time");
-    return 2.0 * m * n * k / rate;
+    const double flop = 2.0 * m * n * k;
+    return flop / rate_at_flop(t, flop);
 }
 
 double ring_allreduce_seconds(const OpTables& t, double bytes, int D) {

@@ -6,7 +6,8 @@
 //
 // Per op kind (N = this rank's tokens B/D*T, C model width, F expert hidden, V vocabulary, E experts):
 //   GEMM (M x N x K, fp32): the measured table of that (N, K) interpolated linearly in M (the rows; extrapolated
-//     along the table's last segment's FLOP rate); a shape with no table: 2MNK at the fastest rate of the tables;
+//     along the last segment); a shape with no table (a held-out model): 2MNK at the FLOP rate the tables reach at
+//     that FLOP count (interpolated in log FLOP over every table point);
 //   streaming ops (layernorm, gelu, softmax, residual adds, pack/unpack copies, embedding): stream_latency +
 //     bytes / stream bandwidth;
 //   attention core (QK^T, softmax-V): its FLOP at attn_gflop_s;

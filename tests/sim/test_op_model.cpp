@@ -45,9 +45,14 @@ TEST(OpModel, GemmInterpolatesInRows) {
     EXPECT_NEAR(gemm_seconds(t, 512, 128, 64), 160e-6, 1e-12); // past the end on the last segment: 80 + 256 * 60/192
     EXPECT_NEAR(gemm_seconds(t, 8, 128, 64), 5e-6, 1e-12);     // below: the smallest M's rate
     EXPECT_EQ(gemm_seconds(t, 0, 128, 64), 0.0);
-    // a shape without a table: its FLOP at the tables' best rate (2*256*128*64 / 80 us)
-    const double best = 2.0 * 256 * 128 * 64 / 80e-6;
-    EXPECT_NEAR(gemm_seconds(t, 100, 32, 32), 2.0 * 100 * 32 * 32 / best, 1e-12);
+    // a shape without a table: its FLOP at the rate the table reaches at that FLOP count. The table's points:
+    // M = 16: 262144 FLOP in 10 us (26.2 GFLOP/s), M = 64: 1048576 FLOP in 20 us (52.4 GFLOP/s), M = 256: 80 us
+    // (52.4 GFLOP/s). 2 * 128 * 32 * 32 = 262144 FLOP: exactly the first point's rate -> 10 us
+    EXPECT_NEAR(gemm_seconds(t, 128, 32, 32), 10e-6, 1e-12);
+    // 524288 FLOP (M = 256 of 32 x 32): halfway in log FLOP between the first two points -> 39.3 GFLOP/s
+    EXPECT_NEAR(gemm_seconds(t, 256, 32, 32), 524288.0 / (0.5 * (262144.0 / 10e-6 + 1048576.0 / 20e-6)), 1e-12);
+    // below every point: the smallest point's rate
+    EXPECT_NEAR(gemm_seconds(t, 4, 32, 32), 2.0 * 4 * 32 * 32 / (262144.0 / 10e-6), 1e-15);
 }
 
 TEST(OpModel, RingAllReduce) {
