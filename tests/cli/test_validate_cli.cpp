@@ -70,6 +70,14 @@ TEST_F(ValidateCli, OpModelReportsEveryStatisticAndIsRecorded) {
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(store.get_metrics(runs[0].run_id, "sim_step_ms").size(), 2u);
     EXPECT_EQ(store.get_metrics(runs[0].run_id, "measured_step_ms").size(), 2u);
+    // the report's figure draws it (report/fig_validation_replay.py), where the Python stack is installed
+    if (std::system("/usr/bin/python3 -c 'import pandas, seaborn, matplotlib' >/dev/null 2>&1") != 0) return;
+    const auto fig = prophet::testing::run_command(
+        "/usr/bin/python3 report/fig_validation_replay.py --db '" + db_ + "' --out '" + (dir_ / "figs").string() + "'",
+        dir_, 300);
+    EXPECT_EQ(fig.exit_code, 0) << fig.err;
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "figs" / "fig_validation_replay.png")) << fig.out;
+    EXPECT_NE(fig.out.find("calibration"), std::string::npos) << fig.out;
 }
 
 TEST_F(ValidateCli, OversubscribedRunsAreLeftOutUnlessAsked) {
