@@ -154,9 +154,16 @@ double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& 
     return s;
 }
 
+// bytes over the table's bandwidth, or the emulated link's egress when that is slower (out: the bytes the rank sends)
+double wire_s(const OpModelConfig& c, double bytes, double out, double table_bytes_per_s, int messages) {
+    double s = bytes / table_bytes_per_s;
+    if (c.link_bytes_per_s > 0) s = std::max(s, out / c.link_bytes_per_s) + messages * c.link_latency_s;
+    return s;
+}
+
 double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank) {
     const double bytes = std::max(f.sent[rank], f.recv[rank]) * c.C * kFloat;
-    return t.a2a_latency_s * (c.D - 1) + bytes / t.a2a_bytes_per_s;
+    return t.a2a_latency_s * (c.D - 1) + wire_s(c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
 }
 
 }  // namespace
@@ -205,6 +212,8 @@ OpModelConfig op_model_config(const RecordedRun& run) {
     c.D = run.num_ranks;
     const std::string route = run.param("balance.route_to", "auto");
     c.route_rule = route == "auto" ? route_rule_name(paper_route_rule(run.param("balance.policy", "static"))) : route;
+    c.link_bytes_per_s = std::stod(run.param("comm.link_gbps", "0")) * 1e9 / 8;
+    c.link_latency_s = std::stod(run.param("comm.link_latency_us", "0")) * 1e-6;
     return c;
 }
 
@@ -257,7 +266,8 @@ ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, con
                 const LayerFeatures& f = features(op.block);
                 const int share = parts[{static_cast<int>(op.kind), op.block, op.rank}];
                 for (int r = 0; r < c.D; ++r)  // a unit over the ranks: the busiest one's transfer
-                    s = std::max(s, t.p2p_latency_s * f.messages[r] + f.moved[r] / t.p2p_bytes_per_s);
+                    s = std::max(s, t.p2p_latency_s * f.messages[r] +
+                                        wire_s(c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
                 s /= std::max(1, share);
                 break;
             }
