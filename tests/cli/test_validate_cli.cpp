@@ -11,6 +11,8 @@
 #include "../temp_dir_test.h"
 #include "cli_util.h"
 #include "core/error.h"
+#include "balance/cluster.h"
+#include "sim/op_model.h"
 #include "store/store.h"
 
 namespace {
@@ -103,4 +105,32 @@ TEST_F(ValidateCli, UsageErrorsSayWhatToPass) {
                                         "experiments/clusters/cpu-local.toml", dir_);
     EXPECT_EQ(no_ops.exit_code, prophet::kExitConfig);
     EXPECT_NE(no_ops.err.find("[ops]"), std::string::npos) << no_ops.err;
+}
+
+// `prophet profile --calibrate` writes the per-op model's [ops] tables (GEMMs at the config's six shapes, every
+// rate) into the cluster file, which the planner still reads and prophet validate accepts.
+TEST_F(ValidateCli, CalibrateWritesTheOpsTables) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "no mpirun";
+    const std::string cluster = (dir_ / "calibrated.toml").string();
+    const auto r = run_prophet("mpirun --allow-run-as-root --oversubscribe -np 2",
+                               "profile --config tests/fixtures/replay-2rank.toml --calibrate --cluster-out '" + cluster +
+                                   "' --set train.steps=2 --set store.path='" + (dir_ / "profile.db").string() + "'",
+                               dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const prophet::sim::OpTables t = prophet::sim::load_op_tables(cluster);
+    EXPECT_EQ(t.calibrated_on, "V=256 T=32 C=64 NH=4 L=2 E=4 K=1 F=2048 B=16 D=2");
+    EXPECT_EQ(t.gemms.size(), 6u) << "qkv, proj, gate, LM head, expert in and out";
+    for (const auto& g : t.gemms) {
+        EXPECT_EQ(g.m.size(), g.seconds.size());
+        for (double s : g.seconds) EXPECT_GT(s, 0.0) << g.n << "x" << g.k;
+    }
+    EXPECT_GT(t.stream_bytes_per_s, 0.0);
+    EXPECT_GT(t.attn_flops_per_s, 0.0);
+    EXPECT_GT(t.a2a_bytes_per_s, 0.0);
+    EXPECT_GT(t.p2p_bytes_per_s, 0.0);
+    EXPECT_GT(t.allreduce_bytes_per_s, 0.0);
+    EXPECT_EQ(prophet::load_cluster_file(cluster).num_devices, 2);
+    const auto v = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --cluster '" + cluster +
+                                       "' --no-record", dir_);
+    EXPECT_EQ(v.exit_code, 0) << v.err;
 }
