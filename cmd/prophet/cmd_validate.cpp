@@ -1,7 +1,9 @@
 // cmd_validate.cpp: `prophet validate` (see cmd_validate.h; docs/simulator.md "Validation").
 #include "cmd_validate.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -159,9 +161,14 @@ int run_validate(const ValidateArgs& args) {
                                 "--cluster-out FILE, or pass --replay recorded");
     Store store = open_existing_store(args.db);
     std::vector<std::string> ids = args.run_ids;
+    std::set<std::string> by_experiment;  // these may lack a timeline: left out with a note, not an error
     if (!args.experiment.empty())
         for (const RunRow& r : store.list_runs(args.experiment))
-            if (r.info.command == "train" && r.status == "finished") ids.push_back(r.run_id);
+            if (r.info.command == "train" && r.status == "finished" &&
+                std::find(ids.begin(), ids.end(), r.run_id) == ids.end()) {
+                by_experiment.insert(r.run_id);
+                ids.push_back(r.run_id);
+            }
     if (ids.empty())
         throw_input_error(args.db, "has no finished train run of experiment " + args.experiment,
                           "list them with prophet runs --db " + args.db);
@@ -171,7 +178,14 @@ int run_validate(const ValidateArgs& args) {
     std::vector<sim::PointValidation> points;
     std::vector<std::string> excluded;
     for (const std::string& id : ids) {
-        const sim::RecordedRun run = sim::load_recorded_run(store, id);
+        sim::RecordedRun run;
+        try {
+            run = sim::load_recorded_run(store, id);
+        } catch (const Error& e) {
+            if (!by_experiment.count(id)) throw;
+            excluded.push_back(id + ": " + e.what());
+            continue;
+        }
         if (run.param("testbed.oversubscribed") == "true" && !args.include_oversubscribed) {
             excluded.push_back(id + ": oversubscribed (more ranks than cores); --include-oversubscribed keeps it");
             continue;

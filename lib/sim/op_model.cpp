@@ -271,7 +271,9 @@ ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, con
                 s /= std::max(1, share);
                 break;
             }
-            case K::kLayout: s = t.a2a_latency_s * (c.D - 1) + stream_s(t, c.D * c.E * 8.0); break;
+            case K::kLayout:  // the counts all-gather, or (a local unit) the blockwise dispatch-layout build
+                s = (g.collective[g.unit[i]] ? t.a2a_latency_s * (c.D - 1) : 0.0) + stream_s(t, c.D * c.E * 8.0);
+                break;
             case K::kAllReduce: s = ring_allreduce_seconds(t, dense_bytes, c.D); break;
             case K::kOptimizer:
                 s = ring_allreduce_seconds(t, 8, c.D) + stream_s(t, 7 * (dense_bytes + home_expert_bytes));

@@ -83,9 +83,11 @@ PointValidation validate_run(const RecordedRun& run, ReplaySource source, const 
         measured.push_back(s.measured_ms);
         simulated.push_back(t.step_us * 1e-3);
         p.max_step_error = std::max(p.max_step_error, std::abs(rel(t.step_us * 1e-3, s.measured_ms)));
-        for (size_t i = 0; i < g.ops.size(); ++i)
+        for (size_t i = 0; i < g.ops.size(); ++i) {
             p.residual_ms[prophet::op_kind_name(g.ops[i].kind)] +=
                 (used.own_us[i] - recorded.own_us[i]) * 1e-3 / run.num_ranks;
+            p.residual_ms["lead"] += (used.lead_us[i] - recorded.lead_us[i]) * 1e-3 / run.num_ranks;
+        }
     }
     if (measured.empty())
         throw_input_error("run " + run.run_id, "has no step with a complete timeline", "record it with --timeline");
