@@ -29,7 +29,8 @@ nlohmann::json point_json(const sim::PointValidation& p) {
             {"error_mean", p.error_mean},
             {"error_median", p.error_median},
             {"max_step_error", p.max_step_error},
-            {"residual_ms", p.residual_ms}};
+            {"residual_ms", p.residual_ms},
+            {"recorded_ms", p.recorded_ms}};
 }
 
 nlohmann::json summary_json(const sim::ValidationSummary& s, const std::string& source, const std::string& cluster,
@@ -54,7 +55,8 @@ nlohmann::json summary_json(const sim::ValidationSummary& s, const std::string& 
               {"heldout_max_abs", s.heldout_max_abs},
               {"kendall_tau", s.kendall_tau},
               {"tau_pairs", s.tau_pairs},
-              {"residual_ms", s.residual_ms}}}};
+              {"residual_ms", s.residual_ms},
+              {"recorded_ms", s.recorded_ms}}}};
 }
 
 std::string pct(double x) { return fmt(100 * x, 3) + "%"; }
@@ -79,10 +81,13 @@ void print_table(const sim::ValidationSummary& s, const std::string& source, con
                     pct(s.heldout_max_abs).c_str());
     std::printf("policy order: Kendall tau %s over %d significant pairs (measured means > 2 sd of the seed spread apart)\n",
                 fmt(s.kendall_tau, 3).c_str(), s.tau_pairs);
-    std::printf("per-op residuals (simulated - recorded, ms per step and rank):");
-    for (const auto& [kind, ms] : s.residual_ms)
-        if (std::abs(ms) >= 0.0005) std::printf(" %s %+.3f", kind.c_str(), ms);
-    std::printf("\n");
+    std::printf("per-op kind, ms per step and rank (mean over points): recorded -> simulated (residual)\n");
+    for (const auto& [kind, ms] : s.residual_ms) {
+        const auto rec = s.recorded_ms.find(kind);
+        const double recorded = rec == s.recorded_ms.end() ? 0.0 : rec->second;
+        if (std::abs(ms) >= 0.0005 || recorded >= 0.0005)
+            std::printf("  %-13s %9.3f -> %9.3f (%+.3f)\n", kind.c_str(), recorded, recorded + ms, ms);
+    }
     for (const std::string& e : excluded) std::printf("excluded: %s\n", e.c_str());
 }
 

@@ -171,6 +171,14 @@ ReplayGraph build_replay_graph(const std::vector<ReplayOp>& in, int num_ranks, b
                                          std::to_string(std::get<4>(key)) + ") was recorded on " +
                                          std::to_string(members.size()) + " of " + std::to_string(num_ranks) +
                                          " ranks", "the timeline is incomplete: re-record the run");
+        // NOTE: a unit only when every member's span overlaps every other's: a Trans/Agg with nothing to move (a
+        // placement without replicas) or an exchange with nothing to send returns without waiting for the others
+        double last_start = 0, first_end = g.ops[members.front()].end_us;
+        for (int m : members) {
+            last_start = std::max(last_start, g.ops[m].start_us);
+            first_end = std::min(first_end, g.ops[m].end_us);
+        }
+        if (members.size() < 2 || first_end < last_start) continue;
         const int u = static_cast<int>(g.members.size());
         for (int m : members) g.unit[m] = u;
         g.members.push_back(members);

@@ -7,7 +7,8 @@
 //     (every layout op but the blockwise layout build that follows the taken placement), the dense all-reduce,
 //     the optimizer (its gradient-norm all-reduce), the stats (loss all-reduce), and Trans/Agg (matched over the
 //     ranks that recorded them: the owner's sends and the holders' receives) are one unit over the ranks: the unit
-//     starts when its last rank arrives;
+//     starts when its last rank arrives; only where the recorded spans overlap on every rank (a Trans/Agg with
+//     nothing to move returns at once: then each rank's op is its own);
 //   - a comm or plan lane op (a submitted Trans/Agg, the ahead planner) depends on the compute-lane op that ended
 //     last before it started (the point where the main thread submitted it);
 //   - a wait (trans_wait, agg_wait, plan_wait) ends when the op it waits for (the same kind and block on the comm /

@@ -84,15 +84,18 @@ PointValidation validate_run(const RecordedRun& run, ReplaySource source, const 
         simulated.push_back(t.step_us * 1e-3);
         p.max_step_error = std::max(p.max_step_error, std::abs(rel(t.step_us * 1e-3, s.measured_ms)));
         for (size_t i = 0; i < g.ops.size(); ++i) {
-            p.residual_ms[prophet::op_kind_name(g.ops[i].kind)] +=
-                (used.own_us[i] - recorded.own_us[i]) * 1e-3 / run.num_ranks;
+            const std::string kind = prophet::op_kind_name(g.ops[i].kind);
+            p.residual_ms[kind] += (used.own_us[i] - recorded.own_us[i]) * 1e-3 / run.num_ranks;
+            p.recorded_ms[kind] += recorded.own_us[i] * 1e-3 / run.num_ranks;
             p.residual_ms["lead"] += (used.lead_us[i] - recorded.lead_us[i]) * 1e-3 / run.num_ranks;
+            p.recorded_ms["lead"] += recorded.lead_us[i] * 1e-3 / run.num_ranks;
         }
     }
     if (measured.empty())
         throw_input_error("run " + run.run_id, "has no step with a complete timeline", "record it with --timeline");
     p.steps = static_cast<int>(measured.size());
     for (auto& [kind, ms] : p.residual_ms) ms /= p.steps;
+    for (auto& [kind, ms] : p.recorded_ms) ms /= p.steps;
     p.measured_mean_ms = mean(measured);
     p.sim_mean_ms = mean(simulated);
     p.measured_median_ms = percentile(measured, 0.5);
@@ -111,6 +114,7 @@ ValidationSummary summarize_validation(std::vector<PointValidation> points) {
         all.push_back(p.error_median);
         if (p.held_out) held.push_back(p.error_median);
         for (const auto& [kind, ms] : p.residual_ms) s.residual_ms[kind] += ms / static_cast<double>(s.points.size());
+        for (const auto& [kind, ms] : p.recorded_ms) s.recorded_ms[kind] += ms / static_cast<double>(s.points.size());
     }
     error_stats(all, &s.mape, &s.bias, &s.p90_abs, &s.max_abs);
     error_stats(held, &s.heldout_mape, &s.heldout_bias, &s.heldout_p90_abs, &s.heldout_max_abs);

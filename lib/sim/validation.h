@@ -29,6 +29,7 @@ struct PointValidation {
     // per op kind: mean over steps and ranks of (simulated own - recorded own) summed over the kind's ops, ms; and
     // "lead": the same of the untracked time before ops (replay.h), which the per-op model leaves at 0
     std::map<std::string, double> residual_ms;
+    std::map<std::string, double> recorded_ms;  // the recorded own time per kind on the same footing
 };
 
 // The run's identity for grouping and held-out checks: "V=.. T=.. C=.. NH=.. L=.. E=.. K=.. F=.. B=.. D=.." (the
@@ -50,6 +51,7 @@ struct ValidationSummary {
     double kendall_tau = 0;
     int tau_pairs = 0;
     std::map<std::string, double> residual_ms;  // per op kind, mean over points
+    std::map<std::string, double> recorded_ms;  // per op kind, mean over points
 };
 ValidationSummary summarize_validation(std::vector<PointValidation> points);
 

@@ -153,6 +153,27 @@ TEST(ReplayGraph, WaitEndsWithTheTransferItWaitsFor) {
     EXPECT_DOUBLE_EQ(run_replay(g, d).step_us, 32.0);
 }
 
+TEST(ReplayGraph, TransferThatMovesNothingIsNoUnit) {
+    // a placement without replicas: each rank's Trans returns at once (rank 0 done at 11 before rank 1 starts at
+    // 20): not a unit, each op keeps its own 1 us; the all-to-all after it is one (spans overlap)
+    const std::vector<ReplayOp> ops = {op(K::kTrans, 0, 10, 11),    op(K::kDispatch, 0, 11, 31),
+                                       op(K::kFec, 1, 0, 20),       op(K::kTrans, 1, 20, 21),
+                                       op(K::kDispatch, 1, 21, 31)};
+    const ReplayGraph g = build_replay_graph(ops, 2, false, "test");
+    const ReplayDurations d = recorded_durations(g);
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+        if (g.ops[i].kind == K::kTrans) {
+            EXPECT_FALSE(g.collective[g.unit[i]]);
+            EXPECT_DOUBLE_EQ(d.own_us[i], 1.0);
+        }
+        if (g.ops[i].kind == K::kDispatch) {
+            EXPECT_TRUE(g.collective[g.unit[i]]);
+            EXPECT_DOUBLE_EQ(d.own_us[i], 10.0);
+        }
+    }
+    EXPECT_DOUBLE_EQ(run_replay(g, d).step_us, 31.0);
+}
+
 TEST(ReplayGraph, CollectiveMissingOnARankIsAnInputError) {
     const std::vector<ReplayOp> ops = {op(K::kDispatch, 0, 0, 5), op(K::kFec, 1, 0, 5)};
     EXPECT_THROW(build_replay_graph(ops, 2, false, "test"), Error);
