@@ -125,7 +125,8 @@ double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kin
     const double attn_core = static_cast<double>(c.B) / c.D * c.NH * c.T * c.T * hd * 4.0;  // QK^T + PV, FLOP
     using K = prophet::OpKind;
     switch (kind) {
-        case K::kData: return stream_s(t, dense_params(c) * kFloat + N * 8.0);  // zero_grad + the batch
+        case K::kData:  // zero_grad over the whole model (every rank keeps every expert's storage) + the batch
+            return stream_s(t, (dense_params(c) + static_cast<double>(c.L) * c.E * 2.0 * c.C * c.F) * kFloat + N * 8.0);
         case K::kEmbed: return stream_s(t, 3 * act);
         case K::kEmbedBwd: return stream_s(t, 3 * act);
         case K::kAttn:
@@ -285,9 +286,37 @@ ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, con
             case K::kPlanWait: s = 0; break;
             default: s = dense_op_s(t, c, op.kind, occurrence); break;
         }
-        d.own_us[i] = s * 1e6;
+        const auto scale = t.scale.find(prophet::op_kind_name(op.kind));
+        d.own_us[i] = s * 1e6 * (scale == t.scale.end() ? 1.0 : scale->second);
     }
     return d;
+}
+
+OpTables fit_op_scales(OpTables tables, const RecordedRun& run) {
+    tables.scale.clear();
+    const OpModelConfig config = op_model_config(run);
+    std::map<std::string, std::pair<double, double>> sums;  // kind -> (recorded, modelled) us
+    for (const RecordedStep& s : run.steps) {
+        if (s.step == run.steps.front().step || s.counts.empty()) continue;  // the warm-up step
+        const ReplayGraph g = build_replay_graph(s.ops, run.num_ranks, run.blockwise,
+                                                 "run " + run.run_id + " step " + std::to_string(s.step));
+        const ReplayDurations recorded = recorded_durations(g);
+        const ReplayDurations modelled = predict_durations(tables, config, s, g);
+        for (size_t i = 0; i < g.ops.size(); ++i) {
+            const prophet::OpKind kind = g.ops[i].kind;
+            // NOTE: compute only: a communication kind's factor would carry the calibration's link to runs over
+            // another (an emulated slow link), and the optimizer is AdamW's streams behind a one-number all-reduce
+            if (is_wait_kind(kind) || kind == prophet::OpKind::kPlan ||
+                (is_collective_kind(kind) && kind != prophet::OpKind::kOptimizer))
+                continue;
+            auto& [rec, mod] = sums[prophet::op_kind_name(kind)];
+            rec += recorded.own_us[i];
+            mod += modelled.own_us[i];
+        }
+    }
+    for (const auto& [kind, sum] : sums)
+        if (sum.second > 0 && sum.first > 0) tables.scale[kind] = sum.first / sum.second;
+    return tables;
 }
 
 }  // namespace prophet::sim

@@ -24,6 +24,7 @@
 //   waits: 0 (the replay's dependencies carry them).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct OpTables {
     double allreduce_latency_s = 0;  // per ring step
     double allreduce_bytes_per_s = 0;
     std::string calibrated_on;       // the config the tables were measured at (validation: held out or not)
+    // per op kind name: recorded / modelled own time over the calibration run's steps (fit_op_scales), multiplied
+    // into that kind's prediction; a kind not listed: 1. What microbenchmarks miss inside a real step (cold caches,
+    // the other threads of the rank) is then carried to held-out configs per op kind.
+    std::map<std::string, double> scale;
     bool empty() const { return gemms.empty(); }
 };
 
@@ -74,9 +79,14 @@ struct OpModelConfig {
 };
 OpModelConfig op_model_config(const RecordedRun& run);  // input error naming the run when model.* is absent
 
-// Predicted own duration (microseconds) of every op of a step's graph; lead and wake-up are 0. plan ops keep
-// their recorded duration.
+// Predicted own duration (microseconds) of every op of a step's graph, times tables.scale of its kind; lead and
+// wake-up are 0. plan ops keep their recorded duration.
 ReplayDurations predict_durations(const OpTables& tables, const OpModelConfig& config, const RecordedStep& step,
                                   const ReplayGraph& graph);
+
+// tables with scale fitted on a recorded run (the calibration's own): per compute op kind (and the optimizer),
+// the recorded own time summed over steps 1.. and ranks over the modelled one (scale ignored). Communication kinds,
+// waits and plan are not fitted.
+OpTables fit_op_scales(OpTables tables, const RecordedRun& run);
 
 }  // namespace prophet::sim

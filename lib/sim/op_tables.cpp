@@ -1,7 +1,8 @@
 // op_tables.cpp: the cluster file's [ops] section (op_model.h's tables) read and written as TOML.
 // Fields (docs/cluster.md): calibrated_on; stream_latency_us, stream_gbyte_s; attn_gflop_s; a2a_latency_us,
 // a2a_gbyte_s; p2p_latency_us, p2p_gbyte_s; allreduce_latency_us, allreduce_gbyte_s; gemm_m (rows of every
-// table), gemm_nk ([[N, K], ...] one pair per table), gemm_us (one list per table, one median time per M).
+// table), gemm_nk ([[N, K], ...] one pair per table), gemm_us (one list per table, one median time per M);
+// scale (optional inline table: op kind -> factor, fit_op_scales).
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -32,6 +33,12 @@ std::vector<double> numbers(const toml::array& a, const std::string& field, cons
         out.push_back(*v);
     }
     return out;
+}
+
+std::string toml_text(const toml::node& node) {
+    std::ostringstream out;
+    node.visit([&](const auto& n) { out << n; });
+    return out.str();
 }
 
 }  // namespace
@@ -93,6 +100,15 @@ OpTables load_op_tables(const std::string& path) {
                                "re-run the calibration");
         t.gemms.push_back(std::move(g));
     }
+    if (const toml::table* scale = (*ops)["scale"].as_table()) {
+        for (const auto& [kind, node] : *scale) {
+            const auto v = node.value<double>();
+            if (!v || *v <= 0)
+                throw_config_error("ops.scale." + std::string(kind.str()), toml_text(node), "must be > 0 in " + path,
+                                   "re-run prophet profile --calibrate");
+            t.scale[std::string(kind.str())] = *v;
+        }
+    }
     return t;
 }
 
@@ -124,6 +140,16 @@ std::string op_tables_to_toml(const OpTables& t) {
         out << "]";
     }
     out << "]\n";
+    if (!t.scale.empty()) {
+        out << "# recorded / modelled own time per op kind on the calibration run's own steps (fit_op_scales)\n";
+        out << "scale = {";
+        bool first = true;
+        for (const auto& [kind, v] : t.scale) {
+            out << (first ? " " : ", ") << kind << " = " << v;
+            first = false;
+        }
+        out << " }\n";
+    }
     return out.str();
 }
 

@@ -2,12 +2,15 @@
 // section's round trip and its errors, and the model's features on a hand-built step.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "../temp_dir_test.h"
 #include "balance/cluster.h"
 #include "core/error.h"
 #include "sim/op_model.h"
+#include "store/store.h"
 
 using namespace prophet;
 using namespace prophet::sim;
@@ -155,4 +158,45 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
         if (g.ops[i].kind == prophet::OpKind::kDispatch) {
             EXPECT_NEAR(slow.own_us[i], (5e-6 + 20 * 64 * 4 / 1e6 + 100e-6) * 1e6, 1e-6);
         }
+}
+
+// fit_op_scales on the committed replay fixture's schedule-none run: after the fit, every fitted kind's modelled
+// own time summed over the steps equals the recorded one; communication kinds keep no factor.
+TEST(OpModel, ScalesFitTheCalibrationRunPerComputeKind) {
+    const std::string dir = std::string(PROPHET_SOURCE_DIR) + "/tests/fixtures/";
+    if (!std::filesystem::exists(dir + "replay-2rank.db")) GTEST_SKIP() << "no fixture";
+    Store store = Store::open(dir + "replay-2rank.db");
+    RecordedRun run;
+    for (const RunRow& row : store.list_runs("replay-fixture")) {
+        run = load_recorded_run(store, row.run_id);
+        if (!run.blockwise) break;
+    }
+    ASSERT_FALSE(run.blockwise);
+    const OpTables fitted = fit_op_scales(load_op_tables(dir + "replay-2rank-cluster.toml"), run);
+    ASSERT_TRUE(fitted.scale.count("fec") && fitted.scale.count("bec") && fitted.scale.count("attn"));
+    EXPECT_FALSE(fitted.scale.count("dispatch") || fitted.scale.count("trans") || fitted.scale.count("allreduce"));
+    const OpModelConfig config = op_model_config(run);
+    std::map<std::string, std::pair<double, double>> sums;  // kind -> (recorded, modelled)
+    for (const RecordedStep& s : run.steps) {
+        if (s.step == run.steps.front().step) continue;
+        const ReplayGraph g = build_replay_graph(s.ops, run.num_ranks, false, "test");
+        const ReplayDurations rec = recorded_durations(g), mod = predict_durations(fitted, config, s, g);
+        for (size_t i = 0; i < g.ops.size(); ++i) {
+            sums[prophet::op_kind_name(g.ops[i].kind)].first += rec.own_us[i];
+            sums[prophet::op_kind_name(g.ops[i].kind)].second += mod.own_us[i];
+        }
+    }
+    for (const auto& [kind, factor] : fitted.scale) {
+        EXPECT_GT(factor, 0.0) << kind;
+        EXPECT_NEAR(sums[kind].second, sums[kind].first, 1e-9 * sums[kind].first) << kind;
+    }
+    // the factors survive the [ops] section's round trip
+    const std::string path = ::testing::TempDir() + "/scaled-ops.toml";
+    {
+        std::ofstream out(path);
+        out << op_tables_to_toml(fitted);
+    }
+    const OpTables back = load_op_tables(path);
+    ASSERT_EQ(back.scale.size(), fitted.scale.size());
+    for (const auto& [kind, factor] : fitted.scale) EXPECT_NEAR(back.scale.at(kind), factor, 1e-5 * factor) << kind;
 }
