@@ -29,6 +29,8 @@ nlohmann::json point_json(const sim::PointValidation& p) {
             {"error_mean", p.error_mean},
             {"error_median", p.error_median},
             {"max_step_error", p.max_step_error},
+            {"p90_step_error", p.p90_step_error},
+            {"step_mape", p.step_mape},
             {"residual_ms", p.residual_ms},
             {"recorded_ms", p.recorded_ms}};
 }
@@ -65,14 +67,15 @@ void print_table(const sim::ValidationSummary& s, const std::string& source, con
                  const std::vector<std::string>& excluded) {
     std::printf("replay: %s durations%s\n", source == "recorded" ? "recorded" : "op-model (per-op model)",
                 calibrated_on.empty() ? "" : (", tables calibrated on " + calibrated_on).c_str());
-    std::printf("%-16s %-10s %-9s %-8s %10s %10s %10s %10s %8s %8s\n", "run", "policy", "schedule", "set",
-                "meas mean", "sim mean", "meas med", "sim med", "err med", "err mean");
+    std::printf("%-16s %-10s %-9s %-8s %10s %10s %10s %10s %8s %8s %8s %8s\n", "run", "policy", "schedule", "set",
+                "meas mean", "sim mean", "meas med", "sim med", "err med", "err mean", "P90 step", "max step");
     for (const sim::PointValidation& p : s.points)
-        std::printf("%-16s %-10s %-9s %-8s %10s %10s %10s %10s %8s %8s\n", p.run_id.c_str(), p.policy.c_str(),
+        std::printf("%-16s %-10s %-9s %-8s %10s %10s %10s %10s %8s %8s %8s %8s\n", p.run_id.c_str(), p.policy.c_str(),
                     p.schedule.c_str(), source == "recorded" ? "-" : p.held_out ? "held-out" : "calib",
                     fmt(p.measured_mean_ms, 4).c_str(), fmt(p.sim_mean_ms, 4).c_str(),
                     fmt(p.measured_median_ms, 4).c_str(), fmt(p.sim_median_ms, 4).c_str(), pct(p.error_median).c_str(),
-                    pct(p.error_mean).c_str());
+                    pct(p.error_mean).c_str(), pct(p.p90_step_error).c_str(), pct(p.max_step_error).c_str());
+    std::printf("(err: (simulated - measured) / measured; P90 / max step: of |per-step errors|; times in ms)\n");
     std::printf("total: %zu points: MAPE %s, bias %s, P90 |err| %s, max |err| %s\n", s.points.size(),
                 pct(s.mape).c_str(), pct(s.bias).c_str(), pct(s.p90_abs).c_str(), pct(s.max_abs).c_str());
     if (source != "recorded")

@@ -66,7 +66,7 @@ PointValidation validate_run(const RecordedRun& run, ReplaySource source, const 
     // held out unless the tables were measured on this model shape and rank count (calibrated_on has no link)
     p.held_out = tables == nullptr || p.config.rfind(tables->calibrated_on + " link=", 0) != 0;
     const OpModelConfig config = source == ReplaySource::kOpModel ? op_model_config(run) : OpModelConfig{};
-    std::vector<double> measured, simulated;
+    std::vector<double> measured, simulated, step_errors;
     for (const RecordedStep& s : run.steps) {
         if (s.step == run.steps.front().step && run.steps.size() > 1) continue;  // the warm-up step
         const ReplayGraph g = build_replay_graph(s.ops, run.num_ranks, run.blockwise,
@@ -82,7 +82,7 @@ PointValidation validate_run(const RecordedRun& run, ReplaySource source, const 
         const ReplayTimes t = run_replay(g, used);
         measured.push_back(s.measured_ms);
         simulated.push_back(t.step_us * 1e-3);
-        p.max_step_error = std::max(p.max_step_error, std::abs(rel(t.step_us * 1e-3, s.measured_ms)));
+        step_errors.push_back(std::abs(rel(t.step_us * 1e-3, s.measured_ms)));
         for (size_t i = 0; i < g.ops.size(); ++i) {
             const std::string kind = prophet::op_kind_name(g.ops[i].kind);
             p.residual_ms[kind] += (used.own_us[i] - recorded.own_us[i]) * 1e-3 / run.num_ranks;
@@ -94,6 +94,9 @@ PointValidation validate_run(const RecordedRun& run, ReplaySource source, const 
     if (measured.empty())
         throw_input_error("run " + run.run_id, "has no step with a complete timeline", "record it with --timeline");
     p.steps = static_cast<int>(measured.size());
+    p.max_step_error = *std::max_element(step_errors.begin(), step_errors.end());
+    p.p90_step_error = percentile(step_errors, 0.9);
+    p.step_mape = mean(step_errors);
     for (auto& [kind, ms] : p.residual_ms) ms /= p.steps;
     for (auto& [kind, ms] : p.recorded_ms) ms /= p.steps;
     p.measured_mean_ms = mean(measured);

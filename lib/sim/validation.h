@@ -26,6 +26,8 @@ struct PointValidation {
     double error_mean = 0;      // mean vs mean
     double error_median = 0;    // median vs median
     double max_step_error = 0;  // the largest |per-step error|
+    double p90_step_error = 0;  // the 90th percentile of |per-step error|
+    double step_mape = 0;       // mean |per-step error|
     // per op kind: mean over steps and ranks of (simulated own - recorded own) summed over the kind's ops, ms; and
     // "lead": the same of the untracked time before ops (replay.h), which the per-op model leaves at 0
     std::map<std::string, double> residual_ms;
