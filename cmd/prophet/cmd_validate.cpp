@@ -152,10 +152,11 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
         "  mpirun -np 2 prophet profile --config experiments/train/main-2rank.toml --calibrate --cluster-out c.toml\n"
         "  mpirun -np 2 prophet train --config experiments/train/main-2rank.toml --set balance.policy=prophet --timeline\n"
         "  prophet validate --experiment main-2rank --cluster c.toml\n"
-        "  prophet validate --store tests/fixtures/replay-2rank.db --replay recorded --no-record\n"
+        "  prophet validate --store tests/fixtures/replay-2rank.db --experiment replay-fixture --replay recorded --no-record\n"
         "Points whose model shape and rank count match the [ops] tables' calibrated_on are the calibration set;\n"
         "the others are held out. Errors are (simulated - measured) / measured of each run's median step\n"
-        "(step 0 left out). docs/simulator.md explains the replay and what the per-op model leaves out.");
+        "(step 0 left out). docs/simulator.md explains the replay and what the per-op model leaves out;\n"
+        "experiments/validate-heldout.sh runs the whole held-out campaign (calibrate, record, validate, figure).");
     return cmd;
 }
 
