@@ -20,6 +20,8 @@ nlohmann::json point_json(const sim::PointValidation& p) {
             {"config", p.config},
             {"seed", p.seed},
             {"held_out", p.held_out},
+            {"busy_machine", p.busy_machine},
+            {"load1", p.load1},
             {"steps", p.steps},
             {"measured_mean_ms", p.measured_mean_ms},
             {"sim_mean_ms", p.sim_mean_ms},
@@ -92,6 +94,10 @@ void print_table(const sim::ValidationSummary& s, const std::string& source, con
             std::printf("  %-13s %9.3f -> %9.3f (%+.3f)\n", kind.c_str(), recorded, recorded + ms, ms);
     }
     for (const std::string& e : excluded) std::printf("excluded: %s\n", e.c_str());
+    for (const sim::PointValidation& p : s.points)
+        if (p.busy_machine)
+            std::printf("busy: %s started on a busy machine (load %s): its measured steps include other jobs' time\n",
+                        p.run_id.c_str(), fmt(p.load1, 3).c_str());
 }
 
 // a validation run in the store: one metric row per point (step = point index) and the whole report as an event

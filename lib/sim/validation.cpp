@@ -63,6 +63,8 @@ PointValidation validate_run(const RecordedRun& run, ReplaySource source, const 
     p.schedule = run.blockwise ? "blockwise" : "none";
     p.config = config_key(run);
     p.seed = std::stoll(run.param("run.seed", "0"));
+    p.busy_machine = run.param("testbed.busy_machine") == "true";
+    p.load1 = std::stod(run.param("testbed.load1", "-1"));
     // held out unless the tables were measured on this model shape and rank count (calibrated_on has no link)
     p.held_out = tables == nullptr || p.config.rfind(tables->calibrated_on + " link=", 0) != 0;
     const OpModelConfig config = source == ReplaySource::kOpModel ? op_model_config(run) : OpModelConfig{};

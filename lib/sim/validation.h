@@ -19,6 +19,8 @@ struct PointValidation {
     std::string run_id, policy, schedule, config;  // config: the model shape, rank count and link (config_key)
     int64_t seed = 0;
     bool held_out = true;   // config differs from the op tables' calibrated_on
+    bool busy_machine = false;  // the run recorded testbed.busy_machine = true (docs/testbed.md)
+    double load1 = -1;          // its testbed.load1 at the start (-1: not recorded)
     int steps = 0;          // replayed steps (step 0, the warm-up, is left out)
     double measured_mean_ms = 0, sim_mean_ms = 0;
     double measured_median_ms = 0, sim_median_ms = 0;
