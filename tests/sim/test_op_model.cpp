@@ -1,6 +1,7 @@
 // The per-op model (sim/op_model.h): hand-computed GEMM interpolation, the ring all-reduce formula, the [ops]
 // section's round trip and its errors, and the model's features on a hand-built step.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -165,7 +166,10 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
 TEST(OpModel, ScalesFitTheCalibrationRunPerComputeKind) {
     const std::string dir = std::string(PROPHET_SOURCE_DIR) + "/tests/fixtures/";
     if (!std::filesystem::exists(dir + "replay-2rank.db")) GTEST_SKIP() << "no fixture";
-    Store store = Store::open(dir + "replay-2rank.db");
+    // a copy: opening a store may create its -wal / -shm files, never beside the committed fixture
+    const std::string copy = ::testing::TempDir() + "/scales-fixture-" + std::to_string(getpid()) + ".db";
+    std::filesystem::copy_file(dir + "replay-2rank.db", copy, std::filesystem::copy_options::overwrite_existing);
+    Store store = Store::open(copy);
     RecordedRun run;
     for (const RunRow& row : store.list_runs("replay-fixture")) {
         run = load_recorded_run(store, row.run_id);
@@ -199,4 +203,5 @@ TEST(OpModel, ScalesFitTheCalibrationRunPerComputeKind) {
     const OpTables back = load_op_tables(path);
     ASSERT_EQ(back.scale.size(), fitted.scale.size());
     for (const auto& [kind, factor] : fitted.scale) EXPECT_NEAR(back.scale.at(kind), factor, 1e-5 * factor) << kind;
+    for (const std::string& f : {copy, copy + "-wal", copy + "-shm", path}) std::filesystem::remove(f);
 }
