@@ -36,6 +36,8 @@ FIGURES = [
                   "the compute thread's waits for them (prophet train --timeline, docs/scheduler.md)."),
     ("fig_validation", "Simulated (schedule none, sweep validate_cluster) against measured step time of real sweep "
                        "points, with the relative error (prophet sweep, engine real)."),
+    ("fig_validation_replay", "Recorded runs replayed on their op DAG with the calibrated per-op model against their "
+                              "measured step time, held-out points filled (prophet validate)."),
     ("fig_serving_tail", "Per-layer p99 of the per-layer max over ranks of expert and all-to-all time, with "
                          "MoETuner's mean-of-max, by policy, measured and simulated (prophet profile --inference)."),
     ("fig_serving_sample", "Reduction of the MoE-part tail against static, in-sample against out-of-sample "
@@ -58,6 +60,7 @@ PRODUCED_BY = {
     "fig_train": "prophet train",
     "fig_gantt": "prophet train --timeline",
     "fig_validation": "prophet sweep experiments/sweeps/main-real.toml",
+    "fig_validation_replay": "experiments/validate-heldout.sh (prophet validate)",
     "fig_serving_tail": "prophet sweep experiments/sweeps/serving-moetuner.toml",
     "fig_serving_sample": "prophet sweep experiments/sweeps/serving-moetuner.toml",
     "fig_ilp_gap": "build/bench/bench_ilp_gap",

@@ -15,6 +15,7 @@
 #include "core/timer.h"
 #include "kernels/blas.h"
 #include "train/calibrate.h"
+#include "train/calibrate_ops.h"
 #include "train/device.h"
 #include "train/failure_watch.h"
 #include "train/fault_inject.h"
@@ -405,6 +406,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
     const ModelConfig& m = ctx->settings.model;
     try {
         Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
+        trainer.set_timeline(args.calibrate);  // the calibration fits the per-op model's scales on this run's ops
         if (root && !args.common.json) print_parameter_table(*ctx, trainer, stderr);
         const LoopResult r = run_loop(*ctx, trainer, args.common, false, true, "");
         // the routing trace of the run
@@ -431,7 +433,9 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         }
         if (args.calibrate) {
             const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx->settings);  // the emulated link, if any
+            sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx->settings);  // the per-op model's [ops]
             if (root) {
+                ops = sim::fit_op_scales(ops, sim::load_recorded_run(*ctx->store, ctx->run_id));
                 ClusterSpec cluster = calibration_cluster(cal, D);
                 const std::string path = args.cluster_out.empty()
                                              ? "results/clusters/calibrated-" + std::to_string(D) + "rank.toml"
@@ -439,7 +443,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
                 std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
                                                         ? std::filesystem::path(".")
                                                         : std::filesystem::path(path).parent_path());
-                write_cluster_file(cluster, cal, path);
+                write_cluster_file(cluster, cal, path, sim::op_tables_to_toml(ops));
                 ctx->store->put_event(ctx->run_id, 0, 0, "info", "calibration", path, calibration_json(cal));
                 out["cluster_file"] = path;
                 out["calibration"] = nlohmann::json::parse(calibration_json(cal));

@@ -14,6 +14,7 @@
 #include "cmd_sweep.h"
 #include "cmd_trace.h"
 #include "cmd_train.h"
+#include "cmd_validate.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "kernels/blas.h"
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
     CLI::App* ckpt_show = cli::add_ckpt_command(app, ckpt_args);
     cli::ReportArgs report_args;
     CLI::App* report = cli::add_report_command(app, report_args);
+    cli::ValidateArgs validate_args;
+    CLI::App* validate = cli::add_validate_command(app, validate_args);
 
     try {
         app.parse(argc, argv);
@@ -79,6 +82,7 @@ int main(int argc, char** argv) {
         if (db_check->parsed()) return cli::run_db_check(db_check_args);
         if (ckpt_show->parsed()) return cli::run_ckpt_show(ckpt_args);
         if (report->parsed()) return cli::run_report(report_args);
+        if (validate->parsed()) return cli::run_validate(validate_args);
         int rc = kExitUsage;
         if (train->parsed()) rc = cli::run_train(train_args, &argc, &argv);
         if (profile->parsed()) rc = cli::run_profile(profile_args, &argc, &argv);

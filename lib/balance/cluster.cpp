@@ -4,6 +4,8 @@
 #include <limits>
 #include <sstream>
 
+#include <toml++/toml.h>
+
 #include "core/error.h"
 
 namespace prophet {
@@ -192,7 +194,17 @@ ClusterSpec cluster_from_config(const Config& config, const std::string& origin)
 
 ClusterSpec load_cluster_file(const std::string& path) {
     Config config(cluster_schema(), "cluster file " + path);
-    config.merge_toml_file(path);
+    // [ops] holds the per-op model's tables (lib/sim/op_model.h reads them), not cluster keys: merged without it
+    toml::table table;
+    try {
+        table = toml::parse_file(path);
+    } catch (const toml::parse_error&) {
+        config.merge_toml_file(path);  // throws the input error that names the line (or the missing file)
+    }
+    table.erase("ops");
+    std::ostringstream text;
+    text << table;
+    config.merge_toml_string(text.str(), path);
     return cluster_from_config(config, path);
 }
 

@@ -22,26 +22,6 @@ namespace {
 constexpr int kWarmup = 2;
 constexpr int kRepeats = 7;
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-// median over repeats of the slowest rank's time of fn(), seconds
-template <typename Fn>
-double time_collective(Communicator& comm, Fn fn) {
-    std::vector<double> samples;
-    for (int r = 0; r < kWarmup + kRepeats; ++r) {
-        comm.barrier();
-        const int64_t t0 = now_ns();
-        fn();
-        double t = (now_ns() - t0) * 1e-9;
-        comm.all_reduce_max(&t, 1);
-        if (r >= kWarmup) samples.push_back(t);
-    }
-    return median(samples);
-}
-
 // The local executor, timed: how long the expert part of a forward/backward takes.
 class TimedExecutor final : public MoeExecutor<float> {
   public:
@@ -64,6 +44,24 @@ class TimedExecutor final : public MoeExecutor<float> {
 };
 
 }  // namespace
+
+double calibration_median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double time_collective(Communicator& comm, const std::function<void()>& fn) {
+    std::vector<double> samples;
+    for (int r = 0; r < kWarmup + kRepeats; ++r) {
+        comm.barrier();
+        const int64_t t0 = now_ns();
+        fn();
+        double t = (now_ns() - t0) * 1e-9;
+        comm.all_reduce_max(&t, 1);
+        if (r >= kWarmup) samples.push_back(t);
+    }
+    return calibration_median(samples);
+}
 
 Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, const TrainSettings& settings) {
     const int D = comm.size();
@@ -179,8 +177,8 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
                 bnec.push_back(times[1]);
             }
         }
-        cal.fnec_s = median(fnec);
-        cal.bnec_s = median(bnec);
+        cal.fnec_s = calibration_median(fnec);
+        cal.bnec_s = calibration_median(bnec);
 
         // ---- the step's tail, as Trainer::step runs it after the last backward block: the dense-gradient
         // all-reduce, the global gradient norm (its all-reduce), AdamW on the dense tensors and this rank's home
@@ -251,7 +249,8 @@ std::string calibration_json(const Calibration& cal) {
     return j.dump();
 }
 
-void write_cluster_file(const ClusterSpec& cluster, const Calibration& cal, const std::string& path) {
+void write_cluster_file(const ClusterSpec& cluster, const Calibration& cal, const std::string& path,
+                        const std::string& extra_toml) {
     const std::string tmp = path + ".tmp";
     {
         std::ofstream out(tmp);
@@ -264,6 +263,7 @@ void write_cluster_file(const ClusterSpec& cluster, const Calibration& cal, cons
         out << "# point to point " << cal.p2p_bytes_per_s * 8 / 1e9 << " Gbit/s; " << blas_config() << "\n";
         out << cluster_to_toml(cluster);
         out << "source = \"prophet profile --calibrate\"\n";
+        out << extra_toml;
         if (!out.flush()) throw_input_error(path, "write failed", "check free disk space");
     }
     std::rename(tmp.c_str(), path.c_str());

@@ -13,6 +13,7 @@
 // Timings are medians over repeats of the maximum over ranks (the slowest rank decides, as in a step).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,10 +38,18 @@ struct Calibration {
     double a2a_wait_s = 0;   // per all-to-all, seconds
 };
 
+// median of v (empty: undefined)
+double calibration_median(std::vector<double> v);
+// Collective: the median over 7 repeats (after 2 warm-ups, each after a barrier) of the slowest rank's time of fn(),
+// seconds.
+double time_collective(Communicator& comm, const std::function<void()>& fn);
+
 // Collective: every rank takes part. Needs at least 2 ranks (exit 3 otherwise).
 Calibration calibrate_machine(Communicator& comm, const Model<float>& model, const TrainSettings& settings);
 ClusterSpec calibration_cluster(const Calibration& cal, int num_devices);
-void write_cluster_file(const ClusterSpec& cluster, const Calibration& cal, const std::string& path);
+// extra_toml: sections appended after [cluster] (the per-op model's [ops], train/calibrate_ops.h)
+void write_cluster_file(const ClusterSpec& cluster, const Calibration& cal, const std::string& path,
+                        const std::string& extra_toml = "");
 std::string calibration_json(const Calibration& cal);
 
 }  // namespace prophet

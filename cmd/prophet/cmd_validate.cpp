@@ -1,0 +1,221 @@
+// cmd_validate.cpp: `prophet validate` (see cmd_validate.h; docs/simulator.md "Validation").
+#include "cmd_validate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/validation.h"
+
+namespace prophet::cli {
+
+namespace {
+
+nlohmann::json point_json(const sim::PointValidation& p) {
+    return {{"run_id", p.run_id},
+            {"policy", p.policy},
+            {"schedule", p.schedule},
+            {"config", p.config},
+            {"seed", p.seed},
+            {"held_out", p.held_out},
+            {"busy_machine", p.busy_machine},
+            {"load1", p.load1},
+            {"steps", p.steps},
+            {"measured_mean_ms", p.measured_mean_ms},
+            {"sim_mean_ms", p.sim_mean_ms},
+            {"measured_median_ms", p.measured_median_ms},
+            {"sim_median_ms", p.sim_median_ms},
+            {"measured_sd_ms", p.measured_sd_ms},
+            {"error_mean", p.error_mean},
+            {"error_median", p.error_median},
+            {"max_step_error", p.max_step_error},
+            {"p90_step_error", p.p90_step_error},
+            {"step_mape", p.step_mape},
+            {"residual_ms", p.residual_ms},
+            {"recorded_ms", p.recorded_ms}};
+}
+
+nlohmann::json summary_json(const sim::ValidationSummary& s, const std::string& source, const std::string& cluster,
+                            const std::string& calibrated_on, const std::vector<std::string>& excluded) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const sim::PointValidation& p : s.points) points.push_back(point_json(p));
+    return {{"replay", source},
+            {"cluster", cluster},
+            {"calibrated_on", calibrated_on},
+            {"points", points},
+            {"excluded", excluded},
+            {"total",
+             {{"points", s.points.size()},
+              {"mape", s.mape},
+              {"bias", s.bias},
+              {"p90_abs", s.p90_abs},
+              {"max_abs", s.max_abs},
+              {"heldout_points", s.heldout_points},
+              {"heldout_mape", s.heldout_mape},
+              {"heldout_bias", s.heldout_bias},
+              {"heldout_p90_abs", s.heldout_p90_abs},
+              {"heldout_max_abs", s.heldout_max_abs},
+              {"kendall_tau", s.kendall_tau},
+              {"tau_pairs", s.tau_pairs},
+              {"residual_ms", s.residual_ms},
+              {"recorded_ms", s.recorded_ms}}}};
+}
+
+std::string pct(double x) { return fmt(100 * x, 3) + "%"; }
+
+void print_table(const sim::ValidationSummary& s, const std::string& source, const std::string& calibrated_on,
+                 const std::vector<std::string>& excluded) {
+    std::printf("replay: %s durations%s\n", source == "recorded" ? "recorded" : "op-model (per-op model)",
+                calibrated_on.empty() ? "" : (", tables calibrated on " + calibrated_on).c_str());
+    std::printf("%-16s %-10s %-9s %-8s %10s %10s %10s %10s %8s %8s %8s %8s\n", "run", "policy", "schedule", "set",
+                "meas mean", "sim mean", "meas med", "sim med", "err med", "err mean", "P90 step", "max step");
+    for (const sim::PointValidation& p : s.points)
+        std::printf("%-16s %-10s %-9s %-8s %10s %10s %10s %10s %8s %8s %8s %8s\n", p.run_id.c_str(), p.policy.c_str(),
+                    p.schedule.c_str(), source == "recorded" ? "-" : p.held_out ? "held-out" : "calib",
+                    fmt(p.measured_mean_ms, 4).c_str(), fmt(p.sim_mean_ms, 4).c_str(),
+                    fmt(p.measured_median_ms, 4).c_str(), fmt(p.sim_median_ms, 4).c_str(), pct(p.error_median).c_str(),
+                    pct(p.error_mean).c_str(), pct(p.p90_step_error).c_str(), pct(p.max_step_error).c_str());
+    std::printf("(err: (simulated - measured) / measured; P90 / max step: of |per-step errors|; times in ms)\n");
+    std::printf("total: %zu points: MAPE %s, bias %s, P90 |err| %s, max |err| %s\n", s.points.size(),
+                pct(s.mape).c_str(), pct(s.bias).c_str(), pct(s.p90_abs).c_str(), pct(s.max_abs).c_str());
+    if (source != "recorded")
+        std::printf("held out: %d points: MAPE %s, bias %s, P90 |err| %s, max |err| %s\n", s.heldout_points,
+                    pct(s.heldout_mape).c_str(), pct(s.heldout_bias).c_str(), pct(s.heldout_p90_abs).c_str(),
+                    pct(s.heldout_max_abs).c_str());
+    std::printf("policy order: Kendall tau %s over %d significant pairs (measured means > 2 sd of the seed spread apart)\n",
+                fmt(s.kendall_tau, 3).c_str(), s.tau_pairs);
+    std::printf("per-op kind, ms per step and rank (mean over points): recorded -> simulated (residual)\n");
+    for (const auto& [kind, ms] : s.residual_ms) {
+        const auto rec = s.recorded_ms.find(kind);
+        const double recorded = rec == s.recorded_ms.end() ? 0.0 : rec->second;
+        if (std::abs(ms) >= 0.0005 || recorded >= 0.0005)
+            std::printf("  %-13s %9.3f -> %9.3f (%+.3f)\n", kind.c_str(), recorded, recorded + ms, ms);
+    }
+    for (const std::string& e : excluded) std::printf("excluded: %s\n", e.c_str());
+    for (const sim::PointValidation& p : s.points)
+        if (p.busy_machine)
+            std::printf("busy: %s started on a busy machine (load %s): its measured steps include other jobs' time\n",
+                        p.run_id.c_str(), fmt(p.load1, 3).c_str());
+}
+
+// a validation run in the store: one metric row per point (step = point index) and the whole report as an event
+void record(Store& store, const sim::ValidationSummary& s, const nlohmann::json& report, const std::string& source) {
+    RunInfo info;
+    info.command = "validate";
+    info.experiment = "validation";
+    info.simulated = true;
+    info.git_sha = git_sha(&info.git_dirty);
+    info.hardware_json = hardware_json();
+    const std::string run_id = store.begin_run(info);
+    store.transaction([&] {
+        std::vector<std::pair<std::string, std::string>> params = {{"validate.replay", "\"" + source + "\""}};
+        for (size_t i = 0; i < s.points.size(); ++i) {
+            const sim::PointValidation& p = s.points[i];
+            params.emplace_back("validate.point." + std::to_string(i), "\"" + p.run_id + "\"");
+            store.put_metric(run_id, "measured_step_ms", static_cast<int64_t>(i), p.measured_median_ms);
+            store.put_metric(run_id, "sim_step_ms", static_cast<int64_t>(i), p.sim_median_ms);
+            store.put_metric(run_id, "error", static_cast<int64_t>(i), p.error_median);
+            store.put_metric(run_id, "held_out", static_cast<int64_t>(i), p.held_out ? 1.0 : 0.0);
+        }
+        store.put_params(run_id, params);
+        store.put_metric(run_id, "mape", 0, s.mape);
+        store.put_metric(run_id, "bias", 0, s.bias);
+        store.put_metric(run_id, "heldout_mape", 0, s.heldout_mape);
+        store.put_metric(run_id, "kendall_tau", 0, s.kendall_tau);
+        store.put_event(run_id, 0, -1, "info", "validation", "prophet validate report", report.dump());
+    });
+    store.finish_run(run_id, "finished", 0, "");
+    std::fprintf(stderr, "prophet: validation recorded as run %s\n", run_id.c_str());
+}
+
+}  // namespace
+
+CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
+    CLI::App* cmd = app.add_subcommand(
+        "validate",
+        "the simulator against recorded real runs: replays each step's recorded counts and placements on its recorded "
+        "op DAG, the ops timed by a calibrated per-op model, and compares with the measured step");
+    cmd->add_option("--store", args.db, "the store holding the runs (recorded with prophet train --timeline)")
+        ->capture_default_str();
+    cmd->add_option("--run", args.run_ids, "a run to validate (repeatable)");
+    cmd->add_option("--experiment", args.experiment, "every finished train run of this experiment");
+    cmd->add_option("--cluster", args.cluster,
+                    "a cluster file with an [ops] section (prophet profile --calibrate writes one); needed unless "
+                    "--replay recorded");
+    cmd->add_option("--replay", args.replay,
+                    "model: the per-op model's durations (the validation); recorded: the recorded durations (the "
+                    "replay's own exactness check: within 3% per step)")
+        ->check(CLI::IsMember({"model", "recorded"}))
+        ->capture_default_str();
+    cmd->add_flag("--include-oversubscribed", args.include_oversubscribed,
+                  "keep runs recorded with more ranks than cores (docs/testbed.md): left out by default");
+    cmd->add_flag("!--no-record", args.record, "do not record the validation as a run in the store");
+    cmd->add_flag("--json", args.json, "one JSON object on stdout instead of the table");
+    cmd->footer(
+        "Examples:\n"
+        "  mpirun -np 2 prophet profile --config experiments/train/main-2rank.toml --calibrate --cluster-out c.toml\n"
+        "  mpirun -np 2 prophet train --config experiments/train/main-2rank.toml --set balance.policy=prophet --timeline\n"
+        "  prophet validate --experiment main-2rank --cluster c.toml\n"
+        "  prophet validate --store tests/fixtures/replay-2rank.db --experiment replay-fixture --replay recorded --no-record\n"
+        "Points whose model shape and rank count match the [ops] tables' calibrated_on are the calibration set;\n"
+        "the others are held out. Errors are (simulated - measured) / measured of each run's median step\n"
+        "(step 0 left out). docs/simulator.md explains the replay and what the per-op model leaves out;\n"
+        "experiments/validate-heldout.sh runs the whole held-out campaign (calibrate, record, validate, figure).");
+    return cmd;
+}
+
+int run_validate(const ValidateArgs& args) {
+    if (args.run_ids.empty() && args.experiment.empty())
+        throw Error(kExitUsage, "usage error: prophet validate needs --run ID (repeatable) or --experiment NAME; fix: "
+                                "e.g. prophet validate --experiment main-2rank --cluster c.toml");
+    if (args.replay == "model" && args.cluster.empty())
+        throw Error(kExitUsage, "usage error: --replay model needs --cluster FILE with an [ops] section; fix: "
+                                "calibrate one with mpirun -np 2 prophet profile --config CONFIG --calibrate "
+                                "--cluster-out FILE, or pass --replay recorded");
+    Store store = open_existing_store(args.db);
+    std::vector<std::string> ids = args.run_ids;
+    std::set<std::string> by_experiment;  // these may lack a timeline: left out with a note, not an error
+    if (!args.experiment.empty())
+        for (const RunRow& r : store.list_runs(args.experiment))
+            if (r.info.command == "train" && r.status == "finished" &&
+                std::find(ids.begin(), ids.end(), r.run_id) == ids.end()) {
+                by_experiment.insert(r.run_id);
+                ids.push_back(r.run_id);
+            }
+    if (ids.empty())
+        throw_input_error(args.db, "has no finished train run of experiment " + args.experiment,
+                          "list them with prophet runs --db " + args.db);
+    const sim::ReplaySource source = args.replay == "recorded" ? sim::ReplaySource::kRecorded : sim::ReplaySource::kOpModel;
+    sim::OpTables tables;
+    if (source == sim::ReplaySource::kOpModel) tables = sim::load_op_tables(args.cluster);
+    std::vector<sim::PointValidation> points;
+    std::vector<std::string> excluded;
+    for (const std::string& id : ids) {
+        sim::RecordedRun run;
+        try {
+            run = sim::load_recorded_run(store, id);
+        } catch (const Error& e) {
+            if (!by_experiment.count(id)) throw;
+            excluded.push_back(id + ": " + e.what());
+            continue;
+        }
+        if (run.param("testbed.oversubscribed") == "true" && !args.include_oversubscribed) {
+            excluded.push_back(id + ": oversubscribed (more ranks than cores); --include-oversubscribed keeps it");
+            continue;
+        }
+        points.push_back(sim::validate_run(run, source, source == sim::ReplaySource::kOpModel ? &tables : nullptr));
+    }
+    if (points.empty())
+        throw_input_error(args.db, "no run left to validate (" + std::to_string(excluded.size()) + " excluded)",
+                          "pass --include-oversubscribed, or record runs with one rank per core");
+    const sim::ValidationSummary summary = sim::summarize_validation(points);
+    const nlohmann::json report = summary_json(summary, args.replay, args.cluster, tables.calibrated_on, excluded);
+    if (args.json) std::printf("%s\n", report.dump().c_str());
+    else print_table(summary, args.replay, tables.calibrated_on, excluded);
+    if (args.record) record(store, summary, report, args.replay);
+    return kExitOk;
+}
+
+}  // namespace prophet::cli

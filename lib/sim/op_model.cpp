@@ -1,0 +1,322 @@
+// op_model.cpp: predicted durations of a recorded step's ops from their features (see op_model.h).
+#include "sim/op_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "balance/placement.h"
+#include "core/error.h"
+
+namespace prophet::sim {
+
+namespace {
+
+constexpr double kFloat = 4.0;  // bytes of one fp32 value
+
+double stream_s(const OpTables& t, double bytes) { return t.stream_latency_s + bytes / t.stream_bytes_per_s; }
+
+// the FLOP rate of a GEMM of `flop` FLOP with no table of its shape: the tables' (FLOP, rate) points, rate
+// interpolated linearly in log FLOP between the two nearest, clamped at the ends (small GEMMs run slower per FLOP)
+double rate_at_flop(const OpTables& t, double flop) {
+    std::vector<std::pair<double, double>> points;  // (log FLOP, FLOP/s)
+    for (const GemmTable& g : t.gemms)
+        for (size_t i = 0; i < g.m.size(); ++i)
+            if (g.seconds[i] > 0) {
+                const double f = 2.0 * g.m[i] * g.n * g.k;
+                points.emplace_back(std::log(f), f / g.seconds[i]);
+            }
+    PROPHET_ASSERT_MSG(!points.empty(), "the [ops] tables hold no GEMM time");
+    std::sort(points.begin(), points.end());
+    const double x = std::log(flop);
+    if (x <= points.front().first) return points.front().second;
+    if (x >= points.back().first) return points.back().second;
+    size_t i = 1;
+    while (points[i].first < x) ++i;
+    const auto& [x0, r0] = points[i - 1];
+    const auto& [x1, r1] = points[i];
+    return x1 > x0 ? r0 + (r1 - r0) * (x - x0) / (x1 - x0) : r1;
+}
+
+// rows of expert e each rank computes at one layer: [D][E], from the counts and the placement the layer used
+std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, const Placement& p) {
+    const int D = c.D, E = c.E;
+    std::vector<double> rows(static_cast<size_t>(D) * E, 0.0);
+    const RouteRule rule = parse_route_rule(c.route_rule);
+    if (rule == RouteRule::kEvenSplit) {  // every holder computes an equal share of every device's tokens
+        for (int e = 0; e < E; ++e) {
+            int holders = 0;
+            for (int d = 0; d < D; ++d) holders += p.holds(e, d) ? 1 : 0;
+            double total = 0;
+            for (int d = 0; d < D; ++d) total += static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
+            for (int d = 0; d < D; ++d)
+                if (p.holds(e, d)) rows[static_cast<size_t>(d) * E + e] = total / std::max(1, holders);
+        }
+        return rows;
+    }
+    const std::vector<int> dest = routing_destination(counts, p, rule);  // [D*E]
+    for (int src = 0; src < D; ++src)
+        for (int e = 0; e < E; ++e) {
+            const int dst = dest[static_cast<size_t>(src) * E + e];
+            if (dst >= 0 && dst < D)
+                rows[static_cast<size_t>(dst) * E + e] += static_cast<double>(counts[static_cast<size_t>(src) * E + e]);
+        }
+    return rows;
+}
+
+// Features of one layer of one step: rows per expert per rank, all-to-all rows out/in per rank, Trans bytes.
+struct LayerFeatures {
+    std::vector<double> rows;       // [D][E] expert rows computed
+    std::vector<double> sent, recv; // [D] token rows sent to / received from other ranks
+    std::vector<double> moved;      // [D] expert parameter bytes a rank sends or receives in Trans (and Agg)
+    std::vector<int> messages;      // [D] Trans messages of a rank
+};
+
+LayerFeatures layer_features(const OpModelConfig& c, const RecordedStep& step, int layer) {
+    const int D = c.D, E = c.E;
+    LayerFeatures f;
+    f.rows.assign(static_cast<size_t>(D) * E, 0.0);
+    f.sent.assign(D, 0.0);
+    f.recv.assign(D, 0.0);
+    f.moved.assign(D, 0.0);
+    f.messages.assign(D, 0);
+    const Placement& p = step.placements.at(layer);
+    if (step.counts.empty()) return f;
+    const int64_t* counts = step.counts.data() + static_cast<size_t>(layer) * D * E;
+    f.rows = expert_rows(c, counts, p);
+    for (int e = 0; e < E; ++e) {
+        double total = 0;
+        for (int d = 0; d < D; ++d) total += static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
+        for (int d = 0; d < D; ++d) {
+            const double local = counts[static_cast<size_t>(d) * E + e];
+            const double here = f.rows[static_cast<size_t>(d) * E + e];
+            // tokens rank d routes to e that are computed elsewhere go out; what d computes of others' comes in
+            f.sent[d] += total > 0 ? local * (1.0 - here / total) : 0.0;
+            f.recv[d] += total > 0 ? here * (1.0 - local / total) : 0.0;
+        }
+    }
+    // Trans: the expert's home (static layout) sends 2CF floats to every other holder (moe_trans)
+    const double expert_bytes = 2.0 * c.C * c.F * kFloat;
+    const int per_rank = E / D;
+    for (int e = 0; e < E; ++e) {
+        const int home = e / per_rank;
+        for (int d = 0; d < D; ++d)
+            if (d != home && p.holds(e, d)) {
+                f.moved[home] += expert_bytes;
+                f.moved[d] += expert_bytes;
+                ++f.messages[home];
+                ++f.messages[d];
+            }
+    }
+    return f;
+}
+
+double dense_params(const OpModelConfig& c) {
+    const double C = c.C;
+    return c.V * C + c.T * C + c.L * (4 * C + 3 * C * C + 3 * C + C * C + C + C * c.E) + 2 * C;
+}
+
+// per-rank compute of the non-expert ops (seconds), by kind and occurrence within the block
+double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kind, int occurrence) {
+    const double N = static_cast<double>(c.B) / c.D * c.T;  // tokens of this rank
+    const double C = c.C, act = N * C * kFloat;            // one activation [N, C] in bytes
+    const double hd = C / std::max(1, c.NH);
+    const double attn_core = static_cast<double>(c.B) / c.D * c.NH * c.T * c.T * hd * 4.0;  // QK^T + PV, FLOP
+    using K = prophet::OpKind;
+    switch (kind) {
+        case K::kData:  // zero_grad over the whole model (every rank keeps every expert's storage) + the batch
+            return stream_s(t, (dense_params(c) + static_cast<double>(c.L) * c.E * 2.0 * c.C * c.F) * kFloat + N * 8.0);
+        case K::kEmbed: return stream_s(t, 3 * act);
+        case K::kEmbedBwd: return stream_s(t, 3 * act);
+        case K::kAttn:
+            if (occurrence > 0) return stream_s(t, 3 * act);  // the MoE residual add
+            return stream_s(t, 2 * act) + gemm_seconds(t, N, 3 * c.C, c.C) + attn_core / t.attn_flops_per_s +
+                   gemm_seconds(t, N, c.C, c.C) + stream_s(t, 3 * act);
+        case K::kAttnBwd:
+            return 2 * (gemm_seconds(t, N, 3 * c.C, c.C) + gemm_seconds(t, N, c.C, c.C)) +
+                   2 * attn_core / t.attn_flops_per_s + 2 * stream_s(t, 3 * act);
+        case K::kGate: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.E, c.C) + stream_s(t, N * c.E * kFloat * 4);
+        case K::kGateBwd: return 2 * gemm_seconds(t, N, c.E, c.C) + stream_s(t, 3 * act);
+        case K::kHead: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat);
+        case K::kHeadBwd: return 2 * gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat + 2 * act);
+        default: return 0.0;
+    }
+}
+
+double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank, bool backward) {
+    double s = 0;
+    for (int e = 0; e < c.E; ++e) {
+        const double m = f.rows[static_cast<size_t>(rank) * c.E + e];
+        if (m <= 0) continue;
+        const double pair = gemm_seconds(t, m, c.F, c.C) + gemm_seconds(t, m, c.C, c.F);  // x W1, h W2
+        s += (backward ? 2 * pair : pair) + stream_s(t, (backward ? 3 : 2) * m * c.F * kFloat);  // gelu (')
+    }
+    return s;
+}
+
+// bytes over the table's bandwidth, or the emulated link's egress when that is slower (out: the bytes the rank sends)
+double wire_s(const OpModelConfig& c, double bytes, double out, double table_bytes_per_s, int messages) {
+    double s = bytes / table_bytes_per_s;
+    if (c.link_bytes_per_s > 0) s = std::max(s, out / c.link_bytes_per_s) + messages * c.link_latency_s;
+    return s;
+}
+
+double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank) {
+    const double bytes = std::max(f.sent[rank], f.recv[rank]) * c.C * kFloat;
+    return t.a2a_latency_s * (c.D - 1) + wire_s(c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
+}
+
+}  // namespace
+
+double gemm_seconds(const OpTables& t, double m, int n, int k) {
+    if (m <= 0) return 0.0;
+    for (const GemmTable& g : t.gemms) {
+        if (g.n != n || g.k != k || g.m.empty()) continue;
+        const std::vector<double>& x = g.m;
+        const std::vector<double>& y = g.seconds;
+        if (x.size() == 1) return y[0] * m / x[0];
+        if (m <= x.front()) return y[0] * m / x.front();  // below the table: the smallest M's rate
+        size_t i = 1;
+        while (i + 1 < x.size() && x[i] < m) ++i;
+        // between x[i-1] and x[i] (or past the end, along the last segment)
+        const double slope = (y[i] - y[i - 1]) / (x[i] - x[i - 1]);
+        return std::max(0.0, y[i - 1] + slope * (m - x[i - 1]));
+    }
+    const double flop = 2.0 * m * n * k;
+    return flop / rate_at_flop(t, flop);
+}
+
+double ring_allreduce_seconds(const OpTables& t, double bytes, int D) {
+    if (D <= 1) return 0.0;
+    return 2.0 * (D - 1) * (t.allreduce_latency_s + bytes / (static_cast<double>(D) * t.allreduce_bytes_per_s));
+}
+
+OpModelConfig op_model_config(const RecordedRun& run) {
+    OpModelConfig c;
+    auto get = [&](const char* key) {
+        const std::string v = run.param(key);
+        if (v.empty()) throw_input_error("run " + run.run_id, std::string("has no param ") + key,
+                                         "validate runs recorded by prophet train");
+        return std::stoi(v);
+    };
+    c.V = get("model.V");
+    c.T = get("model.T");
+    c.C = get("model.C");
+    c.NH = get("model.NH");
+    c.L = get("model.L");
+    c.E = get("model.E");
+    c.K = get("model.K");
+    c.F = get("model.F");
+    if (c.F <= 0) c.F = 2 * c.C;  // model.F = 0 means 2C (model_config.h hidden_size)
+    c.B = get("model.B");
+    c.D = run.num_ranks;
+    const std::string route = run.param("balance.route_to", "auto");
+    c.route_rule = route == "auto" ? route_rule_name(paper_route_rule(run.param("balance.policy", "static"))) : route;
+    c.link_bytes_per_s = std::stod(run.param("comm.link_gbps", "0")) * 1e9 / 8;
+    c.link_latency_s = std::stod(run.param("comm.link_latency_us", "0")) * 1e-6;
+    return c;
+}
+
+ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, const RecordedStep& step,
+                                  const ReplayGraph& g) {
+    using K = prophet::OpKind;
+    const size_t n = g.ops.size();
+    ReplayDurations d;
+    d.own_us.assign(n, 0.0);
+    d.lead_us.assign(n, 0.0);
+    std::map<int, LayerFeatures> layers;
+    auto features = [&](int layer) -> const LayerFeatures& {
+        auto it = layers.find(layer);
+        if (it == layers.end()) it = layers.emplace(layer, layer_features(c, step, layer)).first;
+        return it->second;
+    };
+    // Trans/Agg parts recorded per (kind, block, rank): a split transfer shares the block's bytes
+    std::map<std::tuple<int, int, int>, int> parts;
+    std::map<std::tuple<int, int, int, int>, int> occurrences;  // (rank, lane, kind, block) -> seen so far
+    for (const ReplayOp& op : g.ops)
+        if (op.kind == K::kTrans || op.kind == K::kAgg) ++parts[{static_cast<int>(op.kind), op.block, op.rank}];
+    const double dense_bytes = dense_params(c) * kFloat;
+    const double home_expert_bytes = static_cast<double>(c.L) * c.E / c.D * 2.0 * c.C * c.F * kFloat;
+    for (size_t i = 0; i < n; ++i) {
+        const ReplayOp& op = g.ops[i];
+        const int occurrence = occurrences[{op.rank, static_cast<int>(op.lane), static_cast<int>(op.kind), op.block}]++;
+        double s = 0;
+        switch (op.kind) {
+            case K::kFec: s = expert_s(t, c, features(op.block), op.rank, false); break;
+            case K::kBec: s = expert_s(t, c, features(op.block), op.rank, true); break;
+            case K::kDispatch:
+            case K::kCombine:
+            case K::kDispatchBwd:
+            case K::kCombineBwd: {  // a collective: the slowest rank's exchange
+                const LayerFeatures& f = features(op.block);
+                for (int r = 0; r < c.D; ++r) s = std::max(s, a2a_s(t, c, f, r));
+                break;
+            }
+            case K::kPack:
+            case K::kUnpack: {
+                const LayerFeatures& f = features(op.block);
+                double rows = 0;
+                for (int e = 0; e < c.E; ++e) rows += f.rows[static_cast<size_t>(op.rank) * c.E + e];
+                rows = std::max({rows, f.sent[op.rank], f.recv[op.rank]});
+                s = stream_s(t, 2 * rows * c.C * kFloat);
+                break;
+            }
+            case K::kTrans:
+            case K::kAgg: {
+                const LayerFeatures& f = features(op.block);
+                const int share = parts[{static_cast<int>(op.kind), op.block, op.rank}];
+                for (int r = 0; r < c.D; ++r)  // a unit over the ranks: the busiest one's transfer
+                    s = std::max(s, t.p2p_latency_s * f.messages[r] +
+                                        wire_s(c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
+                s /= std::max(1, share);
+                break;
+            }
+            case K::kLayout:  // the counts all-gather, or (a local unit) the blockwise dispatch-layout build
+                s = (g.collective[g.unit[i]] ? t.a2a_latency_s * (c.D - 1) : 0.0) + stream_s(t, c.D * c.E * 8.0);
+                break;
+            case K::kAllReduce: s = ring_allreduce_seconds(t, dense_bytes, c.D); break;
+            case K::kOptimizer:
+                s = ring_allreduce_seconds(t, 8, c.D) + stream_s(t, 7 * (dense_bytes + home_expert_bytes));
+                break;
+            case K::kStats: s = 2 * ring_allreduce_seconds(t, 8 * 9, c.D) + stream_s(t, c.L * c.D * c.E * 8.0); break;
+            case K::kPlan: s = (op.end_us - op.start_us) * 1e-6; break;  // recorded (the policy's CPU time)
+            case K::kTransWait:
+            case K::kAggWait:
+            case K::kPlanWait: s = 0; break;
+            default: s = dense_op_s(t, c, op.kind, occurrence); break;
+        }
+        const auto scale = t.scale.find(prophet::op_kind_name(op.kind));
+        d.own_us[i] = s * 1e6 * (scale == t.scale.end() ? 1.0 : scale->second);
+    }
+    return d;
+}
+
+OpTables fit_op_scales(OpTables tables, const RecordedRun& run) {
+    tables.scale.clear();
+    const OpModelConfig config = op_model_config(run);
+    std::map<std::string, std::pair<double, double>> sums;  // kind -> (recorded, modelled) us
+    for (const RecordedStep& s : run.steps) {
+        if (s.step == run.steps.front().step || s.counts.empty()) continue;  // the warm-up step
+        const ReplayGraph g = build_replay_graph(s.ops, run.num_ranks, run.blockwise,
+                                                 "run " + run.run_id + " step " + std::to_string(s.step));
+        const ReplayDurations recorded = recorded_durations(g);
+        const ReplayDurations modelled = predict_durations(tables, config, s, g);
+        for (size_t i = 0; i < g.ops.size(); ++i) {
+            const prophet::OpKind kind = g.ops[i].kind;
+            // NOTE: compute only: a communication kind's factor would carry the calibration's link to runs over
+            // another (an emulated slow link), and the optimizer is AdamW's streams behind a one-number all-reduce
+            if (is_wait_kind(kind) || kind == prophet::OpKind::kPlan ||
+                (is_collective_kind(kind) && kind != prophet::OpKind::kOptimizer))
+                continue;
+            auto& [rec, mod] = sums[prophet::op_kind_name(kind)];
+            rec += recorded.own_us[i];
+            mod += modelled.own_us[i];
+        }
+    }
+    for (const auto& [kind, sum] : sums)
+        if (sum.second > 0 && sum.first > 0) tables.scale[kind] = sum.first / sum.second;
+    return tables;
+}
+
+}  // namespace prophet::sim

@@ -1,0 +1,92 @@
+// op_model.h: the per-op cost model of the real trainer (beside balance/cost_model.h, which stays the planner's
+// "paper model", Eqs 1-8). Each op the trainer records (schedule/timeline.h) gets a predicted duration from its
+// features: the model config, the step's routing counts and placement, the rank. The constants are tables
+// measured on the machine by `prophet profile --calibrate` (train/calibrate_ops.h) and kept in the cluster file's
+// [ops] section (docs/cluster.md lists every field).
+//
+// Per op kind (N = this rank's tokens B/D*T, C model width, F expert hidden, V vocabulary, E experts):
+//   GEMM (M x N x K, fp32): the measured table of that (N, K) interpolated linearly in M (the rows; extrapolated
+//     along the last segment); a shape with no table (a held-out model): 2MNK at the FLOP rate the tables reach at
+//     that FLOP count (interpolated in log FLOP over every table point);
+//   streaming ops (layernorm, gelu, softmax, residual adds, pack/unpack copies, embedding): stream_latency +
+//     bytes / stream bandwidth;
+//   attention core (QK^T, softmax-V): its FLOP at attn_gflop_s;
+//   expert compute: per expert with rows on this rank, its two GEMMs (+ gelu); backward: four GEMMs (+ gelu');
+//   all-to-all: a2a_latency * peers + max(bytes out, bytes in) of the rank / a2a bandwidth; a collective takes the
+//     slowest rank's time;
+//   Trans / Agg: p2p_latency * messages + expert bytes moved by the rank / p2p bandwidth (a part of a split
+//     transfer: half of the block's when both parts were recorded);
+//   dense all-reduce: ring, 2 (D-1) steps of latency + 2 (D-1)/D * bytes / allreduce bandwidth;
+//   optimizer: a one-number all-reduce + 7 streams of the rank's parameter bytes (AdamW reads p, g, m, v and
+//     writes p, m, v) at the stream bandwidth;
+//   layout / stats: a small all-gather / all-reduce (latency) and streaming over the counts;
+//   plan: the recorded duration (the planner's CPU time is the policy's, not the machine's);
+//   waits: 0 (the replay's dependencies carry them).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/replay.h"
+
+namespace prophet::sim {
+
+struct GemmTable {
+    int n = 0, k = 0;               // output columns, inner dimension
+    std::vector<double> m;          // rows, ascending
+    std::vector<double> seconds;    // median time per M
+};
+
+struct OpTables {
+    std::vector<GemmTable> gemms;
+    double stream_latency_s = 0;     // per streaming op
+    double stream_bytes_per_s = 0;   // read + write bytes per second of a streaming kernel (layernorm, copies)
+    double attn_flops_per_s = 0;     // attention core
+    double a2a_latency_s = 0;        // per peer of an all-to-all
+    double a2a_bytes_per_s = 0;      // per rank
+    double p2p_latency_s = 0;        // per message (Trans/Agg)
+    double p2p_bytes_per_s = 0;
+    double allreduce_latency_s = 0;  // per ring step
+    double allreduce_bytes_per_s = 0;
+    std::string calibrated_on;       // the config the tables were measured at (validation: held out or not)
+    // per op kind name: recorded / modelled own time over the calibration run's steps (fit_op_scales), multiplied
+    // into that kind's prediction; a kind not listed: 1. What microbenchmarks miss inside a real step (cold caches,
+    // the other threads of the rank) is then carried to held-out configs per op kind.
+    std::map<std::string, double> scale;
+    bool empty() const { return gemms.empty(); }
+};
+
+// seconds of an M x N x K GEMM (see the file comment)
+double gemm_seconds(const OpTables& tables, double m, int n, int k);
+// seconds of a ring all-reduce of `bytes` over D ranks: 2 (D-1) (latency + bytes / (D * bandwidth))
+double ring_allreduce_seconds(const OpTables& tables, double bytes, int num_ranks);
+
+// [ops] of the cluster file at `path`; an input error naming the field when a field is missing or out of range
+OpTables load_op_tables(const std::string& path);
+// the [ops] section as TOML (appended to a cluster file by the calibration)
+std::string op_tables_to_toml(const OpTables& tables);
+
+// The model config of a recorded run (its params) and the routing features of one step.
+struct OpModelConfig {
+    int V = 0, T = 0, C = 0, NH = 0, L = 0, E = 0, K = 0, F = 0, B = 0, D = 0;
+    std::string route_rule;  // owner | least_loaded | even_split (the run's balance.route_to, "auto" resolved)
+    // the run's emulated link (comm.link_gbps, comm.link_latency_us): every rank's all-to-all and point-to-point
+    // egress leaves at this rate, so an exchange takes the slower of the table's bandwidth and the link's for the
+    // bytes the rank sends, plus the link latency per message. 0: no emulated link
+    double link_bytes_per_s = 0;
+    double link_latency_s = 0;
+};
+OpModelConfig op_model_config(const RecordedRun& run);  // input error naming the run when model.* is absent
+
+// Predicted own duration (microseconds) of every op of a step's graph, times tables.scale of its kind; lead and
+// wake-up are 0. plan ops keep their recorded duration.
+ReplayDurations predict_durations(const OpTables& tables, const OpModelConfig& config, const RecordedStep& step,
+                                  const ReplayGraph& graph);
+
+// tables with scale fitted on a recorded run (the calibration's own): per compute op kind (and the optimizer),
+// the recorded own time summed over steps 1.. and ranks over the modelled one (scale ignored). Communication kinds,
+// waits and plan are not fitted.
+OpTables fit_op_scales(OpTables tables, const RecordedRun& run);
+
+}  // namespace prophet::sim

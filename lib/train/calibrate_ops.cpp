@@ -1,0 +1,123 @@
+// calibrate_ops.cpp: the per-op model's microbenchmarks (see calibrate_ops.h).
+#include "train/calibrate_ops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/blas.h"
+#include "kernels/kernels.h"
+#include "train/calibrate.h"
+
+namespace prophet {
+
+namespace {
+
+// all-to-all of per_peer bytes to every other rank, seconds
+double time_a2a(Communicator& comm, size_t per_peer) {
+    const int D = comm.size();
+    std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
+    std::vector<size_t> bytes(D, per_peer), offsets(D);
+    for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
+    bytes[comm.rank()] = 0;
+    return time_collective(comm, [&] {
+        comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
+    });
+}
+
+// rank 0 -> rank 1, seconds
+double time_p2p(Communicator& comm, size_t bytes) {
+    std::vector<char> buffer(bytes, 1);
+    return time_collective(comm, [&] {
+        if (comm.rank() == 0) comm.isend(buffer.data(), bytes, 1, 7311)->wait();
+        if (comm.rank() == 1) comm.irecv(buffer.data(), bytes, 0, 7311)->wait();
+    });
+}
+
+double time_allreduce(Communicator& comm, size_t count) {
+    std::vector<float> data(count, 1.0f);
+    return time_collective(comm, [&] { comm.all_reduce_sum(data.data(), count); });
+}
+
+}  // namespace
+
+sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& settings) {
+    const int D = comm.size();
+    if (D < 2)
+        throw Error(kExitConfig, "calibration needs at least 2 ranks to measure communication; fix: mpirun -np 2 "
+                                 "(or more) prophet profile --calibrate ...");
+    const ModelConfig& m = settings.model;
+    const int C = m.C, F = m.hidden_size(), E = m.E, V = m.V;
+    sim::OpTables t;
+    t.calibrated_on = "V=" + std::to_string(V) + " T=" + std::to_string(m.T) + " C=" + std::to_string(C) +
+                      " NH=" + std::to_string(m.NH) + " L=" + std::to_string(m.L) + " E=" + std::to_string(E) +
+                      " K=" + std::to_string(m.K) + " F=" + std::to_string(F) + " B=" + std::to_string(m.B) +
+                      " D=" + std::to_string(D);
+
+    // ---- GEMMs at the model's shapes: out[M, N] = x[M, K] W[K, N] ----
+    const std::vector<double> rows = {16, 64, 256, 1024, 4096};
+    const std::pair<int, int> shapes[] = {{3 * C, C}, {C, C}, {E, C}, {V, C}, {F, C}, {C, F}};
+    for (const auto& [n, k] : shapes) {
+        if (std::any_of(t.gemms.begin(), t.gemms.end(), [&](const sim::GemmTable& g) { return g.n == n && g.k == k; }))
+            continue;  // e.g. E = C: one table serves both
+        sim::GemmTable g;
+        g.n = n;
+        g.k = k;
+        g.m = rows;
+        for (double mr : rows) {
+            const int M = static_cast<int>(mr);
+            std::vector<float> x(static_cast<size_t>(M) * k, 0.01f), w(static_cast<size_t>(k) * n, 0.02f),
+                out(static_cast<size_t>(M) * n);
+            g.seconds.push_back(time_collective(comm, [&] {
+                gemm<float>(false, false, M, n, k, 1.0f, x.data(), k, w.data(), n, 0.0f, out.data(), n);
+            }));
+        }
+        t.gemms.push_back(std::move(g));
+    }
+
+    // ---- streaming: a copy (read + write) ----
+    {
+        const size_t small = 4096, large = 8u << 20;
+        std::vector<char> a(large, 1), b(large, 0);
+        const double t_small = time_collective(comm, [&] { std::memcpy(b.data(), a.data(), small); });
+        const double t_large = time_collective(comm, [&] { std::memcpy(b.data(), a.data(), large); });
+        t.stream_latency_s = t_small;
+        t.stream_bytes_per_s = 2.0 * large / std::max(1e-9, t_large - t_small);
+    }
+
+    // ---- attention at this rank's sequences ----
+    {
+        const int B = std::max(1, m.B / D), T = m.T, NH = std::max(1, m.NH);
+        std::vector<float> qkv(static_cast<size_t>(B) * T * 3 * C, 0.01f), out(static_cast<size_t>(B) * T * C),
+            att(static_cast<size_t>(B) * NH * T * T);
+        const double s = time_collective(comm, [&] { attention_forward<float>(out.data(), att.data(), qkv.data(), B, T, C, NH); });
+        const double flop = static_cast<double>(B) * NH * T * T * (static_cast<double>(C) / NH) * 4.0;
+        t.attn_flops_per_s = flop / std::max(1e-9, s);
+    }
+
+    // ---- all-to-all, point to point, all-reduce: latency from a small message, bandwidth from a large one ----
+    {
+        const double small = time_a2a(comm, 1024), large = time_a2a(comm, 1u << 20);
+        t.a2a_latency_s = small / (D - 1);
+        t.a2a_bytes_per_s = (1u << 20) * static_cast<double>(D - 1) / std::max(1e-9, large - small);
+    }
+    {
+        const double small = time_p2p(comm, 8), large = time_p2p(comm, 4u << 20);
+        t.p2p_latency_s = small;
+        t.p2p_bytes_per_s = (4u << 20) / std::max(1e-9, large - small);
+    }
+    {
+        const size_t count = 1u << 20;  // 4 MiB of floats
+        const double small = time_allreduce(comm, 2), large = time_allreduce(comm, count);
+        const double steps = 2.0 * (D - 1);
+        t.allreduce_latency_s = small / steps;
+        // large = steps (latency + bytes / (D bw))  ->  bw = bytes / (D (large / steps - latency))
+        t.allreduce_bytes_per_s =
+            count * 4.0 / (D * std::max(1e-12, large / steps - t.allreduce_latency_s));
+    }
+    return t;
+}
+
+}  // namespace prophet

@@ -1,0 +1,136 @@
+// `prophet validate` on the committed replay fixture (tests/fixtures/replay-2rank.db, two real 2-rank runs with
+// --timeline) and the cluster file calibrated for it (tests/fixtures/replay-2rank-cluster.toml): the recorded
+// replay is exact within 3%, the per-op model's replay reports every statistic and is recorded in the store; bad
+// invocations say what to pass.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "../temp_dir_test.h"
+#include "cli_util.h"
+#include "core/error.h"
+#include "balance/cluster.h"
+#include "sim/op_model.h"
+#include "store/store.h"
+
+namespace {
+
+using prophet::testing::run_prophet;
+
+const std::string kFixtureDir = std::string(PROPHET_SOURCE_DIR) + "/tests/fixtures";
+
+class ValidateCli : public prophet::testing::TempDirTest {
+  protected:
+    void SetUp() override {
+        TempDirTest::SetUp();
+        if (!std::filesystem::exists(kFixtureDir + "/replay-2rank.db")) GTEST_SKIP() << "no replay fixture";
+        std::filesystem::copy_file(kFixtureDir + "/replay-2rank.db", db_);  // the command records into its store
+    }
+};
+
+}  // namespace
+
+TEST_F(ValidateCli, RecordedReplayIsExact) {
+    const auto r = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --replay recorded --json "
+                                   "--no-record", dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["points"].size(), 2u);
+    for (const auto& p : j["points"]) {
+        EXPECT_LE(std::abs(p["max_step_error"].get<double>()), 0.03) << p["run_id"];
+        EXPECT_GE(p["steps"].get<int>(), 4);
+    }
+    std::set<std::string> schedules;
+    for (const auto& p : j["points"]) schedules.insert(p["schedule"].get<std::string>());
+    EXPECT_EQ(schedules, (std::set<std::string>{"none", "blockwise"}));
+}
+
+TEST_F(ValidateCli, OpModelReportsEveryStatisticAndIsRecorded) {
+    const auto r = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --cluster " + kFixtureDir +
+                                       "/replay-2rank-cluster.toml --json", dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["replay"], "model");
+    EXPECT_EQ(j["calibrated_on"], "V=256 T=32 C=64 NH=4 L=2 E=4 K=1 F=2048 B=16 D=2");
+    ASSERT_EQ(j["points"].size(), 2u);
+    for (const auto& p : j["points"]) {
+        EXPECT_FALSE(p["held_out"].get<bool>()) << "the fixture's config is the calibration's";
+        EXPECT_GT(p["sim_median_ms"].get<double>(), 0.0);
+        EXPECT_GT(p["measured_median_ms"].get<double>(), 0.0);
+        const double err = p["error_median"].get<double>();
+        EXPECT_NEAR(err, p["sim_median_ms"].get<double>() / p["measured_median_ms"].get<double>() - 1, 1e-9);
+        EXPECT_TRUE(p["residual_ms"].contains("fec")) << "per-op residuals by kind";
+    }
+    for (const char* key : {"mape", "bias", "p90_abs", "max_abs", "kendall_tau", "tau_pairs", "heldout_points"})
+        EXPECT_TRUE(j["total"].contains(key)) << key;
+    EXPECT_EQ(j["total"]["heldout_points"], 0);
+    // a validation run with one measured/simulated pair per point
+    prophet::Store store = prophet::Store::open(db_);
+    const auto runs = store.list_runs("validation");
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(store.get_metrics(runs[0].run_id, "sim_step_ms").size(), 2u);
+    EXPECT_EQ(store.get_metrics(runs[0].run_id, "measured_step_ms").size(), 2u);
+    // the report's figure draws it (report/fig_validation_replay.py), where the Python stack is installed
+    if (std::system("/usr/bin/python3 -c 'import pandas, seaborn, matplotlib' >/dev/null 2>&1") != 0) return;
+    const auto fig = prophet::testing::run_command(
+        "/usr/bin/python3 report/fig_validation_replay.py --db '" + db_ + "' --out '" + (dir_ / "figs").string() + "'",
+        dir_, 300);
+    EXPECT_EQ(fig.exit_code, 0) << fig.err;
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "figs" / "fig_validation_replay.png")) << fig.out;
+    EXPECT_NE(fig.out.find("calibration"), std::string::npos) << fig.out;
+}
+
+TEST_F(ValidateCli, OversubscribedRunsAreLeftOutUnlessAsked) {
+    prophet::Store store = prophet::Store::open(db_);
+    const std::string run = store.list_runs("replay-fixture").front().run_id;
+    store.put_params(run, {{"testbed.oversubscribed", "true"}});
+    const auto r = run_prophet("", "validate --store '" + db_ + "' --run " + run + " --replay recorded --no-record", dir_);
+    EXPECT_EQ(r.exit_code, prophet::kExitConfig) << r.out;
+    EXPECT_NE(r.err.find("--include-oversubscribed"), std::string::npos) << r.err;
+    const auto kept = run_prophet("", "validate --store '" + db_ + "' --run " + run +
+                                          " --replay recorded --no-record --include-oversubscribed", dir_);
+    EXPECT_EQ(kept.exit_code, 0) << kept.err;
+}
+
+TEST_F(ValidateCli, UsageErrorsSayWhatToPass) {
+    const auto none = run_prophet("", "validate --store '" + db_ + "'", dir_);
+    EXPECT_EQ(none.exit_code, prophet::kExitUsage);
+    EXPECT_NE(none.err.find("--experiment"), std::string::npos) << none.err;
+    const auto no_cluster = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture", dir_);
+    EXPECT_EQ(no_cluster.exit_code, prophet::kExitUsage);
+    EXPECT_NE(no_cluster.err.find("profile"), std::string::npos) << no_cluster.err;
+    const auto no_ops = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --cluster "
+                                        "experiments/clusters/cpu-local.toml", dir_);
+    EXPECT_EQ(no_ops.exit_code, prophet::kExitConfig);
+    EXPECT_NE(no_ops.err.find("[ops]"), std::string::npos) << no_ops.err;
+}
+
+// `prophet profile --calibrate` writes the per-op model's [ops] tables (GEMMs at the config's six shapes, every
+// rate) into the cluster file, which the planner still reads and prophet validate accepts.
+TEST_F(ValidateCli, CalibrateWritesTheOpsTables) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "no mpirun";
+    const std::string cluster = (dir_ / "calibrated.toml").string();
+    const auto r = run_prophet("mpirun --allow-run-as-root --oversubscribe -np 2",
+                               "profile --config tests/fixtures/replay-2rank.toml --calibrate --cluster-out '" + cluster +
+                                   "' --set train.steps=2 --set store.path='" + (dir_ / "profile.db").string() + "'",
+                               dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const prophet::sim::OpTables t = prophet::sim::load_op_tables(cluster);
+    EXPECT_EQ(t.calibrated_on, "V=256 T=32 C=64 NH=4 L=2 E=4 K=1 F=2048 B=16 D=2");
+    EXPECT_EQ(t.gemms.size(), 6u) << "qkv, proj, gate, LM head, expert in and out";
+    for (const auto& g : t.gemms) {
+        EXPECT_EQ(g.m.size(), g.seconds.size());
+        for (double s : g.seconds) EXPECT_GT(s, 0.0) << g.n << "x" << g.k;
+    }
+    EXPECT_GT(t.stream_bytes_per_s, 0.0);
+    EXPECT_GT(t.attn_flops_per_s, 0.0);
+    EXPECT_GT(t.a2a_bytes_per_s, 0.0);
+    EXPECT_GT(t.p2p_bytes_per_s, 0.0);
+    EXPECT_GT(t.allreduce_bytes_per_s, 0.0);
+    EXPECT_EQ(prophet::load_cluster_file(cluster).num_devices, 2);
+    const auto v = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --cluster '" + cluster +
+                                       "' --no-record", dir_);
+    EXPECT_EQ(v.exit_code, 0) << v.err;
+}
