@@ -101,16 +101,20 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
                           residual_attn, param(p.ln2_w), param(p.ln2_b), N, C);
         matmul_forward(ctx_, gate_logits, ln2, param(p.gate_w), nullptr, N, C, E);
         gate_topk_forward(ctx_, expert_idx, gate_w, gate_logits, N, E, K);
-        moe_layout(ctx_, offsets, slot, slot_token_.data() + l * NK, expert_idx, N, K, E);
-        offsets_host_[l] = moe_offsets_to_host(ctx_, offsets, E);
-        ExpertPointers w;
-        for (int e = 0; e < E; e++) {
-            w.w1.push_back(param(lay.expert_w1[(size_t)l * E + e]));
-            w.w2.push_back(param(lay.expert_w2[(size_t)l * E + e]));
+        if (executor_ != nullptr) {
+            moe_forward_staged(l, N, ln2, expert_idx, gate_w);
+        } else {
+            moe_layout(ctx_, offsets, slot, slot_token_.data() + l * NK, expert_idx, N, K, E);
+            offsets_host_[l] = moe_offsets_to_host(ctx_, offsets, E);
+            ExpertPointers w;
+            for (int e = 0; e < E; e++) {
+                w.w1.push_back(param(lay.expert_w1[(size_t)l * E + e]));
+                w.w2.push_back(param(lay.expert_w2[(size_t)l * E + e]));
+            }
+            moe_permute(ctx_, mx, ln2, slot, N, K, C);
+            moe_experts_forward(ctx_, pre, act, y, mx, offsets_host_[l], w.w1.data(), w.w2.data(), C, F);
+            moe_unpermute(ctx_, branch_.data(), y, gate_w, slot, N, K, C);
         }
-        moe_permute(ctx_, mx, ln2, slot, N, K, C);
-        moe_experts_forward(ctx_, pre, act, y, mx, offsets_host_[l], w.w1.data(), w.w2.data(), C, F);
-        moe_unpermute(ctx_, branch_.data(), y, gate_w, slot, N, K, C);
         residual_forward(ctx_, residual_moe_.data() + l * NC, residual_attn, branch_.data(), NC);
         flops += 2.0 * N * C * (3.0 * C + C + E) + 2.0 * 2.0 * B * NH * (double)T * T * (C / NH) +
                  2.0 * 2.0 * (double)offsets_host_[l][E] * C * F;
@@ -157,12 +161,16 @@ void GpuModel::backward() {
             w.dw1.push_back(grad(i1)), w.dw2.push_back(grad(i2));
         }
         // MoE branch; dresidual is d(residual_moe) and passes straight through to d(residual_attn)
-        moe_unpermute_backward(ctx_, dy_.data(), dgate_w_.data(), dresidual_.data(), moe_y_.data() + l * NK * C, gate_w,
-                               slot, N, K, C);
-        moe_experts_backward(ctx_, dx_.data(), dpre_.data(), dy_.data(), moe_x_.data() + l * NK * C,
-                             moe_pre_.data() + l * NK * F, moe_act_.data() + l * NK * F, offsets_host_[l],
-                             w.w1.data(), w.w2.data(), w.dw1.data(), w.dw2.data(), C, F);
-        moe_permute_backward(ctx_, dln_.data(), dx_.data(), slot, N, K, C);  // dln = d ln2 from the experts
+        if (executor_ != nullptr) {
+            moe_backward_staged(l, N);  // dln = d ln2 from the experts, dgate_w_
+        } else {
+            moe_unpermute_backward(ctx_, dy_.data(), dgate_w_.data(), dresidual_.data(), moe_y_.data() + l * NK * C,
+                                   gate_w, slot, N, K, C);
+            moe_experts_backward(ctx_, dx_.data(), dpre_.data(), dy_.data(), moe_x_.data() + l * NK * C,
+                                 moe_pre_.data() + l * NK * F, moe_act_.data() + l * NK * F, offsets_host_[l],
+                                 w.w1.data(), w.w2.data(), w.dw1.data(), w.dw2.data(), C, F);
+            moe_permute_backward(ctx_, dln_.data(), dx_.data(), slot, N, K, C);  // dln = d ln2 from the experts
+        }
         gate_topk_backward(ctx_, dgate_logits_.data(), dgate_w_.data(), gate_w, expert_idx, N, E, K);
         matmul_backward(ctx_, dln_.data(), grad(p.gate_w), nullptr, dgate_logits_.data(), ln2, param(p.gate_w), N, C,
                         E, /*accumulate_dinp=*/true);
@@ -184,11 +192,62 @@ void GpuModel::zero_grad() {
     PROPHET_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, sizeof(float) * grads_.size(), ctx_.stream()));
 }
 
-double GpuModel::grad_norm_sq() { return sum_squares(ctx_, grads_.data(), grads_.size()); }
+void GpuModel::moe_forward_staged(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w) {
+    const int C = config_.C, E = config_.E, K = config_.K;
+    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    h_rows_.resize(NC), h_out_.resize(NC), h_idx_.resize(NK), h_gate_w_.resize(NK);
+    // plain cudaMemcpy: waits for the stream's kernels that wrote these (the stream is a blocking one)
+    PROPHET_CUDA_CHECK(cudaMemcpy(h_rows_.data(), ln2, sizeof(float) * NC, cudaMemcpyDeviceToHost));
+    PROPHET_CUDA_CHECK(cudaMemcpy(h_idx_.data(), expert_idx, sizeof(int) * NK, cudaMemcpyDeviceToHost));
+    PROPHET_CUDA_CHECK(cudaMemcpy(h_gate_w_.data(), gate_w, sizeof(float) * NK, cudaMemcpyDeviceToHost));
+    ctx_.synchronize();  // a bad expert id raised by gate_topk surfaces here, before the executor reads the ids
+    std::vector<int>& offsets = offsets_host_[l];  // [E+1] this rank's choices per expert (expert_counts)
+    offsets.assign(E + 1, 0);
+    for (const int e : h_idx_)
+        if (e >= 0 && e < E) offsets[e + 1]++;
+    for (int e = 0; e < E; e++) offsets[e + 1] += offsets[e];
+    executor_->forward(l, N, h_rows_.data(), h_idx_.data(), h_gate_w_.data(), h_out_.data());
+    PROPHET_CUDA_CHECK(cudaMemcpy(branch_.data(), h_out_.data(), sizeof(float) * NC, cudaMemcpyHostToDevice));
+}
 
-void GpuModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_scale) {
+void GpuModel::moe_backward_staged(int l, int N) {
+    const int C = config_.C, K = config_.K;
+    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    h_out_.resize(NC), h_rows_.resize(NC), h_dgate_w_.resize(NK);
+    // dout = d residual_moe (h_out_), dh (h_rows_), dgate_w
+    PROPHET_CUDA_CHECK(cudaMemcpy(h_out_.data(), dresidual_.data(), sizeof(float) * NC, cudaMemcpyDeviceToHost));
+    executor_->backward(l, N, h_out_.data(), h_rows_.data(), h_dgate_w_.data());
+    PROPHET_CUDA_CHECK(cudaMemcpy(dln_.data(), h_rows_.data(), sizeof(float) * NC, cudaMemcpyHostToDevice));
+    PROPHET_CUDA_CHECK(cudaMemcpy(dgate_w_.data(), h_dgate_w_.data(), sizeof(float) * NK, cudaMemcpyHostToDevice));
+}
+
+double GpuModel::grad_norm_sq(const std::vector<char>* include) {
+    if (include == nullptr) return sum_squares(ctx_, grads_.data(), grads_.size());
+    PROPHET_ASSERT(include->size() == layout_.tensors.size());
+    double sum = 0.0;  // tensor by tensor, in layout order (each sum_squares synchronizes)
+    for (size_t i = 0; i < layout_.tensors.size(); i++)
+        if ((*include)[i]) sum += sum_squares(ctx_, grads_.data() + layout_.tensors[i].offset, layout_.tensors[i].size);
+    return sum;
+}
+
+void GpuModel::download_dense_grads(std::vector<float>& host) const {
+    host.resize(layout_.num_dense_params);
+    if (!host.empty())
+        PROPHET_CUDA_CHECK(cudaMemcpy(host.data(), grads_.data(), sizeof(float) * host.size(), cudaMemcpyDeviceToHost));
+}
+
+void GpuModel::upload_dense_grads(const std::vector<float>& host) {
+    PROPHET_ASSERT(host.size() == layout_.num_dense_params);
+    if (!host.empty())
+        PROPHET_CUDA_CHECK(cudaMemcpy(grads_.data(), host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice));
+}
+
+void GpuModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_scale, const std::vector<char>* skip) {
+    PROPHET_ASSERT(skip == nullptr || skip->size() == layout_.tensors.size());
     adam_step_++;
-    for (const ParamTensor& t : layout_.tensors) {
+    for (size_t i = 0; i < layout_.tensors.size(); i++) {
+        if (skip != nullptr && (*skip)[i]) continue;
+        const ParamTensor& t = layout_.tensors[i];
         adamw_update(ctx_, params_.data() + t.offset, grads_.data() + t.offset, adam_m_.data() + t.offset,
                      adam_v_.data() + t.offset, t.size, lr, adamw.beta1, adamw.beta2, adamw.eps,
                      t.is_matrix ? adamw.weight_decay : 0.0, adam_step_, grad_scale);

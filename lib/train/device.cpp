@@ -2,6 +2,8 @@
 // (PROPHET_HAVE_CUDA, set on prophet_train when prophet_cuda is built).
 #include "train/device.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 #ifdef PROPHET_HAVE_CUDA
@@ -33,10 +35,22 @@ void require_usable_device(const std::string& kind) {
 #endif
 }
 
-std::unique_ptr<StepModel> make_step_model(const std::string& kind, Model<float>& host) {
+int local_rank_of(const std::vector<int>& hosts, int rank) {
+    PROPHET_ASSERT(rank >= 0 && rank < (int)hosts.size());
+    int local = 0;
+    for (int r = 0; r < rank; r++) local += hosts[r] == hosts[rank] ? 1 : 0;
+    return local;
+}
+
+std::unique_ptr<StepModel> make_step_model(const std::string& kind, const std::string& precision, Model<float>& host,
+                                           int local_rank) {
+    PROPHET_ASSERT_MSG(precision == "fp32" || (precision == "bf16" && kind == "cuda"),
+                       "train.precision = " + precision + " with device.kind = " + kind);
     if (kind == "cpu") return std::make_unique<CpuStepModel>(host);
 #ifdef PROPHET_HAVE_CUDA
-    if (kind == "cuda") return std::make_unique<cuda::GpuStepModel>(host, /*device=*/0);
+    if (kind == "cuda")
+        return std::make_unique<cuda::GpuStepModel>(
+            host, local_rank % std::max(1, cuda::device_count()), precision == "bf16" ? cuda::GemmPrecision::kBf16 : cuda::GemmPrecision::kFp32);
 #endif
     require_usable_device(kind);  // throws the one-line error for cuda without a backend
     throw_config_error("device.kind", kind, "unknown device", "use cpu or cuda");

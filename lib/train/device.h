@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/step_model.h"
 
@@ -18,7 +19,14 @@ namespace prophet {
 void require_usable_device(const std::string& kind);
 
 // The model operations for `kind` over the host model: CpuStepModel on `host` itself, or a GPU copy of it
-// (device 0 of those visible). Call require_usable_device first.
-std::unique_ptr<StepModel> make_step_model(const std::string& kind, Model<float>& host);
+// (device 0 of those visible). precision: "fp32" or "bf16" (train.precision; bf16 is refused for cpu by
+// train_settings_from, and asserted here). Call require_usable_device first.
+// local_rank: this rank's index among the ranks of its host; it uses device local_rank % (devices visible), so
+// ranks share GPUs round-robin (4 ranks on a one-GPU machine share GPU 0; one rank per GPU where there are enough).
+std::unique_ptr<StepModel> make_step_model(const std::string& kind, const std::string& precision, Model<float>& host,
+                                           int local_rank = 0);
+
+// This rank's index among the ranks with its host name; hosts [D] (gather_rank_hosts).
+int local_rank_of(const std::vector<int>& hosts, int rank);
 
 }  // namespace prophet

@@ -38,8 +38,11 @@ const Schema& train_schema() {
         s.add_string("train.checkpoint_dir", "", {}, "where --save writes checkpoints (empty: results/ckpt/<run_id>)");
         s.add_int("train.save_every", 0, 0, 1e12, "checkpoint every N steps (0: at the end only, with --save)");
         s.add_string("device.kind", "cpu", {"cpu", "cuda"},
-                     "where the model computes: cpu (every rank, MPI) or cuda (one GPU, one rank; exit 4 when no "
-                     "CUDA device is usable; docs/gpu.md)");
+                     "where the model computes: cpu (every rank, MPI) or cuda (a GPU per rank, ranks of a host "
+                     "sharing its GPUs round-robin; exit 4 when no CUDA device is usable; docs/gpu.md)");
+        s.add_string("train.precision", "fp32", {"fp32", "bf16"},
+                     "GEMM precision: fp32, or bf16 (device.kind = cuda only: bf16 tensor-core GEMMs over fp32 "
+                     "master weights, gradients and optimizer state; docs/gpu.md)");
         s.add_bool("train.record_loads", true, "record the D x E expert loads of every step and layer");
         s.add_string("routing.source", "gate", {"gate", "trace"},
                      "gate: the model's top-k; trace: assignments drawn to match routing.trace's per-device, "
@@ -138,11 +141,6 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
                            "--set routing.trace=results/traces/<run>.ptrace (prophet profile writes one), or "
                            "--set routing.source=gate");
     t.device_kind = c.get_string("device.kind");
-    if (t.device_kind == "cuda" && D > 1)
-        throw_config_error("device.kind", "cuda",
-                           "expert parallelism on GPUs is not built yet: a CUDA run is one rank, this one has D = " +
-                               std::to_string(D),
-                           "run one rank (no mpirun), or set device.kind = cpu for several ranks");
 
     t.policy = c.get_string("balance.policy");
     t.balance = balance_options_from(c);
@@ -188,9 +186,15 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
                            "the GPU model has no auxiliary loss yet (device.kind = cuda)", "set model.aux_loss_coef = 0");
     if (t.device_kind == "cuda" && t.schedule_blockwise)
         throw_config_error("schedule.mode", "blockwise",
-                           "the block-wise scheduler overlaps Trans/Agg between ranks, and a CUDA run is one rank "
-                           "(GPU streams for it are not built yet)",
+                           "the block-wise scheduler's Trans/Agg thread has no GPU context, and the expert-parallel "
+                           "GPU path is host-staged and blocking (GPU streams for it are not built yet)",
                            "set schedule.mode = none with device.kind = cuda");
+    t.precision = c.get_string("train.precision");
+    if (t.precision == "bf16" && t.device_kind != "cuda")
+        throw_config_error("train.precision", "bf16",
+                           "bf16 GEMMs run on GPUs only; the CPU model computes in fp32 (device.kind = " +
+                               t.device_kind + ")",
+                           "set device.kind = cuda, or train.precision = fp32");
     t.debug_slow_step_pct = c.get_float("debug.slow_step_pct");
     return t;
 }
