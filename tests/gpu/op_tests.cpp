@@ -542,6 +542,7 @@ void test_errors(Case& c, Rng& rng, Context& ctx) {
 void test_step_model(Case& c, Rng& rng, cuda::Context& ctx);  // step_model_tests.cpp
 void test_gemm_grouped(Case& c, Rng& rng, cuda::Context& ctx);  // precision_tests.cpp
 void test_bf16(Case& c, Rng& rng, cuda::Context& ctx);          // precision_tests.cpp
+void test_expert_compute(Case& c, Rng& rng, cuda::Context& ctx);  // expert_compute_tests.cpp
 
 const std::vector<OpTest>& op_tests() {
     static const std::vector<OpTest> tests = {
@@ -557,6 +558,7 @@ const std::vector<OpTest>& op_tests() {
         {"moe_layout", test_moe_layout},
         {"moe_permute", test_moe_permute},
         {"moe_experts", test_moe_experts},
+        {"expert_compute", test_expert_compute},
         {"crossentropy", test_crossentropy},
         {"optimizer", test_optimizer},
         {"model_steps", test_model_steps},
