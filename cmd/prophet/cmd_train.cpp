@@ -155,7 +155,7 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
     ctx->fault = fault_plan_from(ctx->config, world);
     if (args.dry_run) return ctx;
     bool is_mpi = false;
-    ctx->comm = make_world_communicator(argc, argv, &is_mpi);
+    ctx->comm = make_run_communicator(ctx->settings.comm_backend, make_world_communicator(argc, argv, &is_mpi));
     ctx->comm->set_timeout_s(ctx->settings.comm_timeout_s);
     blas_set_num_threads(ctx->settings.threads);
     ctx->testbed = testbed_survey(*ctx->comm, blas_num_threads());

@@ -7,6 +7,7 @@
 #include "core/error.h"
 
 #ifdef PROPHET_HAVE_CUDA
+#include "comm/comm_nccl.h"
 #include "cuda/gpu_step_model.h"
 #endif
 
@@ -32,6 +33,17 @@ void require_usable_device(const std::string& kind) {
 #else
     no_device("this prophet was built without the CUDA backend (PROPHET_CUDA=OFF or no CUDA toolkit found)",
               "rebuild with -DPROPHET_CUDA=ON where the CUDA toolkit is installed");
+#endif
+}
+
+std::unique_ptr<Communicator> make_run_communicator(const std::string& backend, std::unique_ptr<Communicator> world) {
+    if (backend == "mpi") return world;
+    PROPHET_ASSERT_MSG(backend == "nccl", "comm.backend = " + backend);
+#ifdef PROPHET_HAVE_CUDA
+    return make_nccl_communicator(std::move(world));
+#else
+    throw Error(kExitResource, "device error: comm.backend = nccl, but this prophet was built without the CUDA "
+                               "backend (and NCCL); fix: rebuild with -DPROPHET_CUDA=ON, or set comm.backend = mpi");
 #endif
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm.h"
 #include "model/step_model.h"
 
 namespace prophet {
@@ -25,6 +26,11 @@ void require_usable_device(const std::string& kind);
 // ranks share GPUs round-robin (4 ranks on a one-GPU machine share GPU 0; one rank per GPU where there are enough).
 std::unique_ptr<StepModel> make_step_model(const std::string& kind, const std::string& precision, Model<float>& host,
                                            int local_rank = 0);
+
+// The run's communicator for comm.backend: "mpi" returns `world` (the MPI world, or one process); "nccl" wraps it
+// in the NCCL communicator (comm/comm_nccl.h: `world` becomes its bootstrap; one rank per GPU, refused alike on
+// every rank, exit 3, otherwise). A build without the CUDA backend refuses nccl (exit 4, one line).
+std::unique_ptr<Communicator> make_run_communicator(const std::string& backend, std::unique_ptr<Communicator> world);
 
 // This rank's index among the ranks with its host name; hosts [D] (gather_rank_hosts).
 int local_rank_of(const std::vector<int>& hosts, int rank);

@@ -52,6 +52,9 @@ const Schema& train_schema() {
         add_balance_keys(s, /*allow_all=*/false, "static");
         s.add_string("balance.cluster", "experiments/clusters/cpu-local.toml", {},
                      "cluster file of the planner's cost model (num_devices is taken from the run)");
+        s.add_string("comm.backend", "mpi", {"mpi", "nccl"},
+                     "the ranks' communicator: mpi (the MPI world on host buffers; cuda ranks may share a GPU) or "
+                     "nccl (device.kind = cuda, one rank per GPU, bootstrapped over MPI; docs/gpu.md)");
         s.add_float("comm.timeout_s", 600.0, 0.0, 1e6, "a collective blocked longer than this ends the job (exit 6)");
         s.add_float("comm.link_gbps", 0.0, 0.0, 1e6,
                     "emulate a network: each rank's point-to-point and all-to-all traffic leaves at this rate, Gbit/s, "
@@ -164,6 +167,17 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.store_path = c.get_string("store.path");
     t.experiment = c.get_string("run.experiment");
     t.comm_timeout_s = c.get_float("comm.timeout_s");
+    t.comm_backend = c.get_string("comm.backend");
+    if (t.comm_backend == "nccl" && t.device_kind != "cuda")
+        throw_config_error("comm.backend", "nccl",
+                           "NCCL moves GPU buffers between GPUs, and this run computes on device.kind = " +
+                               t.device_kind,
+                           "set device.kind = cuda (one rank per GPU), or comm.backend = mpi");
+    if (t.comm_backend == "nccl" && c.get_float("comm.link_gbps") > 0)
+        throw_config_error("comm.link_gbps", std::to_string(c.get_float("comm.link_gbps")),
+                           "the emulated link paces host-buffer messages from a thread of its own, which NCCL's "
+                           "communicator does not allow (comm.backend = nccl)",
+                           "set comm.link_gbps = 0, or comm.backend = mpi");
     t.link_gbps = c.get_float("comm.link_gbps");
     t.link_latency_us = c.get_float("comm.link_latency_us");
     t.replicas_within_host = c.get_bool("comm.replicas_within_host");

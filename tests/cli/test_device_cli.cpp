@@ -115,3 +115,24 @@ TEST_F(DeviceCli, Bf16IsAGpuOptionAndRefusedOnTheCpu) {
     EXPECT_NE(gpu.err.find("device.kind = cuda"), std::string::npos) << gpu.err;
     expect_nothing_written();
 }
+
+// comm.backend = nccl (one rank per GPU, docs/gpu.md) moves GPU buffers: with the CPU model it is a config error
+// naming the key and the fix, before anything is written; the emulated link cannot pace NCCL; with cuda and no
+// device the usual exit-4 line comes first.
+TEST_F(DeviceCli, NcclBackendNeedsCudaRanks) {
+    const auto cpu = prophet::testing::run_prophet(
+        "timeout -s KILL 60", "train --set store.path=" + db_ + " --set comm.backend=nccl", dir_);
+    EXPECT_EQ(cpu.exit_code, prophet::kExitConfig) << cpu.err;
+    for (const char* needle : {"config error: comm.backend = nccl", "set device.kind = cuda"})
+        EXPECT_NE(cpu.err.find(needle), std::string::npos) << needle << " in " << cpu.err;
+    EXPECT_FALSE(fs::exists(db_));
+
+    const auto paced = prophet::testing::run_prophet(
+        kNoGpu, run_args("train", "--set comm.backend=nccl --set comm.link_gbps=10"), dir_);
+    EXPECT_EQ(paced.exit_code, prophet::kExitConfig) << paced.err;
+    EXPECT_NE(paced.err.find("config error: comm.link_gbps"), std::string::npos) << paced.err;
+
+    const auto gpu = prophet::testing::run_prophet(kNoGpu, run_args("train", "--set comm.backend=nccl"), dir_);
+    EXPECT_EQ(gpu.exit_code, prophet::kExitResource) << gpu.err;
+    expect_nothing_written();
+}
