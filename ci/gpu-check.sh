@@ -11,6 +11,9 @@
 #      CPU losses of steps 10-19 (checkpoints are interchangeable)
 #   5. placement invariance: 2 ranks sharing the GPU (expert parallelism, host-staged over MPI), the static
 #      placement and prophet-oracle's replicas (Eq 8): losses within 1e-5 relative, and some replica placed
+#   5b. the block-wise schedule with 2 ranks sharing the GPU (prophet-oracle, Trans/Agg on the communication thread
+#      and their staging on the copy stream): losses within 1e-5 of the static run; its timeline (GPU op times from
+#      cudaEvent pairs beside the executor's host ops) goes into train.db (report/fig_gantt.py draws it)
 #   6. with two or more GPUs: 2 ranks over NCCL (comm.backend=nccl, a GPU each) repeat the 2-rank MPI losses (1e-5)
 #      (one GPU: recorded as skipped in the table, not a failure: the check's target is one H200)
 #   7. the prophet/static median step-time ratio with 4 ranks sharing the GPU under the skewed preset
@@ -18,7 +21,8 @@
 #      against the H200's dense peaks (fp32 67 TFLOPS, bf16 989.5 TFLOPS: NVIDIA's H200 datasheet, docs/gpu.md;
 #      PROPHET_GPU_PEAK_FP32/_BF16)
 # Everything goes into one folder: nvidia-smi.txt, configure.log, build.log, ctest-gpu.log, ctest-gpu.xml
-# (JUnit), bench.log, bench.json, train-*.jsonl / .log, parity*.json, invariance.json, nccl.json, ratio.json,
+# (JUnit), bench.log, bench.json, train-*.jsonl / .log, train.db, parity*.json, invariance.json, blockwise.json,
+# nccl.json, ratio.json,
 # train-bench*.json, stages.tsv (one line per stage) and summary.json ({"status": "pass"|"fail", "stage",
 # elapsed seconds, git sha}); the stage table is printed at the end. A stage after the tests that fails does not
 # stop the later ones (device time is scarce): summary.json names the first failed stage.
@@ -175,6 +179,16 @@ if mtrain 2 ep2-static --set device.kind=cuda &&
         "$RESULTS/train-ep2-oracle.jsonl" "$RESULTS/train-ep2-static.jsonl" "$RESULTS/invariance.json"
 else
     fail_later placement-invariance "a 2-rank GPU run failed (train-ep2-static.log, train-ep2-oracle.log)"
+fi
+
+echo "gpu-check: block-wise schedule on the GPU (2 ranks, Trans/Agg and their staging on the copy stream)"
+if mtrain 2 ep2-blockwise --set device.kind=cuda --set schedule.mode=blockwise --set balance.policy=prophet-oracle \
+       --set balance.cost_eq=8 --timeline; then
+    MSG="2-rank block-wise GPU losses differ from the static run by more than 1e-5, or no replica (blockwise.json)"
+    stage blockwise check parity --name blockwise --rtol 1e-5 --min-replicas 1 \
+        "$RESULTS/train-ep2-blockwise.jsonl" "$RESULTS/train-ep2-static.jsonl" "$RESULTS/blockwise.json"
+else
+    fail_later blockwise "the 2-rank block-wise GPU run failed (train-ep2-blockwise.log)"
 fi
 
 GPUS=$(nvidia-smi -L | grep -c '^GPU ')

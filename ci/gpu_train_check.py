@@ -157,7 +157,7 @@ def ratio(args):
 def key_number(results, name):
     """The number a stage's JSON result is read for, as text ('' when the stage has none or it is missing)."""
     files = {"parity": ["parity.json"], "checkpoints": ["parity-cpu-from-gpu.json", "parity-gpu-from-cpu.json"],
-             "placement-invariance": ["invariance.json"], "nccl": ["nccl.json"], "train-bench": ["train-bench.json"],
+             "placement-invariance": ["invariance.json"], "nccl": ["nccl.json"], "blockwise": ["blockwise.json"], "train-bench": ["train-bench.json"],
              "train-bench-bf16": ["train-bench-bf16.json"], "ratio": ["ratio.json"]}.get(name, [])
     parts = []
     for f in files:

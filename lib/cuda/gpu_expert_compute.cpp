@@ -25,6 +25,20 @@ GpuExpertCompute::GpuExpertCompute(Context& ctx, GpuModel& model, Model<float>& 
                                    host.layout.tensors[host.layout.expert_w1[i]].offset + (size_t)C_ * F_,
                                "an expert's w1 and w2 must be contiguous (the executor moves them as one block)");
         }
+    PROPHET_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    grads_ready_.assign(L_, nullptr);
+    for (cudaEvent_t& ev : grads_ready_) {
+        PROPHET_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+        PROPHET_CUDA_CHECK(cudaEventRecord(ev, ctx_.stream()));  // "ready" until a backward records it again
+    }
+}
+
+GpuExpertCompute::~GpuExpertCompute() {
+    // best effort, no throwing from a destructor
+    if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_);
+    for (cudaEvent_t ev : grads_ready_)
+        if (ev != nullptr) cudaEventDestroy(ev);
+    if (copy_stream_ != nullptr) cudaStreamDestroy(copy_stream_);
 }
 
 float* GpuExpertCompute::device_expert(Arena arena, int layer, int e) {
@@ -39,16 +53,25 @@ float* GpuExpertCompute::host_expert(Arena arena, int layer, int e) {
 void GpuExpertCompute::copy_experts(Arena arena, int layer, const std::vector<uint8_t>& experts, bool to_host) {
     PROPHET_ASSERT(layer >= 0 && layer < L_ && (int)experts.size() == E_);
     const size_t bytes = sizeof(float) * 2 * (size_t)C_ * F_;
+    bool any = false;
+    for (uint8_t v : experts) any |= v != 0;
+    if (!any) return;
+    // this may be the executor's communication thread: bind it to the context's device first
+    PROPHET_CUDA_CHECK(cudaSetDevice(ctx_.device()));
+    // gradients leave only after the layer's expert backward wrote them; parameters are final since the last
+    // optimizer step (GpuStepModel::adamw_step synchronizes) or arrive from the host (copied before they are read:
+    // the executor waits for the transfer before the layer's experts run)
+    if (to_host && arena == Arena::kGrads) PROPHET_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, grads_ready_[layer], 0));
     for (int e = 0; e < E_; e++) {
         if (!experts[e]) continue;
         float* dev = device_expert(arena, layer, e);
         float* host = host_expert(arena, layer, e);
-        // plain cudaMemcpy: ordered after the work enqueued on the context's (blocking) stream, and done on return
         if (to_host)
-            PROPHET_CUDA_CHECK(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
+            PROPHET_CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, copy_stream_));
         else
-            PROPHET_CUDA_CHECK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+            PROPHET_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, copy_stream_));
     }
+    PROPHET_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
 }
 
 void GpuExpertCompute::params_to_host(int layer, const std::vector<uint8_t>& experts) {
@@ -97,6 +120,7 @@ void GpuExpertCompute::backward(int layer, const std::vector<int64_t>& offsets, 
     if (M > 0) PROPHET_CUDA_CHECK(cudaMemcpy(rows_.data(), dy, sizeof(float) * M * C, cudaMemcpyHostToDevice));
     moe_experts_backward(ctx_, dx_.data(), dpre_.data(), rows_.data(), x_[layer].data(), pre_[layer].data(),
                          act_[layer].data(), off, w1.data(), w2.data(), dw1.data(), dw2.data(), C_, F_);
+    PROPHET_CUDA_CHECK(cudaEventRecord(grads_ready_[layer], ctx_.stream()));
     if (M > 0) PROPHET_CUDA_CHECK(cudaMemcpy(dx, dx_.data(), sizeof(float) * M * C, cudaMemcpyDeviceToHost));
 }
 

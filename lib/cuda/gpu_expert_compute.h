@@ -4,7 +4,9 @@
 // this class copies the sorted rows to the device, runs the experts' GEMMs there as grouped cuBLAS calls
 // (ops.h moe_experts_forward/backward) on the GpuModel's own expert parameters, and copies the outputs back.
 // Around Trans / Agg it copies the moving experts' parameters / gradients between the GpuModel and the host
-// Model<float> arena the executor's ExpertStorage points into.
+// Model<float> arena the executor's ExpertStorage points into, on a copy stream of its own (non-blocking: under the
+// block-wise schedule these calls come from the executor's communication thread while the main thread's kernels
+// run on the context's stream; the gradient copies wait for an event recorded after the layer's expert backward).
 //
 //   cuda::GpuExpertCompute compute(ctx, gpu_model, host_model);
 //   ExpertParallelExecutor ep(comm, host_model, RouteRule::kOwner);
@@ -24,6 +26,9 @@ class GpuExpertCompute final : public ExpertCompute {
   public:
     // host: the model whose expert arena the executor's Trans/Agg move (same layout as the GpuModel's)
     GpuExpertCompute(Context& ctx, GpuModel& model, Model<float>& host);
+    ~GpuExpertCompute() override;
+    GpuExpertCompute(const GpuExpertCompute&) = delete;
+    GpuExpertCompute& operator=(const GpuExpertCompute&) = delete;
     const char* name() const override { return "cuda"; }
     void forward(int layer, const std::vector<int64_t>& offsets, const float* x, float* y) override;
     void backward(int layer, const std::vector<int64_t>& offsets, const float* x, const float* dy,
@@ -47,6 +52,8 @@ class GpuExpertCompute final : public ExpertCompute {
     // per layer, kept from forward for backward: the rows and the hidden activations on the device
     std::vector<DeviceBuffer<float>> x_, pre_, act_;  // [L] of [M,C], [M,F], [M,F]
     DeviceBuffer<float> rows_, dpre_, dx_;           // scratch: [M,C] y or dy, [M,F], [M,C]
+    cudaStream_t copy_stream_ = nullptr;             // the staging copies (non-blocking)
+    std::vector<cudaEvent_t> grads_ready_;           // [L] recorded on ctx's stream after each layer's backward
 };
 
 }  // namespace prophet::cuda

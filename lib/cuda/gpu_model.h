@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda/context.h"
+#include "cuda/event_timeline.h"
 #include "kernels/optim.h"
 #include "model/moe_executor.h"
 #include "model/moe_gpt.h"
@@ -38,6 +39,11 @@ class GpuModel {
     // its rows (ln2 [N,C]), choices [N,K] and gate weights [N,K] to the host, calls executor->forward there and
     // copies the output back; backward likewise. nullptr (the default): every expert on this GPU, in place.
     void set_moe_executor(MoeExecutor<float>* executor) { executor_ = executor; }
+    // GPU op times from cudaEvent pairs (event_timeline.h) into `timeline` (nullptr: off): embedding, each block's
+    // attention and gate forward / backward, its experts when they are local, the head, AdamW. flush_timeline()
+    // after the stream was synchronized (GpuStepModel::adamw_step does both).
+    void set_timeline(OpTimeline* timeline) { events_.set_sink(timeline); }
+    void flush_timeline() { events_.flush(); }
     // The device arenas ([num_params], the host layout's offsets), for an expert compute that works on them.
     float* device_params() { return params_.data(); }
     float* device_grads() { return grads_.data(); }
@@ -76,6 +82,7 @@ class GpuModel {
     double loss_denominator_ = 0.0;
     double forward_flops_ = 0.0;
     MoeExecutor<float>* executor_ = nullptr;
+    EventTimeline events_;
     // host staging of the MoE layers under an executor: [N,C] rows / out / dout / dh, [N,K] choices, weights
     std::vector<float> h_rows_, h_out_, h_gate_w_, h_dgate_w_;
     std::vector<int> h_idx_;

@@ -23,6 +23,7 @@ void GpuStepModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_s
     // the step ends when the device is done: the trainer's step_ms is then the step's own time (not the next
     // forward's wait for it), and a kernel's bad-id flag is raised in the step that set it
     ctx_->synchronize();
+    model_->flush_timeline();  // the step's GPU op times, now that every event has completed
 }
 
 ExpertCompute* GpuStepModel::expert_compute(Model<float>& host) {

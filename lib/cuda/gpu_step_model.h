@@ -30,6 +30,7 @@ class GpuStepModel final : public StepModel {
     void to_host(Model<float>& host) override { model_->download_state(host); }
     void from_host(const Model<float>& host) override { model_->upload_state(host); }
     void set_moe_executor(MoeExecutor<float>* executor) override { model_->set_moe_executor(executor); }
+    void set_timeline(OpTimeline* timeline) override { model_->set_timeline(timeline); }
     ExpertCompute* expert_compute(Model<float>& host) override;
     void reduce_dense_grads(const std::function<void(float*, size_t)>& sum) override;
     Context& context() { return *ctx_; }

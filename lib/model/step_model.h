@@ -47,6 +47,9 @@ class StepModel {
     virtual void to_host(Model<float>& host) = 0;
     virtual void from_host(const Model<float>& host) = 0;
 
+    // Record this model's ops into `timeline` (nullptr: off): the CPU model's host marks, a GPU's event pairs.
+    virtual void set_timeline(OpTimeline* timeline) = 0;
+
     // ---- several ranks (expert parallelism, moe/ep_executor.h)
     // Route the model's MoE layers through `executor` (host rows; not owned).
     virtual void set_moe_executor(MoeExecutor<float>* executor) = 0;
@@ -75,6 +78,7 @@ class CpuStepModel final : public StepModel {
     void to_host(Model<float>& host) override;
     void from_host(const Model<float>& host) override;
     void set_moe_executor(MoeExecutor<float>* executor) override { model_set_executor(model_, executor); }
+    void set_timeline(OpTimeline* timeline) override { model_.timeline = timeline; }
     ExpertCompute* expert_compute(Model<float>&) override { return nullptr; }
     void reduce_dense_grads(const std::function<void(float*, size_t)>& sum) override {
         Span<float> dense = model_dense_grads(model_);

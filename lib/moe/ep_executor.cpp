@@ -59,8 +59,6 @@ ExpertParallelExecutor::ExpertParallelExecutor(Communicator* comm, Model<float>&
 int ExpertParallelExecutor::rank() const { return comm_->rank(); }
 
 void ExpertParallelExecutor::set_expert_compute(ExpertCompute* compute) {
-    PROPHET_ASSERT_MSG(compute == nullptr || !schedule_.blockwise,
-                       "a device expert compute runs under the blocking schedule only");
     compute_ = compute != nullptr ? compute : &cpu_compute_;
 }
 
@@ -78,6 +76,12 @@ std::vector<uint8_t> staged_experts(const Placement& p, int rank, StageSet set) 
         moving[e] = moving[e] && in ? 1 : 0;
     }
     return moving;
+}
+// staged_experts restricted to one part of a split transfer (only [E])
+std::vector<uint8_t> staged_part(const Placement& p, int rank, StageSet set, const std::vector<uint8_t>& only) {
+    std::vector<uint8_t> staged = staged_experts(p, rank, set);
+    for (size_t e = 0; e < staged.size(); e++) staged[e] = staged[e] && only[e] ? 1 : 0;
+    return staged;
 }
 }  // namespace
 
@@ -165,8 +169,6 @@ void ExpertParallelExecutor::check_same_placement(int layer, const Placement& p)
 
 void ExpertParallelExecutor::set_schedule(const EpSchedule& schedule) {
     PROPHET_ASSERT(schedule.fnec_s >= 0 && schedule.bnec_s >= 0 && schedule.expert_transfer_s >= 0);
-    PROPHET_ASSERT_MSG(!schedule.blockwise || compute_ == &cpu_compute_,
-                       "the block-wise schedule runs with the CPU expert compute only");
     schedule_ = schedule;
     comm_stream_ = std::make_unique<OrderedWorker>(schedule.blockwise);
     ahead_placement_.assign(L_, Placement{});
@@ -218,10 +220,19 @@ int64_t ExpertParallelExecutor::submit_transfer(bool trans, int layer, int part,
     const int64_t ticket = comm_stream_->submit([this, trans, layer, part, placement, buffers, numel,
                                                  only = std::move(only)] {
         const int64_t t0 = now_ns();
-        if (trans)
+        // the compute's staging runs here too, on this communication thread (a GPU compute copies on a stream
+        // of its own, so the copies overlap the main thread's kernels as the transfers do)
+        const int r = rank();
+        if (trans) {
+            compute_->params_to_host(layer, staged_part(*placement, r, StageSet::kTransSend, only));
             moe_trans(comm_, *placement, buffers, numel, kTagTrans, only.data());
-        else
+            compute_->params_from_host(layer, staged_part(*placement, r, StageSet::kTransReceive, only));
+        } else {
+            const std::vector<uint8_t> members = staged_part(*placement, r, StageSet::kAggMembers, only);
+            compute_->grads_to_host(layer, members);
             moe_agg(comm_, *placement, buffers, numel, kTagAgg, only.data());
+            compute_->grads_from_host(layer, members);
+        }
         transfers_.add(trans ? OpKind::kTrans : OpKind::kAgg, OpLane::kComm, layer, part, t0, now_ns());
     });
     (trans ? trans_ticket_ : agg_ticket_)[layer] = ticket;

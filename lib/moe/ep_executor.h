@@ -128,8 +128,8 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
 
     // Where the experts' FFN runs (model/expert_compute.h; not owned). nullptr (the default): on this CPU, on the
     // storage's host copies. A device compute (cuda/gpu_expert_compute.h) gets the sorted rows and copies its
-    // experts' parameters / gradients to and from the host copies around every Trans / Agg. Blocking schedule
-    // only (the block-wise schedule's transfers run on a thread that has no device context).
+    // experts' parameters / gradients to and from the host copies around every Trans / Agg; under the block-wise
+    // schedule those staging calls run on the communication thread, inside the transfer's task.
     void set_expert_compute(ExpertCompute* compute);
     const char* expert_compute_name() const { return compute_->name(); }
 

@@ -198,11 +198,15 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     if (t.device_kind == "cuda" && m.aux_loss_coef > 0)
         throw_config_error("model.aux_loss_coef", std::to_string(m.aux_loss_coef),
                            "the GPU model has no auxiliary loss yet (device.kind = cuda)", "set model.aux_loss_coef = 0");
-    if (t.device_kind == "cuda" && t.schedule_blockwise)
+    if (t.device_kind == "cuda" && t.schedule_blockwise && D == 1)
         throw_config_error("schedule.mode", "blockwise",
-                           "the block-wise scheduler's Trans/Agg thread has no GPU context, and the expert-parallel "
-                           "GPU path is host-staged and blocking (GPU streams for it are not built yet)",
-                           "set schedule.mode = none with device.kind = cuda");
+                           "one cuda rank runs every expert inside the GPU model: there is no Trans or Agg to overlap",
+                           "set schedule.mode = none with one cuda rank (block-wise needs several ranks)");
+    if (t.comm_backend == "nccl" && t.schedule_blockwise)
+        throw_config_error("schedule.mode", "blockwise",
+                           "the block-wise schedule calls the communicator from a second thread, which the NCCL "
+                           "communicator does not allow (comm.backend = nccl)",
+                           "set schedule.mode = none, or comm.backend = mpi");
     t.precision = c.get_string("train.precision");
     if (t.precision == "bf16" && t.device_kind != "cuda")
         throw_config_error("train.precision", "bf16",

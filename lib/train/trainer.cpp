@@ -120,7 +120,7 @@ Trainer::~Trainer() = default;
 void Trainer::set_timeline(bool on) {
     timeline_ = on ? std::make_unique<OpTimeline>() : nullptr;
     executor_->set_timeline(timeline_.get());
-    model_->timeline = timeline_.get();
+    step_model_->set_timeline(timeline_.get());  // the CPU model's host marks, or a GPU's event pairs
     if (plan_ahead_) plan_ahead_->set_timeline(timeline_.get());
 }
 

@@ -136,3 +136,22 @@ TEST_F(DeviceCli, NcclBackendNeedsCudaRanks) {
     EXPECT_EQ(gpu.exit_code, prophet::kExitResource) << gpu.err;
     expect_nothing_written();
 }
+
+// The block-wise schedule with cuda: several ranks over MPI take it (the config is accepted: without a device the
+// exit-4 line follows); one cuda rank has nothing to overlap and NCCL cannot be called from the schedule's second
+// thread: both exit 3 naming schedule.mode, before anything is written.
+TEST_F(DeviceCli, BlockwiseWithCudaNeedsSeveralMpiRanks) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const std::string two = "timeout -s KILL 120 env CUDA_VISIBLE_DEVICES= mpirun --allow-run-as-root --oversubscribe -np 2";
+    const auto mpi = prophet::testing::run_prophet(two, run_args("train", "--set schedule.mode=blockwise"), dir_);
+    EXPECT_EQ(mpi.exit_code, prophet::kExitResource) << mpi.err;
+    const auto nccl = prophet::testing::run_prophet(
+        two, run_args("train", "--set schedule.mode=blockwise --set comm.backend=nccl"), dir_);
+    EXPECT_EQ(nccl.exit_code, prophet::kExitConfig) << nccl.err;
+    EXPECT_NE(nccl.err.find("config error: schedule.mode = blockwise"), std::string::npos) << nccl.err;
+    EXPECT_NE(nccl.err.find("comm.backend = nccl"), std::string::npos) << nccl.err;
+    const auto one = prophet::testing::run_prophet(kNoGpu, run_args("train", "--set schedule.mode=blockwise"), dir_);
+    EXPECT_EQ(one.exit_code, prophet::kExitConfig) << one.err;
+    EXPECT_NE(one.err.find("one cuda rank"), std::string::npos) << one.err;
+    expect_nothing_written();
+}

@@ -543,6 +543,7 @@ void test_step_model(Case& c, Rng& rng, cuda::Context& ctx);  // step_model_test
 void test_gemm_grouped(Case& c, Rng& rng, cuda::Context& ctx);  // precision_tests.cpp
 void test_bf16(Case& c, Rng& rng, cuda::Context& ctx);          // precision_tests.cpp
 void test_expert_compute(Case& c, Rng& rng, cuda::Context& ctx);  // expert_compute_tests.cpp
+void test_event_timeline(Case& c, Rng& rng, cuda::Context& ctx);  // timeline_tests.cpp
 
 const std::vector<OpTest>& op_tests() {
     static const std::vector<OpTest> tests = {
@@ -563,6 +564,7 @@ const std::vector<OpTest>& op_tests() {
         {"optimizer", test_optimizer},
         {"model_steps", test_model_steps},
         {"step_model", test_step_model},
+        {"event_timeline", test_event_timeline},
         {"bf16", test_bf16},
         {"errors", test_errors},
     };
