@@ -17,12 +17,14 @@
 #   6. with two or more GPUs: 2 ranks over NCCL (comm.backend=nccl, a GPU each) repeat the 2-rank MPI losses (1e-5)
 #      (one GPU: recorded as skipped in the table, not a failure: the check's target is one H200)
 #   7. the prophet/static median step-time ratio with 4 ranks sharing the GPU under the skewed preset
-#   8. MoE-GPT-S on one GPU through prophet train, fp32 and train.precision=bf16: tokens/s, achieved TFLOP/s, MFU
+#   8. prophet profile --calibrate on the GPU (2 ranks sharing it): a calibrated cluster file, cluster-gpu.toml,
+#      with the GPU's expert FLOP/s, FNEC/BNEC and step tail (calibration.json)
+#   9. MoE-GPT-S on one GPU through prophet train, fp32 and train.precision=bf16: tokens/s, achieved TFLOP/s, MFU
 #      against the H200's dense peaks (fp32 67 TFLOPS, bf16 989.5 TFLOPS: NVIDIA's H200 datasheet, docs/gpu.md;
 #      PROPHET_GPU_PEAK_FP32/_BF16)
 # Everything goes into one folder: nvidia-smi.txt, configure.log, build.log, ctest-gpu.log, ctest-gpu.xml
 # (JUnit), bench.log, bench.json, train-*.jsonl / .log, train.db, parity*.json, invariance.json, blockwise.json,
-# nccl.json, ratio.json,
+# nccl.json, ratio.json, cluster-gpu.toml, calibration.json,
 # train-bench*.json, stages.tsv (one line per stage) and summary.json ({"status": "pass"|"fail", "stage",
 # elapsed seconds, git sha}); the stage table is printed at the end. A stage after the tests that fails does not
 # stop the later ones (device time is scarce): summary.json names the first failed stage.
@@ -213,6 +215,17 @@ if mtrain 4 ep4-static --set device.kind=cuda && mtrain 4 ep4-prophet --set devi
 else
     fail_later ratio "a 4-rank GPU run failed (train-ep4-static.log, train-ep4-prophet.log)"
 fi
+
+echo "gpu-check: calibration on the GPU (prophet profile --calibrate, 2 ranks sharing it)"
+run_calibration() {
+    # shellcheck disable=SC2086 # MPIRUN is a command line
+    timeout "$(left)" $MPIRUN -np 2 "$BUILD/prophet" profile --config "$PRESET" --json --set device.kind=cuda \
+        --set train.steps=3 --set store.path="$RESULTS/train.db" --calibrate --cluster-out "$RESULTS/cluster-gpu.toml" \
+        -o "$RESULTS/trace-gpu.ptrace" > "$RESULTS/calibrate.jsonl" 2> "$RESULTS/calibrate.log" &&
+        check calibration "$RESULTS/calibrate.jsonl" "$RESULTS/cluster-gpu.toml" "$RESULTS/calibration.json"
+}
+MSG="prophet profile --calibrate on the GPU failed or measured nothing (calibrate.log, calibration.json)"
+stage calibration run_calibration
 
 echo "gpu-check: MoE-GPT-S on one GPU through prophet train (fp32, then bf16)"
 MOE_S=experiments/models/moe-gpt-s.toml

@@ -12,6 +12,9 @@
       and MFU against the given dense peaks; writes OUT.json.
   ratio POLICY.jsonl STATIC.jsonl OUT.json [--name NAME]
       the median step time (steps after the first) of a policy's run over the static run's: < 1 means faster.
+  calibration PROFILE.jsonl CLUSTER.toml OUT.json
+      `prophet profile --calibrate --json`'s calibration: every compute and link figure positive and the cluster
+      file written; OUT.json keeps the figures.
   table RESULTS_DIR
       the closing summary: one line per stage of stages.tsv with the key number of its JSON result.
 
@@ -154,10 +157,39 @@ def ratio(args):
     return 0
 
 
+def calibration(args):
+    cal = None
+    with open(args.run) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{") and "calibration" in line:
+                cal = json.loads(line)["calibration"]
+    problems = []
+    if cal is None:
+        problems.append("no calibration in the profile's --json output")
+    else:
+        for key in ("expert_gflop_s", "fnec_ms", "bnec_ms", "step_tail_ms", "p2p_gbit_s", "trans_gbit_s", "agg_gbit_s"):
+            if not (isinstance(cal.get(key), (int, float)) and cal[key] > 0):
+                problems.append(f"{key} = {cal.get(key)!r}, not a positive number")
+    try:
+        with open(args.cluster) as f:
+            if "[cluster]" not in f.read():
+                problems.append(f"{args.cluster} has no [cluster] table")
+    except OSError:
+        problems.append(f"{args.cluster} was not written")
+    out = {"check": "calibration", "calibration": cal, "cluster_file": args.cluster,
+           "status": "fail" if problems else "pass", "problems": problems}
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+    for p in problems:
+        print(f"calibration: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def key_number(results, name):
     """The number a stage's JSON result is read for, as text ('' when the stage has none or it is missing)."""
     files = {"parity": ["parity.json"], "checkpoints": ["parity-cpu-from-gpu.json", "parity-gpu-from-cpu.json"],
-             "placement-invariance": ["invariance.json"], "nccl": ["nccl.json"], "blockwise": ["blockwise.json"], "train-bench": ["train-bench.json"],
+             "placement-invariance": ["invariance.json"], "nccl": ["nccl.json"], "blockwise": ["blockwise.json"], "calibration": ["calibration.json"], "train-bench": ["train-bench.json"],
              "train-bench-bf16": ["train-bench-bf16.json"], "ratio": ["ratio.json"]}.get(name, [])
     parts = []
     for f in files:
@@ -174,6 +206,10 @@ def key_number(results, name):
                          f"{100 * j['mfu_vs_fp32_peak']:.1f}% fp32 / {100 * j['mfu_vs_bf16_peak']:.1f}% bf16")
         elif "ratio" in j:
             parts.append(f"prophet/static {j['ratio']:.3f}")
+        elif j.get("calibration"):
+            c = j["calibration"]
+            parts.append(f"expert {c['expert_gflop_s']:.0f} GFLOP/s, FNEC {c['fnec_ms']:.3f} ms, "
+                         f"BNEC {c['bnec_ms']:.3f} ms, tail {c['step_tail_ms']:.2f} ms")
     return "; ".join(parts)
 
 
@@ -210,10 +246,13 @@ def main():
     r = sub.add_parser("ratio")
     r.add_argument("policy"), r.add_argument("static"), r.add_argument("out")
     r.add_argument("--name", default="ratio")
+    c = sub.add_parser("calibration")
+    c.add_argument("run"), c.add_argument("cluster"), c.add_argument("out")
     t = sub.add_parser("table")
     t.add_argument("results")
     args = p.parse_args()
-    return {"parity": parity, "bench": bench, "ratio": ratio, "table": table}[args.what](args)
+    return {"parity": parity, "bench": bench, "ratio": ratio, "calibration": calibration,
+            "table": table}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -385,10 +385,6 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
                                "must be 0 for prophet profile: a trace records every routed token, and dropped "
                                "tokens would make its counts disagree with tokens x top-k",
                                "--set model.capacity_factor=0");
-        if (args.calibrate && config.get_string("device.kind") == "cuda")
-            throw_config_error("device.kind", "cuda",
-                               "--calibrate measures the CPU ranks' GEMMs and links; GPU calibration is not built yet",
-                               "drop --calibrate, or set device.kind = cpu");
         ctx = start_run("profile", args.common, argc, argv);
     } catch (...) {  // every exception, not only prophet::Error: nothing may escape without its exit code
         return report_start_error(current_exception_as_error(), env_world_rank());

@@ -15,32 +15,13 @@
 #include "kernels/kernels.h"
 #include "kernels/optim.h"
 #include "model/data.h"
+#include "train/calibrate_device.h"
 
 namespace prophet {
 namespace {
 
 constexpr int kWarmup = 2;
 constexpr int kRepeats = 7;
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-// median over repeats of the slowest rank's time of fn(), seconds
-template <typename Fn>
-double time_collective(Communicator& comm, Fn fn) {
-    std::vector<double> samples;
-    for (int r = 0; r < kWarmup + kRepeats; ++r) {
-        comm.barrier();
-        const int64_t t0 = now_ns();
-        fn();
-        double t = (now_ns() - t0) * 1e-9;
-        comm.all_reduce_max(&t, 1);
-        if (r >= kWarmup) samples.push_back(t);
-    }
-    return median(samples);
-}
 
 // The local executor, timed: how long the expert part of a forward/backward takes.
 class TimedExecutor final : public MoeExecutor<float> {
@@ -64,6 +45,37 @@ class TimedExecutor final : public MoeExecutor<float> {
 };
 
 }  // namespace
+
+double calibration_median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double time_collective(Communicator& comm, const std::function<void()>& fn) {
+    std::vector<double> samples;
+    for (int r = 0; r < kWarmup + kRepeats; ++r) {
+        comm.barrier();
+        const int64_t t0 = now_ns();
+        fn();
+        double t = (now_ns() - t0) * 1e-9;
+        comm.all_reduce_max(&t, 1);
+        if (r >= kWarmup) samples.push_back(t);
+    }
+    return calibration_median(samples);
+}
+
+void static_ep_step_masks(const Model<float>& model, int rank, int D, std::vector<char>* skip,
+                          std::vector<char>* include) {
+    const int per_rank = model.config.E / D;
+    skip->assign(model.num_tensors(), 0);
+    include->assign(model.num_tensors(), 0);
+    for (int i = 0; i < model.num_tensors(); ++i) {
+        const ParamTensor& t = model.tensor(i);
+        const bool home = t.is_expert && t.expert / per_rank == rank;
+        (*skip)[i] = t.is_expert && !home;
+        (*include)[i] = t.is_expert ? home : rank == 0;  // dense tensors counted once, as the trainer does
+    }
+}
 
 Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, const TrainSettings& settings) {
     const int D = comm.size();
@@ -179,21 +191,15 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
                 bnec.push_back(times[1]);
             }
         }
-        cal.fnec_s = median(fnec);
-        cal.bnec_s = median(bnec);
+        cal.fnec_s = calibration_median(fnec);
+        cal.bnec_s = calibration_median(bnec);
 
         // ---- the step's tail, as Trainer::step runs it after the last backward block: the dense-gradient
         // all-reduce, the global gradient norm (its all-reduce), AdamW on the dense tensors and this rank's home
         // experts under static EP (experts [r E/D, (r+1) E/D)), the loss all-reduce, and the next step's zero-grad.
         // The first repeat reduces the last backward's gradients, later ones the zeros zero-grad left: the same work.
-        const int per_rank = m.E / D;
-        std::vector<char> skip(model.num_tensors(), 0), include(model.num_tensors(), 0);
-        for (int i = 0; i < model.num_tensors(); ++i) {
-            const ParamTensor& t = model.tensor(i);
-            const bool home = t.is_expert && t.expert / per_rank == comm.rank();
-            skip[i] = t.is_expert && !home;
-            include[i] = t.is_expert ? home : comm.rank() == 0;  // dense tensors counted once, as the trainer does
-        }
+        std::vector<char> skip, include;
+        static_ep_step_masks(model, comm.rank(), D, &skip, &include);
         cal.step_tail_s = time_collective(comm, [&] {
             Span<float> dense = model_dense_grads(model);
             comm.all_reduce_sum(dense.data, dense.size);
@@ -206,6 +212,7 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
             model_zero_grad(model);
         });
     }
+    calibrate_on_device(comm, trained, settings, &cal);  // device.kind = cuda: the GPU's compute figures
     return cal;
 }
 

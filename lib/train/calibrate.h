@@ -13,6 +13,7 @@
 // Timings are medians over repeats of the maximum over ranks (the slowest rank decides, as in a step).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,18 @@ struct Calibration {
     double step_tail_s = 0;  // per step, seconds
     double a2a_wait_s = 0;   // per all-to-all, seconds
 };
+
+// median of v (empty: undefined)
+double calibration_median(std::vector<double> v);
+// Collective: the median over 7 repeats (after 2 warm-ups, each after a barrier) of the slowest rank's time of fn(),
+// seconds.
+double time_collective(Communicator& comm, const std::function<void()>& fn);
+
+// The trainer's step masks under static EP on rank `rank` of D (the calibrated step tail): skip [tensors] = 1 for the
+// experts another rank is home of (AdamW skips them), include = 1 for this rank's home experts and, on rank 0 only,
+// the dense tensors (the gradient norm counts each once).
+void static_ep_step_masks(const Model<float>& model, int rank, int D, std::vector<char>* skip,
+                          std::vector<char>* include);
 
 // Collective: every rank takes part. Needs at least 2 ranks (exit 3 otherwise).
 Calibration calibrate_machine(Communicator& comm, const Model<float>& model, const TrainSettings& settings);

@@ -5,7 +5,8 @@
 #     anything (no build directory), with summary.json {"stage": "device"} in RESULTS_DIR, or in $OUT when no
 #     RESULTS_DIR is given;
 #   - ci/gpu_train_check.py's verdicts on made-up runs: parity passes equal losses and fails a 1e-3 gap or a run
-#     without replicas under --min-replicas; ratio divides the median step times; table prints every stage.
+#     without replicas under --min-replicas; ratio divides the median step times; calibration wants every figure
+#     positive and the cluster file written; table prints every stage with its number.
 # Usage: gpu_check_script_test.sh (from anywhere; exit 0 pass, 1 a check failed)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -55,10 +56,21 @@ expect "parity: no replica under --min-replicas 1 fails" [ $? = 1 ]
 python3 "$check" ratio "$T/a.jsonl" "$T/b.jsonl" "$T/ratio.json" > /dev/null
 expect "ratio: median 11 ms / 21 ms" python3 -c "
 import json, sys; r = json.load(open(sys.argv[1]))['ratio']; sys.exit(0 if abs(r - 11 / 21) < 1e-12 else 1)" "$T/ratio.json"
-printf 'device\tpass\tGPU 0\nratio\tpass\t\nparity\tfail\tsee parity.json\n' > "$T/stages.tsv"
+cal='{"expert_gflop_s": 900, "fnec_ms": 0.2, "bnec_ms": 0.4, "step_tail_ms": 3, "p2p_gbit_s": 40, "trans_gbit_s": 30, "agg_gbit_s": 20}'
+echo "{\"run_id\": \"x\", \"calibration\": $cal}" > "$T/cal.jsonl"
+printf '[cluster]\nnum_devices = 2\n' > "$T/cluster.toml"
+python3 "$check" calibration "$T/cal.jsonl" "$T/cluster.toml" "$T/calibration.json" > /dev/null 2>&1
+expect "calibration: positive figures and a cluster file pass" [ $? = 0 ]
+sed 's/"fnec_ms": 0.2/"fnec_ms": 0/' "$T/cal.jsonl" > "$T/cal0.jsonl"
+python3 "$check" calibration "$T/cal0.jsonl" "$T/cluster.toml" "$T/cal0.json" > /dev/null 2>&1
+expect "calibration: a zero FNEC fails" [ $? = 1 ]
+python3 "$check" calibration "$T/cal.jsonl" "$T/missing.toml" "$T/cal1.json" > /dev/null 2>&1
+expect "calibration: no cluster file fails" [ $? = 1 ]
+printf 'device\tpass\tGPU 0\nratio\tpass\t\ncalibration\tpass\t\nparity\tfail\tsee parity.json\n' > "$T/stages.tsv"
 python3 "$check" table "$T" > "$T/table" 2>&1
 expect "table: every stage, the ratio's number" grep -q "prophet/static 0.524" "$T/table"
 expect "table: a failed stage's message" grep -qE "^parity +fail +see parity.json" "$T/table"
+expect "table: the calibration's figures" grep -q "expert 900 GFLOP/s, FNEC 0.200 ms" "$T/table"
 
 [ "$fails" = 0 ] && echo "gpu_check_script: all checks passed" && exit 0
 echo "gpu_check_script: $fails check(s) failed"
