@@ -29,6 +29,7 @@ void EventTimeline::begin_step() {
     used_ = 0;
     spans_.clear();
     open_ = false;
+    PROPHET_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));  // idle: the reference runs as it is recorded
     PROPHET_CUDA_CHECK(cudaEventRecord(reference_, ctx_.stream()));
     reference_ns_ = now_ns();
 }

@@ -3,13 +3,13 @@
 //
 //   EventTimeline events(ctx);
 //   events.set_sink(&timeline);           // nullptr: off (begin/end do nothing)
-//   events.begin_step();                  // the stream is idle here: a reference event at a known host time
-//   { GpuSpan s(&events, OpKind::kAttn, l); ...kernels... }    // an event before and after, on ctx's stream
+//   events.begin_step();                  // waits for the stream, then a reference event at a known host time
+//   events.begin(OpKind::kAttn, l); ...kernels...; events.end();   // an event before and after, on ctx's stream
 //   ctx.synchronize(); events.flush();    // every pair -> OpRecord on the compute lane, host ns
 //
-// Host time of an event = the reference's host time + cudaEventElapsedTime(reference, event). begin_step must be
-// called when the stream has no work queued (after a synchronizing copy), so the reference event completes at
-// once and the two clocks line up to within the launch latency (microseconds).
+// Host time of an event = the reference's host time + cudaEventElapsedTime(reference, event). begin_step first
+// waits for the stream (only when a sink is set), so the reference event completes at once and the two clocks
+// line up to within the launch latency (microseconds).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -53,22 +53,6 @@ class EventTimeline {
     std::vector<Span> spans_;
     cudaEvent_t reference_ = nullptr;
     int64_t reference_ns_ = 0;
-};
-
-// begin() on construction, end() on destruction (no-ops when the timeline is off or events is null).
-class GpuSpan {
-  public:
-    GpuSpan(EventTimeline* events, OpKind kind, int block) : events_(events != nullptr && events->on() ? events : nullptr) {
-        if (events_ != nullptr) events_->begin(kind, block);
-    }
-    ~GpuSpan() {
-        if (events_ != nullptr) events_->end();
-    }
-    GpuSpan(const GpuSpan&) = delete;
-    GpuSpan& operator=(const GpuSpan&) = delete;
-
-  private:
-    EventTimeline* events_;
 };
 
 }  // namespace prophet::cuda

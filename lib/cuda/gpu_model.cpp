@@ -70,7 +70,7 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
     const size_t NC = (size_t)N * C, NK = (size_t)N * K;
     double flops = 0.0;
 
-    events_.begin_step();  // the synchronous copies above left the stream idle
+    events_.begin_step();  // (with a timeline) the GPU clock's reference for this step
     events_.begin(OpKind::kEmbed, -1);
     encoder_forward(ctx_, encoded_.data(), inputs_.data(), param(lay.wte), param(lay.wpe), B, T, C, V);
     events_.end();

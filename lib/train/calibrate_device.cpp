@@ -34,7 +34,7 @@ void calibrate_on_device(Communicator& comm, const Model<float>& trained, const 
     data->batch(0, first, last, inputs.data(), targets.data());
 
     // the step model of the run (its device, its precision): compute figures, then the step's tail on it
-    std::unique_ptr<StepModel> step = make_step_model(settings.device_kind, settings.precision, model, local_rank);
+    std::unique_ptr<StepModel> step = make_step_model(settings.device_kind, settings.precision, model, local_rank, comm.rank());
     auto* gpu = dynamic_cast<cuda::GpuStepModel*>(step.get());
     PROPHET_ASSERT_MSG(gpu != nullptr, "device.kind = " + settings.device_kind + " without a GPU step model");
     const cuda::GpuComputeFigures fig = cuda::measure_gpu_compute(

@@ -8,6 +8,7 @@
 
 #ifdef PROPHET_HAVE_CUDA
 #include "comm/comm_nccl.h"
+#include "cuda/check.h"
 #include "cuda/gpu_step_model.h"
 #endif
 
@@ -55,15 +56,18 @@ int local_rank_of(const std::vector<int>& hosts, int rank) {
 }
 
 std::unique_ptr<StepModel> make_step_model(const std::string& kind, const std::string& precision, Model<float>& host,
-                                           int local_rank) {
+                                           int local_rank, int rank) {
     PROPHET_ASSERT_MSG(precision == "fp32" || (precision == "bf16" && kind == "cuda"),
                        "train.precision = " + precision + " with device.kind = " + kind);
     if (kind == "cpu") return std::make_unique<CpuStepModel>(host);
 #ifdef PROPHET_HAVE_CUDA
-    if (kind == "cuda")
-        return std::make_unique<cuda::GpuStepModel>(
-            host, local_rank % std::max(1, cuda::device_count()), precision == "bf16" ? cuda::GemmPrecision::kBf16 : cuda::GemmPrecision::kFp32);
+    if (kind == "cuda") {
+        if (rank >= 0) cuda::set_error_rank(rank);
+        const auto gemm = precision == "bf16" ? cuda::GemmPrecision::kBf16 : cuda::GemmPrecision::kFp32;
+        return std::make_unique<cuda::GpuStepModel>(host, local_rank % std::max(1, cuda::device_count()), gemm);
+    }
 #endif
+    (void)local_rank, (void)rank;
     require_usable_device(kind);  // throws the one-line error for cuda without a backend
     throw_config_error("device.kind", kind, "unknown device", "use cpu or cuda");
 }

@@ -24,8 +24,9 @@ void require_usable_device(const std::string& kind);
 // train_settings_from, and asserted here). Call require_usable_device first.
 // local_rank: this rank's index among the ranks of its host; it uses device local_rank % (devices visible), so
 // ranks share GPUs round-robin (4 ranks on a one-GPU machine share GPU 0; one rank per GPU where there are enough).
+// rank: this rank in the run, named by every CUDA / cuBLAS error from then on (-1: not named).
 std::unique_ptr<StepModel> make_step_model(const std::string& kind, const std::string& precision, Model<float>& host,
-                                           int local_rank = 0);
+                                           int local_rank = 0, int rank = -1);
 
 // The run's communicator for comm.backend: "mpi" returns `world` (the MPI world, or one process); "nccl" wraps it
 // in the NCCL communicator (comm/comm_nccl.h: `world` becomes its bootstrap; one rank per GPU, refused alike on

@@ -98,7 +98,7 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     // GPU one keeps its own copy and syncs model_ only for checkpoints (save / resume)
     // (ranks of one host share its GPUs round-robin: local rank % devices; gather_rank_hosts is a collective)
     const int local_rank = settings_.device_kind != "cpu" && D > 1 ? local_rank_of(gather_rank_hosts(comm_), comm_.rank()) : 0;
-    step_model_ = make_step_model(settings_.device_kind, settings_.precision, *model_, local_rank);
+    step_model_ = make_step_model(settings_.device_kind, settings_.precision, *model_, local_rank, comm_.rank());
     on_device_ = settings_.device_kind != "cpu";
     // one device rank runs every expert inside the device model; several run the executor, host-staged: its
     // layout, all-to-alls, Trans and Agg on host buffers over comm_, the experts on the device (docs/gpu.md)
