@@ -137,6 +137,12 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.checkpoint_dir = c.get_string("train.checkpoint_dir");
     t.save_every = c.get_int("train.save_every");
     t.record_loads = c.get_bool("train.record_loads");
+    // GpuModel routes with its own gate: the recorded routing (model.route_override) exists on the CPU model only
+    if (c.get_string("routing.source") == "trace" && c.get_string("device.kind") == "cuda")
+        throw_config_error("routing.source", "trace",
+                           "a recorded routing replaces the gate's choices in the CPU model only; the GPU model "
+                           "(device.kind = cuda) routes with its own gate",
+                           "set routing.source = gate with device.kind = cuda, or device.kind = cpu");
     t.routing_trace = c.get_string("routing.source") == "trace" ? c.get_string("routing.trace") : "";
     if (c.get_string("routing.source") == "trace" && (t.routing_trace.empty() || access(t.routing_trace.c_str(), R_OK) != 0))
         throw_config_error("routing.trace", "\"" + c.get_string("routing.trace") + "\"",

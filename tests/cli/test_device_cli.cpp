@@ -84,7 +84,8 @@ TEST_F(DeviceCli, UnknownDeviceKindNamesTheAllowedValues) {
 }
 
 TEST_F(DeviceCli, WhatTheGpuModelLacksIsRefusedBeforeAnythingIsWritten) {
-    for (const char* set : {"model.capacity_factor=1.25", "model.aux_loss_coef=0.01", "schedule.mode=blockwise"}) {
+    for (const char* set : {"model.capacity_factor=1.25", "model.aux_loss_coef=0.01", "schedule.mode=blockwise",
+                            "routing.source=trace"}) {
         const auto r = prophet::testing::run_prophet(kNoGpu, run_args("train", std::string("--set ") + set), dir_);
         EXPECT_EQ(r.exit_code, prophet::kExitConfig) << set << ": " << r.err;
         const std::string key = std::string(set).substr(0, std::string(set).find('='));
