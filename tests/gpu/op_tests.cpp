@@ -544,6 +544,7 @@ void test_gemm_grouped(Case& c, Rng& rng, cuda::Context& ctx);  // precision_tes
 void test_bf16(Case& c, Rng& rng, cuda::Context& ctx);          // precision_tests.cpp
 void test_expert_compute(Case& c, Rng& rng, cuda::Context& ctx);  // expert_compute_tests.cpp
 void test_event_timeline(Case& c, Rng& rng, cuda::Context& ctx);  // timeline_tests.cpp
+void test_ep_two_ranks(Case& c, Rng& rng, cuda::Context& ctx);    // ep_tests.cpp
 
 const std::vector<OpTest>& op_tests() {
     static const std::vector<OpTest> tests = {
@@ -565,6 +566,7 @@ const std::vector<OpTest>& op_tests() {
         {"model_steps", test_model_steps},
         {"step_model", test_step_model},
         {"event_timeline", test_event_timeline},
+        {"ep_two_ranks", test_ep_two_ranks},
         {"bf16", test_bf16},
         {"errors", test_errors},
     };
