@@ -360,20 +360,17 @@ inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, u
     std::vector<std::vector<float>>& checked_params = staged ? own->params : params;
     std::vector<std::vector<float>>& checked_grads = staged ? own->grads : grads;
     int current_step = 0;
-    ep.set_placement_provider([&](int layer, const int64_t*) {
+    auto placement_of = [&](int layer) {
         return make_case_placement(pc, D, E, seed + 31 * layer + (placement_changes ? 1009 * current_step : 0));
-    });
+    };
+    ep.set_placement_provider([&](int layer, const int64_t*) { return placement_of(layer); });
     ep.set_resident_replicas(resident);
     if (blockwise) {  // the same placements, fetched ahead; transfers split between the two compute windows
         EpSchedule schedule;
         schedule.blockwise = true;
         schedule.fnec_s = schedule.bnec_s = schedule.expert_transfer_s = 1e-3;
         ep.set_schedule(schedule);
-        ep.set_ahead_provider(
-            [&](int layer) {
-                return make_case_placement(pc, D, E, seed + 31 * layer + (placement_changes ? 1009 * current_step : 0));
-            },
-            [](int, const int64_t*) {});
+        ep.set_ahead_provider(placement_of, [](int, const int64_t*) {});
     }
 
     for (int step = 0; step < steps; step++) {
