@@ -156,7 +156,7 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
     ctx->fault = fault_plan_from(ctx->config, world);
     if (args.dry_run) return ctx;
     bool is_mpi = false;
-    ctx->comm = make_world_communicator(argc, argv, &is_mpi);
+    ctx->comm = make_run_communicator(ctx->settings.comm_backend, make_world_communicator(argc, argv, &is_mpi));
     ctx->comm->set_timeout_s(ctx->settings.comm_timeout_s);
     blas_set_num_threads(ctx->settings.threads);
     ctx->testbed = testbed_survey(*ctx->comm, blas_num_threads());
@@ -386,10 +386,6 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
                                "must be 0 for prophet profile: a trace records every routed token, and dropped "
                                "tokens would make its counts disagree with tokens x top-k",
                                "--set model.capacity_factor=0");
-        if (args.calibrate && config.get_string("device.kind") == "cuda")
-            throw_config_error("device.kind", "cuda",
-                               "--calibrate measures the CPU ranks' GEMMs and links; GPU calibration is not built yet",
-                               "drop --calibrate, or set device.kind = cpu");
         ctx = start_run("profile", args.common, argc, argv);
     } catch (...) {  // every exception, not only prophet::Error: nothing may escape without its exit code
         return report_start_error(current_exception_as_error(), env_world_rank());

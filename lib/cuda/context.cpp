@@ -71,7 +71,16 @@ template class DeviceBuffer<int>;
 
 // ---- Context -----------------------------------------------------------------------------------------------
 
-Context::Context(int device, bool allow_tf32) : device_(device) {
+const char* gemm_precision_name(GemmPrecision p) {
+    switch (p) {
+        case GemmPrecision::kFp32: return "fp32";
+        case GemmPrecision::kTf32: return "tf32";
+        case GemmPrecision::kBf16: return "bf16";
+    }
+    return "?";
+}
+
+Context::Context(int device, GemmPrecision precision) : device_(device), precision_(precision) {
     PROPHET_CUDA_CHECK(cudaSetDevice(device));
     // A blocking stream: it synchronizes with the legacy default stream, so the plain cudaMemcpy of
     // DeviceBuffer::upload/download waits for this stream's kernels and they wait for it (a non-blocking stream
@@ -81,7 +90,9 @@ Context::Context(int device, bool allow_tf32) : device_(device) {
     PROPHET_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     PROPHET_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&error_flags_), sizeof(unsigned)));
     PROPHET_CUDA_CHECK(cudaMemsetAsync(error_flags_, 0, sizeof(unsigned), stream_));
-    PROPHET_CUBLAS_CHECK(cublasSetMathMode(cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    // bf16 is chosen per call (the compute type of cublasGemmEx), TF32 by the handle's math mode
+    PROPHET_CUBLAS_CHECK(cublasSetMathMode(
+        cublas_, precision == GemmPrecision::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
 Context::~Context() {

@@ -1,10 +1,15 @@
 // context.h: what every GPU op runs on (one stream, one cuBLAS handle, a scratch workspace) and an owning
 // device buffer.
 //
+// GEMM precision (GemmPrecision, train.precision = bf16 in a run): kFp32 (the default, full fp32 products, the
+// CPU oracle's), kTf32 (tensor-core TF32) or kBf16: cuBLAS runs every GEMM with CUBLAS_COMPUTE_32F_FAST_16BF, so
+// the tensor cores multiply bf16-rounded operands and accumulate in fp32, while every buffer (parameters = the
+// fp32 master weights, gradients, AdamW state, activations) stays fp32 in memory.
+//
 // Every op in ops.h takes a Context& and enqueues its work on ctx.stream() without synchronizing; results are
 // visible to the host after ctx.synchronize() (or a DeviceBuffer::download: the stream is a blocking one). The
 // cuBLAS handle is bound to the same stream, so library and hand-written kernels are ordered. fp32 GEMMs run in
-// CUBLAS_DEFAULT_MATH (full fp32 products, no TF32) unless allow_tf32 is set, so the GPU matches the CPU oracle.
+// CUBLAS_DEFAULT_MATH (full fp32 products, no TF32) unless the precision is kTf32, so the GPU matches the CPU oracle.
 #pragma once
 
 #include <cublas_v2.h>
@@ -54,10 +59,13 @@ enum DeviceErrorBit : unsigned {
     kBadExpertId = 4u,  // MoE layout: expert outside [-1,E)
 };
 
+enum class GemmPrecision { kFp32, kTf32, kBf16 };
+const char* gemm_precision_name(GemmPrecision p);  // "fp32", "tf32", "bf16"
+
 class Context {
   public:
     // device: the CUDA device this context uses (cudaSetDevice is called here and must stay set on this thread).
-    explicit Context(int device = 0, bool allow_tf32 = false);
+    explicit Context(int device = 0, GemmPrecision precision = GemmPrecision::kFp32);
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
@@ -65,6 +73,11 @@ class Context {
     cudaStream_t stream() const { return stream_; }
     cublasHandle_t cublas() const { return cublas_; }
     int device() const { return device_; }
+    GemmPrecision precision() const { return precision_; }
+    // Whether gemm_grouped (ops.h) runs as one cublasGemmGroupedBatchedEx call (true until cuBLAS answered
+    // CUBLAS_STATUS_NOT_SUPPORTED for this precision once; from then on it loops over the GEMMs).
+    bool grouped_gemm_native() const { return grouped_native_; }
+    void set_grouped_gemm_native(bool on) { grouped_native_ = on; }
     // Waits for the stream, then throws prophet::Error (exit 1) naming the ids if a kernel raised an error bit
     // since the last call (the flags are cleared first, so the context stays usable after the throw).
     void synchronize();
@@ -76,6 +89,8 @@ class Context {
 
   private:
     int device_ = 0;
+    GemmPrecision precision_ = GemmPrecision::kFp32;
+    bool grouped_native_ = true;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
     unsigned* error_flags_ = nullptr;

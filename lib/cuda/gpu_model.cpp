@@ -16,7 +16,8 @@ struct ExpertPointers {
 };
 }  // namespace
 
-GpuModel::GpuModel(Context& ctx, const Model<float>& model) : ctx_(ctx), config_(model.config), layout_(model.layout) {
+GpuModel::GpuModel(Context& ctx, const Model<float>& model)
+    : ctx_(ctx), config_(model.config), layout_(model.layout), events_(ctx) {
     if (config_.capacity_factor > 0.0)
         throw_config_error("model.capacity_factor", std::to_string(config_.capacity_factor),
                            "the GPU model is dropless for now", "set model.capacity_factor = 0");
@@ -69,9 +70,14 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
     const size_t NC = (size_t)N * C, NK = (size_t)N * K;
     double flops = 0.0;
 
+    events_.begin_step();  // (with a timeline) the GPU clock's reference for this step
+    events_.begin(OpKind::kEmbed, -1);
     encoder_forward(ctx_, encoded_.data(), inputs_.data(), param(lay.wte), param(lay.wpe), B, T, C, V);
+    events_.end();
     for (int l = 0; l < L; l++) {
         const LayerTensorIdx& p = lay.layers[l];
+        // the block-wise schedule launches this block's Trans beside its non-expert compute (no-op otherwise)
+        if (executor_ != nullptr) executor_->block_forward_begin(l);
         const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;  // [N,C]
         float* ln1 = ln1_.data() + l * NC;
         float* qkv = qkv_.data() + l * 3 * NC;
@@ -90,37 +96,50 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
         float* y = moe_y_.data() + l * NK * C;
 
         // attention branch: x + proj(attn(ln1(x)))
+        events_.begin(OpKind::kAttn, l);
         layernorm_forward(ctx_, ln1, ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, x,
                           param(p.ln1_w), param(p.ln1_b), N, C);
         matmul_forward(ctx_, qkv, ln1, param(p.qkv_w), param(p.qkv_b), N, C, 3 * C);
         attention_forward(ctx_, atty, att, qkv, B, T, C, NH);
         matmul_forward(ctx_, branch_.data(), atty, param(p.proj_w), param(p.proj_b), N, C, C);
         residual_forward(ctx_, residual_attn, x, branch_.data(), NC);
+        events_.end();
         // MoE branch: route, then the experts of this layer (dropless: dispatch = the top-K selection)
+        events_.begin(OpKind::kGate, l);
         layernorm_forward(ctx_, ln2, ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N,
                           residual_attn, param(p.ln2_w), param(p.ln2_b), N, C);
         matmul_forward(ctx_, gate_logits, ln2, param(p.gate_w), nullptr, N, C, E);
         gate_topk_forward(ctx_, expert_idx, gate_w, gate_logits, N, E, K);
-        moe_layout(ctx_, offsets, slot, slot_token_.data() + l * NK, expert_idx, N, K, E);
-        offsets_host_[l] = moe_offsets_to_host(ctx_, offsets, E);
-        ExpertPointers w;
-        for (int e = 0; e < E; e++) {
-            w.w1.push_back(param(lay.expert_w1[(size_t)l * E + e]));
-            w.w2.push_back(param(lay.expert_w2[(size_t)l * E + e]));
+        events_.end();
+        if (executor_ != nullptr) {
+            moe_forward_staged(l, N, ln2, expert_idx, gate_w);  // the executor records its own (host) ops
+        } else {
+            events_.begin(OpKind::kFec, l);
+            moe_layout(ctx_, offsets, slot, slot_token_.data() + l * NK, expert_idx, N, K, E);
+            offsets_host_[l] = moe_offsets_to_host(ctx_, offsets, E);
+            ExpertPointers w;
+            for (int e = 0; e < E; e++) {
+                w.w1.push_back(param(lay.expert_w1[(size_t)l * E + e]));
+                w.w2.push_back(param(lay.expert_w2[(size_t)l * E + e]));
+            }
+            moe_permute(ctx_, mx, ln2, slot, N, K, C);
+            moe_experts_forward(ctx_, pre, act, y, mx, offsets_host_[l], w.w1.data(), w.w2.data(), C, F);
+            moe_unpermute(ctx_, branch_.data(), y, gate_w, slot, N, K, C);
+            events_.end();
         }
-        moe_permute(ctx_, mx, ln2, slot, N, K, C);
-        moe_experts_forward(ctx_, pre, act, y, mx, offsets_host_[l], w.w1.data(), w.w2.data(), C, F);
-        moe_unpermute(ctx_, branch_.data(), y, gate_w, slot, N, K, C);
         residual_forward(ctx_, residual_moe_.data() + l * NC, residual_attn, branch_.data(), NC);
         flops += 2.0 * N * C * (3.0 * C + C + E) + 2.0 * 2.0 * B * NH * (double)T * T * (C / NH) +
                  2.0 * 2.0 * (double)offsets_host_[l][E] * C * F;
     }
     const float* x_last = residual_moe_.data() + (size_t)(L - 1) * NC;
+    events_.begin(OpKind::kHead, -1);
     layernorm_forward(ctx_, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x_last, param(lay.ln_f_w),
                       param(lay.ln_f_b), N, C);
     forward_flops_ = flops + 2.0 * N * C * V;
-    return crossentropy_tied_forward(ctx_, probs_.data(), lnf_.data(), param(lay.wte), targets_.data(), N, C, V,
-                                     loss_denominator);
+    const double loss = crossentropy_tied_forward(ctx_, probs_.data(), lnf_.data(), param(lay.wte), targets_.data(),
+                                                  N, C, V, loss_denominator);
+    events_.end();
+    return loss;
 }
 
 void GpuModel::backward() {
@@ -131,12 +150,14 @@ void GpuModel::backward() {
     const ParamLayout& lay = layout_;
     const size_t NC = (size_t)N * C, NK = (size_t)N * K;
 
+    events_.begin(OpKind::kHeadBwd, -1);
     PROPHET_CUDA_CHECK(cudaMemsetAsync(dresidual_.data(), 0, sizeof(float) * NC, ctx_.stream()));
     crossentropy_tied_backward(ctx_, dln_.data(), grad(lay.wte), probs_.data(), lnf_.data(), param(lay.wte),
                                targets_.data(), N, C, V, loss_denominator_);
     const float* x_last = residual_moe_.data() + (size_t)(L - 1) * NC;
     layernorm_backward(ctx_, dresidual_.data(), grad(lay.ln_f_w), grad(lay.ln_f_b), dln_.data(), x_last,
                        param(lay.ln_f_w), lnf_mean_.data(), lnf_rstd_.data(), N, C);
+    events_.end();
 
     for (int l = L - 1; l >= 0; l--) {
         const LayerTensorIdx& p = lay.layers[l];
@@ -157,18 +178,27 @@ void GpuModel::backward() {
             w.dw1.push_back(grad(i1)), w.dw2.push_back(grad(i2));
         }
         // MoE branch; dresidual is d(residual_moe) and passes straight through to d(residual_attn)
-        moe_unpermute_backward(ctx_, dy_.data(), dgate_w_.data(), dresidual_.data(), moe_y_.data() + l * NK * C, gate_w,
-                               slot, N, K, C);
-        moe_experts_backward(ctx_, dx_.data(), dpre_.data(), dy_.data(), moe_x_.data() + l * NK * C,
-                             moe_pre_.data() + l * NK * F, moe_act_.data() + l * NK * F, offsets_host_[l],
-                             w.w1.data(), w.w2.data(), w.dw1.data(), w.dw2.data(), C, F);
-        moe_permute_backward(ctx_, dln_.data(), dx_.data(), slot, N, K, C);  // dln = d ln2 from the experts
+        if (executor_ != nullptr) {
+            moe_backward_staged(l, N);  // dln = d ln2 from the experts, dgate_w_
+        } else {
+            events_.begin(OpKind::kBec, l);
+            moe_unpermute_backward(ctx_, dy_.data(), dgate_w_.data(), dresidual_.data(), moe_y_.data() + l * NK * C,
+                                   gate_w, slot, N, K, C);
+            moe_experts_backward(ctx_, dx_.data(), dpre_.data(), dy_.data(), moe_x_.data() + l * NK * C,
+                                 moe_pre_.data() + l * NK * F, moe_act_.data() + l * NK * F, offsets_host_[l],
+                                 w.w1.data(), w.w2.data(), w.dw1.data(), w.dw2.data(), C, F);
+            moe_permute_backward(ctx_, dln_.data(), dx_.data(), slot, N, K, C);  // dln = d ln2 from the experts
+            events_.end();
+        }
+        events_.begin(OpKind::kGateBwd, l);
         gate_topk_backward(ctx_, dgate_logits_.data(), dgate_w_.data(), gate_w, expert_idx, N, E, K);
         matmul_backward(ctx_, dln_.data(), grad(p.gate_w), nullptr, dgate_logits_.data(), ln2, param(p.gate_w), N, C,
                         E, /*accumulate_dinp=*/true);
         layernorm_backward(ctx_, dresidual_.data(), grad(p.ln2_w), grad(p.ln2_b), dln_.data(), residual_attn,
                            param(p.ln2_w), ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N, N, C);
+        events_.end();
         // attention branch; dresidual is now d(residual_attn) and passes through to d(x)
+        events_.begin(OpKind::kAttnBwd, l);
         matmul_backward(ctx_, datty_.data(), grad(p.proj_w), grad(p.proj_b), dresidual_.data(), atty, param(p.proj_w),
                         N, C, C, /*accumulate_dinp=*/false);
         attention_backward(ctx_, dqkv_.data(), datt_.data(), datty_.data(), qkv, att, B, T, C, NH);
@@ -176,23 +206,79 @@ void GpuModel::backward() {
                         3 * C, /*accumulate_dinp=*/false);
         layernorm_backward(ctx_, dresidual_.data(), grad(p.ln1_w), grad(p.ln1_b), dln_.data(), x, param(p.ln1_w),
                            ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, N, C);
+        events_.end();
     }
+    events_.begin(OpKind::kEmbedBwd, -1);
     encoder_backward(ctx_, grad(lay.wte), grad(lay.wpe), dresidual_.data(), inputs_.data(), B, T, C, V);
+    events_.end();
 }
 
 void GpuModel::zero_grad() {
     PROPHET_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, sizeof(float) * grads_.size(), ctx_.stream()));
 }
 
-double GpuModel::grad_norm_sq() { return sum_squares(ctx_, grads_.data(), grads_.size()); }
+void GpuModel::moe_forward_staged(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w) {
+    const int C = config_.C, E = config_.E, K = config_.K;
+    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    h_rows_.resize(NC), h_out_.resize(NC), h_idx_.resize(NK), h_gate_w_.resize(NK);
+    // plain cudaMemcpy: waits for the stream's kernels that wrote these (the stream is a blocking one)
+    PROPHET_CUDA_CHECK(cudaMemcpy(h_rows_.data(), ln2, sizeof(float) * NC, cudaMemcpyDeviceToHost));
+    PROPHET_CUDA_CHECK(cudaMemcpy(h_idx_.data(), expert_idx, sizeof(int) * NK, cudaMemcpyDeviceToHost));
+    PROPHET_CUDA_CHECK(cudaMemcpy(h_gate_w_.data(), gate_w, sizeof(float) * NK, cudaMemcpyDeviceToHost));
+    ctx_.synchronize();  // a bad expert id raised by gate_topk surfaces here, before the executor reads the ids
+    std::vector<int>& offsets = offsets_host_[l];  // [E+1] this rank's choices per expert (expert_counts)
+    offsets.assign(E + 1, 0);
+    for (const int e : h_idx_)
+        if (e >= 0 && e < E) offsets[e + 1]++;
+    for (int e = 0; e < E; e++) offsets[e + 1] += offsets[e];
+    executor_->forward(l, N, h_rows_.data(), h_idx_.data(), h_gate_w_.data(), h_out_.data());
+    PROPHET_CUDA_CHECK(cudaMemcpy(branch_.data(), h_out_.data(), sizeof(float) * NC, cudaMemcpyHostToDevice));
+}
 
-void GpuModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_scale) {
+void GpuModel::moe_backward_staged(int l, int N) {
+    const int C = config_.C, K = config_.K;
+    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    h_out_.resize(NC), h_rows_.resize(NC), h_dgate_w_.resize(NK);
+    // dout = d residual_moe (h_out_), dh (h_rows_), dgate_w
+    PROPHET_CUDA_CHECK(cudaMemcpy(h_out_.data(), dresidual_.data(), sizeof(float) * NC, cudaMemcpyDeviceToHost));
+    executor_->backward(l, N, h_out_.data(), h_rows_.data(), h_dgate_w_.data());
+    PROPHET_CUDA_CHECK(cudaMemcpy(dln_.data(), h_rows_.data(), sizeof(float) * NC, cudaMemcpyHostToDevice));
+    PROPHET_CUDA_CHECK(cudaMemcpy(dgate_w_.data(), h_dgate_w_.data(), sizeof(float) * NK, cudaMemcpyHostToDevice));
+}
+
+double GpuModel::grad_norm_sq(const std::vector<char>* include) {
+    if (include == nullptr) return sum_squares(ctx_, grads_.data(), grads_.size());
+    PROPHET_ASSERT(include->size() == layout_.tensors.size());
+    double sum = 0.0;  // tensor by tensor, in layout order (each sum_squares synchronizes)
+    for (size_t i = 0; i < layout_.tensors.size(); i++)
+        if ((*include)[i]) sum += sum_squares(ctx_, grads_.data() + layout_.tensors[i].offset, layout_.tensors[i].size);
+    return sum;
+}
+
+void GpuModel::download_dense_grads(std::vector<float>& host) const {
+    host.resize(layout_.num_dense_params);
+    if (!host.empty())
+        PROPHET_CUDA_CHECK(cudaMemcpy(host.data(), grads_.data(), sizeof(float) * host.size(), cudaMemcpyDeviceToHost));
+}
+
+void GpuModel::upload_dense_grads(const std::vector<float>& host) {
+    PROPHET_ASSERT(host.size() == layout_.num_dense_params);
+    if (!host.empty())
+        PROPHET_CUDA_CHECK(cudaMemcpy(grads_.data(), host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice));
+}
+
+void GpuModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_scale, const std::vector<char>* skip) {
+    PROPHET_ASSERT(skip == nullptr || skip->size() == layout_.tensors.size());
     adam_step_++;
-    for (const ParamTensor& t : layout_.tensors) {
+    events_.begin(OpKind::kOptimizer, -1);  // AdamW only: the gradient norm's reduction was its own call
+    for (size_t i = 0; i < layout_.tensors.size(); i++) {
+        if (skip != nullptr && (*skip)[i]) continue;
+        const ParamTensor& t = layout_.tensors[i];
         adamw_update(ctx_, params_.data() + t.offset, grads_.data() + t.offset, adam_m_.data() + t.offset,
                      adam_v_.data() + t.offset, t.size, lr, adamw.beta1, adamw.beta2, adamw.eps,
                      t.is_matrix ? adamw.weight_decay : 0.0, adam_step_, grad_scale);
     }
+    events_.end();
 }
 
 std::vector<float> GpuModel::download_params() const { return params_.download(); }

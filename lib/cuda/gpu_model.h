@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "cuda/context.h"
+#include "cuda/event_timeline.h"
 #include "kernels/optim.h"
+#include "model/moe_executor.h"
 #include "model/moe_gpt.h"
 
 namespace prophet::cuda {
@@ -28,8 +30,27 @@ class GpuModel {
     double forward(const int* inputs, const int* targets, int B, double loss_denominator);
     void backward();  // accumulates into the gradients
     void zero_grad();
-    double grad_norm_sq();  // sum of squares of every gradient (synchronizes)
-    void adamw_step(double lr, const AdamWConfig& adamw, double grad_scale);
+    // Sum of squares of the gradients of the tensors with include[i] != 0 (nullptr: all; synchronizes).
+    double grad_norm_sq(const std::vector<char>* include = nullptr);
+    // AdamW on every tensor with skip[i] == 0 (nullptr: all).
+    void adamw_step(double lr, const AdamWConfig& adamw, double grad_scale, const std::vector<char>* skip = nullptr);
+
+    // Expert parallelism (host-staged, cuda/gpu_expert_compute.h): with an executor set, each MoE layer copies
+    // its rows (ln2 [N,C]), choices [N,K] and gate weights [N,K] to the host, calls executor->forward there and
+    // copies the output back; backward likewise. nullptr (the default): every expert on this GPU, in place.
+    void set_moe_executor(MoeExecutor<float>* executor) { executor_ = executor; }
+    // GPU op times from cudaEvent pairs (event_timeline.h) into `timeline` (nullptr: off): embedding, each block's
+    // attention and gate forward / backward, its experts when they are local, the head, AdamW. flush_timeline()
+    // after the stream was synchronized (GpuStepModel::adamw_step does both).
+    void set_timeline(OpTimeline* timeline) { events_.set_sink(timeline); }
+    void flush_timeline() { events_.flush(); }
+    // The device arenas ([num_params], the host layout's offsets), for an expert compute that works on them.
+    float* device_params() { return params_.data(); }
+    float* device_grads() { return grads_.data(); }
+    // The dense gradients (the first layout().num_dense_params of the arena) to / from the host, for the
+    // all-reduce across ranks.
+    void download_dense_grads(std::vector<float>& host) const;
+    void upload_dense_grads(const std::vector<float>& host);
 
     std::vector<float> download_params() const;  // [num_params], the CPU model's layout
     std::vector<float> download_grads() const;
@@ -49,6 +70,9 @@ class GpuModel {
     float* param(int idx) { return params_.data() + layout_.tensors[idx].offset; }
     float* grad(int idx) { return grads_.data() + layout_.tensors[idx].offset; }
     void allocate(int B);
+    // the MoE layer through executor_ (host-staged); forward fills offsets_host_[l] with the local counts
+    void moe_forward_staged(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w);
+    void moe_backward_staged(int l, int N);
 
     Context& ctx_;
     ModelConfig config_;
@@ -57,6 +81,11 @@ class GpuModel {
     long adam_step_ = 0;
     double loss_denominator_ = 0.0;
     double forward_flops_ = 0.0;
+    MoeExecutor<float>* executor_ = nullptr;
+    EventTimeline events_;
+    // host staging of the MoE layers under an executor: [N,C] rows / out / dout / dh, [N,K] choices, weights
+    std::vector<float> h_rows_, h_out_, h_gate_w_, h_dgate_w_;
+    std::vector<int> h_idx_;
 
     // activations for B sequences (N = B*T tokens), per layer [L, ...] as the CPU model's (moe_gpt.h)
     int B_ = 0;

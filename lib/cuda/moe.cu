@@ -257,44 +257,68 @@ void moe_unpermute_backward(Context& ctx, float* dy, float* dgate_w, const float
 
 // ---- the experts: one GEMM pair per non-empty expert, gelu over all rows at once ----------------------------
 
+namespace {
+// The experts' GEMMs of one kind as one group: expert e (non-empty) multiplies its rows [offsets[e], offsets[e+1])
+// of `rows` (row stride rows_ld) with its matrix (mats[e]) into out (row stride out_ld). shape(M_e) gives the
+// (M, N, K) of that GEMM. a_is_rows: the rows are operand A (else B: the weight-gradient GEMMs, rows^T x ...).
+template <typename Shape>
+std::vector<GemmProblem> expert_group(const std::vector<int>& offsets, Shape shape, const float* a, int a_ld,
+                                      bool a_per_row, const float* const* a_mats, const float* b, int b_ld,
+                                      bool b_per_row, const float* const* b_mats, float* c, int c_ld, bool c_per_row,
+                                      float* const* c_mats) {
+    const int E = (int)offsets.size() - 1;
+    std::vector<GemmProblem> group;  // [non-empty experts]
+    for (int e = 0; e < E; e++) {
+        const int begin = offsets[e], M_e = offsets[e + 1] - begin;
+        if (M_e == 0) continue;
+        GemmProblem p{};
+        shape(M_e, &p.M, &p.N, &p.K);
+        p.A = a_per_row ? a + (size_t)begin * a_ld : a_mats[e], p.lda = a_ld;
+        p.B = b_per_row ? b + (size_t)begin * b_ld : b_mats[e], p.ldb = b_ld;
+        p.C = c_per_row ? c + (size_t)begin * c_ld : c_mats[e], p.ldc = c_ld;
+        group.push_back(p);
+    }
+    return group;
+}
+}  // namespace
+
+// Each GEMM kind is one grouped call over the non-empty experts (gemm_grouped), not one cuBLAS call per expert.
 void moe_experts_forward(Context& ctx, float* pre, float* act, float* y, const float* x,
                          const std::vector<int>& offsets, const float* const* w1, const float* const* w2, int C,
                          int F) {
     const int E = (int)offsets.size() - 1;
-    for (int e = 0; e < E; e++) {
-        const int begin = offsets[e], M_e = offsets[e + 1] - begin;
-        if (M_e == 0) continue;
-        gemm(ctx, false, false, M_e, F, C, 1.0f, x + (size_t)begin * C, C, w1[e], F, 0.0f, pre + (size_t)begin * F, F);
-    }
+    // pre [M_e,F] = x [M_e,C] W1 [C,F]
+    gemm_grouped(ctx, false, false, 1.0f, 0.0f,
+                 expert_group(offsets, [&](int M_e, int* M, int* N, int* K) { *M = M_e, *N = F, *K = C; }, x, C, true,
+                              nullptr, nullptr, F, false, w1, pre, F, true, nullptr));
     const size_t M = (size_t)offsets[E];
     gelu_forward(ctx, act, pre, M * F);
-    for (int e = 0; e < E; e++) {
-        const int begin = offsets[e], M_e = offsets[e + 1] - begin;
-        if (M_e == 0) continue;
-        gemm(ctx, false, false, M_e, C, F, 1.0f, act + (size_t)begin * F, F, w2[e], C, 0.0f, y + (size_t)begin * C, C);
-    }
+    // y [M_e,C] = act [M_e,F] W2 [F,C]
+    gemm_grouped(ctx, false, false, 1.0f, 0.0f,
+                 expert_group(offsets, [&](int M_e, int* M, int* N, int* K) { *M = M_e, *N = C, *K = F; }, act, F,
+                              true, nullptr, nullptr, C, false, w2, y, C, true, nullptr));
 }
 
 void moe_experts_backward(Context& ctx, float* dx, float* dpre, const float* dy, const float* x, const float* pre,
                           const float* act, const std::vector<int>& offsets, const float* const* w1,
                           const float* const* w2, float* const* dw1, float* const* dw2, int C, int F) {
     const int E = (int)offsets.size() - 1;
-    // y = act W2: d act = dy W2^T (into dpre), dW2 += act^T dy
-    for (int e = 0; e < E; e++) {
-        const int begin = offsets[e], M_e = offsets[e + 1] - begin;
-        if (M_e == 0) continue;
-        gemm(ctx, false, true, M_e, F, C, 1.0f, dy + (size_t)begin * C, C, w2[e], C, 0.0f, dpre + (size_t)begin * F, F);
-        gemm(ctx, true, false, F, C, M_e, 1.0f, act + (size_t)begin * F, F, dy + (size_t)begin * C, C, 1.0f, dw2[e], C);
-    }
+    // y = act W2: d act [M_e,F] = dy [M_e,C] W2^T (into dpre), dW2 [F,C] += act^T dy
+    gemm_grouped(ctx, false, true, 1.0f, 0.0f,
+                 expert_group(offsets, [&](int M_e, int* M, int* N, int* K) { *M = M_e, *N = F, *K = C; }, dy, C, true,
+                              nullptr, nullptr, C, false, w2, dpre, F, true, nullptr));
+    gemm_grouped(ctx, true, false, 1.0f, 1.0f,
+                 expert_group(offsets, [&](int M_e, int* M, int* N, int* K) { *M = F, *N = C, *K = M_e; }, act, F,
+                              true, nullptr, dy, C, true, nullptr, nullptr, C, false, dw2));
     const size_t M = (size_t)offsets[E];
     gelu_backward(ctx, dpre, pre, dpre, M * F);
-    // pre = x W1: dW1 += x^T dpre, dx = dpre W1^T
-    for (int e = 0; e < E; e++) {
-        const int begin = offsets[e], M_e = offsets[e + 1] - begin;
-        if (M_e == 0) continue;
-        gemm(ctx, true, false, C, F, M_e, 1.0f, x + (size_t)begin * C, C, dpre + (size_t)begin * F, F, 1.0f, dw1[e], F);
-        gemm(ctx, false, true, M_e, C, F, 1.0f, dpre + (size_t)begin * F, F, w1[e], F, 0.0f, dx + (size_t)begin * C, C);
-    }
+    // pre = x W1: dW1 [C,F] += x^T dpre, dx [M_e,C] = dpre W1^T
+    gemm_grouped(ctx, true, false, 1.0f, 1.0f,
+                 expert_group(offsets, [&](int M_e, int* M, int* N, int* K) { *M = C, *N = F, *K = M_e; }, x, C, true,
+                              nullptr, dpre, F, true, nullptr, nullptr, F, false, dw1));
+    gemm_grouped(ctx, false, true, 1.0f, 0.0f,
+                 expert_group(offsets, [&](int M_e, int* M, int* N, int* K) { *M = M_e, *N = C, *K = F; }, dpre, F,
+                              true, nullptr, nullptr, F, false, w1, dx, C, true, nullptr));
 }
 
 }  // namespace prophet::cuda

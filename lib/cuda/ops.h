@@ -27,6 +27,21 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, int M, int N, int K, float a
 // `count` independent GEMMs of one shape; A, B, C are DEVICE arrays of `count` device pointers.
 void gemm_batched(Context& ctx, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* const* A,
                   int lda, const float* const* B, int ldb, float beta, float* const* C, int ldc, int count);
+// One row-major GEMM of a group; A, B, C are device pointers, lda/ldb/ldc row strides.
+struct GemmProblem {
+    int M, N, K;
+    const float* A;
+    int lda;
+    const float* B;
+    int ldb;
+    float* C;
+    int ldc;
+};
+// GEMMs of different sizes sharing the transposes and scalars (the experts' GEMMs of one MoE layer): one
+// cublasGemmGroupedBatchedEx call; where cuBLAS answers NOT_SUPPORTED (a compute type without a grouped kernel)
+// a loop of gemm() calls for the rest of the context's life (ctx.grouped_gemm_native() then reads false).
+void gemm_grouped(Context& ctx, bool trans_a, bool trans_b, float alpha, float beta,
+                  const std::vector<GemmProblem>& problems);
 
 // ---- embedding ---------------------------------------------------------------------------------------------
 // out [B,T,C], tokens [B,T], wte [V,C], wpe [T,C]

@@ -6,16 +6,20 @@
 //   step.zero_grad();
 //   double loss = step.forward(inputs, targets, B_local, B_global * T);   // host arrays [B_local,T]
 //   step.backward();
-//   [all-reduce dense grads]                    // CPU only: the device path runs on one rank
+//   step.reduce_dense_grads(all_reduce);        // several ranks: sum the dense gradients (host buffers)
 //   double norm_sq = step.grad_norm_sq(&include);
 //   step.adamw_step(lr, adamw, grad_clip_scale(std::sqrt(norm_sq), max_norm), &skip);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "kernels/optim.h"
+#include "model/expert_compute.h"
+#include "model/moe_executor.h"
 #include "model/moe_gpt.h"
 
 namespace prophet {
@@ -42,6 +46,19 @@ class StepModel {
     // Parameters, AdamW m and v and the AdamW step count into / from `host` (the checkpoint layout).
     virtual void to_host(Model<float>& host) = 0;
     virtual void from_host(const Model<float>& host) = 0;
+
+    // Record this model's ops into `timeline` (nullptr: off): the CPU model's host marks, a GPU's event pairs.
+    virtual void set_timeline(OpTimeline* timeline) = 0;
+
+    // ---- several ranks (expert parallelism, moe/ep_executor.h)
+    // Route the model's MoE layers through `executor` (host rows; not owned).
+    virtual void set_moe_executor(MoeExecutor<float>* executor) = 0;
+    // The compute the executor must run this model's experts with (ExpertParallelExecutor::set_expert_compute),
+    // its Trans/Agg moving `host`'s expert arena; nullptr: the executor's own CPU compute on that arena (the CPU
+    // model, whose parameters ARE that arena). Owned by the step model.
+    virtual ExpertCompute* expert_compute(Model<float>& host) = 0;
+    // Sums the dense gradients across ranks: sum(data, n) all-reduces n floats in place, in host memory.
+    virtual void reduce_dense_grads(const std::function<void(float*, size_t)>& sum) = 0;
 };
 
 // The CPU implementation: the free functions of moe_gpt.h on `model` (not owned), in the order they always ran,
@@ -60,6 +77,13 @@ class CpuStepModel final : public StepModel {
     const int* dispatch_indices() override { return model_.acts.dispatch_idx; }
     void to_host(Model<float>& host) override;
     void from_host(const Model<float>& host) override;
+    void set_moe_executor(MoeExecutor<float>* executor) override { model_set_executor(model_, executor); }
+    void set_timeline(OpTimeline* timeline) override { model_.timeline = timeline; }
+    ExpertCompute* expert_compute(Model<float>&) override { return nullptr; }
+    void reduce_dense_grads(const std::function<void(float*, size_t)>& sum) override {
+        Span<float> dense = model_dense_grads(model_);
+        sum(dense.data, dense.size);
+    }
 
   private:
     Model<float>& model_;

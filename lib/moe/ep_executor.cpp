@@ -10,7 +10,6 @@
 #include "core/timer.h"
 #include "model/moe_gpt.h"
 #include "moe/dispatch.h"
-#include "moe/experts.h"
 #include "moe/trans_agg.h"
 
 namespace prophet {
@@ -43,21 +42,10 @@ uint64_t placement_hash(const Placement& p) {
 
 }  // namespace
 
-ExpertStorage expert_storage_from_model(Model<float>& model) {
-    const int L = model.config.L, E = model.config.E;
-    ExpertStorage storage;
-    for (int l = 0; l < L; l++)
-        for (int e = 0; e < E; e++) {
-            storage.params.push_back(model_expert_params(model, l, e).data);
-            storage.grads.push_back(model_expert_grads(model, l, e).data);
-        }
-    return storage;
-}
-
 ExpertParallelExecutor::ExpertParallelExecutor(Communicator* comm, int L, int E, int K, int C, int F, RouteRule rule,
                                                ExpertStorage storage)
-    : comm_(comm), L_(L), E_(E), K_(K), C_(C), F_(F), D_(comm->size()), rule_(rule), storage_(std::move(storage)),
-      layers_(L) {
+    : comm_(comm), L_(L), E_(E), K_(K), C_(C), F_(F), D_(comm->size()), rule_(rule), storage_(storage),
+      cpu_compute_(L, E, C, F, std::move(storage)), compute_(&cpu_compute_), layers_(L) {
     PROPHET_ASSERT(L > 0 && E > 0 && K > 0 && K <= E && C > 0 && F > 0);
     PROPHET_ASSERT_MSG(E % D_ == 0, "expert parallelism needs E (" + std::to_string(E) +
                                         ") divisible by the number of ranks (" + std::to_string(D_) + ")");
@@ -69,6 +57,33 @@ ExpertParallelExecutor::ExpertParallelExecutor(Communicator* comm, Model<float>&
                              model.config.hidden_size(), rule, expert_storage_from_model(model)) {}
 
 int ExpertParallelExecutor::rank() const { return comm_->rank(); }
+
+void ExpertParallelExecutor::set_expert_compute(ExpertCompute* compute) {
+    compute_ = compute != nullptr ? compute : &cpu_compute_;
+}
+
+namespace {
+// Which experts of a layer the compute must copy around this rank's Trans / Agg ([E], 1 = copy): the home sends
+// its parameters, the other holders receive them; every member of a moving group (home included: the sums land in
+// its copy) takes part in Agg.
+enum class StageSet { kTransSend, kTransReceive, kAggMembers };
+std::vector<uint8_t> staged_experts(const Placement& p, int rank, StageSet set) {
+    std::vector<uint8_t> moving = moe_moving_experts(p);  // [E]
+    for (int e = 0; e < p.num_experts; e++) {
+        const bool home = p.home(e) == rank, holds = p.holds(e, rank);
+        const bool in = set == StageSet::kTransSend ? home : set == StageSet::kTransReceive ? holds && !home
+                                                                                              : home || holds;
+        moving[e] = moving[e] && in ? 1 : 0;
+    }
+    return moving;
+}
+// staged_experts restricted to one part of a split transfer (only [E])
+std::vector<uint8_t> staged_part(const Placement& p, int rank, StageSet set, const std::vector<uint8_t>& only) {
+    std::vector<uint8_t> staged = staged_experts(p, rank, set);
+    for (size_t e = 0; e < staged.size(); e++) staged[e] = staged[e] && only[e] ? 1 : 0;
+    return staged;
+}
+}  // namespace
 
 std::vector<char> ExpertParallelExecutor::home_expert_mask() const {
     std::vector<char> mask((size_t)L_ * E_, 0);  // [L*E]
@@ -205,10 +220,19 @@ int64_t ExpertParallelExecutor::submit_transfer(bool trans, int layer, int part,
     const int64_t ticket = comm_stream_->submit([this, trans, layer, part, placement, buffers, numel,
                                                  only = std::move(only)] {
         const int64_t t0 = now_ns();
-        if (trans)
+        // the compute's staging runs here too, on this communication thread (a GPU compute copies on a stream
+        // of its own, so the copies overlap the main thread's kernels as the transfers do)
+        const int r = rank();
+        if (trans) {
+            compute_->params_to_host(layer, staged_part(*placement, r, StageSet::kTransSend, only));
             moe_trans(comm_, *placement, buffers, numel, kTagTrans, only.data());
-        else
+            compute_->params_from_host(layer, staged_part(*placement, r, StageSet::kTransReceive, only));
+        } else {
+            const std::vector<uint8_t> members = staged_part(*placement, r, StageSet::kAggMembers, only);
+            compute_->grads_to_host(layer, members);
             moe_agg(comm_, *placement, buffers, numel, kTagAgg, only.data());
+            compute_->grads_from_host(layer, members);
+        }
         transfers_.add(trans ? OpKind::kTrans : OpKind::kAgg, OpLane::kComm, layer, part, t0, now_ns());
     });
     (trans ? trans_ticket_ : agg_ticket_)[layer] = ticket;
@@ -310,8 +334,10 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
         stats.trans_exposed_ms += carried_trans_wait_ms_[layer] - before;
     } else {
         if (resident_replicas_ && last_trans_.empty()) last_trans_.assign(L_, Placement{});
+        compute_->params_to_host(layer, staged_experts(stats.placement, r, StageSet::kTransSend));
         moe_trans(comm_, stats.placement, params, 2 * (size_t)C * F, kTagTrans, nullptr,
                   resident_replicas_ ? &last_trans_[layer] : nullptr);
+        compute_->params_from_host(layer, staged_experts(stats.placement, r, StageSet::kTransReceive));
         if (resident_replicas_) last_trans_[layer] = stats.placement;
         stats.trans_ms = ms_since(t1);
         stats.trans_exposed_ms = stats.trans_ms;
@@ -346,20 +372,11 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     sorted_.resize((size_t)M_recv * C);
     if (identity_experts_) {
         std::copy(st.x.begin(), st.x.end(), sorted_.begin());
-        st.pre.clear();
-        st.act.clear();
     } else {
-        st.pre.resize((size_t)M_recv * F);
-        st.act.resize((size_t)M_recv * F);
-        for (int e = 0; e < E; e++) {
-            const int64_t begin = lo.expert_offsets[e];
-            const int M_e = (int)(lo.expert_offsets[e + 1] - begin);
-            if (M_e == 0) continue;
-            PROPHET_ASSERT_MSG(stats.placement.holds(e, r), "rows routed to a rank that does not hold the expert");
-            moe_expert_forward(M_e, C, F, st.x.data() + (size_t)begin * C, params[e], params[e] + (size_t)C * F,
-                               st.pre.data() + (size_t)begin * F, st.act.data() + (size_t)begin * F,
-                               sorted_.data() + (size_t)begin * C);
-        }
+        for (int e = 0; e < E; e++)
+            PROPHET_ASSERT_MSG(lo.expert_offsets[e + 1] == lo.expert_offsets[e] || stats.placement.holds(e, r),
+                               "rows routed to a rank that does not hold the expert");
+        compute_->forward(layer, lo.expert_offsets, st.x.data(), sorted_.data());
     }
     stats.expert_fwd_ms = ms_since(t1);
     record(OpKind::kFec, layer, t1, now_ns());
@@ -392,7 +409,6 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
     const MoeDispatchLayout& lo = st.layout;
     PROPHET_ASSERT_MSG(lo.num_tokens == N, "backward called with a different N than forward");
     const int64_t M_send = lo.num_send_rows, M_recv = lo.num_recv_rows;
-    float* const* params = storage_.params.data() + (size_t)layer * E;  // [E]
     float* const* grads = storage_.grads.data() + (size_t)layer * E;    // [E]
 
     // block-wise: Agg(l+1)'s part beside BNEC(l+1) must be done before this layer's all-to-alls
@@ -423,16 +439,7 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
     if (identity_experts_) {
         std::copy(sorted_.begin(), sorted_.end(), dx_sorted_.begin());
     } else {
-        dpre_.resize((size_t)M_recv * F);
-        for (int e = 0; e < E; e++) {
-            const int64_t begin = lo.expert_offsets[e];
-            const int M_e = (int)(lo.expert_offsets[e + 1] - begin);
-            if (M_e == 0) continue;
-            moe_expert_backward(M_e, C, F, st.x.data() + (size_t)begin * C, st.pre.data() + (size_t)begin * F,
-                                st.act.data() + (size_t)begin * F, sorted_.data() + (size_t)begin * C, params[e],
-                                params[e] + (size_t)C * F, grads[e], grads[e] + (size_t)C * F,
-                                dpre_.data() + (size_t)begin * F, dx_sorted_.data() + (size_t)begin * C);
-        }
+        compute_->backward(layer, lo.expert_offsets, st.x.data(), sorted_.data(), dx_sorted_.data());
     }
     stats.expert_bwd_ms = ms_since(t0);
     record(OpKind::kBec, layer, t0, now_ns());
@@ -457,7 +464,10 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
         agg_pending_[layer] = std::move(parts.beside_expert);
         submit_transfer(false, layer, 1, std::move(parts.beside_nec));
     } else {
+        const std::vector<uint8_t> members = staged_experts(stats.placement, rank(), StageSet::kAggMembers);
+        compute_->grads_to_host(layer, members);
         moe_agg(comm_, stats.placement, grads, 2 * (size_t)C * F, kTagAgg);
+        compute_->grads_from_host(layer, members);
         stats.agg_ms = ms_since(t0);
         stats.agg_exposed_ms = stats.agg_ms;
         if (timeline_ != nullptr) timeline_->add(OpKind::kAgg, OpLane::kCompute, layer, 0, t0, now_ns());

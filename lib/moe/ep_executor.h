@@ -14,6 +14,11 @@
 // it, and finish_backward() waits for every Agg (the optimizer must not run before). Results are identical to the
 // blocking order: the same transfers with the same sums, only at other times.
 //
+// The experts' FFN runs in an ExpertCompute (model/expert_compute.h): on this CPU over the storage by default, or
+// on a GPU (cuda/gpu_expert_compute.h), which gets the sorted rows as host buffers and copies the moving experts'
+// parameters / gradients between its device arena and the storage around Trans / Agg (host staging). Everything
+// else (layout, notify, plan, dispatch, combine, Trans, Agg) is this one code path on host buffers.
+//
 // Every rank holds all experts' parameters (the model arena), but only expert e's home rank e / (E/D) keeps the
 // authoritative copy and updates it: the trainer passes optimizer_skip_mask() to adamw_step and counts only home
 // experts in the grad norm (home_expert_mask()). Non-home parameter copies are stale except right after Trans.
@@ -31,7 +36,9 @@
 #include <vector>
 
 #include "balance/placement.h"
+#include "model/expert_compute.h"
 #include "model/moe_executor.h"
+#include "moe/cpu_expert_compute.h"
 #include "moe/layout.h"
 #include "schedule/split.h"
 #include "schedule/timeline.h"
@@ -40,17 +47,7 @@
 namespace prophet {
 
 class Communicator;
-template <typename Float>
-struct Model;
 struct ParamLayout;
-
-// This process's copy of every expert: params[l*E + e] -> w1 [C,F] then w2 [F,C] (2*C*F floats, contiguous);
-// grads the same layout.
-struct ExpertStorage {
-    std::vector<float*> params;  // [L*E]
-    std::vector<float*> grads;   // [L*E]
-};
-ExpertStorage expert_storage_from_model(Model<float>& model);
 
 // What one layer did in the last step on this rank. forward(l) resets it; backward(l) completes it. Times in ms.
 struct MoeLayerStats {
@@ -129,6 +126,13 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     // step's update makes the copies stale.
     void set_resident_replicas(bool on) { resident_replicas_ = on; }
 
+    // Where the experts' FFN runs (model/expert_compute.h; not owned). nullptr (the default): on this CPU, on the
+    // storage's host copies. A device compute (cuda/gpu_expert_compute.h) gets the sorted rows and copies its
+    // experts' parameters / gradients to and from the host copies around every Trans / Agg; under the block-wise
+    // schedule those staging calls run on the communication thread, inside the transfer's task.
+    void set_expert_compute(ExpertCompute* compute);
+    const char* expert_compute_name() const { return compute_->name(); }
+
     // nullptr / empty: the static placement every step
     void set_placement_provider(PlacementProvider provider) { provider_ = std::move(provider); }
     // After the provider runs, all-gather a hash of its placement and fail if ranks disagree (default on; one
@@ -163,8 +167,6 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
         std::vector<float> gate_w;  // [N*K] copy
         std::vector<float> y_src;   // [M_send,C] expert outputs back at the source, in slot order
         std::vector<float> x;       // [M_recv,C] sorted expert inputs
-        std::vector<float> pre;     // [M_recv,F]
-        std::vector<float> act;     // [M_recv,F]
     };
 
     Placement plan(int layer, const int64_t* counts);
@@ -187,6 +189,8 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     int L_, E_, K_, C_, F_, D_;
     RouteRule rule_;
     ExpertStorage storage_;
+    CpuExpertCompute cpu_compute_;     // the default compute, on storage_
+    ExpertCompute* compute_;           // cpu_compute_ or the one set_expert_compute installed
     PlacementProvider provider_;
     bool check_placement_ = true;
     bool identity_experts_ = false;
@@ -213,7 +217,6 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     std::vector<float> send_;            // [M_send,C]
     std::vector<float> recv_;            // [M_recv,C]
     std::vector<float> sorted_;          // [M_recv,C] y or dy or dx in sorted order
-    std::vector<float> dpre_;            // [M_recv,F]
     std::vector<float> dx_sorted_;       // [M_recv,C]
 };
 

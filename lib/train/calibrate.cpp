@@ -15,6 +15,7 @@
 #include "kernels/kernels.h"
 #include "kernels/optim.h"
 #include "model/data.h"
+#include "train/calibrate_device.h"
 
 namespace prophet {
 namespace {
@@ -61,6 +62,19 @@ double time_collective(Communicator& comm, const std::function<void()>& fn) {
         if (r >= kWarmup) samples.push_back(t);
     }
     return calibration_median(samples);
+}
+
+void static_ep_step_masks(const Model<float>& model, int rank, int D, std::vector<char>* skip,
+                          std::vector<char>* include) {
+    const int per_rank = model.config.E / D;
+    skip->assign(model.num_tensors(), 0);
+    include->assign(model.num_tensors(), 0);
+    for (int i = 0; i < model.num_tensors(); ++i) {
+        const ParamTensor& t = model.tensor(i);
+        const bool home = t.is_expert && t.expert / per_rank == rank;
+        (*skip)[i] = t.is_expert && !home;
+        (*include)[i] = t.is_expert ? home : rank == 0;  // dense tensors counted once, as the trainer does
+    }
 }
 
 Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, const TrainSettings& settings) {
@@ -184,14 +198,8 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
         // all-reduce, the global gradient norm (its all-reduce), AdamW on the dense tensors and this rank's home
         // experts under static EP (experts [r E/D, (r+1) E/D)), the loss all-reduce, and the next step's zero-grad.
         // The first repeat reduces the last backward's gradients, later ones the zeros zero-grad left: the same work.
-        const int per_rank = m.E / D;
-        std::vector<char> skip(model.num_tensors(), 0), include(model.num_tensors(), 0);
-        for (int i = 0; i < model.num_tensors(); ++i) {
-            const ParamTensor& t = model.tensor(i);
-            const bool home = t.is_expert && t.expert / per_rank == comm.rank();
-            skip[i] = t.is_expert && !home;
-            include[i] = t.is_expert ? home : comm.rank() == 0;  // dense tensors counted once, as the trainer does
-        }
+        std::vector<char> skip, include;
+        static_ep_step_masks(model, comm.rank(), D, &skip, &include);
         cal.step_tail_s = time_collective(comm, [&] {
             Span<float> dense = model_dense_grads(model);
             comm.all_reduce_sum(dense.data, dense.size);
@@ -204,6 +212,7 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
             model_zero_grad(model);
         });
     }
+    calibrate_on_device(comm, trained, settings, &cal);  // device.kind = cuda: the GPU's compute figures
     return cal;
 }
 

@@ -44,6 +44,12 @@ double calibration_median(std::vector<double> v);
 // seconds.
 double time_collective(Communicator& comm, const std::function<void()>& fn);
 
+// The trainer's step masks under static EP on rank `rank` of D (the calibrated step tail): skip [tensors] = 1 for the
+// experts another rank is home of (AdamW skips them), include = 1 for this rank's home experts and, on rank 0 only,
+// the dense tensors (the gradient norm counts each once).
+void static_ep_step_masks(const Model<float>& model, int rank, int D, std::vector<char>* skip,
+                          std::vector<char>* include);
+
 // Collective: every rank takes part. Needs at least 2 ranks (exit 3 otherwise).
 Calibration calibrate_machine(Communicator& comm, const Model<float>& model, const TrainSettings& settings);
 ClusterSpec calibration_cluster(const Calibration& cal, int num_devices);

@@ -38,8 +38,11 @@ const Schema& train_schema() {
         s.add_string("train.checkpoint_dir", "", {}, "where --save writes checkpoints (empty: results/ckpt/<run_id>)");
         s.add_int("train.save_every", 0, 0, 1e12, "checkpoint every N steps (0: at the end only, with --save)");
         s.add_string("device.kind", "cpu", {"cpu", "cuda"},
-                     "where the model computes: cpu (every rank, MPI) or cuda (one GPU, one rank; exit 4 when no "
-                     "CUDA device is usable; docs/gpu.md)");
+                     "where the model computes: cpu (every rank, MPI) or cuda (a GPU per rank, ranks of a host "
+                     "sharing its GPUs round-robin; exit 4 when no CUDA device is usable; docs/gpu.md)");
+        s.add_string("train.precision", "fp32", {"fp32", "bf16"},
+                     "GEMM precision: fp32, or bf16 (device.kind = cuda only: bf16 tensor-core GEMMs over fp32 "
+                     "master weights, gradients and optimizer state; docs/gpu.md)");
         s.add_bool("train.record_loads", true, "record the D x E expert loads of every step and layer");
         s.add_string("routing.source", "gate", {"gate", "trace"},
                      "gate: the model's top-k; trace: assignments drawn to match routing.trace's per-device, "
@@ -49,6 +52,9 @@ const Schema& train_schema() {
         add_balance_keys(s, /*allow_all=*/false, "static");
         s.add_string("balance.cluster", "experiments/clusters/cpu-local.toml", {},
                      "cluster file of the planner's cost model (num_devices is taken from the run)");
+        s.add_string("comm.backend", "mpi", {"mpi", "nccl"},
+                     "the ranks' communicator: mpi (the MPI world on host buffers; cuda ranks may share a GPU) or "
+                     "nccl (device.kind = cuda, one rank per GPU, bootstrapped over MPI; docs/gpu.md)");
         s.add_float("comm.timeout_s", 600.0, 0.0, 1e6, "a collective blocked longer than this ends the job (exit 6)");
         s.add_float("comm.link_gbps", 0.0, 0.0, 1e6,
                     "emulate a network: each rank's point-to-point and all-to-all traffic leaves at this rate, Gbit/s, "
@@ -131,6 +137,12 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.checkpoint_dir = c.get_string("train.checkpoint_dir");
     t.save_every = c.get_int("train.save_every");
     t.record_loads = c.get_bool("train.record_loads");
+    // GpuModel routes with its own gate: the recorded routing (model.route_override) exists on the CPU model only
+    if (c.get_string("routing.source") == "trace" && c.get_string("device.kind") == "cuda")
+        throw_config_error("routing.source", "trace",
+                           "a recorded routing replaces the gate's choices in the CPU model only; the GPU model "
+                           "(device.kind = cuda) routes with its own gate",
+                           "set routing.source = gate with device.kind = cuda, or device.kind = cpu");
     t.routing_trace = c.get_string("routing.source") == "trace" ? c.get_string("routing.trace") : "";
     if (c.get_string("routing.source") == "trace" && (t.routing_trace.empty() || access(t.routing_trace.c_str(), R_OK) != 0))
         throw_config_error("routing.trace", "\"" + c.get_string("routing.trace") + "\"",
@@ -138,11 +150,6 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
                            "--set routing.trace=results/traces/<run>.ptrace (prophet profile writes one), or "
                            "--set routing.source=gate");
     t.device_kind = c.get_string("device.kind");
-    if (t.device_kind == "cuda" && D > 1)
-        throw_config_error("device.kind", "cuda",
-                           "expert parallelism on GPUs is not built yet: a CUDA run is one rank, this one has D = " +
-                               std::to_string(D),
-                           "run one rank (no mpirun), or set device.kind = cpu for several ranks");
 
     t.policy = c.get_string("balance.policy");
     t.balance = balance_options_from(c);
@@ -166,6 +173,17 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.store_path = c.get_string("store.path");
     t.experiment = c.get_string("run.experiment");
     t.comm_timeout_s = c.get_float("comm.timeout_s");
+    t.comm_backend = c.get_string("comm.backend");
+    if (t.comm_backend == "nccl" && t.device_kind != "cuda")
+        throw_config_error("comm.backend", "nccl",
+                           "NCCL moves GPU buffers between GPUs, and this run computes on device.kind = " +
+                               t.device_kind,
+                           "set device.kind = cuda (one rank per GPU), or comm.backend = mpi");
+    if (t.comm_backend == "nccl" && c.get_float("comm.link_gbps") > 0)
+        throw_config_error("comm.link_gbps", std::to_string(c.get_float("comm.link_gbps")),
+                           "the emulated link paces host-buffer messages from a thread of its own, which NCCL's "
+                           "communicator does not allow (comm.backend = nccl)",
+                           "set comm.link_gbps = 0, or comm.backend = mpi");
     t.link_gbps = c.get_float("comm.link_gbps");
     t.link_latency_us = c.get_float("comm.link_latency_us");
     t.replicas_within_host = c.get_bool("comm.replicas_within_host");
@@ -186,11 +204,21 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     if (t.device_kind == "cuda" && m.aux_loss_coef > 0)
         throw_config_error("model.aux_loss_coef", std::to_string(m.aux_loss_coef),
                            "the GPU model has no auxiliary loss yet (device.kind = cuda)", "set model.aux_loss_coef = 0");
-    if (t.device_kind == "cuda" && t.schedule_blockwise)
+    if (t.device_kind == "cuda" && t.schedule_blockwise && D == 1)
         throw_config_error("schedule.mode", "blockwise",
-                           "the block-wise scheduler overlaps Trans/Agg between ranks, and a CUDA run is one rank "
-                           "(GPU streams for it are not built yet)",
-                           "set schedule.mode = none with device.kind = cuda");
+                           "one cuda rank runs every expert inside the GPU model: there is no Trans or Agg to overlap",
+                           "set schedule.mode = none with one cuda rank (block-wise needs several ranks)");
+    if (t.comm_backend == "nccl" && t.schedule_blockwise)
+        throw_config_error("schedule.mode", "blockwise",
+                           "the block-wise schedule calls the communicator from a second thread, which the NCCL "
+                           "communicator does not allow (comm.backend = nccl)",
+                           "set schedule.mode = none, or comm.backend = mpi");
+    t.precision = c.get_string("train.precision");
+    if (t.precision == "bf16" && t.device_kind != "cuda")
+        throw_config_error("train.precision", "bf16",
+                           "bf16 GEMMs run on GPUs only; the CPU model computes in fp32 (device.kind = " +
+                               t.device_kind + ")",
+                           "set device.kind = cuda, or train.precision = fp32");
     t.debug_slow_step_pct = c.get_float("debug.slow_step_pct");
     return t;
 }

@@ -43,6 +43,8 @@ struct TrainSettings {
     bool record_loads = true;    // one expert_load row per step and layer
     std::string routing_trace;   // routing.source = "trace": the trace whose counts replace the gate's choices
     std::string device_kind = "cpu";  // device.kind: cpu | cuda (train/device.h)
+    std::string comm_backend = "mpi"; // comm.backend: mpi | nccl (nccl with device.kind = cuda only)
+    std::string precision = "fp32";   // train.precision: fp32 | bf16 (bf16 with device.kind = cuda only)
     double debug_slow_step_pct = 0;  // TEST ONLY: spin for this % of each step's wall time (the throughput gate)
 };
 

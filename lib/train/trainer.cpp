@@ -96,9 +96,17 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
 
     // the model operations on the run's device; the CPU one drives model_ itself (with the executor above), a
     // GPU one keeps its own copy and syncs model_ only for checkpoints (save / resume)
-    step_model_ = make_step_model(settings_.device_kind, *model_);
+    // (ranks of one host share its GPUs round-robin: local rank % devices; gather_rank_hosts is a collective)
+    const int local_rank = settings_.device_kind != "cpu" && D > 1 ? local_rank_of(gather_rank_hosts(comm_), comm_.rank()) : 0;
+    step_model_ = make_step_model(settings_.device_kind, settings_.precision, *model_, local_rank, comm_.rank());
     on_device_ = settings_.device_kind != "cpu";
-    PROPHET_ASSERT_MSG(!on_device_ || D == 1, "a device run is one rank (train_settings_from refuses more)");
+    // one device rank runs every expert inside the device model; several run the executor, host-staged: its
+    // layout, all-to-alls, Trans and Agg on host buffers over comm_, the experts on the device (docs/gpu.md)
+    uses_executor_ = !on_device_ || D > 1;
+    if (on_device_ && uses_executor_) {
+        executor_->set_expert_compute(step_model_->expert_compute(*model_));
+        step_model_->set_moe_executor(executor_.get());
+    }
 
     skip_ = executor_->optimizer_skip_mask(model_->layout);
     home_experts_ = executor_->home_expert_tensor_mask(model_->layout);
@@ -112,13 +120,12 @@ Trainer::~Trainer() = default;
 void Trainer::set_timeline(bool on) {
     timeline_ = on ? std::make_unique<OpTimeline>() : nullptr;
     executor_->set_timeline(timeline_.get());
-    model_->timeline = timeline_.get();
+    step_model_->set_timeline(timeline_.get());  // the CPU model's host marks, or a GPU's event pairs
     if (plan_ahead_) plan_ahead_->set_timeline(timeline_.get());
 }
 
 void Trainer::sum_dense_gradients() {
-    Span<float> dense = model_dense_grads(*model_);
-    comm_.all_reduce_sum(dense.data, dense.size);
+    step_model_->reduce_dense_grads([this](float* data, size_t n) { comm_.all_reduce_sum(data, n); });
 }
 
 double Trainer::global_grad_norm_sq() {
@@ -184,7 +191,7 @@ StepStats Trainer::step() {
     double loss = step_model_->forward(inputs_.data(), targets_.data(), B_local, static_cast<double>(m.B) * m.T);
     step_model_->backward();
     cursor = now_ns();
-    if (!on_device_) {  // one device rank has no other rank to sum with, and never runs the executor
+    if (uses_executor_) {  // one device rank has no other rank to sum with, and never runs the executor
         sum_dense_gradients();     // beside the last Agg under the block-wise schedule
         mark(OpKind::kAllReduce, &cursor);
         executor_->finish_backward();  // every Agg done before the optimizer (records its waits)
@@ -202,7 +209,7 @@ StepStats Trainer::step() {
     s.counts.resize(static_cast<size_t>(m.L) * D * m.E);
     for (int l = 0; l < m.L; ++l) {
         int64_t* counts = s.counts.data() + static_cast<size_t>(l) * D * m.E;  // [D,E]
-        if (on_device_) {  // one rank, all experts local: the policy sees the counts after the fact
+        if (!uses_executor_) {  // one device rank, all experts local: the policy sees the counts after the fact
             const std::vector<int64_t> local = step_model_->routing_counts(l);  // [E]
             std::copy(local.begin(), local.end(), counts);
             s.placements.push_back(policy_->plan(step, l, counts));

@@ -100,7 +100,8 @@ class Trainer {
     std::unique_ptr<PolicyRunner> policy_;
     std::unique_ptr<ExpertParallelExecutor> executor_;
     std::unique_ptr<StepModel> step_model_;  // device.kind: the CPU model_ itself, or a GPU copy of it
-    bool on_device_ = false;                 // device.kind != cpu (one rank; the executor is not used)
+    bool on_device_ = false;                 // device.kind != cpu
+    bool uses_executor_ = true;              // the MoE layers run the executor (not: one device rank)
     std::unique_ptr<PlanAhead> plan_ahead_;     // schedule.mode = blockwise
     std::unique_ptr<OpTimeline> timeline_;      // set_timeline(true)
     std::unique_ptr<TraceRouter> router_;       // routing.source = "trace"

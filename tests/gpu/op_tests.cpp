@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "core/error.h"
@@ -450,7 +451,13 @@ void test_optimizer(Case& c, Rng& rng, Context& ctx) {
 // parameters on the same batches; every step's loss within 1e-4 relative of the CPU model's. (Each op's own
 // differences, above, compound over 20 steps; a flipped top-K choice between two nearly equal gate logits
 // would show here.) The grads of step 1 are compared too: atol 1e-5, rtol 1e-2 (small gradients, summed).
-void test_model_steps(Case& c, Rng& rng, Context& ctx) {
+}  // namespace
+
+// 20 steps (fwd, bwd, clip, AdamW) of the CPU Model<float> and a GpuModel on ctx from the same parameters and
+// batches (L 2, E 4, K 2); step1(cpu, gpu) runs after the first backward. Returns the worst relative loss gap;
+// `losses` gets steps 1 and 20 for the message. Also used by the bf16 test (precision_tests.cpp).
+double model_loss_gap(Rng& rng, Context& ctx, const std::function<void(Model<float>&, cuda::GpuModel&)>& step1,
+                      std::string* losses) {
     ModelConfig cfg;
     cfg.V = 97, cfg.T = 32, cfg.C = 64, cfg.NH = 4, cfg.L = 2, cfg.E = 4, cfg.K = 2, cfg.F = 96, cfg.B = 4;
     cfg.seed = 7;
@@ -459,7 +466,6 @@ void test_model_steps(Case& c, Rng& rng, Context& ctx) {
     const AdamWConfig adamw;
     const int N = cfg.B * cfg.T;
     double worst = 0.0;
-    std::string losses;
     for (int step = 0; step < 20; step++) {
         auto inputs = random_ints(rng, N, cfg.V), targets = random_ints(rng, N, cfg.V);
         model_zero_grad(cpu);
@@ -470,18 +476,29 @@ void test_model_steps(Case& c, Rng& rng, Context& ctx) {
         gpu.zero_grad();
         const double gpu_loss = gpu.forward(inputs.data(), targets.data(), cfg.B, double(N));
         gpu.backward();
-        if (step == 0) {
-            std::vector<float> cpu_grads(cpu.grads.begin(), cpu.grads.end());
-            c.expect_close("grads (step 1)", cpu_grads, gpu.download_grads(), {1e-5, 1e-2});
-        }
+        if (step == 0 && step1) step1(cpu, gpu);
         const double gpu_scale = grad_clip_scale(std::sqrt(gpu.grad_norm_sq()), 1.0);
         gpu.adamw_step(3e-3, adamw, gpu_scale);
         ctx.synchronize();
         worst = std::max(worst, std::fabs(gpu_loss - cpu_loss) / std::fabs(cpu_loss));
         if (step == 0 || step == 19)
-            losses += " step " + std::to_string(step + 1) + " cpu " + std::to_string(cpu_loss) + " gpu " +
-                      std::to_string(gpu_loss) + ";";
+            *losses += " step " + std::to_string(step + 1) + " cpu " + std::to_string(cpu_loss) + " gpu " +
+                       std::to_string(gpu_loss) + ";";
     }
+    return worst;
+}
+
+namespace {
+
+void test_model_steps(Case& c, Rng& rng, Context& ctx) {
+    std::string losses;
+    const double worst = model_loss_gap(
+        rng, ctx,
+        [&](Model<float>& cpu, cuda::GpuModel& gpu) {
+            std::vector<float> cpu_grads(cpu.grads.begin(), cpu.grads.end());
+            c.expect_close("grads (step 1)", cpu_grads, gpu.download_grads(), {1e-5, 1e-2});
+        },
+        &losses);
     c.expect_true("20 losses within 1e-4 rel", worst <= 1e-4, "worst rel " + std::to_string(worst) + losses);
 }
 
@@ -523,10 +540,16 @@ void test_errors(Case& c, Rng& rng, Context& ctx) {
 }  // namespace
 
 void test_step_model(Case& c, Rng& rng, cuda::Context& ctx);  // step_model_tests.cpp
+void test_gemm_grouped(Case& c, Rng& rng, cuda::Context& ctx);  // precision_tests.cpp
+void test_bf16(Case& c, Rng& rng, cuda::Context& ctx);          // precision_tests.cpp
+void test_expert_compute(Case& c, Rng& rng, cuda::Context& ctx);  // expert_compute_tests.cpp
+void test_event_timeline(Case& c, Rng& rng, cuda::Context& ctx);  // timeline_tests.cpp
+void test_ep_two_ranks(Case& c, Rng& rng, cuda::Context& ctx);    // ep_tests.cpp
 
 const std::vector<OpTest>& op_tests() {
     static const std::vector<OpTest> tests = {
         {"gemm", test_gemm},
+        {"gemm_grouped", test_gemm_grouped},
         {"encoder", test_encoder},
         {"layernorm", test_layernorm},
         {"matmul", test_matmul},
@@ -537,10 +560,14 @@ const std::vector<OpTest>& op_tests() {
         {"moe_layout", test_moe_layout},
         {"moe_permute", test_moe_permute},
         {"moe_experts", test_moe_experts},
+        {"expert_compute", test_expert_compute},
         {"crossentropy", test_crossentropy},
         {"optimizer", test_optimizer},
         {"model_steps", test_model_steps},
         {"step_model", test_step_model},
+        {"event_timeline", test_event_timeline},
+        {"ep_two_ranks", test_ep_two_ranks},
+        {"bf16", test_bf16},
         {"errors", test_errors},
     };
     return tests;

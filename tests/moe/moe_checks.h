@@ -8,7 +8,9 @@
 //     every row must land on the rank routing_destination names, combine(dispatch(h)) = h * sum_k w_k exactly,
 //     Trans copies home's parameters bit for bit into the group, Agg sums integer gradients exactly into home.
 //   check_oracle: real experts; out, dh, dgate_w and home expert gradients equal LocalMoeExecutor's on the
-//     concatenated global batch within kOracleRtol.
+//     concatenated global batch within kOracleRtol. staged: the experts run on an arena apart from the executor's
+//     storage (StagedExpertCompute, the GPU's host staging on the CPU) and that arena is what is checked;
+//     blockwise: the same under the block-wise schedule (Trans/Agg and the staging on the communication thread).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,7 @@
 #include "model/moe_executor.h"
 #include "moe/ep_executor.h"
 #include "moe/trans_agg.h"
+#include "staged_compute.h"
 
 namespace prophet::moe_test {
 
@@ -315,7 +319,7 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
 // step must still match the oracle with no Trans at all, or, with placement_changes (each step plans a different
 // placement of the same case), with a Trans to the new holders only
 inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, uint64_t seed, bool resident = false,
-                         bool placement_changes = false) {
+                         bool placement_changes = false, bool staged = false, bool blockwise = false) {
     const int D = comm.size(), r = comm.rank();
     const int L = 2, E = 8, K = 2, C = 16, F = 24, steps = 2;
     const size_t P = 2 * (size_t)C * F;
@@ -348,11 +352,26 @@ inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, u
             storage.grads.push_back(grads[i].data());
         }
     ExpertParallelExecutor ep(&comm, L, E, K, C, F, rule, storage);
+    std::unique_ptr<StagedExpertCompute> own;  // staged: the experts' own arena, what the checks below read
+    if (staged) {
+        own = std::make_unique<StagedExpertCompute>(L, E, C, F, storage);
+        ep.set_expert_compute(own.get());
+    }
+    std::vector<std::vector<float>>& checked_params = staged ? own->params : params;
+    std::vector<std::vector<float>>& checked_grads = staged ? own->grads : grads;
     int current_step = 0;
-    ep.set_placement_provider([&](int layer, const int64_t*) {
+    auto placement_of = [&](int layer) {
         return make_case_placement(pc, D, E, seed + 31 * layer + (placement_changes ? 1009 * current_step : 0));
-    });
+    };
+    ep.set_placement_provider([&](int layer, const int64_t*) { return placement_of(layer); });
     ep.set_resident_replicas(resident);
+    if (blockwise) {  // the same placements, fetched ahead; transfers split between the two compute windows
+        EpSchedule schedule;
+        schedule.blockwise = true;
+        schedule.fnec_s = schedule.bnec_s = schedule.expert_transfer_s = 1e-3;
+        ep.set_schedule(schedule);
+        ep.set_ahead_provider(placement_of, [](int, const int64_t*) {});
+    }
 
     for (int step = 0; step < steps; step++) {
         current_step = step;
@@ -367,6 +386,7 @@ inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, u
             oracle.forward(l, N_all, LayerProblem::concat(p.h).data(), LayerProblem::concat(p.idx).data(),
                            LayerProblem::concat(p.gate_w).data(), ref_out[l].data());
             out[l].assign((size_t)p.N[r] * C, nan);
+            ep.block_forward_begin(l);
             ep.forward(l, p.N[r], p.h[r].data(), p.idx[r].data(), p.gate_w[r].data(), out[l].data());
         }
         for (int l = L - 1; l >= 0; l--) {
@@ -379,6 +399,7 @@ inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, u
             dgate[l].assign((size_t)p.N[r] * K, nan);
             ep.backward(l, p.N[r], p.dout[r].data(), dh[l].data(), dgate[l].data());
         }
+        ep.finish_backward();
         for (int l = 0; l < L; l++) {
             const LayerProblem& p = problems[l];
             int begin = 0;  // this rank's first token in the global batch
@@ -393,12 +414,12 @@ inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, u
             for (int e = 0; e < E; e++) {
                 const size_t i = (size_t)l * E + e;
                 if (moe_home_rank(e, E, D) == r) {
-                    expect_close(where + "home grad of expert " + std::to_string(e), grads[i].data(),
+                    expect_close(where + "home grad of expert " + std::to_string(e), checked_grads[i].data(),
                                  ref_grads[i].data(), P, kOracleRtol);
-                    EXPECT_EQ(params[i], ref_params[i]) << where << "home parameters changed";
+                    EXPECT_EQ(checked_params[i], ref_params[i]) << where << "home parameters changed";
                 } else {
                     for (size_t j = 0; j < P; j++)
-                        ASSERT_EQ(grads[i][j], 0.0f) << where << "non-home grad of expert " << e << " not zero";
+                        ASSERT_EQ(checked_grads[i][j], 0.0f) << where << "non-home grad of expert " << e << " not zero";
                 }
             }
         }

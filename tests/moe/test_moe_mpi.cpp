@@ -76,4 +76,13 @@ TEST_P(MpiMoeEp, MatchesLocalExecutor) {
     for (uint64_t seed : {11u, 12u}) check_oracle(comm, GetParam().placement, GetParam().rule, seed);
 }
 
+// The host staging of the GPU path (model/expert_compute.h) between MPI processes: the experts on an arena of their
+// own, moved to and from the executor's storage only by the staging calls (blocking schedule).
+TEST_P(MpiMoeEp, HostStagedComputeMatchesLocalExecutor) {
+    SKIP_UNLESS_MPI();
+    for (uint64_t seed : {11u, 12u})
+        check_oracle(comm, GetParam().placement, GetParam().rule, seed, /*resident=*/false, /*placement_changes=*/true,
+                     /*staged=*/true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Mpi, MpiMoeEp, ::testing::ValuesIn(kCases), mpi_case_name);
