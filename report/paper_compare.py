@@ -68,6 +68,9 @@ def load_values(path):
             if m["direction"] not in DIRECTIONS:
                 _fail(path, name, f"mechanism[{i}].direction", m["direction"], f"allowed: {', '.join(DIRECTIONS)}")
             allowed = cols if i < len(spec.get("mechanism", [])) else ["k=1", "k=2"]  # relative: k columns
+            bad_rows = [r for r in m.get("rows", []) if r not in rows]
+            if bad_rows:
+                _fail(path, name, f"mechanism[{i}].rows", bad_rows, f"allowed: {', '.join(rows)}")
             bad = [c for c in m["columns"] if c not in allowed]
             if bad:
                 _fail(path, name, f"mechanism[{i}].columns", bad, f"allowed: {', '.join(allowed)}")
@@ -184,8 +187,9 @@ def ours_table(values, rows, columns, unit, row_label="row"):
 
 
 def reconciliation(frame, spec):
-    """The reconciliation paragraph: every flagged cell (computed from frame), grouped under the mechanism of
-    spec's [[mechanism]] whose columns and direction match it; cells no mechanism covers are listed as such."""
+    """The reconciliation paragraph: every flagged cell (computed from frame), grouped under the first mechanism of
+    spec's [[mechanism]] whose direction, columns and rows (optional) match it; cells no mechanism covers are listed
+    as such."""
     flagged = frame[frame["flagged"]]
     n_cmp = int(frame["paper_value"].notna().sum() + (frame["paper"].ne("-") & frame["paper_value"].isna()).sum())
     head = (f"**Reconciliation.** {len(flagged)} of {n_cmp} compared cells differ from the paper's by more than "
@@ -197,7 +201,8 @@ def reconciliation(frame, spec):
         label = f"{rec['row']} / {rec['column']}" + (f" ({rec['ratio']:.2f})" if rec["ratio"] == rec["ratio"]
                                                      else f" (ours {rec['ours_mean']}, paper {rec['paper']})")
         for i, m in enumerate(spec.get("mechanism", []) + spec.get("relative_mechanism", [])):
-            if m["direction"] == rec["direction"] and (not m["columns"] or rec["column"] in m["columns"]):
+            if m["direction"] == rec["direction"] and (not m["columns"] or rec["column"] in m["columns"]) and \
+                    (not m.get("rows") or rec["row"] in m["rows"]):
                 groups.setdefault(i, []).append(label)
                 break
         else:

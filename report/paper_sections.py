@@ -2,6 +2,7 @@
 """The papers' tables and figures side by side with ours: one markdown section each (docs/paper-comparison.md).
 
     /usr/bin/python3 report/paper_sections.py --db results/paper.db [--out DIR] [--section table4 fig11 ...]
+    /usr/bin/python3 report/paper_sections.py --db results/paper.db --doc docs/paper-comparison.md
 
 Each section reads the store rows of one sweep (SWEEPS: the sweep name is the experiment), computes our value per
 seed for every cell of the paper's layout (report/paper_values/*.toml), and prints the comparison (ours mean ± sd
@@ -295,6 +296,46 @@ def moetuner_section(con, name, spec):
         f"simulator (the serving replay on MoETuner's simulated nodes, prophet sweep {experiment})"
 
 
+# sweeps the reconciliation paragraphs cite: name -> (sweep file, its grid keys with short column names, what it shows)
+MECHANISM_SWEEPS = {
+    "paper-mechanisms": ("experiments/sweeps/paper-mechanisms.toml",
+                         {"trace.tokens_per_iteration": "tokens", "trace.zipf_s": "zipf_s"},
+                         "against tokens per iteration and Zipf skew: a replica's Trans / Agg is fixed by the expert's "
+                         "size while the compute it saves grows with the tokens; the skew sets how much there is to "
+                         "save"),
+    "paper-planner-knobs": ("experiments/sweeps/paper-planner-knobs.toml",
+                            {"balance.alpha": "alpha", "plan.bandwidth_scale": "plan bw x"},
+                            "against the planners' knobs: Eq 7's balance threshold alpha (3: the authors' code) and "
+                            "the bandwidth the planners believe (x4: four times the simulated cluster's)"),
+}
+
+
+def mechanism_lines(con):
+    """The evidence the reconciliation paragraphs cite: speedups over dropless static (and static over DeepSpeed-MoE)
+    per cluster, k and grid value of each MECHANISM_SWEEPS sweep in the store; [] when none has runs."""
+    lines = []
+    for experiment, (path, grid, what) in MECHANISM_SWEEPS.items():
+        df = sweep_frame(con, experiment)
+        if df.empty or not all(g in df.columns for g in grid):
+            continue
+        rows = []
+        for setting, g in df.groupby(["cluster", "k"] + list(grid)):
+            row = dict(zip(["cluster", "k"] + list(grid.values()), setting))
+            for label, policy, base in (("fastermoe / static", "fastermoe", "static"),
+                                        ("prophet / static", "prophet", "static"),
+                                        ("static / deepspeed", "static", "deepspeed")):
+                row[label] = P.ours_text(*P.summarize(per_seed(speedups(g, policy, base, ["trace"]))), "x")
+            rows.append(row)
+        t = C.pd.DataFrame(rows)
+        for col in grid.values():
+            t[col] = t[col].map(lambda v: f"{v:g}")
+        lines += [f"### Mechanisms: `{experiment}`", "",
+                  f"Ours: {sim_label(experiment)} (`prophet sweep {path}`), MoE-GPT-M dims; speedup over dropless "
+                  f"static, and static over DeepSpeed-MoE (what padding costs), mean \u00b1 sd over seeds (n), {what}.",
+                  "", C.markdown_table(t), ""]
+    return lines
+
+
 BUILDERS = {"table4": table_section, "table5": table_section, "fig11": fig11_section, "fig12": fig12_section,
             "fig14": fig14_section, "fig15": fig15_section, "fig16": fig16_section, "moetuner": moetuner_section}
 
@@ -326,6 +367,17 @@ def render(name, spec, built, out_dir=None):
     return lines
 
 
+def sections_with_data(con, experiments=None):
+    """The sections whose sweep has finished runs in the store (and is among experiments, when given)."""
+    names = []
+    for name, (experiment, _) in SWEEPS.items():
+        if experiments is not None and experiment not in experiments:
+            continue
+        if not C.load_runs(con, experiment=experiment).empty:
+            names.append(name)
+    return names
+
+
 def build(con, sections=None, out_dir=None, values_dir=P.VALUES_DIR):
     """The markdown lines of the requested sections (all by default), in SWEEPS' order."""
     specs = P.load_all(values_dir)
@@ -337,7 +389,30 @@ def build(con, sections=None, out_dir=None, values_dir=P.VALUES_DIR):
              "papers' numbers.", ""]
     for name in names:
         lines += render(name, specs[name], BUILDERS[name](con, name, specs[name]), out_dir)
-    return lines
+    return lines + (mechanism_lines(con) if names else [])
+
+
+# the commands that make docs/paper-comparison.md (its preamble repeats them)
+DOC_COMMANDS = [f"build/prophet sweep {path} --set store.path=results/paper.db --no-report"
+                for path in dict.fromkeys([p for _, p in SWEEPS.values()] + [m[0] for m in MECHANISM_SWEEPS.values()])
+                ] + ["/usr/bin/python3 report/paper_sections.py --db results/paper.db --doc docs/paper-comparison.md"]
+
+
+def doc_preamble(db):
+    """docs/paper-comparison.md's head: what it is, the commands, the machine, the load, the commit."""
+    import platform
+    import subprocess
+    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "?"
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    return ["# The papers' tables and figures beside ours", "",
+            "Generated by report/paper_sections.py from the sweeps' store rows (do not edit by hand; docs/reports.md). "
+            "Commands (one store; every sweep is the sim engine except serving-moetuner, which runs real CPU ranks "
+            "and replays them on simulated nodes):", "", "```", *DOC_COMMANDS, "```", "",
+            f"Machine: {platform.node() or '?'} ({os.cpu_count()} cores, {platform.machine()}), load average "
+            f"{load} when this file was written (the sweeps ran at load 1.5-11 beside other builds; simulated times "
+            "do not depend on the load, the measured CPU-rank column of the MoETuner section does). Commit "
+            f"{commit}; store `{db}`.", ""]
 
 
 def main(argv=None):
@@ -345,12 +420,20 @@ def main(argv=None):
     p.add_argument("--db", default=C.DEFAULT_DB)
     p.add_argument("--out", default=None, help="directory for paper_<section>.csv (default: none written)")
     p.add_argument("--section", nargs="+", default=None, choices=list(SWEEPS), help="only these sections")
+    p.add_argument("--doc", default=None, help="write the sections with the commands and the machine to this file "
+                                               "(docs/paper-comparison.md) instead of stdout")
     args = p.parse_args(argv)
     con = C.connect(args.db)
     if con is None:
         print(f"no store at {args.db}", file=sys.stderr)
         return 5
-    print("\n".join(build(con, args.section, args.out)))
+    lines = build(con, args.section, args.out)
+    if args.doc:
+        with open(args.doc, "w") as f:
+            f.write("\n".join(doc_preamble(args.db) + lines[1:]) + "\n")
+        print(f"wrote {args.doc}")
+    else:
+        print("\n".join(lines))
     return 0
 
 
