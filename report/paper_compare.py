@@ -126,7 +126,8 @@ def ours_text(mean, sd, n, unit):
     if isinstance(mean, str):
         return f"{mean} ({n})"
     fmt = (lambda x: f"{x:.1f}") if unit == "%" else (lambda x: f"{x:.2f}")
-    return f"{fmt(mean)} \u00b1 {f'{sd:.2g}' if sd == sd else '0'} ({n})"  # the sd to 2 significant digits
+    spread = "0" if sd != sd else "<0.001" if sd < 1e-3 else f"{sd:.2g}"  # the sd to 2 significant digits
+    return f"{fmt(mean)} \u00b1 {spread} ({n})"
 
 
 def compare(name, spec, ours, model):
