@@ -7,9 +7,10 @@
 Each section reads the store rows of one sweep (SWEEPS: the sweep name is the experiment), computes our value per
 seed for every cell of the paper's layout (report/paper_values/*.toml), and prints the comparison (ours mean ± sd
 over seeds · the paper's value · ours / paper, ⚑ beyond 15%), our values over dropless static (labelled; no paper
-value), and the reconciliation paragraph (paper_compare.reconciliation). Every number here is from the simulator
-(prophet sweep engine sim, or the serving replay on a simulated cluster); the Eq 6 / Eq 8 scores are in
-`prophet plan` and fig_plan_policies. The long-form comparison goes to <out>/paper_<section>.csv.
+value), and the reconciliation paragraph (paper_compare.reconciliation). The compared numbers are from the simulator
+(prophet sweep engine sim, or the serving replay on a simulated cluster); Tables IV / V add ours-only tables under
+the cost model's Eq 6 and Eq 8 (paper-tables-model, engine model), each labelled with its model. The long-form
+comparison goes to <out>/paper_<section>.csv.
 """
 import argparse
 import os
@@ -98,9 +99,37 @@ def table_section(con, name, spec):
         over_static[(row, "DeepSpeed-MoE k=1")] = per_seed(s[(s["model"] == row) & (s["k"] == "1")])
         over_static[(row, "DeepSpeed-MoE k=2")] = per_seed(s[(s["model"] == row) & (s["k"] == "2")])
     cols = spec["columns"] + ["DeepSpeed-MoE k=1", "DeepSpeed-MoE k=2"]
-    return ours, [("over dropless static (static = exact counts, nothing padded; the DeepSpeed-MoE columns: "
-                   "dropless static over DeepSpeed-MoE, i.e. what padding costs)", over_static, spec["rows"], cols,
-                   "model")], sim_label(experiment), [(rel_spec, rel)]
+    extras = [("over dropless static (static = exact counts, nothing padded; the DeepSpeed-MoE columns: "
+               "dropless static over DeepSpeed-MoE, i.e. what padding costs)", over_static, spec["rows"], cols, "model")]
+    return ours, extras + model_tables(con, name, spec), sim_label(experiment), [(rel_spec, rel)]
+
+
+MODEL_SWEEP = ("paper-tables-model", "experiments/sweeps/paper-tables-model.toml")
+
+
+def model_tables(con, name, spec):
+    """Tables IV / V under the cost model: per equation (balance.cost_eq = 6 or 8, each point planned and scored
+    with it), the speedup over deepspeed in the paper's layout; [] without paper-tables-model runs."""
+    df = C.sweep_points(con, MODEL_SWEEP[0], ["eq6_ms", "eq8_ms"])
+    if df.empty or not {"balance.cost_eq", "eq6_ms", "eq8_ms"} <= set(df.columns):
+        return []
+    df = df[df["cluster"] == TABLE_CLUSTER[name]]
+    m = df["trace"].astype(str).str.extract(TRACE_RE)
+    df = df.assign(k=m[1], model=m[2].str.upper())
+    out = []
+    for eq in (6, 8):
+        d = df[df["balance.cost_eq"] == eq].assign(time_ms=lambda x: x[f"eq{eq}_ms"])
+        values = {}
+        for col in spec["columns"]:
+            system, k = col.split(" k=")
+            s = speedups(d[d["k"] == k], SYSTEM_NAME[system], "deepspeed", ["model"])
+            for row in spec["rows"]:
+                values[(row, col)] = per_seed(s[s["model"] == row])
+        if any(values.values()):
+            out.append((f"over DeepSpeed-MoE under Eq {eq} (every policy planned and scored with Eq {eq})", values,
+                        spec["rows"], spec["columns"], "model",
+                        f"cost model Eq {eq}, prophet sweep {MODEL_SWEEP[0]}, engine model"))
+    return out
 
 
 def relative_spec(spec):
@@ -359,8 +388,10 @@ def render(name, spec, built, out_dir=None):
         frames.append(sub)
         lines += [f"{sub_spec['title']} ({sub_spec['source']}; ours: {model}):", "",
                   P.layout_table(sub, sub_spec), "", P.reconciliation(sub, sub_spec), ""]
-    for title, values, rows, cols, label in extras:
-        lines += [f"Ours only, {title} ({model}):", "", P.ours_table(values, rows, cols, spec["unit"], label), ""]
+    for extra in extras:  # (title, values, rows, columns, row label[, its model when not the section's])
+        title, values, rows, cols, label = extra[:5]
+        lines += [f"Ours only, {title} ({extra[5] if len(extra) > 5 else model}):", "",
+                  P.ours_table(values, rows, cols, spec["unit"], label), ""]
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
         C.pd.concat(frames, ignore_index=True).to_csv(os.path.join(out_dir, f"paper_{name}.csv"), index=False)
@@ -394,7 +425,8 @@ def build(con, sections=None, out_dir=None, values_dir=P.VALUES_DIR):
 
 # the commands that make docs/paper-comparison.md (its preamble repeats them)
 DOC_COMMANDS = [f"build/prophet sweep {path} --set store.path=results/paper.db --no-report"
-                for path in dict.fromkeys([p for _, p in SWEEPS.values()] + [m[0] for m in MECHANISM_SWEEPS.values()])
+                for path in dict.fromkeys([p for _, p in SWEEPS.values()] + [MODEL_SWEEP[1]] +
+                                          [m[0] for m in MECHANISM_SWEEPS.values()])
                 ] + ["/usr/bin/python3 report/paper_sections.py --db results/paper.db --doc docs/paper-comparison.md"]
 
 

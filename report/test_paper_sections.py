@@ -55,6 +55,18 @@ seeds = [1, 2]
 [sweep.grid]
 "trace.num_iterations" = [3]
 """
+MODEL_SWEEP = """[sweep]
+name = "paper-tables-model"
+engine = "model"
+clusters = ["experiments/clusters/lpwnv-8.toml"]
+traces = ["experiments/sweeps/paper-e8-k1-s.toml"]
+policies = ["static", "deepspeed", "fastermoe", "prophet"]
+seeds = [1]
+
+[sweep.grid]
+"trace.num_iterations" = [3]
+"balance.cost_eq" = [6, 8]
+"""
 
 
 def run(cmd):
@@ -75,6 +87,27 @@ def sql_ratio(db, policy, k):
     seeds = sorted({s for _, s in t})
     per_seed = [t[("deepspeed", s)] / t[(policy, s)] for s in seeds]
     return sum(per_seed) / len(per_seed), len(per_seed)
+
+
+def check_model_cell(db, text):
+    """Both cost-model tables are in the section with their label, and their S / Pro-Prophet k=1 cell is the SQL
+    ratio deepspeed eqN_ms / prophet eqN_ms of the balance.cost_eq = N points (one seed)."""
+    con = sqlite3.connect(db)
+    for eq in (6, 8):
+        rows = dict(con.execute(
+            "SELECT pp.value, m.value FROM runs r JOIN metrics m ON m.run_id = r.run_id AND m.key = ? "
+            "JOIN params pp ON pp.run_id = r.run_id AND pp.key = 'balance.policy' "
+            "JOIN params pe ON pe.run_id = r.run_id AND pe.key = 'balance.cost_eq' "
+            "WHERE r.experiment = 'paper-tables-model' AND pe.value = ?", (f"eq{eq}_ms", str(eq))).fetchall())
+        ratio = rows['"deepspeed"'] / rows['"prophet"']  # params hold TOML text: strings are quoted
+        want = f"{ratio:.2f} \u00b1 0 (1)"
+        part = text.split(f"under Eq {eq} (every policy planned and scored with Eq {eq})")
+        if len(part) < 2 or f"cost model Eq {eq}" not in part[1][:200]:
+            return False
+        s_row = [ln for ln in part[1].splitlines() if ln.startswith("| S |")][0]
+        if s_row.split(" | ")[2] != want:
+            return False
+    return True
 
 
 def check_table(c, db, out):
@@ -108,6 +141,8 @@ def check_table(c, db, out):
             text[-600:])
     rel = frame[frame["section"].str.startswith("table5: ")]
     c.check(len(rel) == 8 and rel["paper_value"].notna().all(), "Pro-Prophet over FasterMoE: the paper's ratio")
+    c.check(check_model_cell(db, text), "Table V under Eq 6 / Eq 8: labelled, S / Pro-Prophet k=1 = SQL "
+                                        "deepspeed / prophet eqN_ms at balance.cost_eq = N", text[-1500:])
     fig15 = "\n".join(S.render("fig15", specs["fig15"], S.BUILDERS["fig15"](con, "fig15", specs["fig15"]), out))
     c.check("| k=1 | " in fig15 and "paper 1.77\u20131.82" in fig15, "Fig 15: k rows and the paper's range")
     none = "\n".join(S.render("fig12", specs["fig12"], S.BUILDERS["fig12"](con, "fig12", specs["fig12"]), out))
@@ -162,7 +197,7 @@ def main():
     c = Checker()
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "p.db")
-        for name, body in (("tables.toml", TABLES_SWEEP), ("fig15.toml", FIG15_SWEEP)):
+        for name, body in (("tables.toml", TABLES_SWEEP), ("fig15.toml", FIG15_SWEEP), ("model.toml", MODEL_SWEEP)):
             path = os.path.join(tmp, name)
             with open(path, "w") as f:
                 f.write(body)
