@@ -187,27 +187,37 @@ def ours_table(values, rows, columns, unit, row_label="row"):
     return "\n".join(lines)
 
 
-def reconciliation(frame, spec):
-    """The reconciliation paragraph: every flagged cell (computed from frame), grouped under the first mechanism of
-    spec's [[mechanism]] whose direction, columns and rows (optional) match it; cells no mechanism covers are listed
-    as such."""
-    flagged = frame[frame["flagged"]]
-    n_cmp = int(frame["paper_value"].notna().sum() + (frame["paper"].ne("-") & frame["paper_value"].isna()).sum())
-    head = (f"**Reconciliation.** {len(flagged)} of {n_cmp} compared cells differ from the paper's by more than "
-            f"{FLAG:.0%} (\u2691)")
-    if flagged.empty:
-        return head + "."
+def compared_cells(frame):
+    """How many cells of a comparison frame have both our value and the paper's."""
+    return int((frame["ratio"].notna() | frame["direction"].eq("differs") |
+                (frame["paper"].ne("-") & frame["paper_value"].isna() & frame["n"].gt(0))).sum())
+
+
+def match_mechanisms(frame, spec):
+    """Every flagged cell of frame under the first of spec's [[mechanism]] whose direction, columns and rows
+    (optional) match it: ({mechanism index: [cell labels]}, [labels no mechanism covers])."""
     groups, uncovered = {}, []
-    for _, rec in flagged.iterrows():
+    for _, rec in frame[frame["flagged"]].iterrows():
         label = f"{rec['row']} / {rec['column']}" + (f" ({rec['ratio']:.2f})" if rec["ratio"] == rec["ratio"]
                                                      else f" (ours {rec['ours_mean']}, paper {rec['paper']})")
-        for i, m in enumerate(spec.get("mechanism", []) + spec.get("relative_mechanism", [])):
+        for i, m in enumerate(spec.get("mechanism", [])):
             if m["direction"] == rec["direction"] and (not m["columns"] or rec["column"] in m["columns"]) and \
                     (not m.get("rows") or rec["row"] in m["rows"]):
                 groups.setdefault(i, []).append(label)
                 break
         else:
             uncovered.append(label)
+    return groups, uncovered
+
+
+def reconciliation(frame, spec):
+    """The reconciliation paragraph: every flagged cell (computed from frame), grouped under its mechanism
+    (match_mechanisms); cells no mechanism covers are listed as such."""
+    head = (f"**Reconciliation.** {int(frame['flagged'].sum())} of {compared_cells(frame)} compared cells differ "
+            f"from the paper's by more than {FLAG:.0%} (\u2691)")
+    if not frame["flagged"].any():
+        return head + "."
+    groups, uncovered = match_mechanisms(frame, spec)
     parts = [head + "."]
     for i, labels in groups.items():
         m = spec["mechanism"][i]

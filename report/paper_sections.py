@@ -369,8 +369,9 @@ BUILDERS = {"table4": table_section, "table5": table_section, "fig11": fig11_sec
             "fig14": fig14_section, "fig15": fig15_section, "fig16": fig16_section, "moetuner": moetuner_section}
 
 
-def render(name, spec, built, out_dir=None):
-    """Markdown lines of one section (and <out_dir>/paper_<name>.csv with the long comparison frame)."""
+def render(name, spec, built, out_dir=None, tally=None):
+    """Markdown lines of one section (and <out_dir>/paper_<name>.csv with the long comparison frame); tally (a
+    list) gets one (title, compared, flagged, without mechanism) per comparison table."""
     head = [f"### {spec['title']}", "",
             f"Paper: {spec['source']}; values over {spec['baseline']} (`{spec['file']}`)."]
     if built is None:
@@ -380,12 +381,16 @@ def render(name, spec, built, out_dir=None):
     derived = built[3] if len(built) > 3 else []
     frame = P.compare(name, spec, ours, model)
     frames = [frame]
+    if tally is not None:
+        tally.append((spec["title"].split(":")[0], frame, spec))
     lines = head + [f"Ours: {model}; mean \u00b1 sd over seeds (n). Cell: ours \u00b7 paper \u00b7 ours / paper; "
                     f"\u2691 more than {P.FLAG:.0%} off.", "", P.layout_table(frame, spec), "",
                     P.reconciliation(frame, spec), ""]
     for sub_spec, sub_ours in derived:
         sub = P.compare(f"{name}: {sub_spec['title']}", sub_spec, sub_ours, model)
         frames.append(sub)
+        if tally is not None:
+            tally.append((f"{spec['title'].split(':')[0]}, {sub_spec['title'].split(' (')[0]}", sub, sub_spec))
         lines += [f"{sub_spec['title']} ({sub_spec['source']}; ours: {model}):", "",
                   P.layout_table(sub, sub_spec), "", P.reconciliation(sub, sub_spec), ""]
     for extra in extras:  # (title, values, rows, columns, row label[, its model when not the section's])
@@ -418,9 +423,21 @@ def build(con, sections=None, out_dir=None, values_dir=P.VALUES_DIR):
              "speedups are stated over DeepSpeed-MoE (padded to the largest count, the paper's baseline) as the paper "
              "does, and over dropless static (exact counts) in the labelled tables. No constant is fitted to the "
              "papers' numbers.", ""]
+    body, tally = [], []
     for name in names:
-        lines += render(name, specs[name], BUILDERS[name](con, name, specs[name]), out_dir)
-    return lines + (mechanism_lines(con) if names else [])
+        body += render(name, specs[name], BUILDERS[name](con, name, specs[name]), out_dir, tally)
+    return lines + overview(tally) + body + (mechanism_lines(con) if names else [])
+
+
+def overview(tally):
+    """One row per comparison table: cells compared, flagged (>15% off) and flagged without a mechanism."""
+    if not tally:
+        return []
+    rows = ["| comparison | cells compared | flagged (>15%) | without a mechanism |", "|---|---|---|---|"]
+    for title, frame, spec in tally:
+        rows.append(f"| {title} | {P.compared_cells(frame)} | {int(frame['flagged'].sum())} | "
+                    f"{len(P.match_mechanisms(frame, spec)[1])} |")
+    return ["Overview (computed from this store; the sections below give every cell):", "", "\n".join(rows), ""]
 
 
 # the commands that make docs/paper-comparison.md (its preamble repeats them)
