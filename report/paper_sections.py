@@ -426,7 +426,53 @@ def build(con, sections=None, out_dir=None, values_dir=P.VALUES_DIR):
     body, tally = [], []
     for name in names:
         body += render(name, specs[name], BUILDERS[name](con, name, specs[name]), out_dir, tally)
-    return lines + overview(tally) + body + (mechanism_lines(con) if names else [])
+    below = prophet_below_fastermoe(con) if names else []
+    note = (["Pro-Prophet slower than FasterMoE by more than 0.5% under the same model (setting: cluster, trace, "
+             "grid values (fastermoe time / prophet time)). Mechanisms: on 2xLPWNV (E = 8) Eq 7 with the authors' alpha = 3 "
+             "stops prophet while the layer is still unbalanced (its threshold alpha * I / E is 3/8 of the tokens at "
+             "k = 1, 3/4 at k = 2), where FasterMoE keeps shadowing while its model improves (`prophet plan` on the "
+             "65536-token, Zipf s = 2 version of paper-e8-k1-m: Eq 8 prophet 145 ms, fastermoe 92 ms; with "
+             "balance.alpha = 0.5 prophet 93 ms); elsewhere prophet plans from the previous iteration's counts and "
+             "FasterMoE from the current one's (prophet-oracle ties fastermoe there: `prophet plan` on "
+             "paper-e16-k2-s / hpnv-16). Per layer, Fig 11's layer 0 (the reconciliation below):", ""] + below + [""]
+            if below else ["Pro-Prophet is at least as fast as FasterMoE (within 0.5%) in every setting of these "
+                           "sweeps under each model.", ""] if names else [])
+    return lines + overview(tally) + note + body + (mechanism_lines(con) if names else [])
+
+
+def prophet_below_fastermoe(con, tolerance=0.005):
+    """Settings where prophet's mean time is above fastermoe's by more than tolerance, under one model: the sim
+    sweeps' mean iteration time and, per equation, paper-tables-model's eqN_ms. One text line per sweep with any."""
+    out = []
+    sims = ["paper-tables", "fig11-layers", "fig12-iterations", "fig16-rb", *MECHANISM_SWEEPS]
+    for experiment in dict.fromkeys(sims):
+        df = sweep_frame(con, experiment)
+        if df.empty:
+            continue
+        grid = [c for c in df.columns if c.startswith(("trace.", "balance.", "plan.")) and c not in ("balance.policy", "trace.seed")
+                and df[c].nunique() > 1]
+        out += _below(df, ["cluster", "trace"] + grid, f"{experiment} (simulator)", tolerance)
+    df = C.sweep_points(con, MODEL_SWEEP[0], ["eq6_ms", "eq8_ms"])
+    if not df.empty and "balance.cost_eq" in df.columns:
+        for eq in (6, 8):
+            d = df[df["balance.cost_eq"] == eq].assign(time_ms=lambda x: x[f"eq{eq}_ms"])
+            out += _below(d, ["cluster", "trace"], f"{MODEL_SWEEP[0]} (Eq {eq})", tolerance)
+    return out
+
+
+def _below(df, keys, label, tolerance):
+    t = df[df["policy"].isin(["prophet", "fastermoe"])].groupby(keys + ["policy"])["time_ms"].mean().unstack()
+    if not {"prophet", "fastermoe"} <= set(t.columns):
+        return []
+    worse = t[t["prophet"] > t["fastermoe"] * (1 + tolerance)]
+    if worse.empty:
+        return []
+    def name(key, v):  # grid values as key=value, cluster and trace as they are
+        text = f"{v:g}" if isinstance(v, float) else str(v)
+        return text if key in ("cluster", "trace") else f"{key.split('.', 1)[1]}={text}"
+    cells = [", ".join(name(k, v) for k, v in zip(keys, i if isinstance(i, tuple) else (i,)))
+             + f" ({r['fastermoe'] / r['prophet']:.2f})" for i, r in worse.iterrows()]
+    return [f"- {label}: {len(cells)} of {len(t)} settings: " + "; ".join(cells)]
 
 
 def overview(tally):

@@ -170,6 +170,16 @@ def check_flags(c):
             "reconciliation: a cell no mechanism matches is named as such")
 
 
+def check_below(c):
+    """The 'prophet slower than fastermoe' note: a setting is listed when prophet's mean time is more than 0.5%
+    above fastermoe's, with its grid values as key=value and the ratio fastermoe / prophet."""
+    df = C.pd.DataFrame({"cluster": ["c"] * 8, "trace": ["t"] * 8, "trace.zipf_s": [1.2] * 4 + [2.0] * 4,
+                         "policy": ["prophet", "fastermoe"] * 4, "seed": [1, 1, 2, 2] * 2,
+                         "time_ms": [10.0, 10.0, 10.04, 10.0, 12.0, 10.0, 12.0, 10.0]})
+    got = S._below(df, ["cluster", "trace", "trace.zipf_s"], "x", 0.005)
+    c.check(got == ["- x: 1 of 2 settings: c, t, zipf_s=2 (0.83)"], "prophet-below-fastermoe note", str(got))
+
+
 def check_errors(c, tmp):
     cases = [('[t]\ntitle="t"\nsource="s"\nbaseline="b"\nunit="ms"\nrows=["a"]\ncolumns=["x"]\nvalues=[[1.0]]\n',
               "unit = 'ms': allowed: x, %"),
@@ -207,6 +217,7 @@ def main():
         out = os.path.join(tmp, "figs")
         check_table(c, db, out)
         check_flags(c)
+        check_below(c)
         check_errors(c, tmp)
         rep = os.path.join(tmp, "P.md")
         r = run([prophet, "report", "--db", db, "--out", out, "--report", rep, "--section", "paper"])
