@@ -132,8 +132,9 @@ def main(argv=None):
             f"Store: `{args.db}`" + (f", experiments {', '.join(args.experiment)}" if args.experiment else "") +
             f"; {C.runs_status_line(con)}.", ""]
     # the papers' tables beside ours: every section with --section paper, else those whose sweep is in the store
+    sweeps = paper_sections.SWEEPS
     paper = (paper_sections.sections_with_data(con, args.experiment) if args.section == "all" else
-             [n for n in paper_sections.SWEEPS if not args.experiment or paper_sections.SWEEPS[n][0] in args.experiment])
+             [n for n in sweeps if not args.experiment or sweeps[n][0] in args.experiment])
     paper_lines = paper_sections.build(con, paper, args.out) if paper else []
     if args.section == "paper":
         with open(args.report, "w") as f:

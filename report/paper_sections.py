@@ -100,7 +100,8 @@ def table_section(con, name, spec):
         over_static[(row, "DeepSpeed-MoE k=2")] = per_seed(s[(s["model"] == row) & (s["k"] == "2")])
     cols = spec["columns"] + ["DeepSpeed-MoE k=1", "DeepSpeed-MoE k=2"]
     extras = [("over dropless static (static = exact counts, nothing padded; the DeepSpeed-MoE columns: "
-               "dropless static over DeepSpeed-MoE, i.e. what padding costs)", over_static, spec["rows"], cols, "model")]
+               "dropless static over DeepSpeed-MoE, i.e. what padding costs)", over_static, spec["rows"], cols,
+               "model")]
     return ours, extras + model_tables(con, name, spec), sim_label(experiment), [(rel_spec, rel)]
 
 
@@ -403,6 +404,18 @@ def render(name, spec, built, out_dir=None, tally=None):
     return lines
 
 
+# the text above the list of settings where prophet is slower than fastermoe (prophet_below_fastermoe)
+BELOW_NOTE = (
+    "Pro-Prophet slower than FasterMoE by more than 0.5% under the same model (setting: cluster, trace, grid values "
+    "(fastermoe time / prophet time)). Mechanisms: on 2xLPWNV (E = 8) Eq 7 with the authors' alpha = 3 stops prophet "
+    "while the layer is still unbalanced (its threshold alpha * I / E is 3/8 of the tokens at k = 1, 3/4 at k = 2), "
+    "where FasterMoE keeps shadowing while its model improves (`prophet plan` on the 65536-token, Zipf s = 2 version "
+    "of paper-e8-k1-m: Eq 8 prophet 145 ms, fastermoe 92 ms; with balance.alpha = 0.5 prophet 93 ms); elsewhere "
+    "prophet plans from the previous iteration's counts and FasterMoE from the current one's (prophet-oracle ties "
+    "fastermoe there: `prophet plan` on paper-e16-k2-s / hpnv-16). Per layer, Fig 11's layer 0 (the reconciliation "
+    "below):")
+
+
 def sections_with_data(con, experiments=None):
     """The sections whose sweep has finished runs in the store (and is among experiments, when given)."""
     names = []
@@ -427,16 +440,13 @@ def build(con, sections=None, out_dir=None, values_dir=P.VALUES_DIR):
     for name in names:
         body += render(name, specs[name], BUILDERS[name](con, name, specs[name]), out_dir, tally)
     below = prophet_below_fastermoe(con) if names else []
-    note = (["Pro-Prophet slower than FasterMoE by more than 0.5% under the same model (setting: cluster, trace, "
-             "grid values (fastermoe time / prophet time)). Mechanisms: on 2xLPWNV (E = 8) Eq 7 with the authors' alpha = 3 "
-             "stops prophet while the layer is still unbalanced (its threshold alpha * I / E is 3/8 of the tokens at "
-             "k = 1, 3/4 at k = 2), where FasterMoE keeps shadowing while its model improves (`prophet plan` on the "
-             "65536-token, Zipf s = 2 version of paper-e8-k1-m: Eq 8 prophet 145 ms, fastermoe 92 ms; with "
-             "balance.alpha = 0.5 prophet 93 ms); elsewhere prophet plans from the previous iteration's counts and "
-             "FasterMoE from the current one's (prophet-oracle ties fastermoe there: `prophet plan` on "
-             "paper-e16-k2-s / hpnv-16). Per layer, Fig 11's layer 0 (the reconciliation below):", ""] + below + [""]
-            if below else ["Pro-Prophet is at least as fast as FasterMoE (within 0.5%) in every setting of these "
-                           "sweeps under each model.", ""] if names else [])
+    if not names:
+        note = []
+    elif below:
+        note = [BELOW_NOTE, ""] + below + [""]
+    else:
+        note = ["Pro-Prophet is at least as fast as FasterMoE (within 0.5%) in every setting of these sweeps under "
+                "each model.", ""]
     return lines + overview(tally) + note + body + (mechanism_lines(con) if names else [])
 
 
@@ -449,8 +459,8 @@ def prophet_below_fastermoe(con, tolerance=0.005):
         df = sweep_frame(con, experiment)
         if df.empty:
             continue
-        grid = [c for c in df.columns if c.startswith(("trace.", "balance.", "plan.")) and c not in ("balance.policy", "trace.seed")
-                and df[c].nunique() > 1]
+        grid = [c for c in df.columns if c.startswith(("trace.", "balance.", "plan.")) and df[c].nunique() > 1
+                and c not in ("balance.policy", "trace.seed")]
         out += _below(df, ["cluster", "trace"] + grid, f"{experiment} (simulator)", tolerance)
     df = C.sweep_points(con, MODEL_SWEEP[0], ["eq6_ms", "eq8_ms"])
     if not df.empty and "balance.cost_eq" in df.columns:
