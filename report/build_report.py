@@ -14,6 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import common as C  # noqa: E402
+import paper_sections  # noqa: E402
 import summary  # noqa: E402
 
 FIGURES = [
@@ -111,6 +112,8 @@ def main(argv=None):
     p.add_argument("--out", default=C.DEFAULT_OUT)
     p.add_argument("--report", default="results/REPORT.md")
     p.add_argument("--experiment", default=None, nargs="+", help="only these experiments")
+    p.add_argument("--section", default="all", choices=["all", "paper"],
+                   help="paper: only the papers' tables and figures beside ours (report/paper_sections.py)")
     args = p.parse_args(argv)
     if not os.path.isfile(args.db):
         print(f"no store at {args.db}", file=sys.stderr)
@@ -131,6 +134,16 @@ def main(argv=None):
     head = ["# prophet report", "",
             f"Store: `{args.db}`" + (f", experiments {', '.join(args.experiment)}" if args.experiment else "") +
             f"; {C.runs_status_line(con)}.", ""]
+    # the papers' tables beside ours: every section with --section paper, else those whose sweep is in the store
+    sweeps = paper_sections.SWEEPS
+    paper = (paper_sections.sections_with_data(con, args.experiment) if args.section == "all" else
+             [n for n in sweeps if not args.experiment or sweeps[n][0] in args.experiment])
+    paper_lines = paper_sections.build(con, paper, args.out) if paper else []
+    if args.section == "paper":
+        with open(args.report, "w") as f:
+            f.write("\n".join(head + paper_lines) + "\n")
+        print(f"wrote {args.report}: {len(paper)} paper sections")
+        return 0
     summary_lines, summary_tables = summary.build(con, experiment)
     for name, t in summary_tables.items():
         t.to_csv(os.path.join(args.out, name + ".csv"), index=False)
@@ -146,7 +159,7 @@ def main(argv=None):
             sections += [f"### {name}", "", f"**Failed** ({text})", ""]
         else:
             skipped.append(name)
-    lines = head + summary_lines
+    lines = head + summary_lines + paper_lines
     if sections:
         lines += ["## Figures", "", f"Error bars and bands are {C.SD_NOTE} (seaborn errorbar='sd') unless a "
                                     "caption says otherwise; every table's full data is the CSV beside its figure.",

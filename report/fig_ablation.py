@@ -18,9 +18,18 @@ import common as C  # noqa: E402
 
 NAME = "fig_ablation"
 VARIANTS = ["none", "planner", "scheduler", "planner+scheduler", "full"]
-# pro-prophet.md §6 (Fig 14, MoE-GPT-M): each step's speedup over the previous one
-PAPER_STEPS = {1: {"planner": 1.26, "planner+scheduler": 1.14, "full": 1.03},
-               2: {"planner": 1.12, "planner+scheduler": 1.01, "full": 1.02}}
+
+
+def _paper_steps():
+    """The paper's Fig 14 (MoE-GPT-M), each step's speedup over the previous one, per k, from
+    report/paper_values/pro-prophet.toml (rows: add planner, add scheduler, full; columns k=1, k=2, average)."""
+    import paper_compare
+    spec = paper_compare.load_all()["fig14"]
+    variants = ["planner", "planner+scheduler", "full"]  # the variant each of the paper's rows adds
+    return {k: {v: row[i] for v, row in zip(variants, spec["values"])} for i, k in enumerate((1, 2))}
+
+
+PAPER_STEPS = _paper_steps()
 PREVIOUS = {"planner": "none", "planner+scheduler": "planner", "full": "planner+scheduler"}
 WARMUP = 2  # steps left out of a real run's mean step time (prophet ablate's default --warmup)
 
@@ -130,7 +139,8 @@ def main(argv=None):
     sources = ", ".join(sorted(df["time_source"].unique()))
     cap = (f"Bars: {C.SD_NOTE} (errorbar='sd', up to {nseeds} seeds) of time(none) / time(variant), paired by "
            f"setting and seed; time = {sources}. Black diamonds: the paper's Fig 14 (MoE-GPT-M) chained to "
-           "cumulative speedups (k=1: 1.26, x1.14, x1.03; k=2: 1.12, x1.01, x1.02). Dashed line: none.")
+           "cumulative speedups (" + "; ".join(f"k={k}: " + ", x".join(f"{v:.2f}" for v in steps.values())
+                                             for k, steps in PAPER_STEPS.items()) + "). Dashed line: none.")
     C.add_caption(fig, cap)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     C.save_figure(fig, args.out, NAME)

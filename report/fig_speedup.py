@@ -17,16 +17,26 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 
 NAME = "fig_speedup"
-# pro-prophet.md §6: speedup over DeepSpeed-MoE, per model, as (fastermoe k=1, prophet k=1, fastermoe k=2,
-# prophet k=2). Table IV is 4xHPNV (16 GPUs), Table V 2xLPWNV (8 GPUs; no L there).
-PAPER_TABLES = {
-    "hpnv-16": ("Table IV (4xHPNV)", {"s": (1.63, 1.98, 2.31, 2.62), "m": (1.99, 2.22, 1.82, 2.10),
-                                      "l": (1.62, 1.80, 1.94, 2.23), "ds": (1.34, 1.70, 1.77, 1.94),
-                                      "dm": (1.68, 2.26, 1.84, 2.07)}),
-    "lpwnv-8": ("Table V (2xLPWNV)", {"s": (1.20, 1.30, 1.56, 1.91), "m": (1.02, 1.18, 1.29, 1.94),
-                                      "ds": (1.12, 1.30, 1.44, 1.64), "dm": (0.96, 1.26, 1.25, 1.58)}),
-}
 PAPER_COLUMNS = [("fastermoe", "1"), ("prophet", "1"), ("fastermoe", "2"), ("prophet", "2")]  # PAPER_TABLES' order
+
+
+def _paper_tables():
+    """{cluster: (title, {model: (fastermoe k=1, prophet k=1, fastermoe k=2, prophet k=2)})}: the paper's speedups
+    over DeepSpeed-MoE from report/paper_values/pro-prophet.toml (one transcription, read by paper_sections.py too).
+    Table IV is 4xHPNV (16 GPUs), Table V 2xLPWNV (8 GPUs; no L there)."""
+    import paper_compare
+    specs = paper_compare.load_all()
+    out = {}
+    tables = (("table4", "hpnv-16", "Table IV (4xHPNV)"), ("table5", "lpwnv-8", "Table V (2xLPWNV)"))
+    for section, cluster, title in tables:
+        spec = specs[section]
+        want = ["FasterMoE k=1", "Pro-Prophet k=1", "FasterMoE k=2", "Pro-Prophet k=2"]  # PAPER_COLUMNS' order
+        assert spec["columns"] == want, spec["columns"]
+        out[cluster] = (title, {row.lower(): tuple(v) for row, v in zip(spec["rows"], spec["values"])})
+    return out
+
+
+PAPER_TABLES = _paper_tables()
 MODEL_ORDER = ["s", "m", "l", "ds", "dm"]
 TRACE_RE = re.compile(r"^paper-e(\d+)-k(\d+)-([a-z]+)$")  # paper-tables.toml's traces: D, k, model
 

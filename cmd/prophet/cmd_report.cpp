@@ -54,6 +54,11 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& args) {
     cmd->add_option("--report", args.report, "the markdown file to write (default: <dir of db>/REPORT.md)");
     cmd->add_option("--experiment", args.experiments,
                     "only runs of these experiments (run.experiment / the sweep's name; repeatable)");
+    cmd->add_option("--section", args.section,
+                    "all: summary, the papers' tables beside ours, figures; paper: only the papers' tables and figures "
+                    "beside ours (report/paper_sections.py, docs/paper-comparison.md)")
+        ->check(CLI::IsMember({"all", "paper"}))
+        ->capture_default_str();
     cmd->footer(
         "Runs report/build_report.py with PROPHET_PYTHON or /usr/bin/python3, which needs pandas, seaborn and\n"
         "matplotlib (apt-get install python3-pandas python3-seaborn python3-matplotlib).\n"
@@ -92,6 +97,7 @@ int run_report(const ReportArgs& args) {
         command += " --experiment";
         for (const std::string& e : args.experiments) command += " " + shell_quoted(e);
     }
+    if (args.section != "all") command += " --section " + shell_quoted(args.section);
     if (args.quiet) command += " >/dev/null 2>&1";
     std::fflush(stdout);
     std::fflush(stderr);

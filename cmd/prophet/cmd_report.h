@@ -13,6 +13,7 @@ struct ReportArgs {
     std::string out;     // figures directory (empty: <dir of db>/figures)
     std::string report;  // the markdown file (empty: <dir of db>/REPORT.md)
     std::vector<std::string> experiments;  // only these experiments (empty: all)
+    std::string section = "all";           // all, or paper: only the papers' tables beside ours
     bool quiet = false;  // the scripts' output to /dev/null (prophet sweep's closing report)
 };
 
