@@ -175,13 +175,31 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
         // each expert's share of the transfer (T * counted_e / counted), in expert order: the scheduler's first fit
         const double trans_per = c.trans_s / static_cast<double>(counted), agg_per = c.agg_s / static_cast<double>(counted);
         double trans_first = 0, trans_rest = 0, agg_first = 0, agg_rest = 0;
-        for (int e = 0, home = 0, k = 0; e < E; ++e) {
-            const int r = static_owners ? flow.replica_holders[e] : receivers_of(e, home);
-            if (++k == per_device && home < D - 1) k = 0, ++home;
-            if (r == 0) continue;
+        auto first_fit = [&](int r) {  // expert with r receivers (> 0), next in expert order
             const double t = trans_per * (r + sender_counted), a = agg_per * (r + sender_counted);
             (trans_first + t <= c.fnec_s ? trans_first : trans_rest) += t;
             (agg_first + a <= c.bnec_s ? agg_first : agg_rest) += a;
+        };
+        if (static_owners) {
+            // receivers = replica holders, and a planner replicates few experts: skip runs of 8 without one
+            // with a single test (the greedy calls this once per step, so it is its inner loop)
+            const int* holders = flow.replica_holders.data();
+            int e = 0;
+            for (; e + 8 <= E; e += 8) {
+                int any = 0;
+                for (int j = 0; j < 8; ++j) any |= holders[e + j];
+                if (any == 0) continue;
+                for (int j = 0; j < 8; ++j)
+                    if (holders[e + j] != 0) first_fit(holders[e + j]);
+            }
+            for (; e < E; ++e)
+                if (holders[e] != 0) first_fit(holders[e]);
+        } else {
+            for (int e = 0, home = 0, k = 0; e < E; ++e) {
+                const int r = receivers_of(e, home);
+                if (++k == per_device && home < D - 1) k = 0, ++home;
+                if (r != 0) first_fit(r);
+            }
         }
         c.exposed_trans_s = std::max(0.0, trans_rest - c.fec_s);
         c.exposed_agg_s = std::max(0.0, agg_rest - c.bec_s);
