@@ -165,7 +165,12 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     c.bnec_s = m.bnec_s();
     c.exposed_trans_chunked_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
     c.exposed_agg_chunked_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
-    if (m.transfer_credit == TransferCredit::kChunks || counted == 0) {
+    if (m.first_block) {
+        // the iteration's first block: the block-wise schedule sends its Trans whole before anything computes
+        // and its Agg whole after the last backward op (sim/schedule.cpp), so no split hides any of either
+        c.exposed_trans_s = c.exposed_trans_chunked_s = c.trans_s;
+        c.exposed_agg_s = c.exposed_agg_chunked_s = c.agg_s;
+    } else if (m.transfer_credit == TransferCredit::kChunks || counted == 0) {
         c.exposed_trans_s = c.exposed_trans_chunked_s;
         c.exposed_agg_s = c.exposed_agg_chunked_s;
     } else if (c.trans_s <= std::max(c.fnec_s, c.fec_s) && c.agg_s <= std::max(c.bnec_s, c.bec_s)) {
