@@ -323,6 +323,14 @@ TraceView dispatched_view(const std::string& policy, const TraceView& trace, con
 SimResult simulate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                           const EvalSettings& settings, const SimOptions& options, PolicyScore* score) {
     PolicyScore s = evaluate_policy(name, trace, cost, settings, /*allow_skip=*/false);
+    SimResult r = simulate_score(s, trace, cost, settings, options);
+    if (score) *score = std::move(s);
+    return r;
+}
+
+SimResult simulate_score(const PolicyScore& s, const TraceView& trace, const CostModel& cost,
+                         const EvalSettings& settings, const SimOptions& options) {
+    const std::string& name = s.name;
     const int I = trace.num_iterations, L = trace.num_layers;
     PROPHET_ASSERT(s.layers.size() == static_cast<size_t>(I) * L);
     std::vector<std::vector<Placement>> placements(I);
@@ -338,9 +346,7 @@ SimResult simulate_policy(const std::string& name, const TraceView& trace, const
     if (measured) o.plan_s = 0;
     std::vector<int64_t> padded;
     const TraceView view = dispatched_view(name, trace, settings.options, &padded);
-    SimResult r = simulate(view, placements, cost, o, measured ? &plan : nullptr);
-    if (score) *score = std::move(s);
-    return r;
+    return simulate(view, placements, cost, o, measured ? &plan : nullptr);
 }
 
 }  // namespace prophet::sim
