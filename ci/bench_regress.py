@@ -42,7 +42,7 @@ PLAN_INPUTS = [("experiments/traces/zipf-e16-k2.toml", "experiments/clusters/hpw
                ("experiments/traces/shift-e16-k1.toml", "experiments/clusters/hpnv-16.toml")]
 DET_POLICIES = ["static", "deepspeed", "fastermoe", "prophet", "prophet-oracle", "eplb", "top2", "top3"]
 # every system model `prophet plan` reports a policy under (docs/cost-model.md), and the fields of each
-DET_MODELS = ["eq6", "eq8", "fastermoe_system"]
+DET_MODELS = ["eq6", "eq8", "fastermoe_system", "sim"]
 DET_FIELDS = ["predicted_ms", "max_mean_load", "balance_std", "a2a_bytes", "trans_bytes", "agg_bytes", "replicas"]
 PLANNER_SIZES = ["E:32/D:16", "E:256/D:64"] if QUICK else ["E:32/D:16", "E:64/D:32", "E:256/D:64"]
 PLANNER_FILTER = "BM_plan_(prophet|fastermoe|eplb)/(" + "|".join(PLANNER_SIZES) + ")$"

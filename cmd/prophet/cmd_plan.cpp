@@ -13,6 +13,7 @@
 #include "balance/options.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "sim/simulator.h"
 #include "trace/trace.h"
 
 namespace prophet::cli {
@@ -79,17 +80,53 @@ Loaded load_any_trace(const std::string& spec, const std::string& store_path) {
 // One policy under every system model. Planners with a cost objective (plans_with_cost_eq) plan once per
 // equation when balance.cost_eq = 0 (auto), so each column is a policy planned and scored by one equation;
 // the others (and any policy when cost_eq is set) plan once and are scored under every model.
+struct SimColumn {
+    std::string schedule;         // the policy's system schedule: blockwise (prophet, prophet-oracle) or none
+    double moe_ms = 0;            // mean over iterations and blocks of the simulated MoE time of a block
+    double iteration_ms = 0;      // mean simulated iteration (every block, FNEC/BNEC included)
+    double exposed_trans_ms = 0;  // per block, means like moe_ms
+    double exposed_agg_ms = 0;
+};
+
 struct PolicyModels {
     PolicyScore eq6;  // planned for and scored by Eq 6 (transfers blocking)
     PolicyScore eq8;  // planned for and scored by Eq 8 (block-wise scheduler hides what its split can)
+    SimColumn sim;    // the trace-driven simulator on the placements of the policy's own system (system())
     const std::string& name() const { return eq6.name; }
     bool skipped() const { return eq6.skipped || eq8.skipped; }
     const std::string& note() const { return eq6.skipped ? eq6.note : eq8.note; }
+    // the planning of the policy's own system: Eq 8's for prophet's scheduler, Eq 6's for the others
+    const PolicyScore& system() const { return system_cost_eq(name()) == 8 ? eq8 : eq6; }
 };
 
 struct StaticTimes {
-    double eq6_ms = 0, eq8_ms = 0, fastermoe_ms = 0;
+    double eq6_ms = 0, eq8_ms = 0, fastermoe_ms = 0, sim_ms = 0;
 };
+
+// The simulator column: the system's placements timed op by op under the system's schedule (sim::system_schedule)
+// with the split rule `time` (whole experts, what the scheduler does) and no planning time (deterministic).
+SimColumn simulate_column(const PolicyScore& score, const TraceView& view, const CostModel& cost,
+                          const EvalSettings& settings) {
+    sim::SimOptions o;
+    o.schedule = sim::system_schedule(score.name);
+    o.split_rule = sim::SplitRule::kTime;
+    o.plan_s = 0;
+    o.record_timeline = false;
+    const sim::SimResult r = sim::simulate_score(score, view, cost, settings, o);
+    SimColumn c;
+    c.schedule = sim::schedule_kind_name(o.schedule);
+    c.iteration_ms = r.mean_iteration_s * 1e3;
+    double blocks = 0;
+    for (const sim::IterationResult& it : r.iterations)
+        for (const sim::BlockResult& b : it.blocks) {
+            c.moe_ms += b.moe_s * 1e3;
+            c.exposed_trans_ms += b.exposed_trans_s * 1e3;
+            c.exposed_agg_ms += b.exposed_agg_s * 1e3;
+            blocks += 1;
+        }
+    if (blocks > 0) c.moe_ms /= blocks, c.exposed_trans_ms /= blocks, c.exposed_agg_ms /= blocks;
+    return c;
+}
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
@@ -126,15 +163,21 @@ nlohmann::json score_json(const PolicyModels& m, const StaticTimes& st) {
     eq8["exposed_agg_chunked_ms"] = m.eq8.mean_exposed_agg_chunked_ms;
     j["eq8"] = eq8;
     j["fastermoe_system"] = model_json(m.eq6, m.eq6.mean_fastermoe_ms, st.fastermoe_ms);
+    nlohmann::json sim = model_json(m.system(), m.sim.moe_ms, st.sim_ms);
+    sim["schedule"] = m.sim.schedule;
+    sim["iteration_ms"] = m.sim.iteration_ms;
+    sim["exposed_trans_ms"] = m.sim.exposed_trans_ms;
+    sim["exposed_agg_ms"] = m.sim.exposed_agg_ms;
+    j["sim"] = sim;
     return j;
 }
 
 void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st) {
-    std::printf("# %-15s %9s %7s %9s %7s %9s %7s %8s %8s %9s %9s %6s %9s %9s\n", "policy", "Eq6", "xstat6", "Eq8",
-                "xstat8", "FasterMoE", "xstatF", "max/mean", "max/mean", "expTrans", "expAgg", "repl", "plan",
-                "dropped");
-    std::printf("# %-15s %9s %7s %9s %7s %9s %7s %8s %8s %9s %9s %6s %9s %9s\n", "", "(ms)", "", "(ms)", "", "sys (ms)",
-                "", "(Eq6)", "(Eq8)", "Eq8 (ms)", "Eq8 (ms)", "(Eq8)", "(us)", "(tokens)");
+    std::printf("# %-15s %9s %7s %9s %7s %9s %7s %9s %7s %8s %8s %9s %9s %6s %9s %9s\n", "policy", "Eq6", "xstat6",
+                "Eq8", "xstat8", "FasterMoE", "xstatF", "Sim", "xstatS", "max/mean", "max/mean", "expTrans", "expAgg",
+                "repl", "plan", "dropped");
+    std::printf("# %-15s %9s %7s %9s %7s %9s %7s %9s %7s %8s %8s %9s %9s %6s %9s %9s\n", "", "(ms)", "", "(ms)", "",
+                "sys (ms)", "", "sys (ms)", "", "(Eq6)", "(Eq8)", "Eq8 (ms)", "Eq8 (ms)", "(Eq8)", "(us)", "(tokens)");
     for (const PolicyModels& m : scores) {
         if (m.skipped()) {
             std::printf("  %-15s skipped: %s\n", m.name().c_str(), m.note().c_str());
@@ -142,15 +185,19 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
         }
         const PolicyScore& a = m.eq6;
         const PolicyScore& b = m.eq8;
-        std::printf("  %-15s %9.3f %7.3f %9.3f %7.3f %9.3f %7.3f %8.3f %8.3f %9.3f %9.3f %6.1f %9.1f %9.1f\n",
+        std::printf("  %-15s %9.3f %7.3f %9.3f %7.3f %9.3f %7.3f %9.3f %7.3f %8.3f %8.3f %9.3f %9.3f %6.1f %9.1f "
+                    "%9.1f\n",
                     m.name().c_str(), a.mean_eq6_ms, ratio(st.eq6_ms, a.mean_eq6_ms), b.mean_eq8_ms,
                     ratio(st.eq8_ms, b.mean_eq8_ms), a.mean_fastermoe_ms, ratio(st.fastermoe_ms, a.mean_fastermoe_ms),
-                    a.mean_max_mean_load, b.mean_max_mean_load, b.mean_exposed_trans_ms, b.mean_exposed_agg_ms,
+                    m.sim.moe_ms, ratio(st.sim_ms, m.sim.moe_ms), a.mean_max_mean_load, b.mean_max_mean_load, b.mean_exposed_trans_ms, b.mean_exposed_agg_ms,
                     b.mean_replicas, b.median_plan_us, b.mean_dropped_tokens);
     }
     std::printf("# one model per column, per MoE layer, means over iterations and layers: Eq6 = Trans/Agg blocking, "
                 "planned with Eq 6; Eq8 = block-wise scheduler, planned with Eq 8; FasterMoE sys = broadcast/reduce "
-                "beside one all-to-all each, Eq-6 placements; xstat* = static / policy under that model\n");
+                "beside one all-to-all each, Eq-6 placements; Sim sys = trace-driven simulator, MoE time per block under the "
+                "policy's system schedule (blockwise for prophet and prophet-oracle on their Eq-8 placements, none = "
+                "transfers blocking for the rest on their Eq-6 placements; whole-expert split, no planning time); "
+                "xstat* = static / policy under that model\n");
     for (const PolicyModels& m : scores) {
         if (m.skipped()) continue;
         if (!m.eq8.note.empty()) std::printf("# note: %s: %s\n", m.name().c_str(), m.eq8.note.c_str());
@@ -277,20 +324,23 @@ int run_plan(const PlanArgs& args) {
     for (size_t i = 0; i < policies.size(); ++i) {
         std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, policies.size(), policies[i].c_str());
         scores.push_back(evaluate_models(policies[i], view, cost, settings, /*allow_skip=*/all));
+        PolicyModels& m = scores.back();
+        if (!m.skipped()) m.sim = simulate_column(m.system(), view, cost, settings);
     }
     StaticTimes static_times;
     {
-        const PolicyScore* fixed = nullptr;
-        PolicyScore quick_static;
+        const PolicyModels* fixed = nullptr;
+        PolicyModels quick_static;
         for (const PolicyModels& m : scores)
-            if (m.name() == "static") fixed = &m.eq6;
+            if (m.name() == "static") fixed = &m;
         if (!fixed) {  // a single policy: score static too, for the ratios
             EvalSettings quick = settings;
             quick.plan_repeats = 1;
-            quick_static = evaluate_policy("static", view, cost, quick, false);
+            quick_static.eq6 = quick_static.eq8 = evaluate_policy("static", view, cost, quick, false);
+            quick_static.sim = simulate_column(quick_static.eq6, view, cost, quick);
             fixed = &quick_static;
         }
-        static_times = {fixed->mean_eq6_ms, fixed->mean_eq8_ms, fixed->mean_fastermoe_ms};
+        static_times = {fixed->eq6.mean_eq6_ms, fixed->eq6.mean_eq8_ms, fixed->eq6.mean_fastermoe_ms, fixed->sim.moe_ms};
     }
 
     // ---- record: one transaction, so a failure leaves nothing half-written -----------------------------------
@@ -323,6 +373,8 @@ int run_plan(const PlanArgs& args) {
                 {"eq6_ms", m.eq6.mean_eq6_ms},
                 {"eq8_ms", p.mean_eq8_ms},
                 {"fastermoe_sys_ms", m.eq6.mean_fastermoe_ms},
+                {"sim_ms", m.sim.moe_ms},
+                {"sim_iteration_ms", m.sim.iteration_ms},
                 {"eq6_max_mean_load", m.eq6.mean_max_mean_load},
                 {"max_mean_load", p.mean_max_mean_load},
                 {"balance_std", p.mean_balance_std},
@@ -372,7 +424,10 @@ int run_plan(const PlanArgs& args) {
         out["policies"] = nlohmann::json::array();
         out["models"] = {{"eq6", "Eq 6: Trans and Agg blocking (DeepSpeed, static EP, offline policies' systems)"},
                          {"eq8", "Eq 8: block-wise scheduler hides Trans/Agg as its whole-expert split allows"},
-                         {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"}};
+                         {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"},
+                         {"sim", "trace-driven simulator: MoE time per block under the policy's system schedule "
+                                 "(blockwise for prophet/prophet-oracle on Eq-8 placements, none = transfers blocking "
+                                 "for the rest on Eq-6 placements), whole-expert split, no planning time"}};
         out["policies"] = nlohmann::json::array();
         for (const PolicyModels& m : scores) out["policies"].push_back(score_json(m, static_times));
         out["locality"] = locality_json(trace, scores, static_times);

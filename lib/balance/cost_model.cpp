@@ -1,6 +1,7 @@
 #include "balance/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "balance/topology.h"
@@ -36,6 +37,15 @@ bool owners_are_static(const Placement& p) {
         cached_d = p.num_devices;
     }
     return std::equal(p.owner.begin(), p.owner.end(), home.begin());
+}
+
+// The most whole units of `per` seconds that fit a window of `window` seconds (at most `limit`): k * per <= window.
+int64_t units_within(double window, double per, int64_t limit) {
+    if (!(window >= 0)) return 0;
+    int64_t n = per > 0 ? static_cast<int64_t>(std::min(std::floor(window / per), static_cast<double>(limit))) : limit;
+    while (n > 0 && static_cast<double>(n) * per > window) --n;  // floor's rounding, either way
+    while (n < limit && static_cast<double>(n + 1) * per <= window) ++n;
+    return n;
 }
 
 }  // namespace
@@ -149,26 +159,63 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     c.bnec_s = m.bnec_s();
     c.exposed_trans_chunked_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
     c.exposed_agg_chunked_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
-    if (m.transfer_credit == TransferCredit::kChunks || counted == 0) {
+    if (m.first_block) {
+        // the iteration's first block: the block-wise schedule sends its Trans whole before anything computes
+        // and its Agg whole after the last backward op (sim/schedule.cpp), so no split hides any of either
+        c.exposed_trans_s = c.exposed_trans_chunked_s = c.trans_s;
+        c.exposed_agg_s = c.exposed_agg_chunked_s = c.agg_s;
+    } else if (m.transfer_credit == TransferCredit::kChunks || counted == 0) {
         c.exposed_trans_s = c.exposed_trans_chunked_s;
         c.exposed_agg_s = c.exposed_agg_chunked_s;
     } else if (c.trans_s <= std::max(c.fnec_s, c.fec_s) && c.agg_s <= std::max(c.bnec_s, c.bec_s)) {
         // nothing exposed: all of it fits the first window, or what goes beside the second is at most all of it
         c.exposed_trans_s = c.exposed_agg_s = 0;
     } else {
-        // each expert's share of the transfer (T * counted_e / counted), in expert order: the scheduler's first fit
+        // Each expert's share of the transfer is T * g_e / counted, g_e = r_e + sender its transfer group: in units
+        // of T / counted the scheduler's first fit (expert order) is integer arithmetic, and it ends as soon as
+        // neither window can take the smallest group (every later expert then goes beside the expert compute).
+        // With one expert's share longer than the window (the common case) it costs nothing past the sums above.
         const double trans_per = c.trans_s / static_cast<double>(counted), agg_per = c.agg_s / static_cast<double>(counted);
-        double trans_first = 0, trans_rest = 0, agg_first = 0, agg_rest = 0;
-        for (int e = 0, home = 0, k = 0; e < E; ++e) {
-            const int r = static_owners ? flow.replica_holders[e] : receivers_of(e, home);
-            if (++k == per_device && home < D - 1) k = 0, ++home;
-            if (r == 0) continue;
-            const double t = trans_per * (r + sender_counted), a = agg_per * (r + sender_counted);
-            (trans_first + t <= c.fnec_s ? trans_first : trans_rest) += t;
-            (agg_first + a <= c.bnec_s ? agg_first : agg_rest) += a;
+        const int64_t trans_cap = units_within(c.fnec_s, trans_per, counted);
+        const int64_t agg_cap = units_within(c.bnec_s, agg_per, counted);
+        const int64_t smallest = 1 + sender_counted;  // the smallest transfer group
+        int64_t trans_first = 0, agg_first = 0;
+        auto room = [&] { return trans_cap - trans_first >= smallest || agg_cap - agg_first >= smallest; };
+        auto first_fit = [&](int r) {  // expert with r receivers (> 0), next in expert order
+            const int64_t g = r + sender_counted;
+            if (trans_first + g <= trans_cap) trans_first += g;
+            if (agg_first + g <= agg_cap) agg_first += g;
+        };
+        if (!room()) {
+            // no expert fits either window
+        } else if (static_owners) {
+            // receivers = replica holders. Only an expert with 0 < r <= most (the larger room left, in receivers)
+            // can change anything, so runs of 8 without one are skipped with one vectorisable test (the greedy
+            // calls this once per step: it is its inner loop)
+            const int* holders = flow.replica_holders.data();
+            auto most = [&] {
+                return static_cast<unsigned>(std::max(trans_cap - trans_first, agg_cap - agg_first) - sender_counted);
+            };
+            int e = 0;
+            for (unsigned limit = most(); e + 8 <= E && room(); e += 8) {
+                int any = 0;  // r - 1 < limit (unsigned): 0 < r <= limit
+                for (int j = 0; j < 8; ++j) any |= static_cast<unsigned>(holders[e + j] - 1) < limit;
+                if (any == 0) continue;
+                for (int j = 0; j < 8; ++j)
+                    if (holders[e + j] != 0) first_fit(holders[e + j]);
+                limit = most();
+            }
+            for (; e < E && room(); ++e)
+                if (holders[e] != 0) first_fit(holders[e]);
+        } else {
+            for (int e = 0, home = 0, k = 0; e < E && room(); ++e) {
+                const int r = receivers_of(e, home);
+                if (++k == per_device && home < D - 1) k = 0, ++home;
+                if (r != 0) first_fit(r);
+            }
         }
-        c.exposed_trans_s = std::max(0.0, trans_rest - c.fec_s);
-        c.exposed_agg_s = std::max(0.0, agg_rest - c.bec_s);
+        c.exposed_trans_s = std::max(0.0, static_cast<double>(counted - trans_first) * trans_per - c.fec_s);
+        c.exposed_agg_s = std::max(0.0, static_cast<double>(counted - agg_first) * agg_per - c.bec_s);
     }
     c.eq6_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.trans_s + c.agg_s;
     c.eq8_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.exposed_trans_s + c.exposed_agg_s;

@@ -17,7 +17,8 @@
 //                   beside FEC, so exposed Trans = max(0, rest - T_FEC) and an expert longer than both windows
 //                   stays exposed (transfer_credit = kWholeExperts, the default). kChunks splits transfers into
 //                   pieces that fill both windows: exposed = max(0, T_Trans - T_FEC - T_FNEC), the paper's credit.
-//                   Agg likewise with BNEC first, then BEC.
+//                   Agg likewise with BNEC first, then BEC. Layer 0 (CostModel::first_block): nothing before its
+//                   Trans, nothing after its Agg, so exposed = whole under either credit (Eq 8 = Eq 6 there).
 //   FasterMoE's system (its paper, smart scheduling): the shadow broadcast runs beside the dispatch all-to-all's
 //                   sends and the gradient reduce beside the backward combine, so
 //                   T_F = 4 T_A2A + 3 T_FEC + max(0, T_Trans - T_A2A) + max(0, T_Agg - T_A2A).
@@ -57,6 +58,10 @@ struct CostModel {
     TransReceivers trans_receivers = TransReceivers::kPaper;
     TransferCredit transfer_credit = TransferCredit::kWholeExperts;
     TransBroadcast trans_broadcast = TransBroadcast::kStar;
+    // The layer is the iteration's first MoE block (layer 0): Eq 8 credits no window to its Trans (nothing runs
+    // before it) or its Agg (nothing after it), as the simulator's block-wise schedule runs them; see
+    // model_for_layer(). Exposed = whole, so its Eq 8 equals Eq 6.
+    bool first_block = false;
     // sensitivity study: the planner's belief scaled against the true cluster (1 = calibrated)
     double compute_scale = 1.0;
     double bandwidth_scale = 1.0;
@@ -90,6 +95,13 @@ struct CostBreakdown {
 
 // The placement supplies owners (the Trans source, the Agg destination) for the topology-aware variant.
 CostBreakdown predict_layer(const CostModel& model, const LayerFlow& flow, const Placement& placement);
+
+// The model for layer `layer` of an iteration: `model` with first_block set for layer 0.
+inline CostModel model_for_layer(const CostModel& model, int layer) {
+    CostModel m = model;
+    m.first_block = layer == 0;
+    return m;
+}
 
 // T' by Eq 6 or Eq 8 (cost_eq is 6 or 8)
 inline double layer_cost(const CostBreakdown& c, int cost_eq) { return cost_eq == 8 ? c.eq8_s : c.eq6_s; }

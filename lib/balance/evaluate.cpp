@@ -154,8 +154,11 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
     }
 
     std::vector<double> plan_us_all;
+    // layer 0 has no window for its transfers (CostModel::first_block): planned and scored so
+    const CostModel first_layer = model_for_layer(cost, 0), later_layer = model_for_layer(cost, 1);
     for (int it = 0; it < I; ++it) {
         for (int l = 0; l < L; ++l) {
+            const CostModel& lcost = l == 0 ? first_layer : later_layer;
             const int64_t* current = trace.layer(it, l);
             LayerScore s;
             s.iteration = it;
@@ -169,7 +172,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
                     s.placement = timed(settings.plan_repeats, [&] { return plan_static(D, E); }, &s.plan_us);
                     s.dropped_tokens = static_dropped_tokens(current, D, E, o.capacity_factor);
                 } else if (name == "fastermoe") {
-                    s.placement = timed(settings.plan_repeats, [&] { return plan_fastermoe(current, D, E, cost, o); },
+                    s.placement = timed(settings.plan_repeats, [&] { return plan_fastermoe(current, D, E, lcost, o); },
                                         &s.plan_us);
                 } else if (name == "prophet") {
                     if (it == 0) {
@@ -177,17 +180,17 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
                     } else {
                         const int64_t* previous = trace.layer(it - 1, l);
                         s.placement = timed(settings.plan_repeats,
-                                            [&] { return plan_prophet(previous, D, E, cost, o); }, &s.plan_us);
+                                            [&] { return plan_prophet(previous, D, E, lcost, o); }, &s.plan_us);
                     }
                 } else if (name == "prophet-oracle") {
-                    s.placement = timed(settings.plan_repeats, [&] { return plan_prophet(current, D, E, cost, o); },
+                    s.placement = timed(settings.plan_repeats, [&] { return plan_prophet(current, D, E, lcost, o); },
                                         &s.plan_us);
                 } else if (name == "top2" || name == "top3") {
                     const int n = name == "top2" ? 2 : 3;
                     s.placement = timed(settings.plan_repeats, [&] { return plan_broadcast_top(current, D, E, n); },
                                         &s.plan_us);
                 } else if (name == "exhaustive") {
-                    s.placement = timed(1, [&] { return plan_exhaustive(current, D, E, cost, o); }, &s.plan_us);
+                    s.placement = timed(1, [&] { return plan_exhaustive(current, D, E, lcost, o); }, &s.plan_us);
                 } else {
                     s.placement = offline[l];
                     s.plan_us = offline_us_per_layer;
@@ -198,7 +201,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             }
             const std::string problem = check_placement(s.placement, o.max_replicas_per_device);
             PROPHET_ASSERT_MSG(problem.empty(), "policy " + name + " returned an invalid placement: " + problem);
-            score_layer(s, dispatched.empty() ? current : dispatched.data(), D, E, cost, o);
+            score_layer(s, dispatched.empty() ? current : dispatched.data(), D, E, lcost, o);
             if (!(name == "prophet" && it == 0)) plan_us_all.push_back(s.plan_us);
             out.layers.push_back(std::move(s));
         }

@@ -119,6 +119,16 @@ std::vector<int> routing_destination(const int64_t* counts, const Placement& p, 
     const int D = p.num_devices;
     const int E = p.num_experts;
     std::vector<int> destination(static_cast<size_t>(D) * E);
+    if (rule != RouteRule::kLeastLoaded) {
+        // owner rule (and even split's representative): a holder computes its own tokens, the rest go to the
+        // owner; no running load is needed, so one pass over [D*E] (the planners call this per plan)
+        for (int src = 0; src < D; ++src) {
+            int* row = destination.data() + static_cast<size_t>(src) * E;
+            for (int e = 0; e < E; ++e)
+                row[e] = p.replica[static_cast<size_t>(e) * D + src] ? src : p.owner[e];  // owner[e] == src: src
+        }
+        return destination;
+    }
     // local holders first: their tokens never leave the device
     std::vector<int64_t> computed(D, 0);
     for (int src = 0; src < D; ++src)
@@ -130,17 +140,15 @@ std::vector<int> routing_destination(const int64_t* counts, const Placement& p, 
     for (int e = 0; e < E; ++e) {
         for (int src = 0; src < D; ++src) {
             if (p.holds(e, src)) continue;
-            int target = p.owner[e];  // kOwner, and kEvenSplit's representative
-            if (rule == RouteRule::kLeastLoaded) {
-                // the holder (owner or replica) with the fewest tokens computed so far; ties to the owner, then
-                // to the lower device index, so the rule is deterministic
-                int64_t best = computed[target];
-                for (int d = 0; d < D; ++d)
-                    if (p.holds(e, d) && computed[d] < best) {
-                        best = computed[d];
-                        target = d;
-                    }
-            }
+            // the holder (owner or replica) with the fewest tokens computed so far; ties to the owner, then to the
+            // lower device index, so the rule is deterministic
+            int target = p.owner[e];
+            int64_t best = computed[target];
+            for (int d = 0; d < D; ++d)
+                if (p.holds(e, d) && computed[d] < best) {
+                    best = computed[d];
+                    target = d;
+                }
             destination[static_cast<size_t>(src) * E + e] = target;
             computed[target] += counts[static_cast<size_t>(src) * E + e];
         }

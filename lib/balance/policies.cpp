@@ -179,7 +179,12 @@ Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, 
     std::vector<uint8_t> is_chosen(E, 0);
     std::vector<int> times_picked(D, 0);
     const std::vector<int> experts_owned = placement.experts_per_device();
+    // [D] each device's owned experts in index order (owners never move here), so a step scans E/D experts
+    std::vector<std::vector<int>> owned_by(D);
+    for (int e = 0; e < E; ++e) owned_by[placement.owner[e]].push_back(e);
     std::vector<int> replicas_held(D, 0);
+    std::vector<int> others;  // reused across steps: the candidate's non-owner devices
+    others.reserve(D);
     int steps = 0;
 
     while (true) {
@@ -192,15 +197,14 @@ Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, 
         // candidate: the heaviest device's unchosen expert with the most tokens; an unchosen expert has no
         // replicas yet, so all of its tokens are computed on the owner
         int candidate = -1;
-        for (int e = 0; e < E; ++e)
-            if (placement.owner[e] == heavy && !is_chosen[e] && (candidate < 0 || load[e] > load[candidate]))
-                candidate = e;
+        for (int e : owned_by[heavy])
+            if (!is_chosen[e] && (candidate < 0 || load[e] > load[candidate])) candidate = e;
         if (candidate < 0) break;
         is_chosen[candidate] = 1;
         ++steps;
 
         // BottomK: exclude the n devices holding the fewest of the candidate's tokens (and devices at the cap)
-        std::vector<int> others;
+        others.clear();
         for (int d = 0; d < D; ++d)
             if (d != placement.owner[candidate]) others.push_back(d);
         std::stable_sort(others.begin(), others.end(), [&](int a, int b) {

@@ -136,6 +136,8 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
     cost.trans_receivers = TransReceivers::kReplicaHolders;
     // the per-block Eq 8 it reports credits what its split rule can hide: bytes (fluid) or whole experts
     cost.transfer_credit = options.split_rule == SplitRule::kFluid ? TransferCredit::kChunks : TransferCredit::kWholeExperts;
+    const CostModel first_block = model_for_layer(cost, 0);
+    cost = model_for_layer(cost, 1);
     const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
     PROPHET_ASSERT_MSG(trace.counts != nullptr && I >= 1 && L >= 1 && D >= 1 && E >= 1, "empty trace");
     PROPHET_ASSERT_MSG(static_cast<int>(placements.size()) == I, "placements must be [I][L]");
@@ -183,7 +185,9 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
             PROPHET_ASSERT_MSG(p.num_devices == D && p.num_experts == E, "placement shape differs from the trace");
             LayerState& st = layers[l];
             st.flow = compute_flow(trace.layer(it, l), D, E, p, options.route_rule);
-            st.cost = predict_layer(cost, st.flow, p);
+            // block 0 opens the forward with its whole Trans and closes the backward with its whole Agg: its Eq 8
+            // credits no window (CostModel::first_block), as this schedule runs it
+            st.cost = predict_layer(l == 0 ? first_block : cost, st.flow, p);
             st.fec_s.assign(D, 0.0);
             for (int d = 0; d < D; ++d)
                 st.fec_s[d] = static_cast<double>(st.flow.computed[d]) * cost.expert_flops_per_token() / flops;
@@ -352,6 +356,14 @@ TraceView dispatched_view(const std::string& policy, const TraceView& trace, con
 SimResult simulate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                           const EvalSettings& settings, const SimOptions& options, PolicyScore* score) {
     PolicyScore s = evaluate_policy(name, trace, cost, settings, /*allow_skip=*/false);
+    SimResult r = simulate_score(s, trace, cost, settings, options);
+    if (score) *score = std::move(s);
+    return r;
+}
+
+SimResult simulate_score(const PolicyScore& s, const TraceView& trace, const CostModel& cost,
+                         const EvalSettings& settings, const SimOptions& options) {
+    const std::string& name = s.name;
     const int I = trace.num_iterations, L = trace.num_layers;
     PROPHET_ASSERT(s.layers.size() == static_cast<size_t>(I) * L);
     std::vector<std::vector<Placement>> placements(I);
@@ -367,9 +379,7 @@ SimResult simulate_policy(const std::string& name, const TraceView& trace, const
     if (measured) o.plan_s = 0;
     std::vector<int64_t> padded;
     const TraceView view = dispatched_view(name, trace, settings.options, &padded);
-    SimResult r = simulate(view, placements, cost, o, measured ? &plan : nullptr);
-    if (score) *score = std::move(s);
-    return r;
+    return simulate(view, placements, cost, o, measured ? &plan : nullptr);
 }
 
 }  // namespace prophet::sim

@@ -130,6 +130,11 @@ TraceView dispatched_view(const std::string& policy, const TraceView& trace, con
 SimResult simulate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                           const EvalSettings& settings, const SimOptions& options, PolicyScore* score = nullptr);
 
+// simulate_policy's second half: simulate the placements a PolicyScore holds (evaluate_policy's output for the
+// same trace, cost model and settings; not skipped), e.g. to simulate a placement already scored by one equation.
+SimResult simulate_score(const PolicyScore& score, const TraceView& trace, const CostModel& cost,
+                         const EvalSettings& settings, const SimOptions& options);
+
 // The schedule of the system a policy belongs to: blockwise for prophet and prophet-oracle (system_cost_eq 8),
 // none for the rest.
 ScheduleKind system_schedule(const std::string& policy);

@@ -75,9 +75,10 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
     for (const auto& p : j["policies"]) {
         ASSERT_FALSE(p["skipped"].get<bool>()) << p.dump();  // D = E = 4: exhaustive and the joint ILP fit
         EXPECT_FALSE(p.contains("predicted_ms")) << "no headline number mixing system models";
-        for (const char* key : {"name", "route_rule", "plan_us", "dropped_tokens", "eq6", "eq8", "fastermoe_system"})
+        for (const char* key :
+             {"name", "route_rule", "plan_us", "dropped_tokens", "eq6", "eq8", "fastermoe_system", "sim"})
             EXPECT_TRUE(p.contains(key)) << key;
-        for (const char* model : {"eq6", "eq8", "fastermoe_system"}) {
+        for (const char* model : {"eq6", "eq8", "fastermoe_system", "sim"}) {
             for (const char* key : {"predicted_ms", "speedup_vs_static", "planned_with_eq", "max_mean_load",
                                     "balance_std", "rb_vs_static", "a2a_bytes", "trans_bytes", "agg_bytes", "replicas"})
                 EXPECT_TRUE(p[model].contains(key)) << model << "." << key;
@@ -92,7 +93,19 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
             EXPECT_TRUE(p.contains("solver_status")) << name;
         }
         EXPECT_EQ(p["route_rule"], name == "eplb" ? "even_split" : "owner") << name;
+        // the simulator column: each system's schedule on the placements of its own equation
+        const bool scheduled = name == "prophet" || name == "prophet-oracle";
+        EXPECT_EQ(p["sim"]["schedule"], scheduled ? "blockwise" : "none") << name;
+        if (name == "prophet" || name == "fastermoe")
+            EXPECT_EQ(p["sim"]["planned_with_eq"], scheduled ? 8 : 6) << name;
+        EXPECT_GE(p["sim"]["iteration_ms"].get<double>(), p["sim"]["predicted_ms"].get<double>()) << name;
+        if (name == "static") {  // no transfers, blocking schedule: the simulated MoE time is Eq 6's terms
+            const double eq6 = p["eq6"]["predicted_ms"];
+            EXPECT_NEAR(p["sim"]["predicted_ms"].get<double>(), eq6, 1e-9 * eq6);
+            EXPECT_DOUBLE_EQ(p["sim"]["speedup_vs_static"].get<double>(), 1.0);
+        }
     }
+    EXPECT_TRUE(j["models"].contains("sim"));
     // the exact optimum under its own objective is never beaten by the greedy, under either equation
     for (const char* model : {"eq6", "eq8"}) {
         double exhaustive = 0, prophet_oracle = 0;
@@ -117,6 +130,8 @@ TEST_F(Cli, PlanTableAndTraceFromTheStore) {
     const Result r = plan("--policy prophet");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("prophet"), std::string::npos);
+    EXPECT_NE(r.out.find("Sim"), std::string::npos) << "the simulator column is labelled";
+    EXPECT_NE(r.out.find("Sim sys = trace-driven simulator"), std::string::npos) << r.out;
     EXPECT_NE(r.err.find("JS divergence"), std::string::npos) << "every trace reports its JS divergence";
     prophet::Store store = prophet::Store::open(db_);
     const std::string run_id = store.list_runs()[0].run_id;

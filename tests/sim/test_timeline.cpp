@@ -296,6 +296,42 @@ TEST(Timeline, BlockwiseExposedRemainderByHand) {
     EXPECT_DOUBLE_EQ(it.compute_s, 60.0);
 }
 
+// Block 0 in the same case: Trans(0) opens the iteration whole (nothing computes before it) and Agg(0) closes the
+// backward whole, so 20 s of each is exposed. The cost model's Eq 8 for layer 0 (CostModel::first_block) credits
+// no window either, under both splits: block 0's predicted exposure and MoE time are what the schedule gives
+// (before the rule, Eq 8 credited layer 0 its own FNEC/FEC windows: 11 s and 2 s exposed).
+TEST(Timeline, FirstBlockEq8AgreesWithTheSchedule) {
+    Tiny tiny(2);
+    CostModel m = unit_cost_model(2);
+    m.cluster.trans_bytes_per_s = 0.05;
+    m.cluster.agg_bytes_per_s = 0.05;
+    for (SplitRule rule : {SplitRule::kTime, SplitRule::kFluid}) {
+        SimOptions o;
+        o.schedule = ScheduleKind::kBlockwise;
+        o.split_rule = rule;
+        const SimResult r = simulate(tiny.view, {{replica_e1_on_d0(), replica_e1_on_d0()}}, m, o);
+        const BlockResult& b = r.iterations[0].blocks[0];
+        const std::string tag = split_rule_name(rule);
+        EXPECT_DOUBLE_EQ(b.exposed_trans_s, 20.0) << tag;
+        EXPECT_DOUBLE_EQ(b.exposed_agg_s, 20.0) << tag;
+        EXPECT_DOUBLE_EQ(b.cost.exposed_trans_s, b.exposed_trans_s) << tag;
+        EXPECT_DOUBLE_EQ(b.cost.exposed_agg_s, b.exposed_agg_s) << tag;
+        EXPECT_DOUBLE_EQ(b.cost.exposed_trans_chunked_s, 20.0) << tag;  // chunks have no window there either
+        EXPECT_DOUBLE_EQ(b.cost.exposed_agg_chunked_s, 20.0) << tag;
+        EXPECT_DOUBLE_EQ(b.moe_s, b.cost.eq8_s) << tag;  // 4 all-to-alls + FEC 9 + BEC 18 + 20 + 20 = 71
+        EXPECT_DOUBLE_EQ(b.cost.eq8_s, 71.0) << tag;
+        EXPECT_DOUBLE_EQ(b.cost.eq8_s, b.cost.eq6_s) << tag;
+    }
+    // the same layer as any later block keeps the per-layer windows (11 s and 2 s exposed, as block 1 above;
+    // receivers counted as the simulator counts them)
+    m.trans_receivers = TransReceivers::kReplicaHolders;
+    Placement p = replica_e1_on_d0();
+    const CostBreakdown later = predict_layer(model_for_layer(m, 1), compute_flow(kCounts.data(), 2, 2, p,
+                                                                                  RouteRule::kOwner), p);
+    EXPECT_DOUBLE_EQ(later.exposed_trans_s, 11.0);
+    EXPECT_DOUBLE_EQ(later.exposed_agg_s, 2.0);
+}
+
 // The same case with the fluid split: min(20, FNEC 1) beside FNEC, 19 s beside FEC; Agg 2 s beside BNEC, 18 s
 // beside BEC. Exposed Trans(1) = 20 - 9 - 1 = 10 s and Agg(1) = 0: Eq 8's terms exactly.
 TEST(Timeline, BlockwiseFluidSplitMatchesEq8ByHand) {
