@@ -63,6 +63,7 @@ struct PolicyScore {
     double mean_exposed_trans_chunked_ms = 0, mean_exposed_agg_chunked_ms = 0;  // with ideal chunks
     int planned_cost_eq = 0;          // the equation the policy's planner optimised (0: it has no cost objective)
     std::string route_rule;           // the routing rule it was scored under
+    std::string token_path;           // the token path it was scored under (token_path.h): home | layer_to_layer
     std::string solver_status;        // moetuner*: "ILP 1 optimal; ILP 2 time limit, gap 3.1%" etc.; else ""
 };
 

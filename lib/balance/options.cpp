@@ -21,6 +21,11 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
                  "where tokens for a replicated expert go: auto = each policy's paper (eplb: even_split, others: "
                  "owner; train: owner), the owner, the least-loaded holder, or split evenly over all holders "
                  "(plan/sim only)");
+    s.add_string("balance.token_path", "auto", {"auto", "home", "layer_to_layer"},
+                 "how a token travels between MoE layers: home = back to its home device after every layer "
+                 "(dispatch + combine per layer), layer_to_layer = from layer l's expert device straight to layer "
+                 "l+1's (MoETuner's dispatch, the traffic its ILP 2 places for; needs transitions); auto = each "
+                 "policy's paper (moetuner: layer_to_layer, others: home; train: home)");
     s.add_float("balance.capacity_factor", 0.0, 0.0, 1e6,
                 "capacity cf*k*S_local/E per expert and device (0: none): static reports the tokens it would drop; "
                 "deepspeed drops them and pads every expert to it (0: pads to the largest count, dropless)");
@@ -49,6 +54,8 @@ BalanceOptions balance_options_from(const Config& c) {
     o.max_replicas_per_device = static_cast<int>(c.get_int("balance.max_replicas_per_device"));
     o.route_auto = c.get_string("balance.route_to") == "auto";
     o.route_rule = o.route_auto ? RouteRule::kOwner : parse_route_rule(c.get_string("balance.route_to"));
+    o.token_path_auto = c.get_string("balance.token_path") == "auto";
+    o.token_path = o.token_path_auto ? TokenPath::kHome : parse_token_path(c.get_string("balance.token_path"));
     o.capacity_factor = c.get_float("balance.capacity_factor");
     o.eplb_redundant_slots = static_cast<int>(c.get_int("balance.eplb_redundant_slots"));
     o.eplb_mode = c.get_string("balance.eplb_mode");

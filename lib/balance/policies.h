@@ -12,6 +12,7 @@
 
 #include "balance/cost_model.h"
 #include "balance/placement.h"
+#include "balance/token_path.h"
 
 namespace prophet {
 
@@ -29,6 +30,10 @@ struct BalanceOptions {
     // balance.route_to = "auto" (the key's default): route_rule stays kOwner here and plan/sim use each policy's
     // paper_route_rule (eplb: even split); train keeps kOwner (the executor sends a token pair to one device)
     bool route_auto = false;
+    // balance.token_path (token_path.h): how a token travels between MoE layers; "auto" (the key's default): stays
+    // kHome here and plan / serving use each policy's paper_token_path (moetuner: layer_to_layer)
+    TokenPath token_path = TokenPath::kHome;
+    bool token_path_auto = false;
     // static, deepspeed
     double capacity_factor = 0;    // > 0: capacity ceil(cf * k*S_local / E) per expert and device; tokens above
                                    // it are dropped (static: reported only; deepspeed: dropped and padded to it)
@@ -49,6 +54,12 @@ struct BalanceOptions {
 // rule set.
 inline RouteRule effective_route_rule(const std::string& policy, const BalanceOptions& options) {
     return options.route_auto ? paper_route_rule(policy) : options.route_rule;
+}
+
+// The token path a policy is scored under: its paper's (paper_token_path) when balance.token_path = auto, else
+// the path set.
+inline TokenPath effective_token_path(const std::string& policy, const BalanceOptions& options) {
+    return options.token_path_auto ? paper_token_path(policy) : options.token_path;
 }
 
 // --- per-layer policies -----------------------------------------------------------------------------------
