@@ -115,6 +115,7 @@ nlohmann::json score_json(const PolicyModels& m, const StaticTimes& st) {
     if (!m.note().empty()) j["note"] = m.note();
     if (m.skipped()) return j;
     j["route_rule"] = m.eq8.route_rule;
+    j["token_path"] = m.eq8.token_path;
     if (!m.eq8.solver_status.empty()) j["solver_status"] = m.eq8.solver_status;
     j["plan_us"] = m.eq8.median_plan_us;
     j["dropped_tokens"] = m.eq8.mean_dropped_tokens;
@@ -156,6 +157,10 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
         if (!m.eq8.note.empty()) std::printf("# note: %s: %s\n", m.name().c_str(), m.eq8.note.c_str());
         if (!m.eq8.solver_status.empty())
             std::printf("# solver: %s: %s\n", m.name().c_str(), m.eq8.solver_status.c_str());
+        if (m.eq8.token_path != "home")
+            std::printf("# token path: %s: %s (all-to-all from layer l's expert device to layer l+1's), %.4g a2a "
+                        "bytes per layer and direction\n",
+                        m.name().c_str(), m.eq8.token_path.c_str(), m.eq6.mean_a2a_bytes);
     }
 }
 
