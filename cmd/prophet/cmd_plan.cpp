@@ -102,6 +102,7 @@ nlohmann::json model_json(const PolicyScore& p, double time_ms, double static_ms
     j["balance_std"] = p.mean_balance_std;
     j["rb_vs_static"] = p.mean_rb;
     j["a2a_bytes"] = p.mean_a2a_bytes;
+    j["a2a_ms"] = p.mean_a2a_ms;
     j["trans_bytes"] = p.mean_trans_bytes;
     j["agg_bytes"] = p.mean_agg_bytes;
     j["replicas"] = p.mean_replicas;
@@ -158,9 +159,9 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
         if (!m.eq8.solver_status.empty())
             std::printf("# solver: %s: %s\n", m.name().c_str(), m.eq8.solver_status.c_str());
         if (m.eq8.token_path != "home")
-            std::printf("# token path: %s: %s (all-to-all from layer l's expert device to layer l+1's), %.4g a2a "
-                        "bytes per layer and direction\n",
-                        m.name().c_str(), m.eq8.token_path.c_str(), m.eq6.mean_a2a_bytes);
+            std::printf("# token path: %s: %s (all-to-all from layer l's expert device to layer l+1's): %.4g bytes and "
+                        "%.4g ms per all-to-all (mean of a layer's two directions)\n",
+                        m.name().c_str(), m.eq8.token_path.c_str(), m.eq6.mean_a2a_bytes, m.eq6.mean_a2a_ms);
     }
 }
 

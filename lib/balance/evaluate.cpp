@@ -235,6 +235,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
         out.mean_balance_std += s.balance_std / n;
         out.mean_rb += (std::isfinite(s.rb_vs_static) ? s.rb_vs_static : 0.0) / n;
         out.mean_a2a_bytes += s.cost.a2a_bytes / n;
+        out.mean_a2a_ms += s.cost.a2a_s * 1e3 / n;
         out.mean_trans_bytes += s.cost.trans_bytes / n;
         out.mean_agg_bytes += s.cost.agg_bytes / n;
         out.mean_replicas += s.replicas / n;

@@ -55,6 +55,7 @@ struct PolicyScore {
     // means over every (iteration, layer)
     double mean_system_ms = 0;  // Eq 6 or Eq 8 by system_cost_eq(name): the time of the system the policy belongs to
     double mean_eq6_ms = 0, mean_eq8_ms = 0, mean_max_mean_load = 0, mean_balance_std = 0, mean_rb = 0;
+    double mean_a2a_ms = 0;           // one all-to-all (CostBreakdown::a2a_s; layer_to_layer: the mean of in and out)
     double mean_a2a_bytes = 0, mean_trans_bytes = 0, mean_agg_bytes = 0, mean_replicas = 0;
     double median_plan_us = 0;
     double mean_dropped_tokens = 0;

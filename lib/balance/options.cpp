@@ -36,6 +36,10 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     s.add_float("balance.ilp_gap", 0.025, 0.0, 1.0, "moetuner: relative MIP gap at which CBC stops");
     s.add_float("balance.ilp_time_limit_s", 10.0, 0.0, 86400.0, "moetuner: time limit per ILP solve, s", true);
     s.add_int("balance.ilp2_exact_max_devices", 6, 1, 64, "moetuner: solve ILP 2 exactly up to this many devices");
+    s.add_bool("balance.ilp2_traffic", true,
+               "moetuner: ILP 2 places clusters by the layer-to-layer traffic (the paper); false: by memory balance "
+               "alone (Eq 13), the ablation that shows what the traffic term buys under balance.token_path = "
+               "layer_to_layer");
     s.add_int("balance.profile_iterations", 0, 0, 1 << 30,
               "eplb/moetuner: plan from the first N iterations (0: all, in-sample)");
 }
@@ -64,6 +68,7 @@ BalanceOptions balance_options_from(const Config& c) {
     o.ilp_gap = c.get_float("balance.ilp_gap");
     o.ilp_time_limit_s = c.get_float("balance.ilp_time_limit_s");
     o.ilp2_exact_max_devices = static_cast<int>(c.get_int("balance.ilp2_exact_max_devices"));
+    o.ilp2_traffic = c.get_bool("balance.ilp2_traffic");
     return o;
 }
 

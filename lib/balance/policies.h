@@ -46,6 +46,9 @@ struct BalanceOptions {
     double ilp_gap = 0.025;               // relative MIP gap
     double ilp_time_limit_s = 10.0;       // per ILP solve
     int ilp2_exact_max_devices = 6;       // ILP 2 exact up to this D (D = 8 spends the whole time limit); above: heuristic
+    // ILP 2 places clusters by the layer-to-layer traffic (the paper); false: by Eq 13's memory balance alone, the
+    // ablation that shows what the traffic term buys on the layer-to-layer token path (token_path.h)
+    bool ilp2_traffic = true;
     // top-n broadcast baseline (Fig 15)
     int broadcast_top = 2;
 };
