@@ -72,8 +72,10 @@ void simulate_on_clusters(Store& store, const std::string& parent, const Config&
         store.finish_run(id, "finished", 0, "");
         const serve::RunTails t = serve::run_tails(sim);
         std::fprintf(stderr,
-                     "prophet: simulated on %s (run %s): MoE part p50 %.3f ms, p99 %.3f ms, mean-of-max %.3f ms\n",
-                     cost.cluster.name.c_str(), id.c_str(), t.layer_sum.p50, t.layer_sum.p99, t.layer_sum.mean_of_max);
+                     "prophet: simulated on %s (run %s): MoE part p50 %.3f ms, p99 %.3f ms, mean-of-max %.3f ms; "
+                     "all-to-all mean-of-max %.3f ms (token path %s)\n",
+                     cost.cluster.name.c_str(), id.c_str(), t.layer_sum.p50, t.layer_sum.p99, t.layer_sum.mean_of_max,
+                     t.a2a_sum.mean_of_max, sim.token_path.c_str());
     }
 }
 

@@ -60,6 +60,7 @@ ServeRun simulate_serving(const ServeRun& real, const std::string& policy, const
                                        "rerun the inference with balance.token_path = layer_to_layer set");
                 path = TokenPath::kHome;
             }
+    run.token_path = token_path_name(path);
     for (const BatchResult& r : real.measured) {
         BatchResult b;
         b.step = r.step;
