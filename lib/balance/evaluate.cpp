@@ -248,7 +248,8 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
     }
     out.median_plan_us = median(plan_us_all);
     if (layer_to_layer && !trace.transitions)
-        out.note += std::string(out.note.empty() ? "" : "; ") + "no transitions in the trace: scored on the home token path";
+        out.note += std::string(out.note.empty() ? "" : "; ") +
+                    "no transitions in the trace: scored on the home token path";
     return out;
 }
 

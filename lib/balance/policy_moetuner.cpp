@@ -62,8 +62,8 @@ std::vector<Placement> plan_moetuner(const std::vector<double>& expert_loads, co
         r.ilp1_layers_optimal += one.optimal ? 1 : 0;
     }
     // without the traffic term (balance.ilp2_traffic = false) ILP 2 only balances memory (Eq 13)
-    const Ilp2Result two =
-        moetuner_ilp2(clusters, options.ilp2_traffic ? transitions : std::vector<double>{}, L, D, E, link_cost, options);
+    const std::vector<double> traffic = options.ilp2_traffic ? transitions : std::vector<double>{};
+    const Ilp2Result two = moetuner_ilp2(clusters, traffic, L, D, E, link_cost, options);
     r.ilp2_objective = two.objective;
     r.ilp2_bound = two.bound;
     r.ilp2_exact = two.exact;

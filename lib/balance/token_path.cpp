@@ -25,8 +25,10 @@ std::vector<double> computed_shares(const int64_t* counts, const Placement& p, R
                 if (p.holds(e, g)) s[g] = rule == RouteRule::kEvenSplit ? 1.0 / holders : (g == p.owner[e] ? 1.0 : 0.0);
             continue;
         }
-        for (int src = 0; src < D; ++src)
-            s[destination[static_cast<size_t>(src) * E + e]] += static_cast<double>(counts[static_cast<size_t>(src) * E + e]) / load;
+        for (int src = 0; src < D; ++src) {
+            const size_t at = static_cast<size_t>(src) * E + e;
+            s[destination[at]] += static_cast<double>(counts[at]) / load;
+        }
     }
     return share;
 }
@@ -63,7 +65,8 @@ TokenPathFlow layer_to_layer_flow(const int64_t* counts, const int64_t* transiti
     const LayerFlow last = compute_flow(counts + (L - 1) * DE, D, E, placements[L - 1], rule);
     for (int src = 0; src < D; ++src)
         for (int dst = 0; dst < D; ++dst)
-            f.returned[static_cast<size_t>(dst) * D + src] = static_cast<double>(last.route[static_cast<size_t>(src) * D + dst]);
+            f.returned[static_cast<size_t>(dst) * D + src] =
+                static_cast<double>(last.route[static_cast<size_t>(src) * D + dst]);
 
     std::vector<double> here = computed_shares(counts, placements[0], rule);  // [E][D] at layer l
     for (int l = 0; l + 1 < L; ++l) {

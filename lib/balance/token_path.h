@@ -43,7 +43,9 @@ struct TokenPathFlow {
     std::vector<double> inbound;   // [L][D*D] tokens moved into layer l, src*D + dst (diagonal: stays local);
                                    //   l = 0 from the home devices (compute_flow's route), l > 0 from layer l-1's
     std::vector<double> returned;  // [D*D] layer L-1's outputs back to their home devices (compute_flow's route^T)
-    const double* into(int layer) const { return inbound.data() + static_cast<size_t>(layer) * num_devices * num_devices; }
+    const double* into(int layer) const {
+        return inbound.data() + static_cast<size_t>(layer) * num_devices * num_devices;
+    }
 };
 
 // counts [L][D][E] (tokens device d routes to expert e), transitions [L-1][E][E] (tokens at e1 of layer l and e2

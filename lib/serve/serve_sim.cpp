@@ -74,7 +74,8 @@ ServeRun simulate_serving(const ServeRun& real, const std::string& policy, const
         // system has deployed the offline placement (its replicas are resident), an online one starts static
         const std::vector<Placement>& before = !run.measured.empty() ? run.measured.back().placements : run.offline;
         const std::vector<sim::InferenceLayerTime> t =
-            sim::simulate_inference(cost, b.counts, {b.placements}, options.route_rule, 1.0, before, path, b.transitions);
+            sim::simulate_inference(cost, b.counts, {b.placements}, options.route_rule, 1.0, before, path,
+                                    b.transitions);
         b.expert_ms.resize(static_cast<size_t>(L) * D);
         b.a2a_ms.resize(b.expert_ms.size());
         b.layer_ms.resize(b.expert_ms.size());

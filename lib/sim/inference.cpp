@@ -39,7 +39,8 @@ double one_way_s(const CostModel& cost, const double* route_bytes, int i) {
 
 std::vector<int64_t> scaled(const int64_t* values, size_t n, double token_scale) {
     std::vector<int64_t> out(n);
-    for (size_t k = 0; k < n; ++k) out[k] = static_cast<int64_t>(std::llround(static_cast<double>(values[k]) * token_scale));
+    for (size_t k = 0; k < n; ++k)
+        out[k] = static_cast<int64_t>(std::llround(static_cast<double>(values[k]) * token_scale));
     return out;
 }
 
@@ -80,7 +81,8 @@ InferenceLayerTime simulate_inference_layer(const CostModel& cost, const int64_t
     t.trans_s.assign(D, 0.0);
     t.computed = flow.computed;
     std::vector<double> route_bytes(flow.route.size());
-    for (size_t k = 0; k < route_bytes.size(); ++k) route_bytes[k] = static_cast<double>(flow.route[k]) * cost.token_bytes();
+    for (size_t k = 0; k < route_bytes.size(); ++k)
+        route_bytes[k] = static_cast<double>(flow.route[k]) * cost.token_bytes();
     for (int i = 0; i < D; ++i) {
         t.expert_s[i] = static_cast<double>(flow.computed[i]) * cost.expert_flops_per_token() / flops;
         // dispatch, and the combine that mirrors it
@@ -121,8 +123,10 @@ std::vector<InferenceLayerTime> simulate_inference(const CostModel& cost, const 
         if (layer_to_layer) {
             const size_t at = static_cast<size_t>(i) * L * D * E;
             const std::vector<int64_t> c = scaled(counts.data() + at, static_cast<size_t>(L) * D * E, token_scale);
-            const std::vector<int64_t> t = scaled(transitions.data() + i * batch_transitions, batch_transitions, token_scale);
-            apply_layer_to_layer(cost, c.data(), t.data(), placements[i], rule, out.data() + static_cast<size_t>(i) * L);
+            const std::vector<int64_t> t =
+                scaled(transitions.data() + i * batch_transitions, batch_transitions, token_scale);
+            apply_layer_to_layer(cost, c.data(), t.data(), placements[i], rule,
+                                 out.data() + static_cast<size_t>(i) * L);
         }
     }
     return out;

@@ -1,6 +1,6 @@
 // The layer-to-layer token path (MoETuner's dispatch, balance/token_path.h): hand-checked bytes and times on a
-// 2-device case (ILP 1 alone against ILP 2), and ILP 2 against memory-balanced random cluster placements on a generated
-// trace with layer affinity, in and out of sample.
+// 2-device case (ILP 1 alone against ILP 2), and ILP 2 against ILP 2 blind to the traffic and against memory-balanced
+// random cluster placements on a generated trace with layer affinity, in and out of sample.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -204,7 +204,8 @@ TEST(TokenPath, Ilp2BeatsMemoryBalancedRandomPlacementsInAndOutOfSample) {
     const std::vector<Placement> ilp2_blind = plan_moetuner(loads, transitions, L, D, E, link, memory_only);
     // ILP 1 alone: the same clusters, cluster c on GPU c; random: the same clusters on a random GPU per layer
     std::vector<std::vector<int>> clusters(L);
-    for (int l = 0; l < L; ++l) clusters[l] = moetuner_ilp1_layer(loads.data() + static_cast<size_t>(l) * E, E, D, o).cluster;
+    for (int l = 0; l < L; ++l)
+        clusters[l] = moetuner_ilp1_layer(loads.data() + static_cast<size_t>(l) * E, E, D, o).cluster;
     auto place = [&](const std::vector<std::vector<int>>& gpu_of_cluster) {
         std::vector<Placement> p;
         for (int l = 0; l < L; ++l) {

@@ -151,7 +151,10 @@ TEST(ServeInference, PlacementsValidAndTokensGoWhereThePlacementSays) {
                 EXPECT_EQ(p.num_replicas(), 0) << "MoETuner places each expert exactly once";
                 for (int d = 0; d < kRanks; ++d) EXPECT_GE(p.experts_per_device()[d], 1) << "ILP 1: no empty GPU";
             }
+        // MoETuner's layer-to-layer token path (balance.token_path = auto) needs each measured batch's transitions
+        const bool layer_to_layer = policy == "moetuner" || policy == "moetuner-joint";
         for (const BatchResult& b : run.measured) {
+            EXPECT_EQ(b.transitions.size(), layer_to_layer ? static_cast<size_t>(L - 1) * E * E : 0u);
             for (int r = 1; r < kRanks; ++r) EXPECT_EQ(runs[r].measured.size(), run.measured.size());
             for (int l = 0; l < L; ++l) {
                 const Placement& p = b.placements[l];
