@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "moe/ep_executor.h"
+#include "serve/token_path_exchange.h"
 
 namespace prophet::serve {
 
@@ -26,7 +27,7 @@ void count_transitions(const int* dispatch_idx, int L, int N, int K, int E, int6
 }
 
 InferenceEngine::InferenceEngine(Communicator& comm, Model<float>& model, RouteRule rule)
-    : comm_(comm), model_(model) {
+    : comm_(comm), model_(model), rule_(rule) {
     const ModelConfig& m = model_.config;
     PROPHET_ASSERT_MSG(m.B % comm_.size() == 0, "the global batch must split evenly over the ranks");
     executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, model_, rule);
@@ -91,6 +92,13 @@ BatchResult InferenceEngine::forward(const DataSource& data, int64_t step, bool 
         b.transitions.assign(static_cast<size_t>(L - 1) * E * E, 0);
         count_transitions(model_.acts.dispatch_idx, L, B_local * m.T, m.K, E, b.transitions.data());
         comm_.all_reduce_sum(b.transitions.data(), b.transitions.size());
+    }
+    if (exchange_token_path_ && L > 1) {
+        TokenPathExchange x = exchange_layer_to_layer(comm_, model_.acts.dispatch_idx, B_local * m.T, m.K, b.counts,
+                                                      b.placements, rule_, m.C);
+        b.token_path_route = std::move(x.route);
+        b.token_path_ms = std::move(x.boundary_ms);
+        b.token_path_bytes = std::move(x.sent_bytes);
     }
     return b;
 }
