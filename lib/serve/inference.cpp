@@ -11,18 +11,8 @@ namespace prophet::serve {
 
 void count_transitions(const int* dispatch_idx, int L, int N, int K, int E, int64_t* out) {
     for (int l = 0; l + 1 < L; ++l) {
-        const int* here = dispatch_idx + static_cast<size_t>(l) * N * K;  // [N,K]
-        const int* next = here + static_cast<size_t>(N) * K;              // [N,K] of layer l+1
-        int64_t* table = out + static_cast<size_t>(l) * E * E;           // [E][E]
-        for (int n = 0; n < N; ++n)
-            for (int a = 0; a < K; ++a) {
-                const int e1 = here[static_cast<size_t>(n) * K + a];
-                if (e1 < 0) continue;
-                for (int b = 0; b < K; ++b) {
-                    const int e2 = next[static_cast<size_t>(n) * K + b];
-                    if (e2 >= 0) ++table[static_cast<size_t>(e1) * E + e2];
-                }
-            }
+        int64_t* table = out + static_cast<size_t>(l) * E * E;  // [E][E]
+        for_each_layer_pair(dispatch_idx, l, N, K, [&](int e1, int e2) { ++table[static_cast<size_t>(e1) * E + e2]; });
     }
 }
 

@@ -19,20 +19,11 @@ std::vector<int64_t> local_boundary_routes(const int* dispatch_idx, int N, int K
     for (int l = 0; l < L; ++l) destination[l] = routing_destination(counts.data() + l * DE, placements[l], rule);
     std::vector<int64_t> route(static_cast<size_t>(std::max(0, L - 1)) * DD, 0);
     for (int l = 0; l + 1 < L; ++l) {
-        const int* here = dispatch_idx + static_cast<size_t>(l) * N * K;
-        const int* next = dispatch_idx + static_cast<size_t>(l + 1) * N * K;
         const int* dest_here = destination[l].data() + static_cast<size_t>(home) * E;
         const int* dest_next = destination[l + 1].data() + static_cast<size_t>(home) * E;
         int64_t* r = route.data() + l * DD;
-        for (int n = 0; n < N; ++n)
-            for (int a = 0; a < K; ++a) {
-                const int e1 = here[static_cast<size_t>(n) * K + a];
-                if (e1 < 0) continue;
-                for (int b = 0; b < K; ++b) {
-                    const int e2 = next[static_cast<size_t>(n) * K + b];
-                    if (e2 >= 0) ++r[static_cast<size_t>(dest_here[e1]) * D + dest_next[e2]];
-                }
-            }
+        for_each_layer_pair(dispatch_idx, l, N, K,
+                            [&](int e1, int e2) { ++r[static_cast<size_t>(dest_here[e1]) * D + dest_next[e2]]; });
     }
     return route;
 }

@@ -16,6 +16,23 @@
 
 namespace prophet::serve {
 
+// Calls fn(e1, e2) for every (a, b) pair of a token's K choices at layers l and l+1, over N tokens;
+// dispatch_idx [L][N][K], -1 = dropped (skipped).
+template <typename Fn>
+void for_each_layer_pair(const int* dispatch_idx, int l, int N, int K, Fn fn) {
+    const int* here = dispatch_idx + static_cast<size_t>(l) * N * K;  // [N,K]
+    const int* next = here + static_cast<size_t>(N) * K;              // [N,K] of layer l+1
+    for (int n = 0; n < N; ++n)
+        for (int a = 0; a < K; ++a) {
+            const int e1 = here[static_cast<size_t>(n) * K + a];
+            if (e1 < 0) continue;
+            for (int b = 0; b < K; ++b) {
+                const int e2 = next[static_cast<size_t>(n) * K + b];
+                if (e2 >= 0) fn(e1, e2);
+            }
+        }
+}
+
 // This rank's part of the boundary routes: [L-1][D][D] pairs src -> dst (diagonal: stays local).
 // dispatch_idx [L][N][K] of the rank's N tokens (-1: dropped, skipped), home = this rank; counts [L][D][E] global
 // (the routing rule's destinations); placements [L].
