@@ -72,8 +72,10 @@ void simulate_on_clusters(Store& store, const std::string& parent, const Config&
         store.finish_run(id, "finished", 0, "");
         const serve::RunTails t = serve::run_tails(sim);
         std::fprintf(stderr,
-                     "prophet: simulated on %s (run %s): MoE part p50 %.3f ms, p99 %.3f ms, mean-of-max %.3f ms\n",
-                     cost.cluster.name.c_str(), id.c_str(), t.layer_sum.p50, t.layer_sum.p99, t.layer_sum.mean_of_max);
+                     "prophet: simulated on %s (run %s): MoE part p50 %.3f ms, p99 %.3f ms, mean-of-max %.3f ms; "
+                     "all-to-all mean-of-max %.3f ms (token path %s)\n",
+                     cost.cluster.name.c_str(), id.c_str(), t.layer_sum.p50, t.layer_sum.p99, t.layer_sum.mean_of_max,
+                     t.a2a_sum.mean_of_max, sim.token_path.c_str());
     }
 }
 
@@ -183,6 +185,21 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
             }
             std::fprintf(stderr, "prophet: run %s finished: %zu measured batches, median forward %.3f ms\n",
                          run_id.c_str(), run.measured.size(), median_ms);
+            if (!run.measured.front().token_path_ms.empty()) {
+                std::vector<double> path_ms;
+                double bytes = 0;
+                for (const serve::BatchResult& b : run.measured) {
+                    path_ms.push_back(0);
+                    for (size_t l = 0; l < b.token_path_ms.size(); ++l) {
+                        path_ms.back() += b.token_path_ms[l];
+                        bytes += static_cast<double>(b.token_path_bytes[l]) / run.measured.size();
+                    }
+                }
+                std::fprintf(stderr,
+                             "prophet: layer-to-layer token path moved on the ranks after each forward: %.4g bytes "
+                             "and median %.3f ms per batch over its %zu layer boundaries\n",
+                             bytes, serve::percentile(path_ms, 50), run.measured.front().token_path_ms.size());
+            }
             store->finish_run(run_id, "finished", 0, "");
             simulate_on_clusters(*store, run_id, config, args, settings, run, comm->size());
             store->checkpoint();

@@ -139,6 +139,7 @@ nlohmann::json model_json(const PolicyScore& p, double time_ms, double static_ms
     j["balance_std"] = p.mean_balance_std;
     j["rb_vs_static"] = p.mean_rb;
     j["a2a_bytes"] = p.mean_a2a_bytes;
+    j["a2a_ms"] = p.mean_a2a_ms;
     j["trans_bytes"] = p.mean_trans_bytes;
     j["agg_bytes"] = p.mean_agg_bytes;
     j["replicas"] = p.mean_replicas;
@@ -152,6 +153,7 @@ nlohmann::json score_json(const PolicyModels& m, const StaticTimes& st) {
     if (!m.note().empty()) j["note"] = m.note();
     if (m.skipped()) return j;
     j["route_rule"] = m.eq8.route_rule;
+    j["token_path"] = m.eq8.token_path;
     if (!m.eq8.solver_status.empty()) j["solver_status"] = m.eq8.solver_status;
     j["plan_us"] = m.eq8.median_plan_us;
     j["dropped_tokens"] = m.eq8.mean_dropped_tokens;
@@ -203,6 +205,10 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
         if (!m.eq8.note.empty()) std::printf("# note: %s: %s\n", m.name().c_str(), m.eq8.note.c_str());
         if (!m.eq8.solver_status.empty())
             std::printf("# solver: %s: %s\n", m.name().c_str(), m.eq8.solver_status.c_str());
+        if (m.eq8.token_path != "home")
+            std::printf("# token path: %s: %s (all-to-all from layer l's expert device to layer l+1's): %.4g bytes and "
+                        "%.4g ms per all-to-all (mean of a layer's two directions)\n",
+                        m.name().c_str(), m.eq8.token_path.c_str(), m.eq6.mean_a2a_bytes, m.eq6.mean_a2a_ms);
     }
 }
 

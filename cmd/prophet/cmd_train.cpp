@@ -151,6 +151,11 @@ std::unique_ptr<RunContext> start_run(const std::string& command, const CommonAr
     ctx->config = resolve_config(train_schema(), args);
     const int world = env_world_size();
     ctx->settings = train_settings_from(ctx->config, world);
+    if (ctx->settings.balance.token_path == TokenPath::kLayerToLayer)
+        throw_config_error("balance.token_path", "layer_to_layer",
+                           "training's MoE executor combines every token on its home device after each layer; the "
+                           "layer-to-layer path is modelled by plan and the serving simulation only",
+                           "--set balance.token_path=auto (or home)");
     require_usable_device(ctx->settings.device_kind);  // exit 4 before the store, a run row or a checkpoint dir
     check_train_memory(ctx->config, ctx->settings.model, world);  // exit 4 before anything is allocated
     ctx->fault = fault_plan_from(ctx->config, world);

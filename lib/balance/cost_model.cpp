@@ -224,4 +224,22 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     return c;
 }
 
+double a2a_time_s(const CostModel& m, const std::vector<double>& bytes) {
+    const int D = m.cluster.num_devices;
+    PROPHET_ASSERT(bytes.size() == static_cast<size_t>(D) * D);
+    double moved = 0, max_received = 0;
+    for (int dst = 0; dst < D; ++dst) {
+        double received = 0;
+        for (int src = 0; src < D; ++src)
+            if (src != dst) received += bytes[static_cast<size_t>(src) * D + dst];
+        moved += received;
+        max_received = std::max(max_received, received);
+    }
+    if (moved <= 0) return 0.0;
+    const double t = m.topology_aware
+                         ? topology_time(m.cluster, bytes, m.bandwidth_scale)
+                         : max_received / (m.cluster.a2a_bytes_per_s(max_received) * m.bandwidth_scale);
+    return t + m.cluster.a2a_latency_s;
+}
+
 }  // namespace prophet

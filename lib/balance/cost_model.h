@@ -102,6 +102,10 @@ inline CostModel model_for_layer(const CostModel& model, int layer) {
     m.first_block = layer == 0;
     return m;
 }
+// One all-to-all of a [D*D] traffic matrix (bytes, src*D + dst, diagonal ignored): Eq 1 (the device receiving
+// the most, bandwidth by that message size) or, topology-aware, the busiest link; plus the latency when anything
+// moves. predict_layer times compute_flow's route so; the layer-to-layer token path (token_path.h) its own routes.
+double a2a_time_s(const CostModel& model, const std::vector<double>& bytes);
 
 // T' by Eq 6 or Eq 8 (cost_eq is 6 or 8)
 inline double layer_cost(const CostBreakdown& c, int cost_eq) { return cost_eq == 8 ? c.eq8_s : c.eq6_s; }

@@ -56,6 +56,18 @@ void score_layer(LayerScore& s, const int64_t* counts, int D, int E, const CostM
     s.rb_vs_static = s.balance_std > 0 ? static_std / s.balance_std : (static_std > 0 ? INFINITY : 1.0);
 }
 
+// Rescores iteration `it`'s layers (the last L of out.layers) on the layer-to-layer token path (token_path.h).
+// From the trace's counts: deepspeed's padded slots (its own path is the home one) are not re-routed.
+void apply_layer_to_layer(PolicyScore& out, int it, const TraceView& trace, const CostModel& cost, RouteRule rule) {
+    const int L = trace.num_layers, E = trace.num_experts;
+    std::vector<Placement> placements;
+    for (size_t k = out.layers.size() - L; k < out.layers.size(); ++k) placements.push_back(out.layers[k].placement);
+    const int64_t* transitions = trace.transitions + static_cast<size_t>(it) * (L - 1) * E * E;
+    const TokenPathFlow flow = layer_to_layer_flow(trace.layer(it, 0), transitions, placements, rule);
+    const std::vector<TokenPathLayer> layers = token_path_layers(cost, flow);
+    for (int l = 0; l < L; ++l) apply_token_path(out.layers[out.layers.size() - L + l].cost, layers[l]);
+}
+
 std::string gap_text(double objective, double bound) {
     const double gap = objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
     char buf[64];
@@ -101,6 +113,14 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
     PolicyScore out;
     out.name = name;
     out.route_rule = route_rule_name(o.route_rule);
+    const TokenPath path = effective_token_path(name, settings.options);
+    const bool layer_to_layer = path == TokenPath::kLayerToLayer && L > 1;
+    if (layer_to_layer && !trace.transitions && !settings.options.token_path_auto)
+        throw_config_error("balance.token_path", "layer_to_layer",
+                           "needs the trace's layer-to-layer transitions, and this trace has none",
+                           "record the trace with transitions (trace.record_transitions = true) or --set "
+                           "balance.token_path=home");
+    out.token_path = token_path_name(layer_to_layer && trace.transitions ? path : TokenPath::kHome);
     out.planned_cost_eq = plans_with_cost_eq(name) ? o.cost_eq : 0;
 
     auto skip_or_throw = [&](const prophet::Error& e) {
@@ -205,6 +225,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             if (!(name == "prophet" && it == 0)) plan_us_all.push_back(s.plan_us);
             out.layers.push_back(std::move(s));
         }
+        if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, o.route_rule);
     }
 
     const double n = static_cast<double>(out.layers.size());
@@ -217,6 +238,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
         out.mean_balance_std += s.balance_std / n;
         out.mean_rb += (std::isfinite(s.rb_vs_static) ? s.rb_vs_static : 0.0) / n;
         out.mean_a2a_bytes += s.cost.a2a_bytes / n;
+        out.mean_a2a_ms += s.cost.a2a_s * 1e3 / n;
         out.mean_trans_bytes += s.cost.trans_bytes / n;
         out.mean_agg_bytes += s.cost.agg_bytes / n;
         out.mean_replicas += s.replicas / n;
@@ -228,6 +250,9 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
         out.mean_exposed_agg_chunked_ms += s.cost.exposed_agg_chunked_s * 1e3 / n;
     }
     out.median_plan_us = median(plan_us_all);
+    if (layer_to_layer && !trace.transitions)
+        out.note += std::string(out.note.empty() ? "" : "; ") +
+                    "no transitions in the trace: scored on the home token path";
     return out;
 }
 

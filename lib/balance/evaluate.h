@@ -55,6 +55,7 @@ struct PolicyScore {
     // means over every (iteration, layer)
     double mean_system_ms = 0;  // Eq 6 or Eq 8 by system_cost_eq(name): the time of the system the policy belongs to
     double mean_eq6_ms = 0, mean_eq8_ms = 0, mean_max_mean_load = 0, mean_balance_std = 0, mean_rb = 0;
+    double mean_a2a_ms = 0;           // one all-to-all (CostBreakdown::a2a_s; layer_to_layer: the mean of in and out)
     double mean_a2a_bytes = 0, mean_trans_bytes = 0, mean_agg_bytes = 0, mean_replicas = 0;
     double median_plan_us = 0;
     double mean_dropped_tokens = 0;
@@ -63,6 +64,7 @@ struct PolicyScore {
     double mean_exposed_trans_chunked_ms = 0, mean_exposed_agg_chunked_ms = 0;  // with ideal chunks
     int planned_cost_eq = 0;          // the equation the policy's planner optimised (0: it has no cost objective)
     std::string route_rule;           // the routing rule it was scored under
+    std::string token_path;           // the token path it was scored under (token_path.h): home | layer_to_layer
     std::string solver_status;        // moetuner*: "ILP 1 optimal; ILP 2 time limit, gap 3.1%" etc.; else ""
 };
 

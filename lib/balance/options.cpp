@@ -21,6 +21,11 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
                  "where tokens for a replicated expert go: auto = each policy's paper (eplb: even_split, others: "
                  "owner; train: owner), the owner, the least-loaded holder, or split evenly over all holders "
                  "(plan/sim only)");
+    s.add_string("balance.token_path", "auto", {"auto", "home", "layer_to_layer"},
+                 "how a token travels between MoE layers: home = back to its home device after every layer "
+                 "(dispatch + combine per layer), layer_to_layer = from layer l's expert device straight to layer "
+                 "l+1's (MoETuner's dispatch, the traffic its ILP 2 places for; needs transitions); auto = each "
+                 "policy's paper (moetuner: layer_to_layer, others: home; train: home)");
     s.add_float("balance.capacity_factor", 0.0, 0.0, 1e6,
                 "capacity cf*k*S_local/E per expert and device (0: none): static reports the tokens it would drop; "
                 "deepspeed drops them and pads every expert to it (0: pads to the largest count, dropless)");
@@ -31,6 +36,10 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     s.add_float("balance.ilp_gap", 0.025, 0.0, 1.0, "moetuner: relative MIP gap at which CBC stops");
     s.add_float("balance.ilp_time_limit_s", 10.0, 0.0, 86400.0, "moetuner: time limit per ILP solve, s", true);
     s.add_int("balance.ilp2_exact_max_devices", 6, 1, 64, "moetuner: solve ILP 2 exactly up to this many devices");
+    s.add_bool("balance.ilp2_traffic", true,
+               "moetuner: ILP 2 places clusters by the layer-to-layer traffic (the paper); false: by memory balance "
+               "alone (Eq 13), the ablation that shows what the traffic term buys under balance.token_path = "
+               "layer_to_layer");
     s.add_int("balance.profile_iterations", 0, 0, 1 << 30,
               "eplb/moetuner: plan from the first N iterations (0: all, in-sample)");
 }
@@ -49,6 +58,8 @@ BalanceOptions balance_options_from(const Config& c) {
     o.max_replicas_per_device = static_cast<int>(c.get_int("balance.max_replicas_per_device"));
     o.route_auto = c.get_string("balance.route_to") == "auto";
     o.route_rule = o.route_auto ? RouteRule::kOwner : parse_route_rule(c.get_string("balance.route_to"));
+    o.token_path_auto = c.get_string("balance.token_path") == "auto";
+    o.token_path = o.token_path_auto ? TokenPath::kHome : parse_token_path(c.get_string("balance.token_path"));
     o.capacity_factor = c.get_float("balance.capacity_factor");
     o.eplb_redundant_slots = static_cast<int>(c.get_int("balance.eplb_redundant_slots"));
     o.eplb_mode = c.get_string("balance.eplb_mode");
@@ -57,6 +68,7 @@ BalanceOptions balance_options_from(const Config& c) {
     o.ilp_gap = c.get_float("balance.ilp_gap");
     o.ilp_time_limit_s = c.get_float("balance.ilp_time_limit_s");
     o.ilp2_exact_max_devices = static_cast<int>(c.get_int("balance.ilp2_exact_max_devices"));
+    o.ilp2_traffic = c.get_bool("balance.ilp2_traffic");
     return o;
 }
 

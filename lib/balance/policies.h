@@ -12,6 +12,7 @@
 
 #include "balance/cost_model.h"
 #include "balance/placement.h"
+#include "balance/token_path.h"
 
 namespace prophet {
 
@@ -29,6 +30,10 @@ struct BalanceOptions {
     // balance.route_to = "auto" (the key's default): route_rule stays kOwner here and plan/sim use each policy's
     // paper_route_rule (eplb: even split); train keeps kOwner (the executor sends a token pair to one device)
     bool route_auto = false;
+    // balance.token_path (token_path.h): how a token travels between MoE layers; "auto" (the key's default): stays
+    // kHome here and plan / serving use each policy's paper_token_path (moetuner: layer_to_layer)
+    TokenPath token_path = TokenPath::kHome;
+    bool token_path_auto = false;
     // static, deepspeed
     double capacity_factor = 0;    // > 0: capacity ceil(cf * k*S_local / E) per expert and device; tokens above
                                    // it are dropped (static: reported only; deepspeed: dropped and padded to it)
@@ -41,6 +46,9 @@ struct BalanceOptions {
     double ilp_gap = 0.025;               // relative MIP gap
     double ilp_time_limit_s = 10.0;       // per ILP solve
     int ilp2_exact_max_devices = 6;       // ILP 2 exact up to this D (D = 8 spends the whole time limit); above: heuristic
+    // ILP 2 places clusters by the layer-to-layer traffic (the paper); false: by Eq 13's memory balance alone, the
+    // ablation that shows what the traffic term buys on the layer-to-layer token path (token_path.h)
+    bool ilp2_traffic = true;
     // top-n broadcast baseline (Fig 15)
     int broadcast_top = 2;
 };
@@ -49,6 +57,12 @@ struct BalanceOptions {
 // rule set.
 inline RouteRule effective_route_rule(const std::string& policy, const BalanceOptions& options) {
     return options.route_auto ? paper_route_rule(policy) : options.route_rule;
+}
+
+// The token path a policy is scored under: its paper's (paper_token_path) when balance.token_path = auto, else
+// the path set.
+inline TokenPath effective_token_path(const std::string& policy, const BalanceOptions& options) {
+    return options.token_path_auto ? paper_token_path(policy) : options.token_path;
 }
 
 // --- per-layer policies -----------------------------------------------------------------------------------

@@ -5,28 +5,19 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "moe/ep_executor.h"
+#include "serve/token_path_exchange.h"
 
 namespace prophet::serve {
 
 void count_transitions(const int* dispatch_idx, int L, int N, int K, int E, int64_t* out) {
     for (int l = 0; l + 1 < L; ++l) {
-        const int* here = dispatch_idx + static_cast<size_t>(l) * N * K;  // [N,K]
-        const int* next = here + static_cast<size_t>(N) * K;              // [N,K] of layer l+1
-        int64_t* table = out + static_cast<size_t>(l) * E * E;           // [E][E]
-        for (int n = 0; n < N; ++n)
-            for (int a = 0; a < K; ++a) {
-                const int e1 = here[static_cast<size_t>(n) * K + a];
-                if (e1 < 0) continue;
-                for (int b = 0; b < K; ++b) {
-                    const int e2 = next[static_cast<size_t>(n) * K + b];
-                    if (e2 >= 0) ++table[static_cast<size_t>(e1) * E + e2];
-                }
-            }
+        int64_t* table = out + static_cast<size_t>(l) * E * E;  // [E][E]
+        for_each_layer_pair(dispatch_idx, l, N, K, [&](int e1, int e2) { ++table[static_cast<size_t>(e1) * E + e2]; });
     }
 }
 
 InferenceEngine::InferenceEngine(Communicator& comm, Model<float>& model, RouteRule rule)
-    : comm_(comm), model_(model) {
+    : comm_(comm), model_(model), rule_(rule) {
     const ModelConfig& m = model_.config;
     PROPHET_ASSERT_MSG(m.B % comm_.size() == 0, "the global batch must split evenly over the ranks");
     executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, model_, rule);
@@ -91,6 +82,13 @@ BatchResult InferenceEngine::forward(const DataSource& data, int64_t step, bool 
         b.transitions.assign(static_cast<size_t>(L - 1) * E * E, 0);
         count_transitions(model_.acts.dispatch_idx, L, B_local * m.T, m.K, E, b.transitions.data());
         comm_.all_reduce_sum(b.transitions.data(), b.transitions.size());
+    }
+    if (exchange_token_path_ && L > 1) {
+        TokenPathExchange x = exchange_layer_to_layer(comm_, model_.acts.dispatch_idx, B_local * m.T, m.K, b.counts,
+                                                      b.placements, rule_, m.C);
+        b.token_path_route = std::move(x.route);
+        b.token_path_ms = std::move(x.boundary_ms);
+        b.token_path_bytes = std::move(x.sent_bytes);
     }
     return b;
 }

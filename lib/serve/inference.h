@@ -34,6 +34,10 @@ struct BatchResult {
     std::vector<int64_t> rows_computed; // [L][D] token-expert rows each rank's experts computed
     std::vector<int64_t> counts;        // [L][D][E] tokens rank d routed to expert e
     std::vector<int64_t> transitions;   // [L-1][E][E] when asked for
+    // the layer-to-layer token path moved on the real ranks after the forward (token_path_exchange.h), when set
+    std::vector<int64_t> token_path_route;  // [L-1][D][D] (e1, e2) pairs src -> dst per layer boundary
+    std::vector<double> token_path_ms;      // [L-1] wall time of each boundary's exchange, max over ranks
+    std::vector<int64_t> token_path_bytes;  // [L-1] bytes that left their rank per boundary
     std::vector<Placement> placements;  // [L]
 };
 
@@ -51,6 +55,8 @@ class InferenceEngine {
 
     // nullptr: the static placement
     void set_placement_provider(PlacementProvider provider);
+    // after each forward, also move the layer-to-layer token path's activations (token_path_exchange.h)
+    void set_exchange_token_path(bool on) { exchange_token_path_ = on; }
 
     // Collective: the forward of global batch `step` of `data` (this rank takes rank_sequences(B, rank, D)).
     BatchResult forward(const DataSource& data, int64_t step, bool record_transitions);
@@ -61,6 +67,8 @@ class InferenceEngine {
     Communicator& comm_;
     Model<float>& model_;
     std::unique_ptr<ExpertParallelExecutor> executor_;
+    RouteRule rule_;
+    bool exchange_token_path_ = false;
     std::vector<int32_t> inputs_, targets_;  // [B/D, T]
 };
 

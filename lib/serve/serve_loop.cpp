@@ -61,8 +61,11 @@ ServeRun run_serving(Communicator& comm, const ServeSettings& settings, const Ba
     engine.set_placement_provider([&planner](int layer, const int64_t* counts) { return planner.plan(layer, counts); });
 
     const int64_t first = settings.eval_first_step();
+    // the simulated clusters replay the layer-to-layer token path from each measured batch's transitions
+    const bool record = effective_token_path(s.policy, s.balance) == TokenPath::kLayerToLayer;
+    engine.set_exchange_token_path(record);  // and the real ranks move what that path would move
     for (int i = 0; i < settings.warmup + settings.iterations; ++i) {
-        BatchResult b = engine.forward(eval_data, first + i, false);
+        BatchResult b = engine.forward(eval_data, first + i, record);
         planner.end_iteration(b.counts);
         const bool measured = i >= settings.warmup;
         report(measured ? "measure" : "warmup", measured ? i - settings.warmup : i, b);

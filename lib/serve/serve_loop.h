@@ -25,6 +25,8 @@ struct ServeRun {
     double offline_plan_s = 0;           // wall time of the offline planning (0 for online policies)
     IlpReport ilp;                       // moetuner / moetuner-joint
     std::vector<Placement> offline;      // [L] offline policies' placements (empty for online ones)
+    std::string token_path = "home";     // how tokens moved between layers (balance/token_path.h); the CPU ranks
+                                         // always combine at home, a simulated replay may go layer to layer
 };
 
 // phase: "profile" | "warmup" | "measure"; index counts batches within the phase

@@ -102,6 +102,19 @@ void record_serve_run(Store& store, const std::string& run_id, const ServeSettin
             store.put_metric(run_id, "expert_max_ms", step, sums[0]);
             store.put_metric(run_id, "a2a_max_ms", step, sums[1]);
             store.put_metric(run_id, "layer_max_ms", step, sums[2]);
+            // the layer-to-layer token path moved on the real ranks: per boundary l -> l+1 (layer = l) and summed
+            double path_ms = 0, path_bytes = 0;
+            for (size_t l = 0; l < b.token_path_ms.size(); ++l) {
+                store.put_metric(run_id, "token_path.boundary_ms", step, b.token_path_ms[l], static_cast<int>(l));
+                store.put_metric(run_id, "token_path.bytes", step, static_cast<double>(b.token_path_bytes[l]),
+                                 static_cast<int>(l));
+                path_ms += b.token_path_ms[l];
+                path_bytes += static_cast<double>(b.token_path_bytes[l]);
+            }
+            if (!b.token_path_ms.empty()) {
+                store.put_metric(run_id, "token_path.boundary_ms", step, path_ms);
+                store.put_metric(run_id, "token_path.bytes", step, path_bytes);
+            }
         }
         for (int l = 0; l < L; ++l) {
             put_tail(store, run_id, "expert", tails.expert[l], l);

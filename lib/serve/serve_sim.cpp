@@ -50,11 +50,23 @@ ServeRun simulate_serving(const ServeRun& real, const std::string& policy, const
     run.ilp = planner.ilp_report();
     run.offline = planner.offline();
     const int L = run.profile.L, D = run.profile.D;
+    TokenPath path = effective_token_path(policy, options);
+    if (path == TokenPath::kLayerToLayer && L > 1)
+        for (const BatchResult& r : real.measured)
+            if (r.transitions.empty()) {
+                if (!options.token_path_auto)
+                    throw_config_error("balance.token_path", "layer_to_layer",
+                                       "the measured batches recorded no layer-to-layer transitions",
+                                       "rerun the inference with balance.token_path = layer_to_layer set");
+                path = TokenPath::kHome;
+            }
+    run.token_path = token_path_name(path);
     for (const BatchResult& r : real.measured) {
         BatchResult b;
         b.step = r.step;
         b.loss = r.loss;
         b.counts = scaled(r.counts, token_scale);
+        b.transitions = scaled(r.transitions, token_scale);
         for (int l = 0; l < L; ++l)
             b.placements.push_back(planner.plan(l, b.counts.data() + static_cast<size_t>(l) * D * run.profile.E));
         planner.end_iteration(b.counts);
@@ -62,7 +74,8 @@ ServeRun simulate_serving(const ServeRun& real, const std::string& policy, const
         // system has deployed the offline placement (its replicas are resident), an online one starts static
         const std::vector<Placement>& before = !run.measured.empty() ? run.measured.back().placements : run.offline;
         const std::vector<sim::InferenceLayerTime> t =
-            sim::simulate_inference(cost, b.counts, {b.placements}, options.route_rule, 1.0, before);
+            sim::simulate_inference(cost, b.counts, {b.placements}, options.route_rule, 1.0, before, path,
+                                    b.transitions);
         b.expert_ms.resize(static_cast<size_t>(L) * D);
         b.a2a_ms.resize(b.expert_ms.size());
         b.layer_ms.resize(b.expert_ms.size());

@@ -30,7 +30,7 @@ constexpr int kRejectionTries = 16;            // duplicate draws before the exa
 enum class Generator { kUniform, kZipf, kDevicePreference, kDrift, kShift };
 
 // Independent random streams, so that changing one aspect (e.g. num_iterations) leaves the others unchanged.
-enum StreamTag : uint64_t { kStreamPopularity = 1, kStreamWindows = 2, kStreamTokens = 3 };
+enum StreamTag : uint64_t { kStreamPopularity = 1, kStreamWindows = 2, kStreamTokens = 3, kStreamAffinity = 4 };
 
 uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -58,6 +58,7 @@ struct Params {
     int shift_period = 1;
     bool record_transitions = true;
     double layer_affinity = 0.0;
+    bool random_affinity = false;  // trace.affinity_mapping = "random": rank r -> a random rank at layer l+1
     int d_model = 0;
     int d_ffn = 0;
     int seq_len = 0;
@@ -205,6 +206,7 @@ Params read_params(const Config& config, const std::string& origin) {
     p.shift_period = static_cast<int>(config.get_int("trace.shift_period"));
     p.record_transitions = config.get_bool("trace.record_transitions");
     p.layer_affinity = config.get_float("trace.layer_affinity");
+    p.random_affinity = config.get_string("trace.affinity_mapping") == "random";
     p.d_model = static_cast<int>(config.get_int("trace.d_model"));
     p.d_ffn = static_cast<int>(config.get_int("trace.d_ffn"));
     p.seq_len = static_cast<int>(config.get_int("trace.seq_len"));
@@ -272,11 +274,18 @@ class PopularityModel {
             rng_.shuffle(order_[l].data(), num_experts);
             set_zipf(l);
         }
-        // affinity mapping: the expert of rank r at layer l goes to the expert of rank r at layer l+1
+        // affinity mapping: the expert of rank r at layer l goes to the expert of rank rank_to[r] at layer l+1;
+        // "rank": rank_to[r] = r (popular follows popular); "random": a random permutation per layer pair (its own
+        // stream, so the popularity and token draws are those of "rank"), as real routing's affinities are
         mapping_.assign(static_cast<size_t>(std::max(0, p.num_layers - 1)) * num_experts, 0);
-        for (int l = 0; l + 1 < p.num_layers; ++l)
+        Rng affinity(stream_seed(p.seed, kStreamAffinity, 0));
+        std::vector<int> rank_to(num_experts);
+        for (int l = 0; l + 1 < p.num_layers; ++l) {
+            std::iota(rank_to.begin(), rank_to.end(), 0);
+            if (p.random_affinity) affinity.shuffle(rank_to.data(), num_experts);
             for (int r = 0; r < num_experts; ++r)
-                mapping_[static_cast<size_t>(l) * num_experts + order_[l][r]] = order_[l + 1][r];
+                mapping_[static_cast<size_t>(l) * num_experts + order_[l][r]] = order_[l + 1][rank_to[r]];
+        }
     }
 
     // moves the popularity to `iteration` (called with 0, 1, 2, ... in order)
@@ -475,6 +484,10 @@ const Schema& trace_generator_schema() {
         s.add_float("trace.layer_affinity", 0.5, 0.0, 1.0,
                     "probability a token's next-layer experts are a fixed per-layer mapping of its current ones "
                     "(else drawn fresh); makes transitions informative");
+        s.add_string("trace.affinity_mapping", "rank", {"rank", "random"},
+                     "layer_affinity's mapping: rank = the expert of popularity rank r goes to rank r of the next "
+                     "layer; random = to a random rank (a fixed permutation per layer pair), as real routing's "
+                     "affinities do not follow popularity");
         s.add_int("trace.d_model", 1024, 0, 1 << 20, "C: model width for the cost model (0: unknown)");
         s.add_int("trace.d_ffn", 2048, 0, 1 << 22, "F: expert hidden size for the cost model (0: unknown)");
         s.add_int("trace.seq_len", 256, 0, 1 << 22, "T: sequence length in tokens for the cost model (0: unknown)");

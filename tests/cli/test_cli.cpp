@@ -80,7 +80,8 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
             EXPECT_TRUE(p.contains(key)) << key;
         for (const char* model : {"eq6", "eq8", "fastermoe_system", "sim"}) {
             for (const char* key : {"predicted_ms", "speedup_vs_static", "planned_with_eq", "max_mean_load",
-                                    "balance_std", "rb_vs_static", "a2a_bytes", "trans_bytes", "agg_bytes", "replicas"})
+                                    "balance_std", "rb_vs_static", "a2a_bytes", "a2a_ms", "trans_bytes", "agg_bytes",
+                                    "replicas"})
                 EXPECT_TRUE(p[model].contains(key)) << model << "." << key;
             EXPECT_GT(p[model]["predicted_ms"].get<double>(), 0.0);
         }
@@ -104,6 +105,8 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
             EXPECT_NEAR(p["sim"]["predicted_ms"].get<double>(), eq6, 1e-9 * eq6);
             EXPECT_DOUBLE_EQ(p["sim"]["speedup_vs_static"].get<double>(), 1.0);
         }
+        // balance.token_path = auto: MoETuner's layer-to-layer dispatch for its policies (the trace has transitions)
+        EXPECT_EQ(p["token_path"], name == "moetuner" || name == "moetuner-joint" ? "layer_to_layer" : "home") << name;
     }
     EXPECT_TRUE(j["models"].contains("sim"));
     // the exact optimum under its own objective is never beaten by the greedy, under either equation
@@ -175,6 +178,12 @@ TEST_F(Cli, ConfigErrorsExitThree) {
     expect_failure(plan("--config " + bad_toml), prophet::kExitConfig, "line 2");
     const std::string unknown = write("unknown.toml", "[plan]\nrepeatz = 2\n");
     expect_failure(plan("--config " + unknown), prophet::kExitConfig, "did you mean plan.repeats");
+    expect_failure(plan("--set balance.token_path=sideways"), prophet::kExitConfig, "balance.token_path");
+    // training's executor combines at home: the layer-to-layer path is refused before anything runs
+    expect_failure(run_prophet("train --dry-run --config experiments/train/skewed-4rank.toml --set store.path=" + db_ +
+                                   " --set balance.token_path=layer_to_layer",
+                               dir_),
+                   prophet::kExitConfig, "balance.token_path");
 }
 
 TEST_F(Cli, UsageErrorsExitTwo) {

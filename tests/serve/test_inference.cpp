@@ -11,11 +11,13 @@
 #include <thread>
 
 #include "balance/placement.h"
+#include "balance/token_path.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "serve/inference.h"
 #include "serve/serve_config.h"
 #include "serve/serve_loop.h"
+#include "serve/token_path_exchange.h"
 #include "train/trainer.h"
 
 using namespace prophet;
@@ -151,7 +153,28 @@ TEST(ServeInference, PlacementsValidAndTokensGoWhereThePlacementSays) {
                 EXPECT_EQ(p.num_replicas(), 0) << "MoETuner places each expert exactly once";
                 for (int d = 0; d < kRanks; ++d) EXPECT_GE(p.experts_per_device()[d], 1) << "ILP 1: no empty GPU";
             }
+        // MoETuner's layer-to-layer token path (balance.token_path = auto) needs each measured batch's transitions
+        const bool layer_to_layer = policy == "moetuner" || policy == "moetuner-joint";
         for (const BatchResult& b : run.measured) {
+            EXPECT_EQ(b.transitions.size(), layer_to_layer ? static_cast<size_t>(L - 1) * E * E : 0u);
+            // and the real ranks moved exactly what the cost model's layer-to-layer flow says (owner-only
+            // placements: the model is exact), d_model floats per pair
+            if (layer_to_layer) {
+                const size_t DD = static_cast<size_t>(kRanks) * kRanks;
+                ASSERT_EQ(b.token_path_route.size(), static_cast<size_t>(L - 1) * DD);
+                ASSERT_EQ(b.token_path_ms.size(), static_cast<size_t>(L - 1));
+                const TokenPathFlow f =
+                    layer_to_layer_flow(b.counts.data(), b.transitions.data(), b.placements, s.base.balance.route_rule);
+                for (int l = 0; l + 1 < L; ++l) {
+                    for (size_t k = 0; k < DD; ++k)
+                        EXPECT_DOUBLE_EQ(static_cast<double>(b.token_path_route[l * DD + k]), f.into(l + 1)[k]);
+                    EXPECT_DOUBLE_EQ(static_cast<double>(b.token_path_bytes[l]),
+                                     moved_tokens(f.into(l + 1), kRanks) * s.base.model.C * 4.0);
+                    EXPECT_GE(b.token_path_ms[l], 0.0);
+                }
+            } else {
+                EXPECT_TRUE(b.token_path_route.empty());
+            }
             for (int r = 1; r < kRanks; ++r) EXPECT_EQ(runs[r].measured.size(), run.measured.size());
             for (int l = 0; l < L; ++l) {
                 const Placement& p = b.placements[l];
@@ -221,4 +244,20 @@ TEST(ServeConfig, BadKeysAreNamed) {
     EXPECT_NE(devices.find("num_devices = 16"), std::string::npos) << devices;
     EXPECT_EQ(message({"serve.sim_clusters=[\"experiments/clusters/moetuner-h200-ep4.toml\"]"}), "");
     EXPECT_THROW(serve_config({"serve.iterations=0"}), Error);
+}
+
+// One rank's boundary routes by hand: home 0 of 2 ranks, 3 tokens, top-1, L = 2; expert 0 on rank 0, expert 1 on
+// rank 1 at layer 0; swapped at layer 1. Tokens: 0 -> 0 (rank 0 to rank 1), 1 -> 0 (rank 1 to 1), 1 -> 1 (1 to 0).
+TEST(ServeTokenPath, LocalBoundaryRoutesByHand) {
+    const int idx[] = {0, 1, 1,   // layer 0: expert of each token
+                       0, 0, 1};  // layer 1
+    const std::vector<int64_t> counts = {1, 2, 0, 0,   // layer 0 [D][E]: rank 0 sends 1 to e0, 2 to e1
+                                         2, 1, 0, 0};  // layer 1
+    const std::vector<Placement> p = {Placement::make_owners(2, {0, 1}), Placement::make_owners(2, {1, 0})};
+    EXPECT_EQ(local_boundary_routes(idx, 3, 1, 0, counts, p, RouteRule::kOwner),
+              (std::vector<int64_t>{0, 1,     // from rank 0: one pair to rank 1
+                                    1, 1}));  // from rank 1: one to rank 0, one stays
+    const int dropped[] = {0, -1, 1, 0, 0, -1};  // a dropped choice adds no pair
+    EXPECT_EQ(local_boundary_routes(dropped, 3, 1, 0, counts, p, RouteRule::kOwner),
+              (std::vector<int64_t>{0, 1, 0, 0}));
 }

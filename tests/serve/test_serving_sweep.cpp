@@ -51,6 +51,21 @@ TEST(ServingSweep, TheShippedFileExpands) {
     EXPECT_EQ(out_of_sample, 12);
 }
 
+// moetuner-ilp2.toml: ILP 2 with and without its traffic term, in and out of sample
+TEST(ServingSweep, TheIlp2AblationExpands) {
+    const SweepSpec spec = parse_sweep_file(std::string(PROPHET_SOURCE_DIR) + "/experiments/sweeps/moetuner-ilp2.toml");
+    EXPECT_EQ(spec.command, "infer");
+    const std::vector<SweepPoint> points = expand_points(spec);
+    ASSERT_EQ(points.size(), 2u * 3 * 2);  // ilp2_traffic x seeds x samples
+    int blind = 0;
+    for (const SweepPoint& p : points) {
+        ASSERT_EQ(p.grid.size(), 2u) << p.canonical;
+        for (const auto& [k, v] : p.grid)
+            if (k == "balance.ilp2_traffic" && v == "false") ++blind;
+    }
+    EXPECT_EQ(blind, 6);
+}
+
 TEST(ServingSweep, BadCommandsAreNamed) {
     EXPECT_NE(error_of(std::string(kBase) + "command = \"serve\"\n").find("sweep.command"), std::string::npos);
     // serve.* keys belong to inference points only

@@ -73,3 +73,31 @@ TEST(SimInference, TransOnlyForNewReplicas) {
         simulate_inference(tiny_cost(2), counts, {{rep}, {rep}}, RouteRule::kOwner, 1.0, {rep});
     EXPECT_DOUBLE_EQ(deployed[0].trans_s[0], 0.0);
 }
+
+// The layer-to-layer token path (MoETuner's dispatch): 2 layers, every device sends 2 tokens to each expert at
+// both layers, and every token of expert 0 at layer 0 goes to expert 1 at layer 1 and vice versa.
+TEST(SimInference, LayerToLayerTokenPathByHand) {
+    const std::vector<int64_t> counts = {2, 2, 2, 2, 2, 2, 2, 2};  // [I = 1][L = 2][D][E]
+    const std::vector<int64_t> transitions = {0, 4, 4, 0};        // [1][L-1][E][E]
+    const Placement e0_on_0 = Placement::make_owners(2, {0, 1}), e0_on_1 = Placement::make_owners(2, {1, 0});
+    const std::vector<Placement> by_index = {e0_on_0, e0_on_0};   // ILP 1 alone: clusters in index order
+    const std::vector<Placement> by_traffic = {e0_on_0, e0_on_1};  // ILP 2: each token's next expert is local
+    const CostModel cost = tiny_cost(2);                           // 1 s per token moved, 0.5 s latency
+    auto a2a = [&](const std::vector<Placement>& p, TokenPath path) {
+        const std::vector<InferenceLayerTime> t =
+            simulate_inference(cost, counts, {p}, RouteRule::kOwner, 1.0, {p}, path, transitions);
+        return std::vector<double>{t[0].a2a_s[0], t[1].a2a_s[0], t[0].a2a_s[1], t[1].a2a_s[1]};
+    };
+    // home: each layer dispatches 2 tokens each way and combines them back: 2 (2 + 0.5) whatever the placement
+    EXPECT_EQ(a2a(by_index, TokenPath::kHome), (std::vector<double>{5.0, 5.0, 5.0, 5.0}));
+    EXPECT_EQ(a2a(by_traffic, TokenPath::kHome), (std::vector<double>{5.0, 5.0, 5.0, 5.0}));
+    // layer 0: the dispatch from home, 2 + 0.5; layer 1: into it (by index all 4 tokens of each device cross, by
+    // traffic none), plus the return home, 2 + 0.5
+    EXPECT_EQ(a2a(by_index, TokenPath::kLayerToLayer), (std::vector<double>{2.5, 4.5 + 2.5, 2.5, 4.5 + 2.5}));
+    EXPECT_EQ(a2a(by_traffic, TokenPath::kLayerToLayer), (std::vector<double>{2.5, 0.5 + 2.5, 2.5, 0.5 + 2.5}));
+    // token_scale scales the transitions with the counts
+    const std::vector<InferenceLayerTime> doubled =
+        simulate_inference(cost, counts, {by_index}, RouteRule::kOwner, 2.0, {by_index}, TokenPath::kLayerToLayer,
+                           transitions);
+    EXPECT_DOUBLE_EQ(doubled[1].a2a_s[0], 8.5 + 4.5);
+}

@@ -295,6 +295,28 @@ TEST(TraceGenerate, LayerAffinityMakesTransitionsInformative) {
     EXPECT_EQ(a, b);
 }
 
+TEST(TraceGenerate, RandomAffinityMappingLeavesPopularityRanks) {
+    // affinity 1, top-1, "random": still one successor per expert, but the most popular expert of layer 0 no longer
+    // feeds the most popular of layer 1 in every layer pair (the rank mapping always does); the counts of layer 0
+    // and the popularity ranks are those of "rank" (separate stream)
+    const std::string base = "layer_affinity = 1.0\ntop_k = 1\nzipf_s = 1.5\n";
+    const Trace ranked = gen(toml("zipf", base, 4096, 1, 8));
+    const Trace shuffled = gen(toml("zipf", base + "affinity_mapping = \"random\"\n", 4096, 1, 8));
+    EXPECT_EQ(expert_loads(ranked, 0, 0), expert_loads(shuffled, 0, 0));
+    int follows_rank = 0;
+    for (int l = 0; l < 7; ++l) {
+        const int64_t* t = shuffled.layer_transitions(0, l);
+        for (int e1 = 0; e1 < 8; ++e1)
+            EXPECT_LE(std::count_if(t + e1 * 8, t + e1 * 8 + 8, [](int64_t v) { return v > 0; }), 1);
+        const std::vector<int64_t> here = expert_loads(ranked, 0, l), next = expert_loads(ranked, 0, l + 1);
+        const int top = static_cast<int>(std::max_element(here.begin(), here.end()) - here.begin());
+        const int top_next = static_cast<int>(std::max_element(next.begin(), next.end()) - next.begin());
+        EXPECT_GT(ranked.layer_transitions(0, l)[top * 8 + top_next], 0);  // rank 0 -> rank 0
+        follows_rank += shuffled.layer_transitions(0, l)[top * 8 + top_next] > 0 ? 1 : 0;
+    }
+    EXPECT_LT(follows_rank, 7);
+}
+
 TEST(TraceGenerate, ConfigOverridesApply) {
     Config config(trace_generator_schema(), "test");
     config.merge_toml_string(toml("zipf", "seed = 1\n"), "test.toml");
