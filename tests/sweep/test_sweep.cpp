@@ -250,9 +250,10 @@ TEST_F(Sweep, ShippedSweepFilesParse) {
         EXPECT_FALSE(expand_points(spec).empty()) << name;
     }
     // match_devices pairs every cluster with its own D: lpwnv-8 with S, M, DS, DM (no L) x k in {1, 2}, the three
-    // larger clusters with all five models x k; x 3 policies x 3 seeds
+    // larger clusters with all five models x k; x 4 policies (static, deepspeed: the paper's baseline, fastermoe,
+    // prophet) x 3 seeds
     const auto paper = expand_points(parse_sweep_file("experiments/sweeps/paper-tables.toml"));
-    EXPECT_EQ(paper.size(), (4u * 2 + 3 * 5 * 2) * 3 * 3);
+    EXPECT_EQ(paper.size(), (4u * 2 + 3 * 5 * 2) * 4 * 3);
     for (const SweepPoint& p : paper)
         EXPECT_FALSE(p.cluster.find("lpwnv") != std::string::npos && p.trace.find("-l.toml") != std::string::npos)
             << p.description;
