@@ -123,6 +123,7 @@ double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kin
     const double C = c.C, act = N * C * kFloat;            // one activation [N, C] in bytes
     const double hd = C / std::max(1, c.NH);
     const double attn_core = static_cast<double>(c.B) / c.D * c.NH * c.T * c.T * hd * 4.0;  // QK^T + PV, FLOP
+    const double attn_rate = attn_flops_per_s(t, c.C, c.NH);
     using K = prophet::OpKind;
     switch (kind) {
         case K::kData:  // zero_grad over the whole model (every rank keeps every expert's storage) + the batch
@@ -131,11 +132,11 @@ double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kin
         case K::kEmbedBwd: return stream_s(t, 3 * act);
         case K::kAttn:
             if (occurrence > 0) return stream_s(t, 3 * act);  // the MoE residual add
-            return stream_s(t, 2 * act) + gemm_seconds(t, N, 3 * c.C, c.C) + attn_core / t.attn_flops_per_s +
+            return stream_s(t, 2 * act) + gemm_seconds(t, N, 3 * c.C, c.C) + attn_core / attn_rate +
                    gemm_seconds(t, N, c.C, c.C) + stream_s(t, 3 * act);
         case K::kAttnBwd:
             return 2 * (gemm_seconds(t, N, 3 * c.C, c.C) + gemm_seconds(t, N, c.C, c.C)) +
-                   2 * attn_core / t.attn_flops_per_s + 2 * stream_s(t, 3 * act);
+                   2 * attn_core / attn_rate + 2 * stream_s(t, 3 * act);
         case K::kGate: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.E, c.C) + stream_s(t, N * c.E * kFloat * 4);
         case K::kGateBwd: return 2 * gemm_seconds(t, N, c.E, c.C) + stream_s(t, 3 * act);
         case K::kHead: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat);
@@ -156,15 +157,18 @@ double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& 
 }
 
 // bytes over the table's bandwidth, or the emulated link's egress when that is slower (out: the bytes the rank sends)
-double wire_s(const OpModelConfig& c, double bytes, double out, double table_bytes_per_s, int messages) {
+// and per message the link's latency and the emulation's own cost (link_message_s)
+double wire_s(const OpTables& t, const OpModelConfig& c, double bytes, double out, double table_bytes_per_s,
+              int messages) {
     double s = bytes / table_bytes_per_s;
-    if (c.link_bytes_per_s > 0) s = std::max(s, out / c.link_bytes_per_s) + messages * c.link_latency_s;
+    if (c.link_bytes_per_s > 0)
+        s = std::max(s, out / c.link_bytes_per_s) + messages * (c.link_latency_s + t.link_message_s);
     return s;
 }
 
 double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank) {
     const double bytes = std::max(f.sent[rank], f.recv[rank]) * c.C * kFloat;
-    return t.a2a_latency_s * (c.D - 1) + wire_s(c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
+    return t.a2a_latency_s * (c.D - 1) + wire_s(t, c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
 }
 
 }  // namespace
@@ -190,6 +194,11 @@ double gemm_seconds(const OpTables& t, double m, int n, int k) {
 double ring_allreduce_seconds(const OpTables& t, double bytes, int D) {
     if (D <= 1) return 0.0;
     return 2.0 * (D - 1) * (t.allreduce_latency_s + bytes / (static_cast<double>(D) * t.allreduce_bytes_per_s));
+}
+
+double attn_flops_per_s(const OpTables& t, int C, int NH) {
+    const auto it = t.attn_flops_per_s_at.find({C, NH});
+    return it == t.attn_flops_per_s_at.end() ? t.attn_flops_per_s : it->second;
 }
 
 OpModelConfig op_model_config(const RecordedRun& run) {
@@ -268,7 +277,7 @@ ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, con
                 const int share = parts[{static_cast<int>(op.kind), op.block, op.rank}];
                 for (int r = 0; r < c.D; ++r)  // a unit over the ranks: the busiest one's transfer
                     s = std::max(s, t.p2p_latency_s * f.messages[r] +
-                                        wire_s(c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
+                                        wire_s(t, c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
                 s /= std::max(1, share);
                 break;
             }

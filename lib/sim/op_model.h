@@ -13,7 +13,8 @@
 //   attention core (QK^T, softmax-V): its FLOP at attn_gflop_s;
 //   expert compute: per expert with rows on this rank, its two GEMMs (+ gelu); backward: four GEMMs (+ gelu');
 //   all-to-all: a2a_latency * peers + max(bytes out, bytes in) of the rank / a2a bandwidth; a collective takes the
-//     slowest rank's time;
+//     slowest rank's time; over an emulated link: bytes out / link rate when slower, + (link latency +
+//     link_message_s) per message;
 //   Trans / Agg: p2p_latency * messages + expert bytes moved by the rank / p2p bandwidth (a part of a split
 //     transfer: half of the block's when both parts were recorded);
 //   dense all-reduce: ring, 2 (D-1) steps of latency + 2 (D-1)/D * bytes / allreduce bandwidth;
@@ -49,6 +50,12 @@ struct OpTables {
     double p2p_bytes_per_s = 0;
     double allreduce_latency_s = 0;  // per ring step
     double allreduce_bytes_per_s = 0;
+    // the emulated link's own cost per paced message (comm/comm_paced.h: the wire thread sleeps until a message's
+    // release time, wakes, and hands it to the inner communicator): wall time beyond latency + bytes / rate,
+    // measured by the calibration through a paced communicator. Added per message only to runs with a link.
+    double link_message_s = 0;
+    // attention core rate at further model shapes (--ops-shape): (C, NH) -> FLOP/s; other shapes: attn_flops_per_s
+    std::map<std::pair<int, int>, double> attn_flops_per_s_at;
     std::string calibrated_on;       // the config the tables were measured at (validation: held out or not)
     // per op kind name: recorded / modelled own time over the calibration run's steps (fit_op_scales), multiplied
     // into that kind's prediction; a kind not listed: 1. What microbenchmarks miss inside a real step (cold caches,
@@ -61,6 +68,9 @@ struct OpTables {
 double gemm_seconds(const OpTables& tables, double m, int n, int k);
 // seconds of a ring all-reduce of `bytes` over D ranks: 2 (D-1) (latency + bytes / (D * bandwidth))
 double ring_allreduce_seconds(const OpTables& tables, double bytes, int num_ranks);
+// FLOP/s of the attention core at model width C with NH heads: the (C, NH) entry of attn_flops_per_s_at, else
+// attn_flops_per_s (the calibration model's)
+double attn_flops_per_s(const OpTables& tables, int C, int NH);
 
 // [ops] of the cluster file at `path`; an input error naming the field when a field is missing or out of range
 OpTables load_op_tables(const std::string& path);
