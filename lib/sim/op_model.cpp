@@ -117,6 +117,11 @@ double dense_params(const OpModelConfig& c) {
     return c.V * C + c.T * C + c.L * (4 * C + 3 * C * C + 3 * C + C * C + C + C * c.E) + 2 * C;
 }
 
+// backward of a linear layer out[M, n] = x[M, k] W[k, n]: dx = dy W^T (an [M, k] output over n) and dW = x^T dy
+double linear_bwd_s(const OpTables& t, double m, int n, int k) {
+    return gemm_seconds(t, m, k, n, GemmOp::kNT) + gemm_seconds(t, m, n, k, GemmOp::kTN);
+}
+
 // per-rank compute of the non-expert ops (seconds), by kind and occurrence within the block
 double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kind, int occurrence) {
     const double N = static_cast<double>(c.B) / c.D * c.T;  // tokens of this rank
@@ -134,13 +139,17 @@ double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kin
             if (occurrence > 0) return stream_s(t, 3 * act);  // the MoE residual add
             return stream_s(t, 2 * act) + gemm_seconds(t, N, 3 * c.C, c.C) + attn_core / attn_rate +
                    gemm_seconds(t, N, c.C, c.C) + stream_s(t, 3 * act);
-        case K::kAttnBwd:
-            return 2 * (gemm_seconds(t, N, 3 * c.C, c.C) + gemm_seconds(t, N, c.C, c.C)) +
-                   2 * attn_core / attn_rate + 2 * stream_s(t, 3 * act);
+        case K::kAttnBwd:  // qkv and proj: dx = dy W^T and dW = x^T dy each
+            return linear_bwd_s(t, N, 3 * c.C, c.C) + linear_bwd_s(t, N, c.C, c.C) + 2 * attn_core / attn_rate +
+                   2 * stream_s(t, 3 * act);
         case K::kGate: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.E, c.C) + stream_s(t, N * c.E * kFloat * 4);
-        case K::kGateBwd: return 2 * gemm_seconds(t, N, c.E, c.C) + stream_s(t, 3 * act);
-        case K::kHead: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat);
-        case K::kHeadBwd: return 2 * gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat + 2 * act);
+        case K::kGateBwd: return linear_bwd_s(t, N, c.E, c.C) + stream_s(t, 3 * act);
+        case K::kHead:  // logits = x wte^T (wte [V, C])
+            return stream_s(t, 2 * act) + gemm_seconds(t, N, c.V, c.C, GemmOp::kNT) +
+                   stream_s(t, 3 * N * c.V * kFloat);
+        case K::kHeadBwd:  // dx = dlogits wte, dwte = dlogits^T x
+            return gemm_seconds(t, N, c.C, c.V) + gemm_seconds(t, N, c.C, c.V, GemmOp::kTN) +
+                   stream_s(t, 3 * N * c.V * kFloat + 2 * act);
         default: return 0.0;
     }
 }
@@ -150,8 +159,10 @@ double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& 
     for (int e = 0; e < c.E; ++e) {
         const double m = f.rows[static_cast<size_t>(rank) * c.E + e];
         if (m <= 0) continue;
-        const double pair = gemm_seconds(t, m, c.F, c.C) + gemm_seconds(t, m, c.C, c.F);  // x W1, h W2
-        s += (backward ? 2 * pair : pair) + stream_s(t, (backward ? 3 : 2) * m * c.F * kFloat);  // gelu (')
+        // x W1 [C, F], h W2 [F, C]; backward: each layer's dx = dy W^T and dW = x^T dy (moe/experts.cpp)
+        const double gemms = backward ? linear_bwd_s(t, m, c.F, c.C) + linear_bwd_s(t, m, c.C, c.F)
+                                      : gemm_seconds(t, m, c.F, c.C) + gemm_seconds(t, m, c.C, c.F);
+        s += gemms + stream_s(t, (backward ? 3 : 2) * m * c.F * kFloat);  // gelu (')
     }
     return s;
 }
@@ -173,10 +184,21 @@ double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, 
 
 }  // namespace
 
-double gemm_seconds(const OpTables& t, double m, int n, int k) {
+const char* gemm_op_name(GemmOp op) {
+    switch (op) {
+        case GemmOp::kNT: return "nt";
+        case GemmOp::kTN: return "tn";
+        default: return "nn";
+    }
+}
+
+double gemm_seconds(const OpTables& t, double m, int n, int k, GemmOp op) {
     if (m <= 0) return 0.0;
+    const auto has = [&](const GemmTable& g, GemmOp o) { return g.op == o && g.n == n && g.k == k && !g.m.empty(); };
+    const bool exact = std::any_of(t.gemms.begin(), t.gemms.end(), [&](const GemmTable& g) { return has(g, op); });
+    const GemmOp use = exact ? op : GemmOp::kNN;
     for (const GemmTable& g : t.gemms) {
-        if (g.n != n || g.k != k || g.m.empty()) continue;
+        if (!has(g, use)) continue;
         const std::vector<double>& x = g.m;
         const std::vector<double>& y = g.seconds;
         if (x.size() == 1) return y[0] * m / x[0];

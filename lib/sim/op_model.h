@@ -5,13 +5,14 @@
 // [ops] section (docs/cluster.md lists every field).
 //
 // Per op kind (N = this rank's tokens B/D*T, C model width, F expert hidden, V vocabulary, E experts):
-//   GEMM (M x N x K, fp32): the measured table of that (N, K) interpolated linearly in M (the rows; extrapolated
-//     along the last segment); a shape with no table (a held-out model): 2MNK at the FLOP rate the tables reach at
+//   GEMM (M x N x K, fp32, forward x W / data gradient dy W^T / weight gradient x^T dy: GemmOp): the measured
+//     table of that op and (N, K) interpolated linearly in M (the rows; extrapolated along the last segment); a shape with no table (a held-out model): 2MNK at the FLOP rate the tables reach at
 //     that FLOP count (interpolated in log FLOP over every table point);
 //   streaming ops (layernorm, gelu, softmax, residual adds, pack/unpack copies, embedding): stream_latency +
 //     bytes / stream bandwidth;
 //   attention core (QK^T, softmax-V): its FLOP at attn_gflop_s;
-//   expert compute: per expert with rows on this rank, its two GEMMs (+ gelu); backward: four GEMMs (+ gelu');
+//   expert compute: per expert with rows on this rank, its two GEMMs (+ gelu); backward: two data-gradient and
+//     two weight-gradient GEMMs (+ gelu'); the dense layers' backward likewise;
 //   all-to-all: a2a_latency * peers + max(bytes out, bytes in) of the rank / a2a bandwidth; a collective takes the
 //     slowest rank's time; over an emulated link: bytes out / link rate when slower, + (link latency +
 //     link_message_s) per message;
@@ -33,8 +34,18 @@
 
 namespace prophet::sim {
 
+// How a GEMM reads its operands (kernels/blas.h gemm(trans_a, trans_b, ...)), M the token rows:
+//   kNN: out[M, N] = x[M, K] W[K, N]        forward (blas gemm(false, false, M, N, K))
+//   kNT: out[M, N] = dy[M, K] W[N, K]^T     a data gradient dx = dy W^T (gemm(false, true, M, N, K))
+//   kTN: dW[K, N] += x[M, K]^T dy[M, N]     a weight gradient summed over the M rows (gemm(true, false, K, N, M))
+// Their speeds differ by shape (the transposed operand's access pattern, the M-long inner loop of kTN), so
+// the calibration measures each at the shapes the trainer runs it.
+enum class GemmOp { kNN, kNT, kTN };
+const char* gemm_op_name(GemmOp op);  // "nn", "nt", "tn"
+
 struct GemmTable {
-    int n = 0, k = 0;               // output columns, inner dimension
+    GemmOp op = GemmOp::kNN;
+    int n = 0, k = 0;               // output columns, inner dimension (kTN: dW's columns and rows)
     std::vector<double> m;          // rows, ascending
     std::vector<double> seconds;    // median time per M
 };
@@ -64,8 +75,9 @@ struct OpTables {
     bool empty() const { return gemms.empty(); }
 };
 
-// seconds of an M x N x K GEMM (see the file comment)
-double gemm_seconds(const OpTables& tables, double m, int n, int k);
+// seconds of an M x N x K GEMM of kind op (see the file comment); no table of that op at (N, K): the kNN table
+// of (N, K) (the old tables hold only kNN), then the FLOP-rate fallback
+double gemm_seconds(const OpTables& tables, double m, int n, int k, GemmOp op = GemmOp::kNN);
 // seconds of a ring all-reduce of `bytes` over D ranks: 2 (D-1) (latency + bytes / (D * bandwidth))
 double ring_allreduce_seconds(const OpTables& tables, double bytes, int num_ranks);
 // FLOP/s of the attention core at model width C with NH heads: the (C, NH) entry of attn_flops_per_s_at, else

@@ -1,7 +1,8 @@
 // op_tables.cpp: the cluster file's [ops] section (op_model.h's tables) read and written as TOML.
 // Fields (docs/cluster.md): calibrated_on; stream_latency_us, stream_gbyte_s; attn_gflop_s; a2a_latency_us,
 // a2a_gbyte_s; p2p_latency_us, p2p_gbyte_s; allreduce_latency_us, allreduce_gbyte_s; gemm_m (rows of every
-// table), gemm_nk ([[N, K], ...] one pair per table), gemm_us (one list per table, one median time per M);
+// table), gemm_nk ([[N, K], ...] one pair per table), gemm_us (one list per table, one median time per M),
+// gemm_op (optional, one "nn" | "nt" | "tn" per table, GemmOp; absent: every table "nn");
 // scale (optional inline table: op kind -> factor, fit_op_scales); link_message_us (optional, default 0) and
 // attn_at (optional, [[C, NH, GFLOP/s], ...]: the attention rate at further shapes, --ops-shape).
 #include <sstream>
@@ -100,6 +101,11 @@ OpTables load_op_tables(const std::string& path) {
         throw_config_error("ops.gemm_us", std::to_string(us->size()) + " lists",
                            "needs one list per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
                            "re-run the calibration");
+    const toml::array* gemm_ops = (*ops)["gemm_op"].as_array();
+    if (gemm_ops && gemm_ops->size() != nk->size())
+        throw_config_error("ops.gemm_op", std::to_string(gemm_ops->size()) + " entries",
+                           "needs one op per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
+                           "re-run the calibration");
     for (size_t i = 0; i < nk->size(); ++i) {
         const toml::array* pair = (*nk)[i].as_array();
         const toml::array* times = (*us)[i].as_array();
@@ -107,6 +113,14 @@ OpTables load_op_tables(const std::string& path) {
             throw_config_error("ops.gemm_nk", "entry " + std::to_string(i), "must be [N, K] in " + path,
                                "e.g. gemm_nk = [[192, 64]]");
         GemmTable g;
+        if (gemm_ops) {
+            const std::string op = (*gemm_ops)[i].value_or(std::string());
+            if (op == "nt") g.op = GemmOp::kNT;
+            else if (op == "tn") g.op = GemmOp::kTN;
+            else if (op != "nn")
+                throw_config_error("ops.gemm_op", "entry " + std::to_string(i) + " '" + op + "'",
+                                   "must be one of nn, nt, tn in " + path, "re-run the calibration");
+        }
         const std::vector<double> shape = numbers(*pair, "ops.gemm_nk", path);
         g.n = static_cast<int>(shape[0]);
         g.k = static_cast<int>(shape[1]);
@@ -161,6 +175,8 @@ std::string op_tables_to_toml(const OpTables& t) {
     for (size_t i = 0; i < rows.size(); ++i) out << (i ? ", " : "") << rows[i];
     out << "]\ngemm_nk = [";
     for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "[" << t.gemms[i].n << ", " << t.gemms[i].k << "]";
+    out << "]\ngemm_op = [";
+    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "\"" << gemm_op_name(t.gemms[i].op) << "\"";
     out << "]\ngemm_us = [";
     for (size_t i = 0; i < t.gemms.size(); ++i) {
         out << (i ? ",\n           [" : "[");

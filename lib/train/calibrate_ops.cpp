@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -44,25 +45,44 @@ double time_allreduce(Communicator& comm, size_t count) {
     return time_collective(comm, [&] { comm.all_reduce_sum(data.data(), count); });
 }
 
-// GEMM tables at model m's shapes (out[M, N] = x[M, K] W[K, N]: qkv, proj, gate, LM head, expert W1 and W2) for
-// M = 16 .. 4096 rows, appended to t.gemms unless a table of that (N, K) is there already (e.g. E = C)
+// GEMM tables at model m's shapes for M = 16 .. 4096 rows (sim::GemmOp; each linear layer out = x W, W [k, n]:
+// forward x W (nn), dx = dy W^T (nt, an [M, k] output over n), dW = x^T dy (tn)) for qkv, proj, gate and the
+// experts' W1 and W2; the LM head's logits = x wte^T (nt), dx = dlogits wte (nn) and dwte = dlogits^T x (tn).
+// Appended to t.gemms unless a table of that op and (N, K) is there already (e.g. E = C).
 void add_gemm_tables(Communicator& comm, const ModelConfig& m, sim::OpTables& t) {
+    using sim::GemmOp;
     const int C = m.C, F = m.hidden_size(), E = m.E, V = m.V;
     const std::vector<double> rows = {16, 64, 256, 1024, 4096};
-    const std::pair<int, int> shapes[] = {{3 * C, C}, {C, C}, {E, C}, {V, C}, {F, C}, {C, F}};
-    for (const auto& [n, k] : shapes) {
-        if (std::any_of(t.gemms.begin(), t.gemms.end(), [&](const sim::GemmTable& g) { return g.n == n && g.k == k; }))
+    std::vector<std::tuple<GemmOp, int, int>> shapes;  // (op, N, K)
+    for (const auto& [n, k] : {std::pair{3 * C, C}, {C, C}, {E, C}, {F, C}, {C, F}}) {
+        shapes.emplace_back(GemmOp::kNN, n, k);
+        shapes.emplace_back(GemmOp::kNT, k, n);
+        shapes.emplace_back(GemmOp::kTN, n, k);
+    }
+    shapes.emplace_back(GemmOp::kNT, V, C);
+    shapes.emplace_back(GemmOp::kNN, C, V);
+    shapes.emplace_back(GemmOp::kTN, C, V);
+    for (const auto& [op, n, k] : shapes) {
+        if (std::any_of(t.gemms.begin(), t.gemms.end(),
+                        [&](const sim::GemmTable& g) { return g.op == op && g.n == n && g.k == k; }))
             continue;
         sim::GemmTable g;
+        g.op = op;
         g.n = n;
         g.k = k;
         g.m = rows;
         for (double mr : rows) {
             const int M = static_cast<int>(mr);
-            std::vector<float> x(static_cast<size_t>(M) * k, 0.01f), w(static_cast<size_t>(k) * n, 0.02f),
-                out(static_cast<size_t>(M) * n);
+            // a [M, K] (tn: the layer input x), b the weight (nn [K, N], nt [N, K]) or tn's dy [M, N]
+            std::vector<float> a(static_cast<size_t>(M) * k, 0.01f),
+                b(static_cast<size_t>(op == GemmOp::kTN ? M : k) * n, 0.02f), out(static_cast<size_t>(M + k) * n);
             g.seconds.push_back(time_collective(comm, [&] {
-                gemm<float>(false, false, M, n, k, 1.0f, x.data(), k, w.data(), n, 0.0f, out.data(), n);
+                if (op == GemmOp::kNN)
+                    gemm<float>(false, false, M, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, out.data(), n);
+                else if (op == GemmOp::kNT)
+                    gemm<float>(false, true, M, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, out.data(), n);
+                else  // accumulated, as the trainer's weight gradients are
+                    gemm<float>(true, false, k, n, M, 1.0f, a.data(), k, b.data(), n, 1.0f, out.data(), n);
             }));
         }
         t.gemms.push_back(std::move(g));
