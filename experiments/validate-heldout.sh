@@ -2,7 +2,9 @@
 # validate-heldout.sh: the held-out validation campaign of issue 12 (docs/simulator.md "Replay validation").
 # On a QUIET 2-core machine, 2 ranks pinned one per core (mpirun --bind-to core), one BLAS thread per rank:
 #   1. calibrates the per-op model once, on the README's main job (experiments/train/main-2rank.toml: C = 64,
-#      F = 2048), into $CLUSTER (its [ops] section);
+#      F = 2048), into $CLUSTER (its [ops] section); --ops-shape adds GEMM tables and attention rates measured at
+#      the held-out shapes (microbenchmarks only: the calibration run and its per-kind scale fit stay C = 64,
+#      F = 2048), and the calibration measures the emulated link's cost per message (link_message_us);
 #   2. records held-out runs with --timeline: 3 model shapes the calibration never saw x 3 policies x 2 seeds x
 #      2 schedules x 2 links (none, and an emulated 4 Gbit/s link: comm.link_gbps) = 72 points, plus the
 #      calibration config itself under each policy (the calibration set, marked as such);
@@ -31,9 +33,14 @@ fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (the campaign wants < 1; the store records it per run)" >&2
 mkdir -p "$(dirname "$store")" "$(dirname "$cluster")"
 common=(--set store.path="$store" --set train.log_every=1000)
+ops_shapes=()
+for shape in "${shapes[@]}"; do
+    read -r C F NH <<<"$shape"
+    ops_shapes+=(--ops-shape "C=$C,F=$F,NH=$NH")
+done
 
 "${mpirun[@]}" "$prophet" profile --config "$base" --calibrate --cluster-out "$cluster" "${common[@]}" --set train.steps="$steps" \
-    --set run.experiment=validate-heldout-calibration >&2
+    --set run.experiment=validate-heldout-calibration "${ops_shapes[@]}" >&2
 
 train() {  # train EXPERIMENT SET...
     local exp=$1; shift

@@ -305,6 +305,12 @@ CLI::App* add_profile_command(CLI::App& app, ProfileArgs& args) {
                   "write a cluster file prophet plan accepts");
     cmd->add_option("--cluster-out", args.cluster_out,
                     "calibrated cluster file (default results/clusters/calibrated-<D>rank.toml)");
+    cmd->add_option("--ops-shape", args.ops_shapes,
+                    "with --calibrate: also measure the per-op model's GEMM tables and attention rate at this model "
+                    "shape, KEY=N,... with keys C F NH V E T B over the config's model (e.g. C=128,F=1024,NH=8); "
+                    "repeatable. For validating runs of other shapes; the calibration run and its scale fit stay "
+                    "the config's")
+        ->allow_extra_args(false);
     add_inference_flag(cmd);
     add_run_options(cmd, args.common);
     return cmd;
@@ -406,6 +412,11 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
     const int D = ctx->comm->size();
     const ModelConfig& m = ctx->settings.model;
     try {
+        if (!args.ops_shapes.empty() && !args.calibrate)
+            throw_config_error("--ops-shape", args.ops_shapes.front(), "only applies with --calibrate",
+                               "add --calibrate or drop --ops-shape");
+        std::vector<ModelConfig> further_shapes;  // parsed before the run: a typo fails fast
+        for (const std::string& text : args.ops_shapes) further_shapes.push_back(parse_ops_shape(text, m));
         Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
         trainer.set_timeline(args.calibrate);  // the calibration fits the per-op model's scales on this run's ops
         if (root && !args.common.json) print_parameter_table(*ctx, trainer, stderr);
@@ -434,7 +445,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         }
         if (args.calibrate) {
             const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx->settings);  // the emulated link, if any
-            sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx->settings);  // the per-op model's [ops]
+            sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx->settings, further_shapes);  // the per-op model's [ops]
             if (root) {
                 ops = sim::fit_op_scales(ops, sim::load_recorded_run(*ctx->store, ctx->run_id));
                 ClusterSpec cluster = calibration_cluster(cal, D);

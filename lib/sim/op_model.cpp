@@ -117,12 +117,18 @@ double dense_params(const OpModelConfig& c) {
     return c.V * C + c.T * C + c.L * (4 * C + 3 * C * C + 3 * C + C * C + C + C * c.E) + 2 * C;
 }
 
+// backward of a linear layer out[M, n] = x[M, k] W[k, n]: dx = dy W^T (an [M, k] output over n) and dW = x^T dy
+double linear_bwd_s(const OpTables& t, double m, int n, int k) {
+    return gemm_seconds(t, m, k, n, GemmOp::kNT) + gemm_seconds(t, m, n, k, GemmOp::kTN);
+}
+
 // per-rank compute of the non-expert ops (seconds), by kind and occurrence within the block
 double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kind, int occurrence) {
     const double N = static_cast<double>(c.B) / c.D * c.T;  // tokens of this rank
     const double C = c.C, act = N * C * kFloat;            // one activation [N, C] in bytes
     const double hd = C / std::max(1, c.NH);
     const double attn_core = static_cast<double>(c.B) / c.D * c.NH * c.T * c.T * hd * 4.0;  // QK^T + PV, FLOP
+    const double attn_rate = attn_flops_per_s(t, c.C, c.NH);
     using K = prophet::OpKind;
     switch (kind) {
         case K::kData:  // zero_grad over the whole model (every rank keeps every expert's storage) + the batch
@@ -131,15 +137,19 @@ double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kin
         case K::kEmbedBwd: return stream_s(t, 3 * act);
         case K::kAttn:
             if (occurrence > 0) return stream_s(t, 3 * act);  // the MoE residual add
-            return stream_s(t, 2 * act) + gemm_seconds(t, N, 3 * c.C, c.C) + attn_core / t.attn_flops_per_s +
+            return stream_s(t, 2 * act) + gemm_seconds(t, N, 3 * c.C, c.C) + attn_core / attn_rate +
                    gemm_seconds(t, N, c.C, c.C) + stream_s(t, 3 * act);
-        case K::kAttnBwd:
-            return 2 * (gemm_seconds(t, N, 3 * c.C, c.C) + gemm_seconds(t, N, c.C, c.C)) +
-                   2 * attn_core / t.attn_flops_per_s + 2 * stream_s(t, 3 * act);
+        case K::kAttnBwd:  // qkv and proj: dx = dy W^T and dW = x^T dy each
+            return linear_bwd_s(t, N, 3 * c.C, c.C) + linear_bwd_s(t, N, c.C, c.C) + 2 * attn_core / attn_rate +
+                   2 * stream_s(t, 3 * act);
         case K::kGate: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.E, c.C) + stream_s(t, N * c.E * kFloat * 4);
-        case K::kGateBwd: return 2 * gemm_seconds(t, N, c.E, c.C) + stream_s(t, 3 * act);
-        case K::kHead: return stream_s(t, 2 * act) + gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat);
-        case K::kHeadBwd: return 2 * gemm_seconds(t, N, c.V, c.C) + stream_s(t, 3 * N * c.V * kFloat + 2 * act);
+        case K::kGateBwd: return linear_bwd_s(t, N, c.E, c.C) + stream_s(t, 3 * act);
+        case K::kHead:  // logits = x wte^T (wte [V, C])
+            return stream_s(t, 2 * act) + gemm_seconds(t, N, c.V, c.C, GemmOp::kNT) +
+                   stream_s(t, 3 * N * c.V * kFloat);
+        case K::kHeadBwd:  // dx = dlogits wte, dwte = dlogits^T x
+            return gemm_seconds(t, N, c.C, c.V) + gemm_seconds(t, N, c.C, c.V, GemmOp::kTN) +
+                   stream_s(t, 3 * N * c.V * kFloat + 2 * act);
         default: return 0.0;
     }
 }
@@ -149,30 +159,46 @@ double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& 
     for (int e = 0; e < c.E; ++e) {
         const double m = f.rows[static_cast<size_t>(rank) * c.E + e];
         if (m <= 0) continue;
-        const double pair = gemm_seconds(t, m, c.F, c.C) + gemm_seconds(t, m, c.C, c.F);  // x W1, h W2
-        s += (backward ? 2 * pair : pair) + stream_s(t, (backward ? 3 : 2) * m * c.F * kFloat);  // gelu (')
+        // x W1 [C, F], h W2 [F, C]; backward: each layer's dx = dy W^T and dW = x^T dy (moe/experts.cpp)
+        const double gemms = backward ? linear_bwd_s(t, m, c.F, c.C) + linear_bwd_s(t, m, c.C, c.F)
+                                      : gemm_seconds(t, m, c.F, c.C) + gemm_seconds(t, m, c.C, c.F);
+        s += gemms + stream_s(t, (backward ? 3 : 2) * m * c.F * kFloat);  // gelu (')
     }
     return s;
 }
 
 // bytes over the table's bandwidth, or the emulated link's egress when that is slower (out: the bytes the rank sends)
-double wire_s(const OpModelConfig& c, double bytes, double out, double table_bytes_per_s, int messages) {
+// and per message the link's latency and the emulation's own cost (link_message_s)
+double wire_s(const OpTables& t, const OpModelConfig& c, double bytes, double out, double table_bytes_per_s,
+              int messages) {
     double s = bytes / table_bytes_per_s;
-    if (c.link_bytes_per_s > 0) s = std::max(s, out / c.link_bytes_per_s) + messages * c.link_latency_s;
+    if (c.link_bytes_per_s > 0)
+        s = std::max(s, out / c.link_bytes_per_s) + messages * (c.link_latency_s + t.link_message_s);
     return s;
 }
 
 double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank) {
     const double bytes = std::max(f.sent[rank], f.recv[rank]) * c.C * kFloat;
-    return t.a2a_latency_s * (c.D - 1) + wire_s(c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
+    return t.a2a_latency_s * (c.D - 1) + wire_s(t, c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
 }
 
 }  // namespace
 
-double gemm_seconds(const OpTables& t, double m, int n, int k) {
+const char* gemm_op_name(GemmOp op) {
+    switch (op) {
+        case GemmOp::kNT: return "nt";
+        case GemmOp::kTN: return "tn";
+        default: return "nn";
+    }
+}
+
+double gemm_seconds(const OpTables& t, double m, int n, int k, GemmOp op) {
     if (m <= 0) return 0.0;
+    const auto has = [&](const GemmTable& g, GemmOp o) { return g.op == o && g.n == n && g.k == k && !g.m.empty(); };
+    const bool exact = std::any_of(t.gemms.begin(), t.gemms.end(), [&](const GemmTable& g) { return has(g, op); });
+    const GemmOp use = exact ? op : GemmOp::kNN;
     for (const GemmTable& g : t.gemms) {
-        if (g.n != n || g.k != k || g.m.empty()) continue;
+        if (!has(g, use)) continue;
         const std::vector<double>& x = g.m;
         const std::vector<double>& y = g.seconds;
         if (x.size() == 1) return y[0] * m / x[0];
@@ -190,6 +216,11 @@ double gemm_seconds(const OpTables& t, double m, int n, int k) {
 double ring_allreduce_seconds(const OpTables& t, double bytes, int D) {
     if (D <= 1) return 0.0;
     return 2.0 * (D - 1) * (t.allreduce_latency_s + bytes / (static_cast<double>(D) * t.allreduce_bytes_per_s));
+}
+
+double attn_flops_per_s(const OpTables& t, int C, int NH) {
+    const auto it = t.attn_flops_per_s_at.find({C, NH});
+    return it == t.attn_flops_per_s_at.end() ? t.attn_flops_per_s : it->second;
 }
 
 OpModelConfig op_model_config(const RecordedRun& run) {
@@ -268,7 +299,7 @@ ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, con
                 const int share = parts[{static_cast<int>(op.kind), op.block, op.rank}];
                 for (int r = 0; r < c.D; ++r)  // a unit over the ranks: the busiest one's transfer
                     s = std::max(s, t.p2p_latency_s * f.messages[r] +
-                                        wire_s(c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
+                                        wire_s(t, c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
                 s /= std::max(1, share);
                 break;
             }

@@ -5,15 +5,17 @@
 // [ops] section (docs/cluster.md lists every field).
 //
 // Per op kind (N = this rank's tokens B/D*T, C model width, F expert hidden, V vocabulary, E experts):
-//   GEMM (M x N x K, fp32): the measured table of that (N, K) interpolated linearly in M (the rows; extrapolated
-//     along the last segment); a shape with no table (a held-out model): 2MNK at the FLOP rate the tables reach at
+//   GEMM (M x N x K, fp32, forward x W / data gradient dy W^T / weight gradient x^T dy: GemmOp): the measured
+//     table of that op and (N, K) interpolated linearly in M (the rows; extrapolated along the last segment); a shape with no table (a held-out model): 2MNK at the FLOP rate the tables reach at
 //     that FLOP count (interpolated in log FLOP over every table point);
 //   streaming ops (layernorm, gelu, softmax, residual adds, pack/unpack copies, embedding): stream_latency +
 //     bytes / stream bandwidth;
 //   attention core (QK^T, softmax-V): its FLOP at attn_gflop_s;
-//   expert compute: per expert with rows on this rank, its two GEMMs (+ gelu); backward: four GEMMs (+ gelu');
+//   expert compute: per expert with rows on this rank, its two GEMMs (+ gelu); backward: two data-gradient and
+//     two weight-gradient GEMMs (+ gelu'); the dense layers' backward likewise;
 //   all-to-all: a2a_latency * peers + max(bytes out, bytes in) of the rank / a2a bandwidth; a collective takes the
-//     slowest rank's time;
+//     slowest rank's time; over an emulated link: bytes out / link rate when slower, + (link latency +
+//     link_message_s) per message;
 //   Trans / Agg: p2p_latency * messages + expert bytes moved by the rank / p2p bandwidth (a part of a split
 //     transfer: half of the block's when both parts were recorded);
 //   dense all-reduce: ring, 2 (D-1) steps of latency + 2 (D-1)/D * bytes / allreduce bandwidth;
@@ -32,8 +34,18 @@
 
 namespace prophet::sim {
 
+// How a GEMM reads its operands (kernels/blas.h gemm(trans_a, trans_b, ...)), M the token rows:
+//   kNN: out[M, N] = x[M, K] W[K, N]        forward (blas gemm(false, false, M, N, K))
+//   kNT: out[M, N] = dy[M, K] W[N, K]^T     a data gradient dx = dy W^T (gemm(false, true, M, N, K))
+//   kTN: dW[K, N] += x[M, K]^T dy[M, N]     a weight gradient summed over the M rows (gemm(true, false, K, N, M))
+// Their speeds differ by shape (the transposed operand's access pattern, the M-long inner loop of kTN), so
+// the calibration measures each at the shapes the trainer runs it.
+enum class GemmOp { kNN, kNT, kTN };
+const char* gemm_op_name(GemmOp op);  // "nn", "nt", "tn"
+
 struct GemmTable {
-    int n = 0, k = 0;               // output columns, inner dimension
+    GemmOp op = GemmOp::kNN;
+    int n = 0, k = 0;               // output columns, inner dimension (kTN: dW's columns and rows)
     std::vector<double> m;          // rows, ascending
     std::vector<double> seconds;    // median time per M
 };
@@ -49,6 +61,12 @@ struct OpTables {
     double p2p_bytes_per_s = 0;
     double allreduce_latency_s = 0;  // per ring step
     double allreduce_bytes_per_s = 0;
+    // the emulated link's own cost per paced message (comm/comm_paced.h: the wire thread sleeps until a message's
+    // release time, wakes, and hands it to the inner communicator): wall time beyond latency + bytes / rate,
+    // measured by the calibration through a paced communicator. Added per message only to runs with a link.
+    double link_message_s = 0;
+    // attention core rate at further model shapes (--ops-shape): (C, NH) -> FLOP/s; other shapes: attn_flops_per_s
+    std::map<std::pair<int, int>, double> attn_flops_per_s_at;
     std::string calibrated_on;       // the config the tables were measured at (validation: held out or not)
     // per op kind name: recorded / modelled own time over the calibration run's steps (fit_op_scales), multiplied
     // into that kind's prediction; a kind not listed: 1. What microbenchmarks miss inside a real step (cold caches,
@@ -57,10 +75,14 @@ struct OpTables {
     bool empty() const { return gemms.empty(); }
 };
 
-// seconds of an M x N x K GEMM (see the file comment)
-double gemm_seconds(const OpTables& tables, double m, int n, int k);
+// seconds of an M x N x K GEMM of kind op (see the file comment); no table of that op at (N, K): the kNN table
+// of (N, K) (the old tables hold only kNN), then the FLOP-rate fallback
+double gemm_seconds(const OpTables& tables, double m, int n, int k, GemmOp op = GemmOp::kNN);
 // seconds of a ring all-reduce of `bytes` over D ranks: 2 (D-1) (latency + bytes / (D * bandwidth))
 double ring_allreduce_seconds(const OpTables& tables, double bytes, int num_ranks);
+// FLOP/s of the attention core at model width C with NH heads: the (C, NH) entry of attn_flops_per_s_at, else
+// attn_flops_per_s (the calibration model's)
+double attn_flops_per_s(const OpTables& tables, int C, int NH);
 
 // [ops] of the cluster file at `path`; an input error naming the field when a field is missing or out of range
 OpTables load_op_tables(const std::string& path);

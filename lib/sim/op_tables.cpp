@@ -1,8 +1,10 @@
 // op_tables.cpp: the cluster file's [ops] section (op_model.h's tables) read and written as TOML.
 // Fields (docs/cluster.md): calibrated_on; stream_latency_us, stream_gbyte_s; attn_gflop_s; a2a_latency_us,
 // a2a_gbyte_s; p2p_latency_us, p2p_gbyte_s; allreduce_latency_us, allreduce_gbyte_s; gemm_m (rows of every
-// table), gemm_nk ([[N, K], ...] one pair per table), gemm_us (one list per table, one median time per M);
-// scale (optional inline table: op kind -> factor, fit_op_scales).
+// table), gemm_nk ([[N, K], ...] one pair per table), gemm_us (one list per table, one median time per M),
+// gemm_op (optional, one "nn" | "nt" | "tn" per table, GemmOp; absent: every table "nn");
+// scale (optional inline table: op kind -> factor, fit_op_scales); link_message_us (optional, default 0) and
+// attn_at (optional, [[C, NH, GFLOP/s], ...]: the attention rate at further shapes, --ops-shape).
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -67,6 +69,23 @@ OpTables load_op_tables(const std::string& path) {
     t.p2p_bytes_per_s = positive(*ops, path, "p2p_gbyte_s") * 1e9;
     t.allreduce_latency_s = positive(*ops, path, "allreduce_latency_us", true) * 1e-6;
     t.allreduce_bytes_per_s = positive(*ops, path, "allreduce_gbyte_s") * 1e9;
+    if (const auto v = (*ops)["link_message_us"].value<double>()) {
+        if (*v < 0)
+            throw_config_error("ops.link_message_us", std::to_string(*v), "must be >= 0 in " + path,
+                               "re-run prophet profile --calibrate");
+        t.link_message_s = *v * 1e-6;
+    }
+    if (const toml::array* attn = (*ops)["attn_at"].as_array()) {
+        for (size_t i = 0; i < attn->size(); ++i) {
+            const toml::array* row = (*attn)[i].as_array();
+            const std::vector<double> v = row ? numbers(*row, "ops.attn_at", path) : std::vector<double>{};
+            if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0)
+                throw_config_error("ops.attn_at", "entry " + std::to_string(i),
+                                   "must be [C, NH, GFLOP/s] with every number > 0 in " + path,
+                                   "e.g. attn_at = [[128, 8, 2.5]]");
+            t.attn_flops_per_s_at[{static_cast<int>(v[0]), static_cast<int>(v[1])}] = v[2] * 1e9;
+        }
+    }
     const toml::array* m = (*ops)["gemm_m"].as_array();
     const toml::array* nk = (*ops)["gemm_nk"].as_array();
     const toml::array* us = (*ops)["gemm_us"].as_array();
@@ -82,6 +101,11 @@ OpTables load_op_tables(const std::string& path) {
         throw_config_error("ops.gemm_us", std::to_string(us->size()) + " lists",
                            "needs one list per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
                            "re-run the calibration");
+    const toml::array* gemm_ops = (*ops)["gemm_op"].as_array();
+    if (gemm_ops && gemm_ops->size() != nk->size())
+        throw_config_error("ops.gemm_op", std::to_string(gemm_ops->size()) + " entries",
+                           "needs one op per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
+                           "re-run the calibration");
     for (size_t i = 0; i < nk->size(); ++i) {
         const toml::array* pair = (*nk)[i].as_array();
         const toml::array* times = (*us)[i].as_array();
@@ -89,6 +113,14 @@ OpTables load_op_tables(const std::string& path) {
             throw_config_error("ops.gemm_nk", "entry " + std::to_string(i), "must be [N, K] in " + path,
                                "e.g. gemm_nk = [[192, 64]]");
         GemmTable g;
+        if (gemm_ops) {
+            const std::string op = (*gemm_ops)[i].value_or(std::string());
+            if (op == "nt") g.op = GemmOp::kNT;
+            else if (op == "tn") g.op = GemmOp::kTN;
+            else if (op != "nn")
+                throw_config_error("ops.gemm_op", "entry " + std::to_string(i) + " '" + op + "'",
+                                   "must be one of nn, nt, tn in " + path, "re-run the calibration");
+        }
         const std::vector<double> shape = numbers(*pair, "ops.gemm_nk", path);
         g.n = static_cast<int>(shape[0]);
         g.k = static_cast<int>(shape[1]);
@@ -128,11 +160,23 @@ std::string op_tables_to_toml(const OpTables& t) {
     out << "p2p_gbyte_s = " << t.p2p_bytes_per_s * 1e-9 << "\n";
     out << "allreduce_latency_us = " << t.allreduce_latency_s * 1e6 << "\n";
     out << "allreduce_gbyte_s = " << t.allreduce_bytes_per_s * 1e-9 << "\n";
+    out << "link_message_us = " << t.link_message_s * 1e6 << "\n";
+    if (!t.attn_flops_per_s_at.empty()) {
+        out << "attn_at = [";
+        bool first = true;
+        for (const auto& [shape, rate] : t.attn_flops_per_s_at) {
+            out << (first ? "" : ", ") << "[" << shape.first << ", " << shape.second << ", " << rate * 1e-9 << "]";
+            first = false;
+        }
+        out << "]\n";
+    }
     out << "gemm_m = [";
     const std::vector<double>& rows = t.gemms.empty() ? std::vector<double>{} : t.gemms[0].m;
     for (size_t i = 0; i < rows.size(); ++i) out << (i ? ", " : "") << rows[i];
     out << "]\ngemm_nk = [";
     for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "[" << t.gemms[i].n << ", " << t.gemms[i].k << "]";
+    out << "]\ngemm_op = [";
+    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "\"" << gemm_op_name(t.gemms[i].op) << "\"";
     out << "]\ngemm_us = [";
     for (size_t i = 0; i < t.gemms.size(); ++i) {
         out << (i ? ",\n           [" : "[");

@@ -2,13 +2,18 @@
 // `prophet profile --calibrate` appends to the cluster file it writes. One BLAS thread per rank (the trainer's
 // setting), every figure the median over repeats of the slowest rank's time:
 //   GEMMs at the model's shapes (x W for qkv 3C x C, proj C x C, gate E x C, LM head V x C, expert F x C and C x F)
-//     for M = 16 .. 4096 rows;
+//     for M = 16 .. 4096 rows, and the same at every further shape given (prophet profile --ops-shape: the models
+//     a validation will replay; only tables are added, the calibration run and its scale fit stay the model's own);
 //   streaming: a copy of 4 KiB (the latency) and of 8 MiB (bandwidth, read + write bytes);
-//   attention: the causal attention kernel at this rank's B/D sequences, its FLOP rate;
+//   attention: the causal attention kernel at this rank's B/D sequences, its FLOP rate (and per further shape);
 //   all-to-all: 1 KiB per peer (latency per peer) and 1 MiB per peer (bandwidth per rank);
 //   point to point: 8 B (latency) and 4 MiB (bandwidth) from rank 0 to rank 1;
-//   all-reduce: 8 B (latency per ring step) and 4 MiB (bandwidth, from the ring formula).
+//   all-reduce: 8 B (latency per ring step) and 4 MiB (bandwidth, from the ring formula);
+//   the emulated link's cost per paced message (comm/comm_paced.h), through a paced communicator.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "comm/comm.h"
 #include "sim/op_model.h"
@@ -17,6 +22,12 @@
 namespace prophet {
 
 // Collective: every rank takes part (at least 2 ranks). calibrated_on describes settings.model and the rank count.
-sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& settings);
+sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& settings,
+                                  const std::vector<ModelConfig>& further_shapes = {});
+
+// One --ops-shape value, "KEY=N,KEY=N,..." with keys C, F, NH, V, E, T, B (e.g. "C=128,F=1024,NH=8"), over
+// `base` (the calibration's model) for the keys not given; validated like a model config. A config error naming
+// --ops-shape, the text and the allowed keys otherwise.
+ModelConfig parse_ops_shape(const std::string& text, const ModelConfig& base);
 
 }  // namespace prophet

@@ -4,6 +4,7 @@
 // invocations say what to pass.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -107,19 +108,27 @@ TEST_F(ValidateCli, UsageErrorsSayWhatToPass) {
     EXPECT_NE(no_ops.err.find("[ops]"), std::string::npos) << no_ops.err;
 }
 
-// `prophet profile --calibrate` writes the per-op model's [ops] tables (GEMMs at the config's six shapes, every
-// rate) into the cluster file, which the planner still reads and prophet validate accepts.
+// `prophet profile --calibrate` writes the per-op model's [ops] tables (GEMMs at the config's shapes, forward and
+// both backward forms, every rate; the same at an --ops-shape) into the cluster file, which the planner still
+// reads and prophet validate accepts.
 TEST_F(ValidateCli, CalibrateWritesTheOpsTables) {
     if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "no mpirun";
     const std::string cluster = (dir_ / "calibrated.toml").string();
     const auto r = run_prophet("mpirun --allow-run-as-root --oversubscribe -np 2",
                                "profile --config tests/fixtures/replay-2rank.toml --calibrate --cluster-out '" + cluster +
-                                   "' --set train.steps=2 --set store.path='" + (dir_ / "profile.db").string() + "'",
+                                   "' --set train.steps=2 --set store.path='" + (dir_ / "profile.db").string() +
+                                   "' --ops-shape C=96,F=1536,NH=8",
                                dir_);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const prophet::sim::OpTables t = prophet::sim::load_op_tables(cluster);
-    EXPECT_EQ(t.calibrated_on, "V=256 T=32 C=64 NH=4 L=2 E=4 K=1 F=2048 B=16 D=2");
-    EXPECT_EQ(t.gemms.size(), 6u) << "qkv, proj, gate, LM head, expert in and out";
+    EXPECT_EQ(t.calibrated_on, "V=256 T=32 C=64 NH=4 L=2 E=4 K=1 F=2048 B=16 D=2") << "--ops-shape adds tables only";
+    // per shape: qkv, proj, gate, expert in and out as nn, nt, tn (15) + the LM head's nt, nn, tn (3)
+    EXPECT_EQ(t.gemms.size(), 36u);
+    EXPECT_TRUE(std::any_of(t.gemms.begin(), t.gemms.end(), [](const prophet::sim::GemmTable& g) {
+        return g.op == prophet::sim::GemmOp::kTN && g.n == 96 && g.k == 1536;
+    })) << "dW2 of the C = 96, F = 1536 expert";
+    EXPECT_EQ(t.attn_flops_per_s_at.count({96, 8}), 1u);
+    EXPECT_GE(t.link_message_s, 0.0);
     for (const auto& g : t.gemms) {
         EXPECT_EQ(g.m.size(), g.seconds.size());
         for (double s : g.seconds) EXPECT_GT(s, 0.0) << g.n << "x" << g.k;
@@ -130,6 +139,13 @@ TEST_F(ValidateCli, CalibrateWritesTheOpsTables) {
     EXPECT_GT(t.p2p_bytes_per_s, 0.0);
     EXPECT_GT(t.allreduce_bytes_per_s, 0.0);
     EXPECT_EQ(prophet::load_cluster_file(cluster).num_devices, 2);
+    // a malformed --ops-shape fails before the run, naming the flag and the allowed keys
+    const auto bad = run_prophet("", "profile --config tests/fixtures/replay-2rank.toml --calibrate --cluster-out '" +
+                                         cluster + "' --set store.path='" + (dir_ / "bad.db").string() +
+                                         "' --ops-shape C=96,X=3", dir_);
+    EXPECT_EQ(bad.exit_code, prophet::kExitConfig) << bad.err;
+    EXPECT_NE(bad.err.find("--ops-shape"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("C, F, NH, V, E, T, B"), std::string::npos) << bad.err;
     const auto v = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --cluster '" + cluster +
                                        "' --no-record", dir_);
     EXPECT_EQ(v.exit_code, 0) << v.err;

@@ -59,6 +59,31 @@ TEST(OpModel, GemmInterpolatesInRows) {
     EXPECT_NEAR(gemm_seconds(t, 4, 32, 32), 2.0 * 4 * 32 * 32 / (262144.0 / 10e-6), 1e-15);
 }
 
+// A transposed GEMM (GemmOp) reads its own table; without one it falls back to the forward (nn) table of the same
+// (N, K), then to the FLOP rate.
+TEST(OpModel, TransposedGemmsUseTheirOwnTablesElseTheForwardOne) {
+    OpTables t = unit_tables();
+    GemmTable nt;
+    nt.op = GemmOp::kNT;
+    nt.n = 128;
+    nt.k = 64;
+    nt.m = {16, 64, 256};
+    nt.seconds = {30e-6, 60e-6, 240e-6};
+    t.gemms.push_back(nt);
+    EXPECT_NEAR(gemm_seconds(t, 64, 128, 64, GemmOp::kNT), 60e-6, 1e-12);
+    EXPECT_NEAR(gemm_seconds(t, 40, 128, 64, GemmOp::kNT), 45e-6, 1e-12);  // 30 + 24/48 * 30
+    EXPECT_NEAR(gemm_seconds(t, 64, 128, 64), 20e-6, 1e-12);              // nn unchanged by the nt table
+    EXPECT_NEAR(gemm_seconds(t, 64, 128, 64, GemmOp::kTN), 20e-6, 1e-12); // no tn table: the nn one
+    EXPECT_NEAR(gemm_seconds(t, 128, 32, 32, GemmOp::kTN), gemm_seconds(t, 128, 32, 32), 1e-15);  // FLOP rate
+}
+
+TEST(OpModel, AttentionRateAtFurtherShapes) {
+    OpTables t = unit_tables();
+    t.attn_flops_per_s_at[{128, 8}] = 3e9;
+    EXPECT_EQ(attn_flops_per_s(t, 128, 8), 3e9);
+    EXPECT_EQ(attn_flops_per_s(t, 128, 4), 1e9);  // another head count: the calibration model's rate
+}
+
 TEST(OpModel, RingAllReduce) {
     const OpTables t = unit_tables();
     // D = 4, 8 MB: 2 * 3 steps of (4 us + 8e6 / (4 * 1e9) s) = 6 * 2004 us
@@ -79,6 +104,8 @@ TEST_F(OpTablesFile, RoundTripsThroughAClusterFileThePlannerStillReads) {
     }
     const OpTables t = load_op_tables(path);
     ASSERT_EQ(t.gemms.size(), 1u);
+    EXPECT_EQ(t.gemms[0].op, GemmOp::kNN);
+    EXPECT_EQ(t.link_message_s, 0.0);
     EXPECT_EQ(t.gemms[0].n, 128);
     EXPECT_EQ(t.gemms[0].k, 64);
     EXPECT_EQ(t.gemms[0].m, (std::vector<double>{16, 64, 256}));
@@ -88,6 +115,34 @@ TEST_F(OpTablesFile, RoundTripsThroughAClusterFileThePlannerStillReads) {
     EXPECT_EQ(t.calibrated_on, "unit");
     // the planner's reader ignores [ops]
     EXPECT_EQ(load_cluster_file(path).num_devices, 2);
+}
+
+TEST_F(OpTablesFile, RoundTripsGemmOpsLinkCostAndAttentionShapes) {
+    OpTables in = unit_tables();
+    in.gemms.push_back(in.gemms[0]);
+    in.gemms[1].op = GemmOp::kTN;
+    in.gemms[1].seconds = {1e-6, 2e-6, 3e-6};
+    in.link_message_s = 125e-6;
+    in.attn_flops_per_s_at[{96, 4}] = 2.5e9;
+    const std::string path = (dir_ / "c.toml").string();
+    std::ofstream(path) << op_tables_to_toml(in);
+    const OpTables t = load_op_tables(path);
+    ASSERT_EQ(t.gemms.size(), 2u);
+    EXPECT_EQ(t.gemms[1].op, GemmOp::kTN);
+    EXPECT_NEAR(gemm_seconds(t, 256, 128, 64, GemmOp::kTN), 3e-6, 1e-12);
+    EXPECT_NEAR(t.link_message_s, 125e-6, 1e-12);
+    EXPECT_NEAR(attn_flops_per_s(t, 96, 4), 2.5e9, 1);
+    // a bad op names the field and the allowed values
+    std::string text = op_tables_to_toml(in);
+    text.replace(text.find("\"tn\""), 4, "\"tt\"");
+    std::ofstream(path) << text;
+    try {
+        load_op_tables(path);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("ops.gemm_op"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("nn, nt, tn"), std::string::npos) << e.what();
+    }
 }
 
 TEST_F(OpTablesFile, MissingOrBadFieldsNameThemselves) {
@@ -159,6 +214,59 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
         if (g.ops[i].kind == prophet::OpKind::kDispatch) {
             EXPECT_NEAR(slow.own_us[i], (5e-6 + 20 * 64 * 4 / 1e6 + 100e-6) * 1e6, 1e-6);
         }
+    // the emulation's own cost per paced message (link_message_s) adds to the one message; without a link it is
+    // not charged
+    OpTables paced = t;
+    paced.link_message_s = 40e-6;
+    const ReplayDurations with_cost = predict_durations(paced, c, step, g);
+    c.link_bytes_per_s = 0;
+    const ReplayDurations no_link = predict_durations(paced, c, step, g);
+    for (size_t i = 0; i < g.ops.size(); ++i)
+        if (g.ops[i].kind == prophet::OpKind::kDispatch) {
+            EXPECT_NEAR(with_cost.own_us[i], (5e-6 + 20 * 64 * 4 / 1e6 + 100e-6 + 40e-6) * 1e6, 1e-6);
+            EXPECT_NEAR(no_link.own_us[i], (5e-6 + 20 * 64 * 4 / 1e9) * 1e6, 1e-6);
+        }
+}
+
+// Backward expert compute: per layer dx = dy W^T (nt) and dW = x^T dy (tn), from their own tables.
+TEST(OpModel, ExpertBackwardUsesTheTransposedGemmTables) {
+    OpTables t = unit_tables();  // nn (N = 128, K = 64)
+    auto table = [](GemmOp op, int n, int k, double us) {
+        GemmTable g;
+        g.op = op;
+        g.n = n;
+        g.k = k;
+        g.m = {16, 64, 256};
+        g.seconds = {us * 1e-6, 4 * us * 1e-6, 16 * us * 1e-6};  // linear in M: us per 16 rows
+        return g;
+    };
+    t.gemms.push_back(table(GemmOp::kNT, 64, 128, 1));   // dx of x W1 (W1 [64, 128]): [M, 64] over 128
+    t.gemms.push_back(table(GemmOp::kTN, 128, 64, 2));   // dW1 [64, 128]
+    t.gemms.push_back(table(GemmOp::kNT, 128, 64, 3));   // dh of h W2 (W2 [128, 64]): [M, 128] over 64
+    t.gemms.push_back(table(GemmOp::kTN, 64, 128, 4));   // dW2 [128, 64]
+    OpModelConfig c;
+    c.V = 16, c.T = 8, c.C = 64, c.NH = 1, c.L = 1, c.E = 2, c.K = 1, c.F = 128, c.B = 2, c.D = 2;
+    c.route_rule = "owner";
+    RecordedStep step;
+    step.counts = {32, 0, 0, 16};  // rank 0: 32 rows of e0; rank 1: 16 rows of e1; nothing crosses
+    step.placements = {Placement::make_static(2, 2)};
+    std::vector<ReplayOp> ops;
+    for (int r = 0; r < 2; ++r) {
+        ReplayOp bec;
+        bec.kind = prophet::OpKind::kBec;
+        bec.block = 0;
+        bec.rank = r;
+        bec.start_us = 0;
+        bec.end_us = 1;
+        ops.push_back(bec);
+    }
+    const ReplayGraph g = build_replay_graph(ops, 2, false, "test");
+    const ReplayDurations d = predict_durations(t, c, step, g);
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+        const double m = g.ops[i].rank == 0 ? 32 : 16;
+        // (1 + 2 + 3 + 4) us per 16 rows + gelu' (1 us + 3 M F floats at 1 GB/s)
+        EXPECT_NEAR(d.own_us[i], 10.0 * m / 16 + (1e-6 + 3 * m * 128 * 4 / 1e9) * 1e6, 1e-6) << "rank " << g.ops[i].rank;
+    }
 }
 
 // fit_op_scales on the committed replay fixture's schedule-none run: after the fit, every fitted kind's modelled
