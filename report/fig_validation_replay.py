@@ -34,12 +34,19 @@ def pct(x):
 
 
 def main(argv=None):
-    args = C.parse_args(__doc__.splitlines()[0], experiment=False, argv=argv)
+    args = C.parse_args(__doc__.splitlines()[0], argv=argv)
     con = C.connect_or_exit(args.db, NAME)
     report = latest_report(con)
     if report is None:
         C.no_data(NAME, "no `prophet validate --cluster FILE` run (replay = model) in the store")
     pts = C.pd.DataFrame(report["points"])
+    if args.experiment is not None:  # only the validated runs of these experiments
+        wanted = [args.experiment] if isinstance(args.experiment, str) else list(args.experiment)
+        runs = C._query(con, "SELECT run_id, experiment FROM runs")
+        keep = set(runs.loc[runs["experiment"].isin(wanted), "run_id"])
+        pts = pts[pts["run_id"].isin(keep)]
+        if pts.empty:
+            C.no_data(NAME, f"the newest validation report has no runs of {', '.join(wanted)}")
     pts["set"] = pts["held_out"].map(lambda h: "held out" if h else "calibration")
     order = C.policy_order(pts["policy"])
     pal = C.palette(order)
