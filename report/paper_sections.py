@@ -410,9 +410,10 @@ BELOW_NOTE = (
     "(fastermoe time / prophet time)). Mechanisms: on 2xLPWNV (E = 8) Eq 7 with the authors' alpha = 3 stops prophet "
     "while the layer is still unbalanced (its threshold alpha * I / E is 3/8 of the tokens at k = 1, 3/4 at k = 2), "
     "where FasterMoE keeps shadowing while its model improves (`prophet plan` on the 65536-token, Zipf s = 2 version "
-    "of paper-e8-k1-m: Eq 8 prophet 145 ms, fastermoe 92 ms; with balance.alpha = 0.5 prophet 93 ms); elsewhere "
-    "prophet plans from the previous iteration's counts and FasterMoE from the current one's (prophet-oracle ties "
-    "fastermoe there: `prophet plan` on paper-e16-k2-s / hpnv-16). Per layer, Fig 11's layer 0 (the reconciliation "
+    "of paper-e8-k1-m with the topology-aware lpwnv-8: Eq 8 prophet 147 ms, fastermoe 78 ms; with balance.alpha = "
+    "0.5 prophet 95 ms, closer but still behind); elsewhere (hpnv-16, S and DS at k = 2) prophet plans from the "
+    "previous iteration's counts and FasterMoE from the current one's (prophet-oracle tied fastermoe there before "
+    "topology pricing was merged; not re-checked on this store). Per layer, Fig 11's layer 0 (the reconciliation "
     "below):")
 
 
