@@ -204,7 +204,11 @@ int run_validate(const ValidateArgs& args) {
                                    " is not the tables' calibrated_on " + tables.calibrated_on + " with link=0.0",
                                "pass the run of prophet profile --calibrate (prophet runs --db " + args.db + ")");
         tables = sim::fit_in_step_overheads(sim::fit_op_scales(tables, own), own);
-        std::fprintf(stderr, "prophet: [ops] scale and in_step_us re-fitted on run %s\n", args.refit_on.c_str());
+        std::string fitted;  // kind = factor / us per call, for the log
+        for (const auto& [kind, v] : tables.scale) fitted += " " + kind + "=x" + std::to_string(v).substr(0, 5);
+        for (const auto& [kind, v] : tables.in_step_s) fitted += " " + kind + "=+" + std::to_string(v * 1e6).substr(0, 5) + "us";
+        std::fprintf(stderr, "prophet: [ops] scale and in_step_us re-fitted on run %s:%s\n", args.refit_on.c_str(),
+                     fitted.c_str());
     }
     std::vector<sim::PointValidation> points;
     std::vector<std::string> excluded;
