@@ -7,6 +7,7 @@
 
 #include "../temp_dir_test.h"
 #include "core/error.h"
+#include "op_test_util.h"
 #include "sim/op_model.h"
 
 using namespace prophet;
@@ -14,36 +15,8 @@ using namespace prophet::sim;
 
 namespace {
 
-OpTables unit_tables() {  // as test_op_model.cpp's: a2a 5 us per peer + bytes at 1 GB/s
-    OpTables t;
-    GemmTable g;
-    g.n = 128;
-    g.k = 64;
-    g.m = {16, 64, 256};
-    g.seconds = {10e-6, 20e-6, 80e-6};
-    t.gemms.push_back(g);
-    t.stream_latency_s = 1e-6;
-    t.stream_bytes_per_s = 1e9;
-    t.attn_flops_per_s = 1e9;
-    t.a2a_latency_s = 5e-6;
-    t.a2a_bytes_per_s = 1e9;
-    t.p2p_latency_s = 10e-6;
-    t.p2p_bytes_per_s = 2e9;
-    t.allreduce_latency_s = 4e-6;
-    t.allreduce_bytes_per_s = 1e9;
-    t.calibrated_on = "unit";
-    return t;
-}
-
-ReplayOp op(prophet::OpKind kind, int rank, int block, double start_us, double end_us) {
-    ReplayOp o;
-    o.kind = kind;
-    o.rank = rank;
-    o.block = block;
-    o.start_us = start_us;
-    o.end_us = end_us;
-    return o;
-}
+using prophet::sim::test_util::op;
+using prophet::sim::test_util::unit_tables;
 
 // D = 2, E = 2, one layer: rank 0 routes 30 tokens to e0 and 10 to e1, rank 1 20 to e0; static placement, owner
 // routing: rank 0 receives 20 rows of C = 64 floats, the slowest exchange: 5 us + 5120 B / 1 GB/s = 10.12 us
@@ -62,8 +35,8 @@ RecordedStep unit_step(int64_t step, const std::vector<ReplayOp>& ops) {
 // (both ranks 1 us: far below the ring's 8 us of latency alone)
 RecordedStep dispatch_step(int64_t step, double end0, double end1) {
     using K = prophet::OpKind;
-    return unit_step(step, {op(K::kDispatch, 0, 0, 0, end0), op(K::kDispatch, 1, 0, 0, end1),
-                            op(K::kAllReduce, 0, -1, 2000, 2001), op(K::kAllReduce, 1, -1, 2000, 2001)});
+    return unit_step(step, {op(K::kDispatch, 0, 0, end0), op(K::kDispatch, 1, 0, end1),
+                            op(K::kAllReduce, 0, 2000, 2001, -1), op(K::kAllReduce, 1, 2000, 2001, -1)});
 }
 
 RecordedRun unit_run(const std::string& link_gbps) {
