@@ -152,6 +152,12 @@ TEST_F(ValidateCli, CalibrateWritesTheOpsTables) {
     })) << "dW2 of the C = 96, F = 1536 expert";
     EXPECT_EQ(t.attn_flops_per_s_at.count({96, 8}), 1u);
     EXPECT_GE(t.link_message_s, 0.0);
+    // fitted on the profile run's own timeline: factors of the compute kinds, in-step terms of the collectives
+    EXPECT_TRUE(t.scale.count("fec")) << "scale of the expert compute";
+    for (const char* kind : {"allreduce", "stats", "combine"}) {
+        ASSERT_TRUE(t.in_step_s.count(kind)) << kind;
+        EXPECT_GE(t.in_step_s.at(kind), 0.0) << kind;
+    }
     for (const auto& g : t.gemms) {
         EXPECT_EQ(g.m.size(), g.seconds.size());
         for (double s : g.seconds) EXPECT_GT(s, 0.0) << g.n << "x" << g.k;
