@@ -447,7 +447,8 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
             const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx->settings);  // the emulated link, if any
             sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx->settings, further_shapes);  // the per-op model's [ops]
             if (root) {
-                ops = sim::fit_op_scales(ops, sim::load_recorded_run(*ctx->store, ctx->run_id));
+                const sim::RecordedRun own = sim::load_recorded_run(*ctx->store, ctx->run_id);
+                ops = sim::fit_in_step_overheads(sim::fit_op_scales(ops, own), own);
                 ClusterSpec cluster = calibration_cluster(cal, D);
                 const std::string path = args.cluster_out.empty()
                                              ? "results/clusters/calibrated-" + std::to_string(D) + "rank.toml"

@@ -149,6 +149,10 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
                     "replay's own exactness check: within 3% per step)")
         ->check(CLI::IsMember({"model", "recorded"}))
         ->capture_default_str();
+    cmd->add_option("--refit-on", args.refit_on,
+                    "re-fit the [ops] per-kind scale and in_step_us on this run of the store before validating: "
+                    "the calibration run (prophet profile --calibrate records its timeline), e.g. after a change "
+                    "of the fit; its config must be the tables' calibrated_on, with no emulated link");
     cmd->add_flag("--include-oversubscribed", args.include_oversubscribed,
                   "keep runs recorded with more ranks than cores (docs/testbed.md): left out by default");
     cmd->add_flag("!--no-record", args.record, "do not record the validation as a run in the store");
@@ -190,6 +194,22 @@ int run_validate(const ValidateArgs& args) {
     const sim::ReplaySource source = args.replay == "recorded" ? sim::ReplaySource::kRecorded : sim::ReplaySource::kOpModel;
     sim::OpTables tables;
     if (source == sim::ReplaySource::kOpModel) tables = sim::load_op_tables(args.cluster);
+    if (!args.refit_on.empty()) {
+        if (source != sim::ReplaySource::kOpModel)
+            throw_config_error("--refit-on", args.refit_on, "only applies with --replay model", "drop --refit-on");
+        const sim::RecordedRun own = sim::load_recorded_run(store, args.refit_on);
+        if (sim::config_key(own) != tables.calibrated_on + " link=0.0")
+            throw_config_error("--refit-on", args.refit_on,
+                               "must be the calibration run: its config " + sim::config_key(own) +
+                                   " is not the tables' calibrated_on " + tables.calibrated_on + " with link=0.0",
+                               "pass the run of prophet profile --calibrate (prophet runs --db " + args.db + ")");
+        tables = sim::fit_in_step_overheads(sim::fit_op_scales(tables, own), own);
+        std::string fitted;  // kind = factor / us per call, for the log
+        for (const auto& [kind, v] : tables.scale) fitted += " " + kind + "=x" + std::to_string(v).substr(0, 5);
+        for (const auto& [kind, v] : tables.in_step_s) fitted += " " + kind + "=+" + std::to_string(v * 1e6).substr(0, 5) + "us";
+        std::fprintf(stderr, "prophet: [ops] scale and in_step_us re-fitted on run %s:%s\n", args.refit_on.c_str(),
+                     fitted.c_str());
+    }
     std::vector<sim::PointValidation> points;
     std::vector<std::string> excluded;
     for (const std::string& id : ids) {

@@ -177,6 +177,18 @@ double wire_s(const OpTables& t, const OpModelConfig& c, double bytes, double ou
     return s;
 }
 
+// whether op i of g gets its kind's in_step_s (OpTables::in_step_s): an in-step kind, a layout only as the counts
+// all-gather (a collective unit), and the kinds priced over the emulated link only when the run has none
+bool in_step_applies(const OpModelConfig& c, const ReplayGraph& g, size_t i) {
+    using K = prophet::OpKind;
+    const K kind = g.ops[i].kind;
+    if (!is_in_step_kind(kind)) return false;
+    if (kind == K::kLayout) return g.collective[g.unit[i]] != 0;
+    const bool over_link = kind == K::kDispatch || kind == K::kCombine || kind == K::kDispatchBwd ||
+                           kind == K::kCombineBwd || kind == K::kTrans || kind == K::kAgg;
+    return !(over_link && c.link_bytes_per_s > 0);
+}
+
 double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank) {
     const double bytes = std::max(f.sent[rank], f.recv[rank]) * c.C * kFloat;
     return t.a2a_latency_s * (c.D - 1) + wire_s(t, c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
@@ -319,24 +331,41 @@ ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, con
         }
         const auto scale = t.scale.find(prophet::op_kind_name(op.kind));
         d.own_us[i] = s * 1e6 * (scale == t.scale.end() ? 1.0 : scale->second);
+        const auto in_step = t.in_step_s.find(prophet::op_kind_name(op.kind));
+        if (in_step != t.in_step_s.end() && in_step_applies(c, g, i)) d.own_us[i] += in_step->second * 1e6;
     }
     return d;
 }
 
-OpTables fit_op_scales(OpTables tables, const RecordedRun& run) {
-    tables.scale.clear();
+namespace {
+
+// f(graph, recorded, modelled) for every step of `run` a fit uses (steps 1.. with counts: step 0 is the warm-up),
+// modelled with `tables`
+template <class F>
+void for_each_fit_step(const OpTables& tables, const RecordedRun& run, F f) {
     const OpModelConfig config = op_model_config(run);
-    std::map<std::string, std::pair<double, double>> sums;  // kind -> (recorded, modelled) us
     for (const RecordedStep& s : run.steps) {
         if (s.step == run.steps.front().step || s.counts.empty()) continue;  // the warm-up step
         const ReplayGraph g = build_replay_graph(s.ops, run.num_ranks, run.blockwise,
                                                  "run " + run.run_id + " step " + std::to_string(s.step));
         const ReplayDurations recorded = recorded_durations(g);
         const ReplayDurations modelled = predict_durations(tables, config, s, g);
+        f(g, recorded, modelled);
+    }
+}
+
+}  // namespace
+
+OpTables fit_op_scales(OpTables tables, const RecordedRun& run) {
+    tables.scale.clear();
+    std::map<std::string, std::pair<double, double>> sums;  // kind -> (recorded, modelled) us
+    for_each_fit_step(tables, run, [&](const ReplayGraph& g, const ReplayDurations& recorded,
+                                       const ReplayDurations& modelled) {
         for (size_t i = 0; i < g.ops.size(); ++i) {
             const prophet::OpKind kind = g.ops[i].kind;
             // NOTE: compute only: a communication kind's factor would carry the calibration's link to runs over
-            // another (an emulated slow link), and the optimizer is AdamW's streams behind a one-number all-reduce
+            // another (an emulated slow link; those kinds get an additive in_step_s instead, fit_in_step_overheads),
+            // and the optimizer is AdamW's streams behind a one-number all-reduce
             if (is_wait_kind(kind) || kind == prophet::OpKind::kPlan ||
                 (is_collective_kind(kind) && kind != prophet::OpKind::kOptimizer))
                 continue;
@@ -344,9 +373,38 @@ OpTables fit_op_scales(OpTables tables, const RecordedRun& run) {
             rec += recorded.own_us[i];
             mod += modelled.own_us[i];
         }
-    }
+    });
     for (const auto& [kind, sum] : sums)
         if (sum.second > 0 && sum.first > 0) tables.scale[kind] = sum.first / sum.second;
+    return tables;
+}
+
+bool is_in_step_kind(prophet::OpKind kind) {
+    using K = prophet::OpKind;
+    return kind == K::kLayout || (is_collective_kind(kind) && kind != K::kOptimizer);
+}
+
+OpTables fit_in_step_overheads(OpTables tables, const RecordedRun& run) {
+    tables.in_step_s.clear();
+    const OpModelConfig config = op_model_config(run);
+    std::map<std::string, std::vector<double>> per_step;  // kind -> per step: mean (recorded - modelled) per call, us
+    for_each_fit_step(tables, run, [&](const ReplayGraph& g, const ReplayDurations& recorded,
+                                       const ReplayDurations& modelled) {
+        std::map<std::string, std::pair<double, int>> sums;  // kind -> (sum of differences us, calls)
+        for (size_t i = 0; i < g.ops.size(); ++i) {
+            if (!in_step_applies(config, g, i)) continue;
+            auto& [diff, calls] = sums[prophet::op_kind_name(g.ops[i].kind)];
+            diff += recorded.own_us[i] - modelled.own_us[i];
+            ++calls;
+        }
+        for (const auto& [kind, sum] : sums) per_step[kind].push_back(sum.first / sum.second);
+    });
+    for (auto& [kind, diffs] : per_step) {
+        std::sort(diffs.begin(), diffs.end());
+        const size_t n = diffs.size();
+        const double median = n % 2 ? diffs[n / 2] : 0.5 * (diffs[n / 2 - 1] + diffs[n / 2]);
+        tables.in_step_s[kind] = std::max(0.0, median) * 1e-6;
+    }
     return tables;
 }
 

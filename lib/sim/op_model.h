@@ -72,6 +72,13 @@ struct OpTables {
     // into that kind's prediction; a kind not listed: 1. What microbenchmarks miss inside a real step (cold caches,
     // the other threads of the rank) is then carried to held-out configs per op kind.
     std::map<std::string, double> scale;
+    // per communication op kind name: seconds added to every call of that kind (fit_in_step_overheads): the
+    // in-step cost a tight-loop microbenchmark never sees. A rank that reaches a collective early waits in
+    // MpiRequest::wait's poll loop, which backs off to sleeps of up to 100 us (comm/comm_mpi.cpp), so the
+    // collective ends only when that rank wakes; in a microbenchmark the ranks arrive together and never sleep.
+    // Not added to the all-to-alls, Trans and Agg of a run over an emulated link: there link_message_s, measured
+    // through the same waits, already carries it per message.
+    std::map<std::string, double> in_step_s;
     bool empty() const { return gemms.empty(); }
 };
 
@@ -101,8 +108,8 @@ struct OpModelConfig {
 };
 OpModelConfig op_model_config(const RecordedRun& run);  // input error naming the run when model.* is absent
 
-// Predicted own duration (microseconds) of every op of a step's graph, times tables.scale of its kind; lead and
-// wake-up are 0. plan ops keep their recorded duration.
+// Predicted own duration (microseconds) of every op of a step's graph, times tables.scale of its kind, plus
+// tables.in_step_s of its kind per call (see OpTables); lead and wake-up are 0. plan ops keep their recorded duration.
 ReplayDurations predict_durations(const OpTables& tables, const OpModelConfig& config, const RecordedStep& step,
                                   const ReplayGraph& graph);
 
@@ -110,5 +117,14 @@ ReplayDurations predict_durations(const OpTables& tables, const OpModelConfig& c
 // the recorded own time summed over steps 1.. and ranks over the modelled one (scale ignored). Communication kinds,
 // waits and plan are not fitted.
 OpTables fit_op_scales(OpTables tables, const RecordedRun& run);
+
+// The communication kinds fit_in_step_overheads fits: the all-to-alls, the collective layout all-gathers, the
+// dense all-reduce, stats, Trans and Agg (the optimizer is scaled instead: AdamW's streams dominate it).
+bool is_in_step_kind(prophet::OpKind kind);
+// tables with in_step_s fitted on a recorded run (the calibration's own, over no emulated link): per kind of
+// is_in_step_kind, per step 1.. the mean over that kind's calls (every rank's op of a collective unit is one call
+// of that rank) of recorded own - modelled own (in_step_s ignored), then the median over steps (a noisy step does
+// not move it), floored at 0. A kind the run never recorded is left out (0).
+OpTables fit_in_step_overheads(OpTables tables, const RecordedRun& run);
 
 }  // namespace prophet::sim

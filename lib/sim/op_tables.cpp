@@ -3,8 +3,10 @@
 // a2a_gbyte_s; p2p_latency_us, p2p_gbyte_s; allreduce_latency_us, allreduce_gbyte_s; gemm_m (rows of every
 // table), gemm_nk ([[N, K], ...] one pair per table), gemm_us (one list per table, one median time per M),
 // gemm_op (optional, one "nn" | "nt" | "tn" per table, GemmOp; absent: every table "nn");
-// scale (optional inline table: op kind -> factor, fit_op_scales); link_message_us (optional, default 0) and
+// scale (optional inline table: op kind -> factor, fit_op_scales); in_step_us (optional inline table:
+// communication op kind -> microseconds per call, fit_in_step_overheads); link_message_us (optional, default 0) and
 // attn_at (optional, [[C, NH, GFLOP/s], ...]: the attention rate at further shapes, --ops-shape).
+#include <set>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -141,6 +143,26 @@ OpTables load_op_tables(const std::string& path) {
             t.scale[std::string(kind.str())] = *v;
         }
     }
+    if (const toml::table* in_step = (*ops)["in_step_us"].as_table()) {
+        std::set<std::string> kinds;  // the names is_in_step_kind accepts
+        std::string allowed;
+        for (int k = 0; k < static_cast<int>(prophet::OpKind::kCount); ++k)
+            if (is_in_step_kind(static_cast<prophet::OpKind>(k))) {
+                kinds.insert(prophet::op_kind_name(static_cast<prophet::OpKind>(k)));
+                allowed += std::string(allowed.empty() ? "" : ", ") + prophet::op_kind_name(static_cast<prophet::OpKind>(k));
+            }
+        for (const auto& [kind, node] : *in_step) {
+            const std::string name(kind.str());
+            if (kinds.count(name) == 0)
+                throw_config_error("ops.in_step_us." + name, toml_text(node),
+                                   "is not a communication op kind in " + path, "one of " + allowed);
+            const auto v = node.value<double>();
+            if (!v || *v < 0)
+                throw_config_error("ops.in_step_us." + name, toml_text(node), "must be a number >= 0 in " + path,
+                                   "re-run prophet profile --calibrate");
+            t.in_step_s[name] = *v * 1e-6;
+        }
+    }
     return t;
 }
 
@@ -190,6 +212,17 @@ std::string op_tables_to_toml(const OpTables& t) {
         bool first = true;
         for (const auto& [kind, v] : t.scale) {
             out << (first ? " " : ", ") << kind << " = " << v;
+            first = false;
+        }
+        out << " }\n";
+    }
+    if (!t.in_step_s.empty()) {
+        out << "# microseconds added per call of a communication kind: recorded - modelled own time per call on the\n"
+            << "# calibration run's own steps, median over steps (fit_in_step_overheads; the early ranks' poll wake-up)\n";
+        out << "in_step_us = {";
+        bool first = true;
+        for (const auto& [kind, v] : t.in_step_s) {
+            out << (first ? " " : ", ") << kind << " = " << v * 1e6;
             first = false;
         }
         out << " }\n";

@@ -108,6 +108,29 @@ TEST_F(ValidateCli, UsageErrorsSayWhatToPass) {
     EXPECT_NE(no_ops.err.find("[ops]"), std::string::npos) << no_ops.err;
 }
 
+// --refit-on re-fits the per-kind scale and in-step terms on the calibration run of the store (offline re-scoring
+// after a change of the fit); a run of another config, or the recorded replay, is refused naming the flag.
+TEST_F(ValidateCli, RefitOnTheCalibrationRunOnly) {
+    prophet::Store store = prophet::Store::open(db_);
+    const std::string run = store.list_runs("replay-fixture").front().run_id;
+    const std::string base = "validate --store '" + db_ + "' --experiment replay-fixture --no-record --json --cluster " +
+                             kFixtureDir + "/replay-2rank-cluster.toml";
+    const auto r = run_prophet("", base + " --refit-on " + run, dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("re-fitted on run " + run), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("allreduce=+"), std::string::npos) << "the in-step term of the dense all-reduce: " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["points"].size(), 2u);
+    const auto recorded = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --no-record "
+                                          "--replay recorded --refit-on " + run, dir_);
+    EXPECT_EQ(recorded.exit_code, prophet::kExitConfig);
+    EXPECT_NE(recorded.err.find("--refit-on"), std::string::npos) << recorded.err;
+    store.put_params(run, {{"comm.link_gbps", "4.0"}});  // now a run over an emulated link: not the calibration's
+    const auto other = run_prophet("", base + " --refit-on " + run, dir_);
+    EXPECT_EQ(other.exit_code, prophet::kExitConfig);
+    EXPECT_NE(other.err.find("--refit-on"), std::string::npos) << other.err;
+    EXPECT_NE(other.err.find("calibrated_on"), std::string::npos) << other.err;
+}
+
 // `prophet profile --calibrate` writes the per-op model's [ops] tables (GEMMs at the config's shapes, forward and
 // both backward forms, every rate; the same at an --ops-shape) into the cluster file, which the planner still
 // reads and prophet validate accepts.
@@ -129,6 +152,12 @@ TEST_F(ValidateCli, CalibrateWritesTheOpsTables) {
     })) << "dW2 of the C = 96, F = 1536 expert";
     EXPECT_EQ(t.attn_flops_per_s_at.count({96, 8}), 1u);
     EXPECT_GE(t.link_message_s, 0.0);
+    // fitted on the profile run's own timeline: factors of the compute kinds, in-step terms of the collectives
+    EXPECT_TRUE(t.scale.count("fec")) << "scale of the expert compute";
+    for (const char* kind : {"allreduce", "stats", "combine"}) {
+        ASSERT_TRUE(t.in_step_s.count(kind)) << kind;
+        EXPECT_GE(t.in_step_s.at(kind), 0.0) << kind;
+    }
     for (const auto& g : t.gemms) {
         EXPECT_EQ(g.m.size(), g.seconds.size());
         for (double s : g.seconds) EXPECT_GT(s, 0.0) << g.n << "x" << g.k;

@@ -10,6 +10,7 @@
 #include "../temp_dir_test.h"
 #include "balance/cluster.h"
 #include "core/error.h"
+#include "op_test_util.h"
 #include "sim/op_model.h"
 #include "store/store.h"
 
@@ -18,26 +19,7 @@ using namespace prophet::sim;
 
 namespace {
 
-OpTables unit_tables() {
-    OpTables t;
-    GemmTable g;
-    g.n = 128;
-    g.k = 64;
-    g.m = {16, 64, 256};
-    g.seconds = {10e-6, 20e-6, 80e-6};
-    t.gemms.push_back(g);
-    t.stream_latency_s = 1e-6;
-    t.stream_bytes_per_s = 1e9;
-    t.attn_flops_per_s = 1e9;
-    t.a2a_latency_s = 5e-6;
-    t.a2a_bytes_per_s = 1e9;
-    t.p2p_latency_s = 10e-6;
-    t.p2p_bytes_per_s = 2e9;
-    t.allreduce_latency_s = 4e-6;
-    t.allreduce_bytes_per_s = 1e9;
-    t.calibrated_on = "unit";
-    return t;
-}
+using prophet::sim::test_util::unit_tables;
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 
 #include "../temp_dir_test.h"
 #include "core/error.h"
+#include "op_test_util.h"
 #include "sim/replay.h"
 #include "store/store.h"
 
@@ -24,18 +25,7 @@ namespace {
 const std::string kFixture = std::string(PROPHET_SOURCE_DIR) + "/tests/fixtures/replay-2rank.db";
 constexpr double kExactness = 0.03;  // the replay's own error bound per step (issue 12)
 
-ReplayOp op(prophet::OpKind kind, int rank, double start, double end, int block = 0,
-            prophet::OpLane lane = prophet::OpLane::kCompute, int part = 0) {
-    ReplayOp o;
-    o.kind = kind;
-    o.lane = lane;
-    o.block = block;
-    o.part = part;
-    o.rank = rank;
-    o.start_us = start;
-    o.end_us = end;
-    return o;
-}
+using prophet::sim::test_util::op;
 
 using K = prophet::OpKind;
 using Lane = prophet::OpLane;
