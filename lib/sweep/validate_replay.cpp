@@ -71,7 +71,8 @@ std::string replay_validate_points(Store& store, const SweepSpec& spec, const st
     try {
         const sim::StoredValidation v = sim::validate_stored_runs(store, runs, sim::ReplaySource::kOpModel,
                                                                   spec.validate_oversubscribed, "sweep " + spec.name);
-        const nlohmann::json report = sim::validation_report_json(v, "model", cluster_text, calibrated_text);
+        nlohmann::json report = sim::validation_report_json(v, "model", cluster_text, calibrated_text);
+        report["data"] = "prophet sweep " + spec.name + " (per-op replay of its children, cluster " + cluster_text + ")";
         const std::string id = sim::record_validation(store, options.base, v.summary, report, "model",
                                                       {{"validate.sweep", quoted(spec.name)}});
         char buffer[160];

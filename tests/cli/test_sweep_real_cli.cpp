@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -251,16 +252,23 @@ TEST_F(SweepRealCli, CalibrateSetCalibratesOnAHeldOutConfig) {
 // A validating sweep's children record --timeline, and after the last point the sweep replays every child with the
 // per-op model of its calibrated cluster file ([ops]) and records one validation run (prophet validate's library)
 // whose report has a point per child, all held out: [sweep.calibrate_set] calibrated another corpus (the model's
-// shape is the same, as in experiments/sweeps/main-real.toml, so only the sweep knows they are held out).
+// shape is the same, as in experiments/sweeps/main-real.toml, so only the sweep knows they are held out); the
+// report draws it (fig_validation_replay) and its summary gives the held-out error.
 TEST_F(SweepRealCli, CalibratedSweepRecordsAPerOpReplayValidationOfEveryChild) {
     if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const auto r = sweep(
         "ranks = [2]\npolicies = [\"static\", \"prophet\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
-        "[sweep.set]\n\"train.steps\" = 3\n[sweep.calibrate_set]\n\"data.dominance\" = 0.0\n");
+        "[sweep.set]\n\"train.steps\" = 3\n[sweep.calibrate_set]\n\"data.dominance\" = 0.0\n",
+        /*report=*/true);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     ASSERT_EQ(j["run_ids"].size(), 2u);
     ASSERT_TRUE(j.contains("validation_run")) << r.err;
+    // the report draws it, and its summary states the held-out error of the replay
+    std::ifstream in(dir_ / "REPORT.md");
+    const std::string report_md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(report_md.find("figures/fig_validation_replay.png"), std::string::npos) << report_md;
+    EXPECT_NE(report_md.find("2 held-out runs of real-test came out"), std::string::npos) << report_md;
     prophet::Store store = prophet::Store::open(db_);
     std::set<std::string> children;
     for (const auto& id : j["run_ids"])
