@@ -35,10 +35,11 @@ FIGURES = [
     ("fig_train", "Loss, step time and max/mean load per step, by policy (prophet train)."),
     ("fig_gantt", "One training step across ranks: compute, all-to-alls, Trans/Agg on the communication thread and "
                   "the compute thread's waits for them (prophet train --timeline, docs/scheduler.md)."),
-    ("fig_validation", "Simulated (schedule none, sweep validate_cluster) against measured step time of real sweep "
-                       "points, with the relative error (prophet sweep, engine real)."),
+    ("fig_validation", "The analytic cost model's simulation (schedule none, sweep validate_cluster) against the "
+                       "measured step time of real sweep points, with the relative error (prophet sweep, engine real)."),
     ("fig_validation_replay", "Recorded runs replayed on their op DAG with the calibrated per-op model against their "
-                              "measured step time, held-out points filled (prophet validate)."),
+                              "measured step time, held-out points filled, the held-out error in the caption (prophet "
+                              "validate, or a validating real sweep after its last point)."),
     ("fig_serving_tail", "Per-layer p99 of the per-layer max over ranks of expert and all-to-all time, with "
                          "MoETuner's mean-of-max, by policy, measured and simulated (prophet profile --inference)."),
     ("fig_serving_sample", "Reduction of the MoE-part tail against static, in-sample against out-of-sample "
@@ -61,7 +62,7 @@ PRODUCED_BY = {
     "fig_train": "prophet train",
     "fig_gantt": "prophet train --timeline",
     "fig_validation": "prophet sweep experiments/sweeps/main-real.toml",
-    "fig_validation_replay": "experiments/validate-heldout.sh (prophet validate)",
+    "fig_validation_replay": "prophet sweep experiments/sweeps/main-real.toml, or experiments/validate-heldout.sh",
     "fig_serving_tail": "prophet sweep experiments/sweeps/serving-moetuner.toml",
     "fig_serving_sample": "prophet sweep experiments/sweeps/serving-moetuner.toml",
     "fig_ilp_gap": "build/bench/bench_ilp_gap",

@@ -2,7 +2,8 @@
 """Replay validation: simulated (per-op model) vs measured step time of recorded runs (prophet validate).
 
 Reads the newest `prophet validate` run of the store (command validate, its `validation` event: the report
-`--json` prints) whose replay is the per-op model, and draws one marker per validated run: x the measured median
+`--json` prints; a validating real sweep records one after its last point, docs/sweep.md) whose replay is the
+per-op model, and draws one marker per validated run: x the measured median
 step (steps 1..), y the replayed median step with every op's duration from the calibrated [ops] tables, the run's
 recorded counts and placements (never re-planned). Filled markers are held out (a model shape or rank count the
 tables were not calibrated on), hollow ones the calibration set. The dashed line is y = x, the band +-10%. The
@@ -79,7 +80,8 @@ def main(argv=None):
     cap = (f"One marker per run (no sd: each is one run's median step); filled: held out, hollow: calibration set "
            f"(tables calibrated on {report.get('calibrated_on') or '?'}). {held}; all {t['points']} points: MAPE "
            f"{100 * t['mape']:.1f}%, bias {pct(t['bias'])}. Kendall tau of the policy order {t['kendall_tau']:.2f} "
-           f"over {t['tau_pairs']} significant pairs. Data: prophet validate --cluster {report.get('cluster', '?')}.")
+           f"over {t['tau_pairs']} significant pairs. Data: "
+           f"{report.get('data') or 'prophet validate --cluster ' + report.get('cluster', '?')}.")
     C.add_caption(fig, cap)
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     C.save_figure(fig, args.out, NAME)

@@ -7,10 +7,12 @@ Headlines (each only where the store has the data):
               of the same seed; sim: static / policy mean iteration time), mean ± sd over points and n; sim sweeps
               with several clusters get one row per cluster and policy, pooled over traces and seeds;
   validation  real sweep points' sim_error = (simulated - measured) / measured step time, with the config the
-              simulator was calibrated on (validate_calibrated_on) beside the one it was validated on;
+              simulator was calibrated on (validate_calibrated_on) beside the one it was validated on (the analytic
+              cost model); and the held-out error of the per-op replay the sweep recorded after its last point;
   ablation    runs with ablate.variant: speedup of each variant over 'none' (fig_ablation's pairing);
   training    `prophet train` runs outside any sweep: final loss and median step time per policy.
 """
+import json
 import os
 import sys
 
@@ -157,9 +159,26 @@ def _validation_sentence(exp, g, raw):
     d = raw[raw["experiment"] == exp]["error_pct"]
     cal = "; ".join(sorted(set(raw[raw["experiment"] == exp]["calibrated on"])))
     val = ", ".join(sorted(set(raw[raw["experiment"] == exp]["validated on"])))
-    return (f"The simulator, calibrated on [{cal}] and validated on [{val}], predicted the measured step time of "
+    return (f"The analytic simulator (cost model, schedule none; fig_validation), calibrated on [{cal}] and validated "
+            f"on [{val}], predicted the measured step time of "
             f"{len(d)} runs of {exp} with an error of {_pm(d)}% (range {C.fmt3(d.min())}% to {C.fmt3(d.max())}%; "
             f"negative: simulated faster than measured).")
+
+
+def _replay_sentence(con, exp):
+    """The newest per-op replay validation a real sweep named `exp` recorded after its last point (a validate run
+    with param validate.sweep), as one sentence; "" when there is none."""
+    df = C._query(con, "SELECT e.data FROM events e JOIN runs r USING (run_id) JOIN params p USING (run_id) "
+                       "WHERE r.command = 'validate' AND e.kind = 'validation' AND p.key = 'validate.sweep' AND "
+                       "p.value = ? ORDER BY r.started_ms DESC, e.id DESC LIMIT 1", (json.dumps(exp),))
+    if df.empty:
+        return ""
+    t = json.loads(df["data"].iloc[0])["total"]
+    if not t.get("heldout_points"):
+        return ""
+    return (f"Replayed op by op with the per-op model (fig_validation_replay), {t['heldout_points']} held-out runs "
+            f"of {exp} came out {100 * t['heldout_mape']:.1f}% off the measured median step on average (MAPE; "
+            f"bias {100 * t['heldout_bias']:+.1f}%, max {100 * t['heldout_max_abs']:.1f}%).")
 
 
 def _ablation_sentence(exp, raw):
@@ -188,6 +207,7 @@ def build(con, experiment=None):
     if not va.empty:
         for exp, g in va.groupby("experiment", sort=False):
             sentences.append(_validation_sentence(exp, g, va_raw))
+            sentences.append(_replay_sentence(con, exp))
     if not ab.empty:
         for exp in ab["experiment"].unique():
             sentences.append(_ablation_sentence(exp, ab_raw))

@@ -129,6 +129,7 @@ int run_sweep_command(const SweepArgs& args) {
         out["claimed_elsewhere"] = s.claimed_elsewhere;
         out["failed"] = s.failed;
         out["run_ids"] = s.run_ids;
+        if (!s.validation_run_id.empty()) out["validation_run"] = s.validation_run_id;
         out["store"] = options.store_path;
         out["dry_run"] = options.dry_run;
         std::printf("%s\n", out.dump(2).c_str());

@@ -7,61 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/validation.h"
+#include "sim/validation_runs.h"
 
 namespace prophet::cli {
 
 namespace {
-
-nlohmann::json point_json(const sim::PointValidation& p) {
-    return {{"run_id", p.run_id},
-            {"policy", p.policy},
-            {"schedule", p.schedule},
-            {"config", p.config},
-            {"seed", p.seed},
-            {"held_out", p.held_out},
-            {"busy_machine", p.busy_machine},
-            {"load1", p.load1},
-            {"steps", p.steps},
-            {"measured_mean_ms", p.measured_mean_ms},
-            {"sim_mean_ms", p.sim_mean_ms},
-            {"measured_median_ms", p.measured_median_ms},
-            {"sim_median_ms", p.sim_median_ms},
-            {"measured_sd_ms", p.measured_sd_ms},
-            {"error_mean", p.error_mean},
-            {"error_median", p.error_median},
-            {"max_step_error", p.max_step_error},
-            {"p90_step_error", p.p90_step_error},
-            {"step_mape", p.step_mape},
-            {"residual_ms", p.residual_ms},
-            {"recorded_ms", p.recorded_ms}};
-}
-
-nlohmann::json summary_json(const sim::ValidationSummary& s, const std::string& source, const std::string& cluster,
-                            const std::string& calibrated_on, const std::vector<std::string>& excluded) {
-    nlohmann::json points = nlohmann::json::array();
-    for (const sim::PointValidation& p : s.points) points.push_back(point_json(p));
-    return {{"replay", source},
-            {"cluster", cluster},
-            {"calibrated_on", calibrated_on},
-            {"points", points},
-            {"excluded", excluded},
-            {"total",
-             {{"points", s.points.size()},
-              {"mape", s.mape},
-              {"bias", s.bias},
-              {"p90_abs", s.p90_abs},
-              {"max_abs", s.max_abs},
-              {"heldout_points", s.heldout_points},
-              {"heldout_mape", s.heldout_mape},
-              {"heldout_bias", s.heldout_bias},
-              {"heldout_p90_abs", s.heldout_p90_abs},
-              {"heldout_max_abs", s.heldout_max_abs},
-              {"kendall_tau", s.kendall_tau},
-              {"tau_pairs", s.tau_pairs},
-              {"residual_ms", s.residual_ms},
-              {"recorded_ms", s.recorded_ms}}}};
-}
 
 std::string pct(double x) { return fmt(100 * x, 3) + "%"; }
 
@@ -98,36 +48,6 @@ void print_table(const sim::ValidationSummary& s, const std::string& source, con
         if (p.busy_machine)
             std::printf("busy: %s started on a busy machine (load %s): its measured steps include other jobs' time\n",
                         p.run_id.c_str(), fmt(p.load1, 3).c_str());
-}
-
-// a validation run in the store: one metric row per point (step = point index) and the whole report as an event
-void record(Store& store, const sim::ValidationSummary& s, const nlohmann::json& report, const std::string& source) {
-    RunInfo info;
-    info.command = "validate";
-    info.experiment = "validation";
-    info.simulated = true;
-    info.git_sha = git_sha(&info.git_dirty);
-    info.hardware_json = hardware_json();
-    const std::string run_id = store.begin_run(info);
-    store.transaction([&] {
-        std::vector<std::pair<std::string, std::string>> params = {{"validate.replay", "\"" + source + "\""}};
-        for (size_t i = 0; i < s.points.size(); ++i) {
-            const sim::PointValidation& p = s.points[i];
-            params.emplace_back("validate.point." + std::to_string(i), "\"" + p.run_id + "\"");
-            store.put_metric(run_id, "measured_step_ms", static_cast<int64_t>(i), p.measured_median_ms);
-            store.put_metric(run_id, "sim_step_ms", static_cast<int64_t>(i), p.sim_median_ms);
-            store.put_metric(run_id, "error", static_cast<int64_t>(i), p.error_median);
-            store.put_metric(run_id, "held_out", static_cast<int64_t>(i), p.held_out ? 1.0 : 0.0);
-        }
-        store.put_params(run_id, params);
-        store.put_metric(run_id, "mape", 0, s.mape);
-        store.put_metric(run_id, "bias", 0, s.bias);
-        store.put_metric(run_id, "heldout_mape", 0, s.heldout_mape);
-        store.put_metric(run_id, "kendall_tau", 0, s.kendall_tau);
-        store.put_event(run_id, 0, -1, "info", "validation", "prophet validate report", report.dump());
-    });
-    store.finish_run(run_id, "finished", 0, "");
-    std::fprintf(stderr, "prophet: validation recorded as run %s\n", run_id.c_str());
 }
 
 }  // namespace
@@ -210,31 +130,26 @@ int run_validate(const ValidateArgs& args) {
         std::fprintf(stderr, "prophet: [ops] scale and in_step_us re-fitted on run %s:%s\n", args.refit_on.c_str(),
                      fitted.c_str());
     }
-    std::vector<sim::PointValidation> points;
-    std::vector<std::string> excluded;
+    std::vector<sim::RunToValidate> runs;
     for (const std::string& id : ids) {
-        sim::RecordedRun run;
-        try {
-            run = sim::load_recorded_run(store, id);
-        } catch (const Error& e) {
-            if (!by_experiment.count(id)) throw;
-            excluded.push_back(id + ": " + e.what());
-            continue;
-        }
-        if (run.param("testbed.oversubscribed") == "true" && !args.include_oversubscribed) {
-            excluded.push_back(id + ": oversubscribed (more ranks than cores); --include-oversubscribed keeps it");
-            continue;
-        }
-        points.push_back(sim::validate_run(run, source, source == sim::ReplaySource::kOpModel ? &tables : nullptr));
+        sim::RunToValidate r;
+        r.run_id = id;
+        r.tables = source == sim::ReplaySource::kOpModel ? &tables : nullptr;
+        r.optional = by_experiment.count(id) > 0;
+        runs.push_back(r);
     }
-    if (points.empty())
-        throw_input_error(args.db, "no run left to validate (" + std::to_string(excluded.size()) + " excluded)",
-                          "pass --include-oversubscribed, or record runs with one rank per core");
-    const sim::ValidationSummary summary = sim::summarize_validation(points);
-    const nlohmann::json report = summary_json(summary, args.replay, args.cluster, tables.calibrated_on, excluded);
+    const sim::StoredValidation v =
+        sim::validate_stored_runs(store, runs, source, args.include_oversubscribed, args.db);
+    const nlohmann::json report = sim::validation_report_json(v, args.replay, args.cluster, tables.calibrated_on);
     if (args.json) std::printf("%s\n", report.dump().c_str());
-    else print_table(summary, args.replay, tables.calibrated_on, excluded);
-    if (args.record) record(store, summary, report, args.replay);
+    else print_table(v.summary, args.replay, tables.calibrated_on, v.excluded);
+    if (args.record) {
+        RunInfo info;
+        info.git_sha = git_sha(&info.git_dirty);
+        info.hardware_json = hardware_json();
+        const std::string run_id = sim::record_validation(store, info, v.summary, report, args.replay);
+        std::fprintf(stderr, "prophet: validation recorded as run %s\n", run_id.c_str());
+    }
     return kExitOk;
 }
 

@@ -43,6 +43,9 @@ std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& 
     for (const char* a : sub) cmd.push_back(a);
     cmd.push_back(resolve_path(spec, spec.train_config));
     cmd.push_back("--json");
+    // validation: the child records every op (its store rows are written after the step's time is taken), so the
+    // sweep can replay it with the per-op model after the last point (validate_replay.cpp)
+    if (spec.command == "train" && !spec.validate_cluster.empty()) cmd.push_back("--timeline");
     for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/true, p.grid)) {
         cmd.push_back("--set");
         cmd.push_back(kv);

@@ -311,6 +311,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                                         "; fix: run the same command again to resume");
         }
     }
+    // the per-op replay validation of every finished point's child (held out), once the points this run added are in
+    if (real && store && summary.ran > 0 && !spec.validate_cluster.empty())
+        summary.validation_run_id = detail::replay_validate_points(*store, spec, points, options);
     if (store) store->checkpoint();
     return summary;
 }

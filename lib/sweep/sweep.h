@@ -118,6 +118,8 @@ struct SweepSummary {
     int ran = 0, skipped = 0, failed = 0;
     int claimed_elsewhere = 0;  // not run: another running sweep on the same store held the point's claim
     std::vector<std::string> run_ids;  // runs written by this invocation (finished and failed)
+    // engine real with validate_cluster: the per-op replay validation run recorded after the last point ("": none)
+    std::string validation_run_id;
 };
 
 // Runs (or, dry_run, only counts) every point; a point failing with prophet::Error is recorded as a failed run

@@ -82,3 +82,15 @@ std::string calibration_description(const SweepSpec& spec, const SweepPoint& p);
 nlohmann::json child_summary(const std::string& out);
 
 }  // namespace prophet::sweep::detail
+
+namespace prophet::sweep::detail {
+
+// After a real sweep's points (validate_cluster set): the per-op replay validation (sim/validation_runs.h, the
+// library of `prophet validate`) of the child of every point the store holds finished, each replayed with the
+// [ops] tables of the cluster file its point was validated on; with [sweep.calibrate_set] every point is held out
+// (the calibration ran another config). Recorded as a validation run (report/fig_validation_replay.py draws it).
+// Returns its run id, or "" with a log line saying why (a cluster file without [ops], no child with a timeline).
+std::string replay_validate_points(Store& store, const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                   const SweepOptions& options);
+
+}  // namespace prophet::sweep::detail

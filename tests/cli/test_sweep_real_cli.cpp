@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -246,4 +247,57 @@ TEST_F(SweepRealCli, CalibrateSetCalibratesOnAHeldOutConfig) {
         EXPECT_EQ(f, "64") << "the calibration ran the held-out config";
     }
     EXPECT_EQ(profiles, 1);
+}
+
+// A validating sweep's children record --timeline, and after the last point the sweep replays every child with the
+// per-op model of its calibrated cluster file ([ops]) and records one validation run (prophet validate's library)
+// whose report has a point per child, all held out: [sweep.calibrate_set] calibrated another corpus (the model's
+// shape is the same, as in experiments/sweeps/main-real.toml, so only the sweep knows they are held out); the
+// report draws it (fig_validation_replay) and its summary gives the held-out error.
+TEST_F(SweepRealCli, CalibratedSweepRecordsAPerOpReplayValidationOfEveryChild) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const auto r = sweep(
+        "ranks = [2]\npolicies = [\"static\", \"prophet\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
+        "[sweep.set]\n\"train.steps\" = 3\n[sweep.calibrate_set]\n\"data.dominance\" = 0.0\n",
+        /*report=*/true);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["run_ids"].size(), 2u);
+    ASSERT_TRUE(j.contains("validation_run")) << r.err;
+    // the report draws it, and its summary states the held-out error of the replay
+    std::ifstream in(dir_ / "REPORT.md");
+    const std::string report_md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(report_md.find("figures/fig_validation_replay.png"), std::string::npos) << report_md;
+    EXPECT_NE(report_md.find("2 held-out runs of real-test came out"), std::string::npos) << report_md;
+    prophet::Store store = prophet::Store::open(db_);
+    std::set<std::string> children;
+    for (const auto& id : j["run_ids"])
+        for (const auto& [key, v] : store.get_params(id))
+            if (key == "child_run_id") children.insert(nlohmann::json::parse(v).get<std::string>());
+    ASSERT_EQ(children.size(), 2u);
+    const auto events_of = [&](const std::string& run_id, const std::string& kind) {
+        std::vector<prophet::EventRow> out;
+        for (const auto& e : store.get_events(run_id))
+            if (e.kind == kind) out.push_back(e);
+        return out;
+    };
+    for (const std::string& child : children)
+        EXPECT_FALSE(events_of(child, "timeline").empty()) << child << " recorded no timeline";
+    const std::string validation = j["validation_run"];
+    EXPECT_EQ(store.get_run(validation).info.command, "validate");
+    const auto events = events_of(validation, "validation");
+    ASSERT_EQ(events.size(), 1u);
+    const auto report = nlohmann::json::parse(events[0].data_json);
+    EXPECT_EQ(report["replay"], "model");
+    ASSERT_EQ(report["points"].size(), 2u) << report.dump();
+    for (const auto& p : report["points"]) {
+        EXPECT_TRUE(children.count(p["run_id"].get<std::string>())) << p.dump();
+        EXPECT_TRUE(p["held_out"].get<bool>()) << p.dump();
+        EXPECT_GT(p["sim_median_ms"].get<double>(), 0) << p.dump();
+        EXPECT_GT(p["measured_median_ms"].get<double>(), 0) << p.dump();
+    }
+    EXPECT_EQ(report["total"]["heldout_points"], 2);
+    EXPECT_NE(report["calibrated_on"].get<std::string>().find("held out: data.dominance="), std::string::npos)
+        << report.dump();
+    EXPECT_NE(r.err.find("per-op replay validation of 2 child run(s)"), std::string::npos) << r.err;
 }
