@@ -83,7 +83,10 @@ def main(argv=None):
            f"over {t['tau_pairs']} significant pairs. Data: "
            f"{report.get('data') or 'prophet validate --cluster ' + report.get('cluster', '?')}.")
     C.add_caption(fig, cap)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    # leave the caption's wrapped lines (add_caption: ~15 characters per inch of width, 8 pt) room under the axes
+    lines = len(cap) // max(40, int(fig.get_figwidth() * 15)) + 2
+    fig.set_figheight(fig.get_figheight() + 0.16 * lines)
+    fig.tight_layout(rect=(0, min(0.45, 0.16 * lines / fig.get_figheight()), 1, 1))
     C.save_figure(fig, args.out, NAME)
     table = pts[["run_id", "policy", "schedule", "set", "measured_median_ms", "sim_median_ms", "error_median"]]
     C.print_result(NAME, cap, table)
