@@ -339,7 +339,8 @@ void Config::set(const std::string& key, const Value& value, const std::string& 
     values_[key] = Entry{value, source};
 }
 
-void Config::merge_toml_string(const std::string& text, const std::string& origin) {
+void Config::merge_toml_string(const std::string& text, const std::string& origin,
+                               const std::vector<std::string>& skip_tables) {
     toml::table table;
     try {
         table = toml::parse(text, origin);
@@ -349,6 +350,8 @@ void Config::merge_toml_string(const std::string& text, const std::string& origi
                                       std::to_string(where.column) + ": " + std::string(e.description()),
                           "correct the TOML syntax");
     }
+    for (const std::string& name : skip_tables)
+        if (const toml::node* node = table.get(name); node != nullptr && node->is_table()) table.erase(name);
     // flatten nested tables into dotted keys
     std::function<void(const toml::table&, const std::string&)> walk = [&](const toml::table& t,
                                                                            const std::string& prefix) {
@@ -366,12 +369,12 @@ void Config::merge_toml_string(const std::string& text, const std::string& origi
     walk(table, "");
 }
 
-void Config::merge_toml_file(const std::string& path) {
+void Config::merge_toml_file(const std::string& path, const std::vector<std::string>& skip_tables) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw_input_error(path, "cannot open file", "check the path");
     std::stringstream buffer;
     buffer << in.rdbuf();
-    merge_toml_string(buffer.str(), path);
+    merge_toml_string(buffer.str(), path, skip_tables);
 }
 
 void Config::apply_set(const std::string& assignment) {

@@ -67,8 +67,10 @@ class Config {
     // `what` names the thing being configured in messages (e.g. "config", "cluster file x.toml")
     explicit Config(const Schema& schema, std::string what = "config");
 
-    void merge_toml_file(const std::string& path);
-    void merge_toml_string(const std::string& text, const std::string& origin);
+    // skip_tables: top-level tables left out (another reader's section, e.g. a cluster file's [ops])
+    void merge_toml_file(const std::string& path, const std::vector<std::string>& skip_tables = {});
+    void merge_toml_string(const std::string& text, const std::string& origin,
+                           const std::vector<std::string>& skip_tables = {});
     // "section.key=value"; the value is parsed as TOML, and a bare word is taken as a string
     void apply_set(const std::string& assignment);
     void set(const std::string& key, const Value& value, const std::string& source);
