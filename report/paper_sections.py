@@ -412,8 +412,9 @@ BELOW_NOTE = (
     "where FasterMoE keeps shadowing while its model improves (`prophet plan` on the 65536-token, Zipf s = 2 version "
     "of paper-e8-k1-m with the topology-aware lpwnv-8: Eq 8 prophet 147 ms, fastermoe 78 ms; with balance.alpha = "
     "0.5 prophet 95 ms, closer but still behind); elsewhere (hpnv-16, S and DS at k = 2) prophet plans from the "
-    "previous iteration's counts and FasterMoE from the current one's (prophet-oracle tied fastermoe there before "
-    "topology pricing was merged; not re-checked on this store). Per layer, Fig 11's layer 0 (the reconciliation "
+    "previous iteration's counts and FasterMoE from the current one's (prophet-oracle ties fastermoe exactly there: "
+    "`prophet plan` on paper-e16-k2-s / hpnv-16 with plan.topology_aware = false, the paper's flat Eqs that "
+    "paper-tables-model runs: Eq 6 12.064 ms and Eq 8 8.711 ms for both, prophet 12.128 / 8.942). Per layer, Fig 11's layer 0 (the reconciliation "
     "below):")
 
 
