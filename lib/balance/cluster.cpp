@@ -4,8 +4,6 @@
 #include <limits>
 #include <sstream>
 
-#include <toml++/toml.h>
-
 #include "core/error.h"
 
 namespace prophet {

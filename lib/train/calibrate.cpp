@@ -64,6 +64,25 @@ double time_collective(Communicator& comm, const std::function<void()>& fn) {
     return calibration_median(samples);
 }
 
+double time_a2a(Communicator& comm, size_t per_peer) {
+    const int D = comm.size();
+    std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
+    std::vector<size_t> bytes(D, per_peer), offsets(D);
+    for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
+    bytes[comm.rank()] = 0;
+    return time_collective(comm, [&] {
+        comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
+    });
+}
+
+double time_p2p(Communicator& comm, size_t bytes) {
+    std::vector<char> buffer(bytes, 1);
+    return time_collective(comm, [&] {
+        if (comm.rank() == 0) comm.isend(buffer.data(), bytes, 1, 7301)->wait();
+        if (comm.rank() == 1) comm.irecv(buffer.data(), bytes, 0, 7301)->wait();
+    });
+}
+
 void static_ep_step_masks(const Model<float>& model, int rank, int D, std::vector<char>* skip,
                           std::vector<char>* include) {
     const int per_rank = model.config.E / D;
@@ -89,26 +108,15 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
 
     // ---- all-to-all by message size ----
     for (size_t per_peer : {1024ul, 4096ul, 16384ul, 65536ul, 262144ul, 1048576ul}) {
-        std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
-        std::vector<size_t> bytes(D, per_peer), offsets(D);
-        for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
-        bytes[comm.rank()] = 0;  // nothing to self: the model's R_i counts other devices only
-        const double t = time_collective(comm, [&] {
-            comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
-        });
+        // nothing to self: the model's R_i counts other devices only
         cal.a2a_received_bytes.push_back(static_cast<double>(per_peer) * (D - 1));
-        cal.a2a_seconds.push_back(t);
+        cal.a2a_seconds.push_back(time_a2a(comm, per_peer));
     }
 
     // ---- point to point, Trans and Agg of one expert ----
     {
         const size_t bytes = 4u << 20;
-        std::vector<char> buffer(bytes, 1);
-        const double t = time_collective(comm, [&] {
-            if (comm.rank() == 0) comm.isend(buffer.data(), bytes, 1, 7301)->wait();
-            if (comm.rank() == 1) comm.irecv(buffer.data(), bytes, 0, 7301)->wait();
-        });
-        cal.p2p_bytes_per_s = bytes / t;
+        cal.p2p_bytes_per_s = bytes / time_p2p(comm, bytes);
     }
     {
         const size_t count = 2 * static_cast<size_t>(C) * F;  // one expert's w1 + w2

@@ -43,6 +43,10 @@ double calibration_median(std::vector<double> v);
 // Collective: the median over 7 repeats (after 2 warm-ups, each after a barrier) of the slowest rank's time of fn(),
 // seconds.
 double time_collective(Communicator& comm, const std::function<void()>& fn);
+// Collective, time_collective of: an all-to-all of per_peer bytes from every rank to every other (none to itself);
+// a message of `bytes` from rank 0 to rank 1. Seconds.
+double time_a2a(Communicator& comm, size_t per_peer);
+double time_p2p(Communicator& comm, size_t bytes);
 
 // The trainer's step masks under static EP on rank `rank` of D (the calibrated step tail): skip [tensors] = 1 for the
 // experts another rank is home of (AdamW skips them), include = 1 for this rank's home experts and, on rank 0 only,

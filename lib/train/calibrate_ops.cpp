@@ -19,27 +19,6 @@ namespace prophet {
 
 namespace {
 
-// all-to-all of per_peer bytes to every other rank, seconds
-double time_a2a(Communicator& comm, size_t per_peer) {
-    const int D = comm.size();
-    std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
-    std::vector<size_t> bytes(D, per_peer), offsets(D);
-    for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
-    bytes[comm.rank()] = 0;
-    return time_collective(comm, [&] {
-        comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
-    });
-}
-
-// rank 0 -> rank 1, seconds
-double time_p2p(Communicator& comm, size_t bytes) {
-    std::vector<char> buffer(bytes, 1);
-    return time_collective(comm, [&] {
-        if (comm.rank() == 0) comm.isend(buffer.data(), bytes, 1, 7311)->wait();
-        if (comm.rank() == 1) comm.irecv(buffer.data(), bytes, 0, 7311)->wait();
-    });
-}
-
 double time_allreduce(Communicator& comm, size_t count) {
     std::vector<float> data(count, 1.0f);
     return time_collective(comm, [&] { comm.all_reduce_sum(data.data(), count); });
