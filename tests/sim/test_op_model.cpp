@@ -159,18 +159,8 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
     step.placements = {Placement::make_static(2, 2)};
     std::vector<ReplayOp> ops;
     for (int r = 0; r < 2; ++r) {
-        ReplayOp fec;
-        fec.kind = prophet::OpKind::kFec;
-        fec.block = 0;
-        fec.rank = r;
-        fec.start_us = 0;
-        fec.end_us = 1;
-        ops.push_back(fec);
-        ReplayOp a2a = fec;
-        a2a.kind = prophet::OpKind::kDispatch;
-        a2a.start_us = 1;
-        a2a.end_us = 2;
-        ops.push_back(a2a);
+        ops.push_back(test_util::op(prophet::OpKind::kFec, r, 0, 1));
+        ops.push_back(test_util::op(prophet::OpKind::kDispatch, r, 1, 2));
     }
     const ReplayGraph g = build_replay_graph(ops, 2, false, "test");
     const ReplayDurations d = predict_durations(t, c, step, g);
@@ -233,15 +223,7 @@ TEST(OpModel, ExpertBackwardUsesTheTransposedGemmTables) {
     step.counts = {32, 0, 0, 16};  // rank 0: 32 rows of e0; rank 1: 16 rows of e1; nothing crosses
     step.placements = {Placement::make_static(2, 2)};
     std::vector<ReplayOp> ops;
-    for (int r = 0; r < 2; ++r) {
-        ReplayOp bec;
-        bec.kind = prophet::OpKind::kBec;
-        bec.block = 0;
-        bec.rank = r;
-        bec.start_us = 0;
-        bec.end_us = 1;
-        ops.push_back(bec);
-    }
+    for (int r = 0; r < 2; ++r) ops.push_back(test_util::op(prophet::OpKind::kBec, r, 0, 1));
     const ReplayGraph g = build_replay_graph(ops, 2, false, "test");
     const ReplayDurations d = predict_durations(t, c, step, g);
     for (size_t i = 0; i < g.ops.size(); ++i) {
