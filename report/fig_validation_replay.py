@@ -82,6 +82,9 @@ def main(argv=None):
            f"{100 * t['mape']:.1f}%, bias {pct(t['bias'])}. Kendall tau of the policy order {t['kendall_tau']:.2f} "
            f"over {t['tau_pairs']} significant pairs. Data: "
            f"{report.get('data') or 'prophet validate --cluster ' + report.get('cluster', '?')}.")
+    if len(pts) < len(report["points"]):  # --experiment drew a subset; the statistics are the report's own
+        cap += (f" Drawn: {len(pts)} of the report's {len(report['points'])} runs (--experiment); the statistics "
+                f"above are over all of them.")
     C.add_caption(fig, cap)
     # leave the caption's wrapped lines (add_caption: ~15 characters per inch of width, 8 pt) room under the axes
     lines = len(cap) // max(40, int(fig.get_figwidth() * 15)) + 2
