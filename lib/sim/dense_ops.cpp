@@ -41,6 +41,11 @@ double inter_node_share(const ClusterSpec& cluster, int sharing) {
 
 }  // namespace
 
+double ring_all_reduce_s(double bytes, int ranks, double bytes_per_s, double step_latency_s) {
+    if (ranks <= 1) return 0.0;
+    return 2.0 * (ranks - 1) / ranks * bytes / bytes_per_s + 2.0 * (ranks - 1) * step_latency_s;
+}
+
 double all_reduce_s(const ClusterSpec& cluster, double bytes, AllReduceAlgorithm algorithm) {
     const int D = cluster.num_devices;
     if (D <= 1 || bytes <= 0) return 0.0;
@@ -56,11 +61,11 @@ double all_reduce_s(const ClusterSpec& cluster, double bytes, AllReduceAlgorithm
         // node boundary crosses a NIC
         const double link = n > 1 ? std::min(cluster.intra_node_bytes_per_s, inter_node_share(cluster, 1))
                                   : cluster.intra_node_bytes_per_s;
-        return 2.0 * (D - 1) / D * bytes / link + 2.0 * (D - 1) * lat;
+        return ring_all_reduce_s(bytes, D, link, lat);
     }
-    const double intra = g > 1 ? 2.0 * (g - 1) / g * bytes / cluster.intra_node_bytes_per_s : 0.0;
-    const double inter = 2.0 * (n - 1) / n * (bytes / g) / inter_node_share(cluster, g);
-    return intra + inter + (2.0 * (g - 1) + 2.0 * (n - 1)) * lat;
+    // reduce-scatter and all-gather inside each node (a ring of g), a ring of the n nodes over bytes / g each
+    return ring_all_reduce_s(bytes, g, cluster.intra_node_bytes_per_s, lat) +
+           ring_all_reduce_s(bytes / g, n, inter_node_share(cluster, g), lat);
 }
 
 DenseOpTimes dense_op_times(const CostModel& cost, const DenseOptions& options, int num_layers, int num_experts) {

@@ -65,6 +65,11 @@ struct DenseOpTimes {
 // num_layers L and num_experts E from the trace; D from the cluster.
 DenseOpTimes dense_op_times(const CostModel& cost, const DenseOptions& options, int num_layers, int num_experts);
 
+// A ring all-reduce of `bytes` over `ranks` ranks (seconds; 0 for one rank): 2 (ranks-1) steps, each moving
+// bytes / ranks over every link at bytes_per_s, plus step_latency_s per step. The one formula of the trace-driven
+// simulator's dense all-reduce (below) and the per-op model's (op_model.h).
+double ring_all_reduce_s(double bytes, int ranks, double bytes_per_s, double step_latency_s);
+
 // All-reduce of `bytes` over the cluster's D devices (seconds; 0 for D = 1 or no bytes). Ring: 2 (D-1)/D bytes
 // over the slowest link of the ring (intra-node on one node; else min(intra, inter, NIC)) + 2 (D-1) latencies.
 // Hierarchical with g devices per node and n nodes: 2 (g-1)/g bytes over intra-node links, plus a ring over the

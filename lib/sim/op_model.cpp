@@ -8,6 +8,7 @@
 
 #include "balance/placement.h"
 #include "core/error.h"
+#include "sim/dense_ops.h"
 
 namespace prophet::sim {
 
@@ -226,8 +227,7 @@ double gemm_seconds(const OpTables& t, double m, int n, int k, GemmOp op) {
 }
 
 double ring_allreduce_seconds(const OpTables& t, double bytes, int D) {
-    if (D <= 1) return 0.0;
-    return 2.0 * (D - 1) * (t.allreduce_latency_s + bytes / (static_cast<double>(D) * t.allreduce_bytes_per_s));
+    return ring_all_reduce_s(bytes, D, t.allreduce_bytes_per_s, t.allreduce_latency_s);
 }
 
 double attn_flops_per_s(const OpTables& t, int C, int NH) {
