@@ -6,17 +6,11 @@
 #include <functional>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "core/timer.h"
 
 namespace prophet {
 namespace {
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // times fn() `repeats` times, returns the median in microseconds and the last result
 template <typename Fn>

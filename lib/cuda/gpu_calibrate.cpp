@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "cuda/check.h"
 #include "cuda/gpu_model.h"
 #include "cuda/ops.h"
@@ -14,11 +15,6 @@ namespace prophet::cuda {
 namespace {
 constexpr int kWarmup = 2;
 constexpr int kRepeats = 7;
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 bool forward_kind(OpKind k) {
     return k == OpKind::kEmbed || k == OpKind::kAttn || k == OpKind::kGate || k == OpKind::kHead;

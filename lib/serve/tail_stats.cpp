@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace prophet::serve {
 
@@ -14,11 +15,7 @@ double percentile(std::vector<double> values, double p) {
         throw_input_error("percentile", "no values", "a percentile needs at least one value");
     if (!(p >= 0 && p <= 100))
         throw_config_error("percentile", std::to_string(p), "must be in [0, 100]", "use 50, 95 or 99");
-    std::sort(values.begin(), values.end());
-    const double h = (static_cast<double>(values.size()) - 1) * p / 100.0;
-    const size_t lo = static_cast<size_t>(std::floor(h));
-    const size_t hi = std::min(lo + 1, values.size() - 1);
-    return values[lo] + (h - static_cast<double>(lo)) * (values[hi] - values[lo]);
+    return prophet::percentile(std::move(values), p / 100.0);
 }
 
 TailSummary summarize(const std::vector<double>& per_iteration) {

@@ -8,6 +8,7 @@
 
 #include "balance/placement.h"
 #include "core/error.h"
+#include "core/stats.h"
 #include "sim/dense_ops.h"
 
 namespace prophet::sim {
@@ -400,10 +401,7 @@ OpTables fit_in_step_overheads(OpTables tables, const RecordedRun& run) {
         for (const auto& [kind, sum] : sums) per_step[kind].push_back(sum.first / sum.second);
     });
     for (auto& [kind, diffs] : per_step) {
-        std::sort(diffs.begin(), diffs.end());
-        const size_t n = diffs.size();
-        const double median = n % 2 ? diffs[n / 2] : 0.5 * (diffs[n / 2 - 1] + diffs[n / 2]);
-        tables.in_step_s[kind] = std::max(0.0, median) * 1e-6;
+        tables.in_step_s[kind] = std::max(0.0, median(diffs)) * 1e-6;
     }
     return tables;
 }

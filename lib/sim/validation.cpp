@@ -38,15 +38,6 @@ void error_stats(const std::vector<double>& e, double* mape, double* bias, doubl
 
 }  // namespace
 
-double percentile(std::vector<double> v, double q) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const double pos = q * static_cast<double>(v.size() - 1);
-    const size_t lo = static_cast<size_t>(std::floor(pos));
-    const size_t hi = std::min(v.size() - 1, lo + 1);
-    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
 std::string config_key(const RecordedRun& run) {
     std::string key;
     for (const char* k : {"V", "T", "C", "NH", "L", "E", "K", "F", "B"})

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stats.h"  // percentile (the P90s and the medians below)
 #include "sim/op_model.h"
 #include "sim/replay.h"
 
@@ -58,8 +59,5 @@ struct ValidationSummary {
     std::map<std::string, double> recorded_ms;  // per op kind, mean over points
 };
 ValidationSummary summarize_validation(std::vector<PointValidation> points);
-
-// 0-based percentile q in [0, 1] of v by linear interpolation (v empty: 0)
-double percentile(std::vector<double> v, double q);
 
 }  // namespace prophet::sim

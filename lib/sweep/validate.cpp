@@ -9,6 +9,7 @@
 #include "balance/evaluate.h"
 #include "balance/options.h"
 #include "core/error.h"
+#include "core/stats.h"
 #include "sim/simulator.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_internal.h"
@@ -91,9 +92,7 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
     std::vector<double> measured;
     for (const auto& [step, ms] : step_ms)
         if (step != step_ms.begin()->first) measured.push_back(ms);
-    std::sort(measured.begin(), measured.end());
-    const size_t n = measured.size();
-    v.measured_step_ms = n % 2 ? measured[n / 2] : 0.5 * (measured[n / 2 - 1] + measured[n / 2]);
+    v.measured_step_ms = median(std::move(measured));
     v.sim_error = v.measured_step_ms > 0 ? (v.sim_step_ms - v.measured_step_ms) / v.measured_step_ms : 0.0;
     return v;
 }

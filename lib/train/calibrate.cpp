@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "core/timer.h"
 #include "kernels/blas.h"
 #include "kernels/kernels.h"
@@ -46,11 +47,6 @@ class TimedExecutor final : public MoeExecutor<float> {
 
 }  // namespace
 
-double calibration_median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 double time_collective(Communicator& comm, const std::function<void()>& fn) {
     std::vector<double> samples;
     for (int r = 0; r < kWarmup + kRepeats; ++r) {
@@ -61,7 +57,7 @@ double time_collective(Communicator& comm, const std::function<void()>& fn) {
         comm.all_reduce_max(&t, 1);
         if (r >= kWarmup) samples.push_back(t);
     }
-    return calibration_median(samples);
+    return median(samples);
 }
 
 double time_a2a(Communicator& comm, size_t per_peer) {
@@ -199,8 +195,8 @@ Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, c
                 bnec.push_back(times[1]);
             }
         }
-        cal.fnec_s = calibration_median(fnec);
-        cal.bnec_s = calibration_median(bnec);
+        cal.fnec_s = median(fnec);
+        cal.bnec_s = median(bnec);
 
         // ---- the step's tail, as Trainer::step runs it after the last backward block: the dense-gradient
         // all-reduce, the global gradient norm (its all-reduce), AdamW on the dense tensors and this rank's home

@@ -38,8 +38,6 @@ struct Calibration {
     double a2a_wait_s = 0;   // per all-to-all, seconds
 };
 
-// median of v (empty: undefined)
-double calibration_median(std::vector<double> v);
 // Collective: the median over 7 repeats (after 2 warm-ups, each after a barrier) of the slowest rank's time of fn(),
 // seconds.
 double time_collective(Communicator& comm, const std::function<void()>& fn);

@@ -26,13 +26,6 @@ PointValidation point(const std::string& policy, int64_t seed, double measured, 
 
 }  // namespace
 
-TEST(Validation, Percentile) {
-    EXPECT_DOUBLE_EQ(percentile({1, 2, 3, 4, 5}, 0.5), 3.0);
-    EXPECT_DOUBLE_EQ(percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0.9), 10.0);
-    EXPECT_DOUBLE_EQ(percentile({0, 10}, 0.9), 9.0);
-    EXPECT_DOUBLE_EQ(percentile({}, 0.5), 0.0);
-}
-
 TEST(Validation, ErrorsOverAllAndHeldOutPoints) {
     // errors +10%, -20% (held out) and +30% (calibration set)
     const ValidationSummary s = summarize_validation(
