@@ -64,6 +64,10 @@ const Schema& cluster_schema() {
         s.add_bool("cluster.topology", false,
                    "use the topology-aware model by default (default: true when the file sets nvlink_domain, "
                    "nvlink_gbit_s, pcie_gbit_s, gpu_injection_gbit_s, gpu_ejection_gbit_s or nics_per_node)");
+        s.add_string("cluster.trans_broadcast", "star", {"star", "chain"},
+                     "the Trans/Agg collective of the systems on this cluster, the default of plan.trans_broadcast: "
+                     "star = the home sends to each receiver (prophet train), chain = NCCL's pipelined ring "
+                     "broadcast/reduce (the papers' code), each device forwarding at most trans_gbit_s / agg_gbit_s");
         s.add_float("cluster.fnec_ms", -1.0, -1.0, 1e7,
                     "measured forward non-expert time of one block, ms (-1: estimate from model dims)");
         s.add_float("cluster.bnec_ms", -1.0, -1.0, 1e7, "measured backward non-expert time of one block, ms (-1: 2x FNEC)");
@@ -115,6 +119,7 @@ bool describes_topology(const Config& config) {
 
 void read_topology(const Config& config, const std::string& origin, ClusterSpec& c) {
     c.topology = config.has("cluster.topology") ? config.get_bool("cluster.topology") : describes_topology(config);
+    c.chain_broadcast = config.get_string("cluster.trans_broadcast") == "chain";
     c.nics_per_node = static_cast<int>(config.get_int("cluster.nics_per_node"));
     c.nvlink_domain = static_cast<int>(config.get_int("cluster.nvlink_domain"));
     c.nvlink_bytes_per_s = config.get_float("cluster.nvlink_gbit_s") * kGbit;
@@ -223,6 +228,7 @@ std::string cluster_to_toml(const ClusterSpec& c) {
     // the topology keys and the explicit flag: what is read back is what was written (topology = false keeps a
     // calibrated file on the flat model)
     out << "topology = " << (c.topology ? "true" : "false") << "\n";
+    out << "trans_broadcast = \"" << (c.chain_broadcast ? "chain" : "star") << "\"\n";
     out << "nics_per_node = " << c.nics_per_node << "\n";
     out << "nvlink_domain = " << c.nvlink_domain << "\n";
     out << "nvlink_gbit_s = " << c.nvlink_bytes_per_s / kGbit << "\n";

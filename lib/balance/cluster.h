@@ -26,6 +26,11 @@ struct ClusterSpec {
     // topology-aware variant (docs/cluster.md "Topology"): link classes, per-device ports, NICs; bytes/s per
     // direction, 0 = no limit from that resource
     bool topology = false;              // the file describes its topology: the topology-aware model by default
+    // Trans/Agg collective of the systems run on this cluster (the default of plan.trans_broadcast): false = star,
+    // the home sends to each receiver (prophet train's point to point); true = chain, NCCL's pipelined ring
+    // broadcast / reduce (what Pro-Prophet's and FasterMoE's code call), each device forwarding one copy per expert
+    // at most at trans_bytes_per_s / agg_bytes_per_s (cost_model.h)
+    bool chain_broadcast = false;
     double intra_node_bytes_per_s = 0;  // per pair inside a node outside an NVLink domain (PCIe)
     double inter_node_bytes_per_s = 0;  // per pair across nodes
     double node_nic_bytes_per_s = 0;    // each NIC of a node; 0: no NIC limit beyond the per-pair links

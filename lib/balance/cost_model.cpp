@@ -149,6 +149,23 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
         }
         c.trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
         c.agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
+        if (m.trans_broadcast == TransBroadcast::kChain) {
+            // the ring collective's own rate: a device forwards (receives) one copy per expert whose chain passes
+            // it, at most at trans (agg) bytes/s: the rate the papers' planners price NCCL's broadcast at (Eq 4's
+            // S (D - n) / D / B per expert), so a chain is never faster than Eq 4 nor than its links
+            int64_t busiest = 0;
+            for (int d = 0; d < D; ++d) {
+                int64_t out = 0, in = 0;
+                for (int k = 0; k < D; ++k) {
+                    out += experts[static_cast<size_t>(d) * D + k];
+                    in += experts[static_cast<size_t>(k) * D + d];
+                }
+                busiest = std::max({busiest, out, in});
+            }
+            const double copies = static_cast<double>(busiest) * expert_bytes;
+            c.trans_s = std::max(c.trans_s, copies / (m.cluster.trans_bytes_per_s * m.bandwidth_scale));
+            c.agg_s = std::max(c.agg_s, copies / (m.cluster.agg_bytes_per_s * m.bandwidth_scale));
+        }
     } else {
         const double counted_bytes = static_cast<double>(counted) * expert_bytes;
         c.trans_s = counted_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);

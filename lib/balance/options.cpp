@@ -89,7 +89,8 @@ void add_cost_model_keys(Schema& s, const std::string& scale_note) {
                  "code), replicas = D - 1 - n (the replica holders, the bytes that move)");
     s.add_string("plan.trans_broadcast", "star", {"star", "chain"},
                  "topology-aware Trans/Agg: star = the home sends to each receiver (the trainer's point-to-point), "
-                 "chain = a pipelined chain through the receivers, node by node (NCCL's ring broadcast)");
+                 "chain = a pipelined chain through the receivers, node by node (NCCL's ring broadcast), each "
+                 "device forwarding at most trans_gbit_s (default: the cluster file's trans_broadcast)");
     s.add_string("plan.transfer_credit", "whole_experts", {"whole_experts", "chunks"},
                  "Eq 8's hidden transfer: whole experts first-fit into the non-expert window then beside expert "
                  "compute (the block-wise scheduler), or chunks filling both windows (the paper's max(0, T - window))");
@@ -123,8 +124,9 @@ CostModel cost_model_for_trace(const ClusterSpec& cluster, const std::string& cl
     cost.bandwidth_scale = c.get_float("plan.bandwidth_scale");
     cost.trans_receivers =
         c.get_string("plan.trans_receivers") == "replicas" ? TransReceivers::kReplicaHolders : TransReceivers::kPaper;
-    cost.trans_broadcast =
-        c.get_string("plan.trans_broadcast") == "chain" ? TransBroadcast::kChain : TransBroadcast::kStar;
+    const bool chain = c.has("plan.trans_broadcast") ? c.get_string("plan.trans_broadcast") == "chain"
+                                                     : cluster.chain_broadcast;  // the cluster file's collective
+    cost.trans_broadcast = chain ? TransBroadcast::kChain : TransBroadcast::kStar;
     cost.transfer_credit =
         c.get_string("plan.transfer_credit") == "chunks" ? TransferCredit::kChunks : TransferCredit::kWholeExperts;
     if (cost.model.d_model <= 0 || cost.model.d_ffn <= 0)

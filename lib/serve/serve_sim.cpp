@@ -31,6 +31,7 @@ CostModel simulated_cost_model(const std::string& cluster_path, int num_devices,
                            "simulate a cluster file of " + std::to_string(num_devices) + " devices");
     // the busiest link decides an all-to-all when the file describes links (nodes of NVLink, a network between)
     cost.topology_aware = cost.cluster.intra_node_bytes_per_s > 0;
+    cost.trans_broadcast = cost.cluster.chain_broadcast ? TransBroadcast::kChain : TransBroadcast::kStar;
     cost.model.d_model = d_model;
     cost.model.d_ffn = d_ffn;
     cost.model.bytes_per_elem = bytes_per_elem;

@@ -3,6 +3,7 @@
 // differs (an NVLink pair) and nowhere else.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -89,6 +90,14 @@ TEST(Topology, PlanAndSweepsFollowTheFileUnlessTopologyAwareIsSet) {
     EXPECT_FALSE(cost_model_for_trace(flat, "flat", shape, "trace", c, "").topology_aware);
     c.apply_set("plan.topology_aware=true");
     EXPECT_TRUE(cost_model_for_trace(flat, "flat", shape, "trace", c, "").topology_aware);
+    // the broadcast likewise: the file's chain unless plan.trans_broadcast says otherwise
+    auto broadcast = [&](const std::string& set) {
+        Config p(schema, "plan");
+        if (!set.empty()) p.apply_set(set);
+        return cost_model_for_trace(hpnv, "hpnv-16.toml", shape, "trace", p, "").trans_broadcast;
+    };
+    EXPECT_EQ(broadcast(""), TransBroadcast::kChain);
+    EXPECT_EQ(broadcast("plan.trans_broadcast=\"star\""), TransBroadcast::kStar);
 }
 
 TEST(Topology, BadTopologyKeysNameTheKeyAndTheRule) {
@@ -157,8 +166,11 @@ TEST(Topology, ChainBroadcastPutsOneCopyOnEachLinkNodeByNode) {
     const LayerFlow flow = compute_flow(counts.data(), 16, 16, p, RouteRule::kOwner);
     // star: the home's port queues three copies
     EXPECT_DOUBLE_EQ(predict_layer(m, flow, p).trans_s, 3 * B / pcie);
-    // chain 0 -> 1 -> 4 -> 8: every port sends and receives one copy; node 0's NIC carries it once
+    // chain 0 -> 1 -> 4 -> 8: every port sends and receives one copy; node 0's NIC carries it once (the ring's own
+    // rate, trans_gbit_s, lifted out of the way here; ChainBroadcastForwardsAtMostAtTheTransRate covers it)
     m.trans_broadcast = TransBroadcast::kChain;
+    const double papers_rate = m.cluster.trans_bytes_per_s;
+    m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = 1e15;
     const CostBreakdown chain = predict_layer(m, flow, p);
     EXPECT_DOUBLE_EQ(chain.trans_s, B / pcie);
     EXPECT_DOUBLE_EQ(chain.agg_s, B / pcie);
@@ -168,6 +180,56 @@ TEST(Topology, ChainBroadcastPutsOneCopyOnEachLinkNodeByNode) {
     for (int d : {0, 3, 5}) q.add_replica(2, d);
     const CostBreakdown mid = predict_layer(m, compute_flow(counts.data(), 16, 16, q, RouteRule::kOwner), q);
     EXPECT_DOUBLE_EQ(mid.trans_s, B / pcie);
+    // at the authors' 15 Gb/s (slower than every link) each device forwards its one copy at that rate
+    m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = papers_rate;
+    EXPECT_DOUBLE_EQ(predict_layer(m, flow, p).trans_s, B / papers_rate);
+}
+
+TEST(Topology, ChainBroadcastForwardsAtMostAtTheTransRate) {
+    // hpwnv-16 describes the papers' collective (trans_broadcast = "chain", 15 Gb/s): one expert to every other
+    // device costs one copy per device at 15 Gb/s, Eq 4's S (D - n) / D / B with the owner counted (n = 0) ...
+    const ClusterSpec cl = shipped("hpwnv-16.toml");
+    ASSERT_TRUE(cl.chain_broadcast);
+    CostModel m;
+    m.cluster = cl;
+    m.topology_aware = true;
+    m.trans_broadcast = TransBroadcast::kChain;
+    m.model = {1024, 2048, 256, 4, 1024};
+    const double B = m.expert_bytes(), rate = cl.trans_bytes_per_s;
+    std::vector<int64_t> counts(16 * 16, 64);
+    Placement p = Placement::make_static(16, 16);
+    for (int d = 1; d < 16; ++d) p.add_replica(0, d);
+    const LayerFlow flow = compute_flow(counts.data(), 16, 16, p, RouteRule::kOwner);
+    const CostBreakdown chain = predict_layer(m, flow, p);
+    EXPECT_DOUBLE_EQ(chain.trans_s, B / rate);
+    EXPECT_DOUBLE_EQ(chain.agg_s, B / cl.agg_bytes_per_s);
+    CostModel flat = m;
+    flat.topology_aware = false;
+    EXPECT_DOUBLE_EQ(predict_layer(flat, flow, p).trans_s, chain.trans_s);
+    // ... while the star queues 15 copies on the home's port
+    m.trans_broadcast = TransBroadcast::kStar;
+    EXPECT_DOUBLE_EQ(predict_layer(m, flow, p).trans_s, 15 * B / cl.pcie_bytes_per_s);
+    // two experts whose chains cross device 5: it forwards two copies
+    m.trans_broadcast = TransBroadcast::kChain;
+    for (int d = 0; d < 16; ++d)
+        if (d != 1) p.add_replica(1, d);
+    const CostBreakdown two = predict_layer(m, compute_flow(counts.data(), 16, 16, p, RouteRule::kOwner), p);
+    EXPECT_DOUBLE_EQ(two.trans_s, 2 * B / rate);
+}
+
+TEST(Topology, ClusterFileChoosesTheBroadcastUnlessThePlanSetsIt) {
+    // the paper clusters say chain (both systems' code calls NCCL's broadcast); the trainer's CPU files say nothing
+    for (const char* name : {"hpwnv-16.toml", "hpnv-16.toml", "hpwnv-32.toml", "lpwnv-8.toml"})
+        EXPECT_TRUE(shipped(name).chain_broadcast) << name;
+    EXPECT_FALSE(shipped("cpu-local.toml").chain_broadcast);
+    EXPECT_FALSE(shipped("h100-16.toml").chain_broadcast);
+    // and the key survives `profile --calibrate`'s writer
+    const std::string path = ::testing::TempDir() + "/chain-roundtrip.toml";
+    {
+        std::ofstream out(path);
+        out << cluster_to_toml(shipped("hpwnv-16.toml"));
+    }
+    EXPECT_TRUE(load_cluster_file(path).chain_broadcast);
 }
 
 TEST(Topology, AllToAllIsHierarchicalThroughRailNicsAndGpuPorts) {
