@@ -81,7 +81,8 @@ Loaded load_any_trace(const std::string& spec, const std::string& store_path) {
 // equation when balance.cost_eq = 0 (auto), so each column is a policy planned and scored by one equation;
 // the others (and any policy when cost_eq is set) plan once and are scored under every model.
 struct SimColumn {
-    std::string schedule;         // the policy's system schedule: blockwise (prophet, prophet-oracle) or none
+    std::string schedule;         // the policy's system schedule: blockwise (prophet, prophet-oracle), fastermoe
+                                  // (fastermoe) or none
     double moe_ms = 0;            // mean over iterations and blocks of the simulated MoE time of a block
     double iteration_ms = 0;      // mean simulated iteration (every block, FNEC/BNEC included)
     double exposed_trans_ms = 0;  // per block, means like moe_ms
@@ -197,8 +198,9 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
     std::printf("# one model per column, per MoE layer, means over iterations and layers: Eq6 = Trans/Agg blocking, "
                 "planned with Eq 6; Eq8 = block-wise scheduler, planned with Eq 8; FasterMoE sys = broadcast/reduce "
                 "beside one all-to-all each, Eq-6 placements; Sim sys = trace-driven simulator, MoE time per block under the "
-                "policy's system schedule (blockwise for prophet and prophet-oracle on their Eq-8 placements, none = "
-                "transfers blocking for the rest on their Eq-6 placements; whole-expert split, no planning time); "
+                "policy's system schedule (blockwise for prophet and prophet-oracle on their Eq-8 placements, "
+                "fastermoe = broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers blocking "
+                "for the rest, on their Eq-6 placements; whole-expert split, no planning time); "
                 "xstat* = static / policy under that model\n");
     for (const PolicyModels& m : scores) {
         if (m.skipped()) continue;
@@ -432,8 +434,9 @@ int run_plan(const PlanArgs& args) {
                          {"eq8", "Eq 8: block-wise scheduler hides Trans/Agg as its whole-expert split allows"},
                          {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"},
                          {"sim", "trace-driven simulator: MoE time per block under the policy's system schedule "
-                                 "(blockwise for prophet/prophet-oracle on Eq-8 placements, none = transfers blocking "
-                                 "for the rest on Eq-6 placements), whole-expert split, no planning time"}};
+                                 "(blockwise for prophet/prophet-oracle on Eq-8 placements, fastermoe = "
+                                 "broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers "
+                                 "blocking for the rest, on Eq-6 placements), whole-expert split, no planning time"}};
         out["policies"] = nlohmann::json::array();
         for (const PolicyModels& m : scores) out["policies"].push_back(score_json(m, static_times));
         out["locality"] = locality_json(trace, scores, static_times);

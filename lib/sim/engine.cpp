@@ -1,4 +1,4 @@
-// engine.cpp: in-order two-stream list scheduling of one iteration's ops.
+// engine.cpp: in-order multi-stream (schedule.h Resource) list scheduling of one iteration's ops.
 #include "sim/engine.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// engine.h: times a schedule's ops on D devices with in-order streams each (compute, comm, dense comm).
+// engine.h: times a schedule's ops on D devices with in-order streams each (compute, comm, dense comm, shadow comm).
 //
 // Rule (exact for in-order streams, so no event queue is needed): ops are taken in issue order; a per-device op
 // starts on device d at max(d's stream free, end of each dependency on d); a collective starts on every device at

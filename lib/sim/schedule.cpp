@@ -1,4 +1,4 @@
-// schedule.cpp: the `none` and `blockwise` op lists of one iteration.
+// schedule.cpp: the `none`, `blockwise` and `fastermoe` op lists of one iteration.
 #include "sim/schedule.h"
 
 #include <algorithm>
@@ -60,10 +60,18 @@ const char* op_part_name(OpPart part) {
 ScheduleKind parse_schedule_kind(const std::string& name) {
     if (name == "none") return ScheduleKind::kNone;
     if (name == "blockwise") return ScheduleKind::kBlockwise;
-    throw_config_error("sim.schedule", name, "must be none or blockwise", "--set sim.schedule=blockwise");
+    if (name == "fastermoe") return ScheduleKind::kFasterMoE;
+    throw_config_error("sim.schedule", name, "must be none, blockwise or fastermoe", "--set sim.schedule=blockwise");
 }
 
-const char* schedule_kind_name(ScheduleKind kind) { return kind == ScheduleKind::kNone ? "none" : "blockwise"; }
+const char* schedule_kind_name(ScheduleKind kind) {
+    switch (kind) {
+        case ScheduleKind::kNone: return "none";
+        case ScheduleKind::kBlockwise: return "blockwise";
+        case ScheduleKind::kFasterMoE: return "fastermoe";
+    }
+    return "?";
+}
 
 AllReduceMode parse_all_reduce_mode(const std::string& name) {
     if (name == "blocking") return AllReduceMode::kBlocking;
@@ -102,6 +110,12 @@ class Builder {
         return static_cast<int>(s_->ops.size()) - 1;
     }
     ScheduleOp& op(int index) { return s_->ops[static_cast<size_t>(index)]; }
+    // a Trans/Agg on the shadow stream (fastermoe), beside the comm stream's all-to-alls
+    int add_shadow(OpKind kind, int layer, std::vector<int> deps) {
+        const int index = add(kind, layer, OpPart::kWhole, std::move(deps));
+        op(index).resource = Resource::kShadowComm;
+        return index;
+    }
 
   private:
     Schedule* s_;
@@ -146,12 +160,17 @@ int head(Builder& b, const IterationOps& x, AllReduces& ar, int prev) {
     return bwd;
 }
 
-// attn_bwd(l) after the block's last backward op (dense), its gradients then complete
-int attention_backward(Builder& b, const IterationOps& x, AllReduces& ar, int L, int l, int prev) {
-    if (!x.dense) return prev;
-    const int bwd = b.add(OpKind::kAttnBwd, l, OpPart::kWhole, {prev});
+// attn_bwd(l) after the block's last backward ops `after` (dense), its gradients then complete; returns what the
+// next backward op waits for: {attn_bwd(l)}, or `after` without dense ops
+std::vector<int> attention_backward(Builder& b, const IterationOps& x, AllReduces& ar, int L, int l,
+                                    std::vector<int> after) {
+    if (!x.dense) return after;
+    const int bwd = b.add(OpKind::kAttnBwd, l, OpPart::kWhole, std::move(after));
     ar.finished(1 + (L - 1 - l), bwd);
-    return bwd;
+    return {bwd};
+}
+int attention_backward(Builder& b, const IterationOps& x, AllReduces& ar, int L, int l, int prev) {
+    return attention_backward(b, x, ar, L, l, std::vector<int>{prev}).front();
 }
 
 // embed_bwd closes the backward (dense)
@@ -227,6 +246,36 @@ void build_blockwise(Builder& b, int L, const IterationOps& x, AllReduces& ar, s
     *last = close_backward(b, x, ar, L, prev);
 }
 
+// FasterMoE's shadowing (pro-prophet.md §7): the policy plans on the current counts right after the gate; the
+// shadowed experts' broadcast runs on its own stream beside the dispatch all-to-all's sends, their compute after
+// both; backward computes them first (BEC), then reduces their gradients to the owners beside the dispatch
+// gradient's all-to-all, and the block's backward ends when both have.
+void build_fastermoe(Builder& b, int L, const IterationOps& x, AllReduces& ar, std::vector<int>* aggs, int* last) {
+    int prev = open_forward(b, x);
+    for (int l = 0; l < L; ++l) {
+        prev = attention_forward(b, x, l, prev);
+        const int gate = b.add(OpKind::kGate, l, OpPart::kWhole, {prev});
+        const int plan = b.add(OpKind::kPlan, l, OpPart::kWhole, {gate});
+        const int trans = b.add_shadow(OpKind::kTrans, l, {plan});
+        const int disp = b.add(OpKind::kDispatchA2a, l, OpPart::kWhole, {plan});
+        const int fec = b.add(OpKind::kFec, l, OpPart::kWhole, {disp, trans});
+        const int comb = b.add(OpKind::kCombineA2a, l, OpPart::kWhole, {fec});
+        prev = b.add(OpKind::kFnec, l, OpPart::kWhole, {comb});
+    }
+    std::vector<int> after = {head(b, x, ar, prev)};  // what the next backward op waits for
+    for (int l = L - 1; l >= 0; --l) {
+        const int bnec = b.add(OpKind::kBnec, l, OpPart::kWhole, after);
+        const int cb = b.add(OpKind::kCombineA2aBwd, l, OpPart::kWhole, {bnec});
+        const int bec = b.add(OpKind::kBec, l, OpPart::kWhole, {cb});
+        const int db = b.add(OpKind::kDispatchA2aBwd, l, OpPart::kWhole, {bec});
+        const int agg = b.add_shadow(OpKind::kAgg, l, {bec});
+        aggs->push_back(agg);
+        after = attention_backward(b, x, ar, L, l, {db, agg});
+    }
+    // without dense ops `after` is {dispatch_bwd(0), agg(0)}: the optimizer waits for every agg anyway
+    *last = close_backward(b, x, ar, L, after.front());
+}
+
 }  // namespace
 
 Schedule build_schedule(ScheduleKind kind, int num_layers, bool include_optimizer) {
@@ -249,10 +298,11 @@ Schedule build_schedule(ScheduleKind kind, int num_layers, const IterationOps& x
     AllReduces ar(b, x);
     std::vector<int> aggs;
     int last = -1;
-    if (kind == ScheduleKind::kNone)
-        build_none(b, num_layers, x, ar, &aggs, &last);
-    else
-        build_blockwise(b, num_layers, x, ar, &aggs, &last);
+    switch (kind) {
+        case ScheduleKind::kNone: build_none(b, num_layers, x, ar, &aggs, &last); break;
+        case ScheduleKind::kBlockwise: build_blockwise(b, num_layers, x, ar, &aggs, &last); break;
+        case ScheduleKind::kFasterMoE: build_fastermoe(b, num_layers, x, ar, &aggs, &last); break;
+    }
     if (x.optimizer) {
         std::vector<int> deps = aggs;
         deps.insert(deps.end(), ar.ops().begin(), ar.ops().end());
@@ -273,7 +323,9 @@ std::string check_schedule(const Schedule& s) {
         const Resource stream = op.kind == OpKind::kAllReduce ? Resource::kDenseComm
                                 : is_comm_kind(op.kind)        ? Resource::kComm
                                                                : Resource::kCompute;
-        if (op.resource != stream) return where + " is on the wrong stream";
+        // a comm op may run on the shadow stream (fastermoe's Trans/Agg), a compute op never
+        const bool shadow = op.resource == Resource::kShadowComm && is_comm_kind(op.kind);
+        if (op.resource != stream && !shadow) return where + " is on the wrong stream";
         if (op.collective != (op.resource != Resource::kCompute))
             return where + ": collective ops are exactly the comm ops";
         if (is_blockless_kind(op.kind) ? op.layer != -1 : (op.layer < 0 || op.layer >= s.num_layers))
@@ -288,7 +340,10 @@ std::string schedule_to_text(const Schedule& s) {
     std::ostringstream out;
     for (size_t i = 0; i < s.ops.size(); ++i) {
         const ScheduleOp& op = s.ops[i];
-        const char* stream = op.resource == Resource::kCompute ? "compute" : op.resource == Resource::kComm ? "comm   " : "dense  ";
+        const char* stream = op.resource == Resource::kCompute ? "compute"
+                             : op.resource == Resource::kComm  ? "comm   "
+                             : op.resource == Resource::kDenseComm ? "dense  "
+                                                                   : "shadow ";
         out << i << " " << stream << " " << op_kind_name(op.kind);
         if (op.layer >= 0) out << "[" << op.layer << "]";
         if (op.part != OpPart::kWhole) out << "." << op_part_name(op.part);

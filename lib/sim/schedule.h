@@ -1,11 +1,12 @@
 // schedule.h: the op DAG of one training iteration as plain data: which op runs on which stream, in which
 // order, after which other ops. The simulator (simulator.h) times it; a trainer can walk the same list.
 //
-// Every device has three in-order streams: compute, comm and dense comm (the dense all-reduce only). An op is either per-device (one instance per device,
+// Every device has four in-order streams: compute, comm, dense comm (the dense all-reduce only) and shadow comm
+// (FasterMoE's Trans/Agg only). An op is either per-device (one instance per device,
 // its dependencies read on the same device) or collective (one instance spanning every device's stream: it
 // starts when every device's stream is free and every dependency has ended on every device, and ends at the same
 // time everywhere). Ops are listed in issue order; each stream runs its ops in that order, so the order of two
-// ops on one stream is a dependency too. docs/simulator.md draws both schedules.
+// ops on one stream is a dependency too. docs/simulator.md draws the three schedules.
 #pragma once
 
 #include <string>
@@ -42,8 +43,11 @@ bool is_comm_kind(OpKind kind);         // trans, the four all-to-alls, agg, all
 
 // kDenseComm: the dense all-reduce's own stream (a DDP communicator of its own): buckets run beside the
 // all-to-alls and Trans/Agg rather than queueing in front of them (their bandwidth sharing is not modelled).
-enum class Resource : int { kCompute = 0, kComm = 1, kDenseComm = 2 };
-constexpr int kNumResources = 3;
+// kShadowComm: FasterMoE's Trans (its world-communicator broadcast of the shadowed experts) and Agg (the reduce of
+// their gradients to the owners) on a stream of their own, beside the all-to-alls on kComm; as for kDenseComm, the
+// links they share with the all-to-all are not modelled (each runs at its full cost-model time).
+enum class Resource : int { kCompute = 0, kComm = 1, kDenseComm = 2, kShadowComm = 3 };
+constexpr int kNumResources = 4;
 
 // Trans and Agg may be split in two sub-ops (blockwise schedule): the part hidden under the neighbouring block's
 // non-expert compute (FNEC for Trans, BNEC for Agg) and the part under its expert compute (FEC / BEC).
@@ -54,8 +58,12 @@ enum class ScheduleKind : int {
     kNone,       // Eq 6: Plan, Trans, A2A, FEC, A2A serialized per block; Agg before the next block's backward
     kBlockwise,  // Pro-Prophet §4: Plan(j+1) under A2A(j); Trans(l+1) under FEC(l) + FNEC(l);
                  // Agg(l+1) under BNEC(l) + BEC(l)
+    kFasterMoE,  // FasterMoE's system (pro-prophet.md §7): Plan on the current counts, Trans(l) beside the dispatch
+                 // A2A(l), Agg(l) beside the dispatch gradient's A2A(l), both on kShadowComm (the cost model's
+                 // CostBreakdown::fastermoe_s)
 };
-ScheduleKind parse_schedule_kind(const std::string& name);  // "none" | "blockwise"; config error otherwise
+// "none" | "blockwise" | "fastermoe"; config error otherwise
+ScheduleKind parse_schedule_kind(const std::string& name);
 const char* schedule_kind_name(ScheduleKind kind);
 
 enum class AllReduceMode : int {
@@ -109,10 +117,16 @@ struct Schedule {
 //              trans(l+1) under_expert beside fec(l), combine, trans(l+1) under_nec beside fnec(l); backward
 //              l = L-1..0: agg(l+1) under_nec beside bnec(l), combine_bwd, agg(l+1) under_expert beside bec(l),
 //              dispatch_bwd; agg(0) whole at the end; the optimizer after every agg.
-// With IterationOps::dense, in both schedules: embed_fwd opens the forward, attn_fwd(l) runs before gate(l),
+//   fastermoe: per block l: gate, plan (this iteration's, on the current counts), trans(l) whole on the shadow
+//              stream after plan, dispatch after plan (beside trans), fec after dispatch and trans, combine, fnec;
+//              backward l = L-1..0: bnec, combine_bwd, bec, then dispatch_bwd and agg(l) whole on the shadow
+//              stream, both after bec; the op after block l's backward (bnec(l-1), attn_bwd(l), the
+//              optimizer) waits for both, so agg's exposed part is max(0, agg - a2a) as in fastermoe_s.
+// With IterationOps::dense, in every schedule: embed_fwd opens the forward, attn_fwd(l) runs before gate(l),
 // head_fwd and head_bwd sit between the last forward and the first backward block, attn_bwd(l) follows
-// dispatch_bwd(l) (none: after agg(l)), embed_bwd closes the backward; the all-reduce is one op after embed_bwd
-// (blocking) or one op per bucket right after the backward op that completes the bucket (bucketed).
+// dispatch_bwd(l) (none: after agg(l); fastermoe: after both), embed_bwd closes the backward; the all-reduce is
+// one op after embed_bwd (blocking) or one op per bucket right after the backward op that completes the bucket
+// (bucketed).
 Schedule build_schedule(ScheduleKind kind, int num_layers, bool include_optimizer);
 Schedule build_schedule(ScheduleKind kind, int num_layers, const IterationOps& extra);
 

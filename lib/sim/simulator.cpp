@@ -26,6 +26,7 @@ const char* split_rule_name(SplitRule rule) {
 }
 
 ScheduleKind system_schedule(const std::string& policy) {
+    if (policy == "fastermoe") return ScheduleKind::kFasterMoE;
     return system_cost_eq(policy) == 8 ? ScheduleKind::kBlockwise : ScheduleKind::kNone;
 }
 
@@ -268,8 +269,9 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
             for (int d = 0; d < D; ++d) ir.kind_busy_s[k] = std::max(ir.kind_busy_s[k], busy[d][k]);
 
         std::vector<std::vector<Interval>> moe_iv(L);
-        // exposed communication: the union of every comm interval (the all-reduce's stream may overlap the comm
-        // stream) less the compute coverage; per kind, each op's own uncovered time
+        std::vector<size_t> shadow_ops;  // fastermoe's Trans/Agg, measured once every block's all-to-alls are known
+        // exposed communication: the union of every comm interval (the all-reduce's and the shadow stream may
+        // overlap the comm stream) less the compute coverage; per kind, each op's own uncovered time
         std::vector<Interval> comm_iv;
         for (size_t i = 0; i < n_ops; ++i)
             if (ops[i].resource != Resource::kCompute) comm_iv.emplace_back(times.start[i * D], times.end[i * D]);
@@ -277,6 +279,10 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
             ir.exposed_comm_s += (iv.second - iv.first) - covered(compute_cover, iv.first, iv.second);
         for (size_t i = 0; i < n_ops; ++i) {
             const ScheduleOp& op = ops[i];
+            if (op.resource == Resource::kShadowComm) {
+                shadow_ops.push_back(i);
+                continue;
+            }
             const double s = times.start[i * D], e = times.end[i * D];
             const double exposed =
                 op.resource != Resource::kCompute ? std::max(0.0, (e - s) - covered(compute_cover, s, e)) : 0.0;
@@ -305,9 +311,27 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
                 }
             }
         }
+        // A shadow Trans/Agg runs beside its block's all-to-alls: its exposed part is what neither compute nor the
+        // block's all-to-alls cover (so Trans hidden under the dispatch is not counted twice in the kind sums),
+        // and the block's MoE time is the union of its all-to-alls, FEC, BEC and the transfers themselves.
+        for (size_t i : shadow_ops) {
+            const ScheduleOp& op = ops[i];
+            PROPHET_ASSERT_MSG(op.kind == OpKind::kTrans || op.kind == OpKind::kAgg, "only Trans and Agg shadow");
+            const double s = times.start[i * D], e = times.end[i * D];
+            std::vector<Interval> hide = moe_iv[op.layer];  // the block's all-to-alls, FEC and BEC so far
+            hide.insert(hide.end(), compute_cover.begin(), compute_cover.end());
+            const double exposed = std::max(0.0, (e - s) - covered(merge_intervals(std::move(hide)), s, e));
+            ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
+            BlockResult& br = ir.blocks[op.layer];
+            (op.kind == OpKind::kTrans ? br.trans_s : br.agg_s) += durations[i * D];
+            (op.kind == OpKind::kTrans ? br.exposed_trans_s : br.exposed_agg_s) += exposed;
+            moe_iv[op.layer].emplace_back(s, e);
+        }
         for (int l = 0; l < L; ++l) {
             BlockResult& br = ir.blocks[l];
-            br.moe_s = measure(merge_intervals(std::move(moe_iv[l]))) + br.exposed_trans_s + br.exposed_agg_s;
+            // the comm-stream transfers (none, blockwise) are outside the union: their exposed parts add to it
+            br.moe_s = measure(merge_intervals(std::move(moe_iv[l])));
+            if (shadow_ops.empty()) br.moe_s = br.moe_s + br.exposed_trans_s + br.exposed_agg_s;
             ir.mean_max_mean_load += br.max_mean_load / L;
             ir.max_max_mean_load = std::max(ir.max_max_mean_load, br.max_mean_load);
         }

@@ -3,7 +3,7 @@
 // For every iteration j and block l the placement's token flow on the trace's counts gives the op durations
 // (cost model terms, seconds):
 //   gate, plan         options.gate_s, the plan time               per device, compute stream
-//   trans / agg        CostBreakdown trans_s / agg_s (or a split)  collective, comm stream
+//   trans / agg        CostBreakdown trans_s / agg_s (or a split)  collective, comm stream (fastermoe: shadow stream)
 //   four all-to-alls   CostBreakdown a2a_s                         collective, comm stream
 //   fec on device i    H_i * 4CF / t  (max_i = Eq 2)               per device, compute stream
 //   bec on device i    2 * fec on device i (Eq 3)                  per device, compute stream
@@ -85,9 +85,11 @@ struct BlockResult {
     double agg_s = 0;
     double trans_under_nec_s = 0, trans_under_expert_s = 0;  // blockwise split of blocks >= 1 (0 otherwise)
     double agg_under_nec_s = 0, agg_under_expert_s = 0;      // blockwise split of blocks >= 1 (0 otherwise)
-    double exposed_trans_s = 0;  // Trans time during which no device computes
+    double exposed_trans_s = 0;  // Trans time during which no device computes (fastermoe: nor the block's
+                                 // all-to-alls run, beside which its Trans/Agg run on the shadow stream)
     double exposed_agg_s = 0;
     double moe_s = 0;            // union of the block's four all-to-alls, FEC and BEC + exposed Trans + exposed Agg
+                                 // (fastermoe: the union of those and its Trans and Agg intervals, the same sum)
 };
 
 struct IterationResult {
@@ -98,7 +100,9 @@ struct IterationResult {
     double exposed_comm_s = 0;   // comm time during which no device computes
     std::array<double, kNumOpKinds> kind_busy_s{};     // per kind: max over devices of the summed op lengths
     std::array<double, kNumOpKinds> kind_exposed_s{};  // per comm kind: exposed time (compute kinds: 0); an
-                                                       // all-reduce beside an all-to-all counts in both kinds
+                                                       // all-reduce beside an all-to-all counts in both kinds;
+                                                       // a shadow Trans/Agg counts only beyond its block's
+                                                       // all-to-alls (BlockResult::exposed_trans_s)
     double mean_max_mean_load = 0;  // over blocks
     double max_max_mean_load = 0;
     std::vector<BlockResult> blocks;  // [L]
@@ -136,7 +140,7 @@ SimResult simulate_score(const PolicyScore& score, const TraceView& trace, const
                          const EvalSettings& settings, const SimOptions& options);
 
 // The schedule of the system a policy belongs to: blockwise for prophet and prophet-oracle (system_cost_eq 8),
-// none for the rest.
+// fastermoe for fastermoe (its shadowing), none for the rest.
 ScheduleKind system_schedule(const std::string& policy);
 
 }  // namespace prophet::sim

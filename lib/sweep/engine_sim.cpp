@@ -29,7 +29,7 @@ struct PointData {
     ClusterSpec cluster;
     CostModel truth, belief;
     EvalSettings settings;
-    std::string schedule = "system";  // sim.schedule: system | none | blockwise
+    std::string schedule = "system";  // sim.schedule: system | none | blockwise | fastermoe
     sim::DenseOptions dense;          // sim.iteration full: the whole iteration
 };
 
@@ -102,7 +102,7 @@ namespace {
 
 // Plans with the belief cost model, simulates on the true one (equal unless plan.*_scale != 1).
 // score: optional copy of the policy's PolicyScore (balance_std, rb_vs_static per iteration and layer).
-// schedule: "system" (the policy's own, sim::system_schedule), "none" or "blockwise".
+// schedule: "system" (the policy's own, sim::system_schedule), "none", "blockwise" or "fastermoe".
 sim::SimResult simulate_planned(const std::string& policy, const PointData& d, const TraceView& view,
                                 const EvalSettings& settings, const std::string& schedule,
                                 PolicyScore* score = nullptr) {
@@ -116,9 +116,7 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
         plan[static_cast<size_t>(ls.iteration) * L + ls.layer] = offline ? 0.0 : ls.plan_us * 1e-6;
     }
     sim::SimOptions o;
-    o.schedule = schedule == "system"   ? sim::system_schedule(policy)
-                 : schedule == "none"   ? sim::ScheduleKind::kNone
-                                        : sim::ScheduleKind::kBlockwise;
+    o.schedule = schedule == "system" ? sim::system_schedule(policy) : sim::parse_schedule_kind(schedule);
     o.route_rule = effective_route_rule(policy, settings.options);
     o.dense = d.dense;
     o.record_timeline = false;

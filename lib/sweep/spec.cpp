@@ -151,9 +151,10 @@ const Schema& point_schema() {
         add_balance_keys(s, /*allow_all=*/false, "static");
         s.add_int("plan.repeats", 1, 1, 1000, "timing repeats per planning call (median reported)");
         add_cost_model_keys(s, " (the simulated cluster stays fixed)");
-        s.add_string("sim.schedule", "system", {"system", "none", "blockwise"},
+        s.add_string("sim.schedule", "system", {"system", "none", "blockwise", "fastermoe"},
                      "engine sim: the schedule the point is simulated under (system: the policy's own, blockwise for "
-                     "prophet / prophet-oracle, none otherwise)");
+                     "prophet / prophet-oracle, fastermoe for fastermoe, none otherwise; fastermoe: Trans/Agg beside "
+                     "the dispatch all-to-alls)");
         // the whole iteration (sim/dense_ops.h): embedding, attention, LM head, dense all-reduce, optimizer
         s.add_string("sim.iteration", "moe", {"moe", "full"},
                      "engine sim: moe = the MoE blocks only (the paper's iteration), full = the whole iteration");

@@ -57,6 +57,23 @@ class Cli : public prophet::testing::TempDirTest {
 
 }  // namespace
 
+// fastermoe's Sim column runs FasterMoE's own schedule: with the planner counting Trans/Agg receivers as the
+// simulator does (plan.trans_receivers = replicas) it equals the FasterMoE sys column, below Eq 6's blocking
+// transfers. A slow device (0.1 TFLOP/s) makes shadowing pay on the tiny trace.
+TEST_F(Cli, PlanFasterMoESimColumnIsItsSystemModel) {
+    cluster4_ = write("slow4.toml",
+                      "[cluster]\nname = \"slow4\"\nnum_devices = 4\ndevices_per_node = 2\ncompute_tflop_s = 0.1\n"
+                      "a2a_gbit_s = [10.0]\ntrans_gbit_s = 10.0\n");
+    const Result r = plan("--policy fastermoe --json --set plan.trans_receivers=replicas");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json p = nlohmann::json::parse(r.out)["policies"][0];
+    EXPECT_EQ(p["sim"]["schedule"], "fastermoe");
+    ASSERT_GT(p["eq6"]["trans_bytes"].get<double>(), 0.0) << "no shadowed expert: the case tests nothing";
+    const double sim = p["sim"]["predicted_ms"], system = p["fastermoe_system"]["predicted_ms"];
+    EXPECT_NEAR(sim, system, 1e-9 * system);
+    EXPECT_LT(sim, p["eq6"]["predicted_ms"].get<double>());
+}
+
 TEST_F(Cli, HelpListsOnlyWorkingSubcommands) {
     const Result r = run_prophet("--help", dir_);
     EXPECT_EQ(r.exit_code, 0);
@@ -96,7 +113,7 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
         EXPECT_EQ(p["route_rule"], name == "eplb" ? "even_split" : "owner") << name;
         // the simulator column: each system's schedule on the placements of its own equation
         const bool scheduled = name == "prophet" || name == "prophet-oracle";
-        EXPECT_EQ(p["sim"]["schedule"], scheduled ? "blockwise" : "none") << name;
+        EXPECT_EQ(p["sim"]["schedule"], scheduled ? "blockwise" : name == "fastermoe" ? "fastermoe" : "none") << name;
         if (name == "prophet" || name == "fastermoe")
             EXPECT_EQ(p["sim"]["planned_with_eq"], scheduled ? 8 : 6) << name;
         EXPECT_GE(p["sim"]["iteration_ms"].get<double>(), p["sim"]["predicted_ms"].get<double>()) << name;

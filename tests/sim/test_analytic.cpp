@@ -1,5 +1,5 @@
-// The simulator against the analytic model (Eq 6 under `none`, Eq 8 under `blockwise`) on random traces, its
-// accounting identity, monotonicity, and the policy front end.
+// The simulator against the analytic model (Eq 6 under `none`, Eq 8 under `blockwise`, FasterMoE's system model
+// under `fastermoe`) on random traces, its accounting identity, monotonicity, and the policy front end.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -189,14 +189,86 @@ TEST(Analytic, BlockwiseExposureUsesThePreviousBlocksCompute) {
     }
 }
 
-// Every op starts at 0 or at another's end and comm ops never overlap each other, so the iteration is exactly the
-// time some device computes plus the exposed communication.
+// FasterMoE's schedule is its system model: each block's simulated MoE time is CostBreakdown::fastermoe_s
+// (4 A2A + 3 FEC + max(0, Trans - A2A) + max(0, Agg - A2A)) of the model the simulator uses (Trans/Agg to the
+// replica holders), on random placements and on fastermoe's and top2's own; nothing else overlaps, so the
+// iteration is the sum over blocks of fastermoe_s + FNEC + BNEC + gate + plan (+ the optimizer).
+TEST(Analytic, FasterMoEScheduleMatchesItsSystemModel) {
+    int blocks = 0, trans_exposed = 0, trans_hidden = 0;
+    auto check = [&](const SimResult& r, const TraceView& v, const std::vector<std::vector<Placement>>& placements,
+                     const CostModel& planner, const SimOptions& o, const std::string& what) {
+        CostModel sim_model = planner;
+        sim_model.trans_receivers = TransReceivers::kReplicaHolders;  // as simulate() times the transfers
+        for (const IterationResult& it : r.iterations) {
+            double sum = o.include_optimizer ? o.optimizer_s : 0.0;
+            for (int l = 0; l < v.num_layers; ++l) {
+                const Placement& p = placements[it.iteration][l];
+                const LayerFlow flow = compute_flow(v.layer(it.iteration, l), v.num_devices, v.num_experts, p,
+                                                    o.route_rule);
+                const CostBreakdown c = predict_layer(model_for_layer(sim_model, l), flow, p);
+                const BlockResult& b = it.blocks[l];
+                EXPECT_TRUE(near(b.moe_s, c.fastermoe_s, 1e-9))
+                    << what << " it " << it.iteration << " block " << l << ": " << b.moe_s << " vs fastermoe_s "
+                    << c.fastermoe_s << " (trans " << c.trans_s << ", agg " << c.agg_s << ", a2a " << c.a2a_s << ")";
+                const double slack = 1e-12 * c.fastermoe_s;  // interval arithmetic on absolute times
+                EXPECT_NEAR(b.exposed_trans_s, std::max(0.0, c.trans_s - c.a2a_s), slack) << what;
+                EXPECT_NEAR(b.exposed_agg_s, std::max(0.0, c.agg_s - c.a2a_s), slack) << what;
+                EXPECT_EQ(b.trans_s, c.trans_s);
+                EXPECT_EQ(b.agg_s, c.agg_s);
+                (c.trans_s > c.a2a_s ? trans_exposed : trans_hidden) += c.trans_s > 0;
+                sum += c.fastermoe_s + c.fnec_s + c.bnec_s + o.gate_s + o.plan_s;
+                ++blocks;
+            }
+            EXPECT_TRUE(near(it.iteration_s, sum, 1e-9)) << what << ": " << it.iteration_s << " vs " << sum;
+        }
+    };
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+        for (bool topology : {false, true}) {
+            const int D = std::vector<int>{2, 3, 4, 8}[seed % 4];
+            const int E = seed % 3 == 0 ? 2 * D : D;
+            const int L = 1 + static_cast<int>(seed % 3);
+            const RandomCase c = random_case(2, L, D, E, seed * 71 + topology, false);
+            CostModel m = random_cost(D, seed + 500, topology);
+            if (seed % 3 != 0)  // slower all-to-alls: the broadcast and the reduce fit beside them too
+                for (BandwidthStep& s : m.cluster.a2a_bandwidth) s.bytes_per_s *= 0.05;
+            SimOptions o;
+            o.schedule = ScheduleKind::kFasterMoE;
+            if (seed % 2 == 0) {  // the synchronous gate and plan delay the dispatch and the broadcast alike
+                o.gate_s = 1e-5;
+                o.plan_s = 3e-5;
+                o.include_optimizer = true;
+                o.optimizer_s = 2e-4;
+            }
+            const std::string what = "seed " + std::to_string(seed) + (topology ? " topology" : "");
+            check(simulate(c.view(), c.placements, m, o), c.view(), c.placements, m, o, what);
+            // the policies' own placements (fastermoe's shadowing, top2's replicas) on the same trace
+            EvalSettings settings;
+            settings.plan_repeats = 1;
+            for (const std::string policy : {"fastermoe", "top2"}) {
+                PolicyScore score;
+                SimOptions po = o;
+                po.route_rule = effective_route_rule(policy, settings.options);
+                const SimResult r = simulate_policy(policy, c.view(), m, settings, po, &score);
+                std::vector<std::vector<Placement>> placements(c.I);
+                for (const LayerScore& ls : score.layers) placements[ls.iteration].push_back(ls.placement);
+                check(r, c.view(), placements, m, po, what + " " + policy);
+            }
+        }
+    }
+    EXPECT_EQ(blocks, 3 * 2 * 2 * 24);  // 3 placement sources x 2 topologies x 2 iterations x sum over seeds of L
+    // both sides of max(0, Trans - A2A) were exercised
+    EXPECT_GT(trans_exposed, 10);
+    EXPECT_GT(trans_hidden, 10);
+}
+
+// Every op starts at 0 or at another's end, so the iteration is exactly the time some device computes plus the
+// exposed communication (the union of the comm streams' busy time that no compute covers).
 TEST(Analytic, IterationIsComputePlusExposedComm) {
     for (uint64_t seed = 1; seed <= 8; ++seed) {
         const int D = 2 + static_cast<int>(seed % 5);
         const RandomCase c = random_case(2, 3, D, D, seed * 13, false);
         const CostModel m = random_cost(D, seed + 300, seed % 2 == 0);
-        for (ScheduleKind kind : {ScheduleKind::kNone, ScheduleKind::kBlockwise})
+        for (ScheduleKind kind : {ScheduleKind::kNone, ScheduleKind::kBlockwise, ScheduleKind::kFasterMoE})
             for (SplitRule rule : {SplitRule::kTime, SplitRule::kHalf, SplitRule::kFluid})
                 for (int dense = 0; dense < 3; ++dense) {  // MoE only; whole iteration blocking, bucketed
                 SimOptions o;
@@ -218,7 +290,8 @@ TEST(Analytic, IterationIsComputePlusExposedComm) {
                     double by_kind = 0;
                     for (double e : it.kind_exposed_s) by_kind += e;
                     // an all-reduce (own stream) may overlap an all-to-all, Trans or Agg (blocking: the last Agg
-                    // of blockwise): both kinds count the shared time, the union once
+                    // of blockwise): both kinds count the shared time, the union once; a fastermoe Trans/Agg
+                    // counts only beyond its all-to-all, so without dense ops the kinds still partition
                     if (dense > 0)
                         EXPECT_GE(by_kind, it.exposed_comm_s * (1 - 1e-12));
                     else
@@ -244,7 +317,7 @@ TEST(Analytic, FasterLinksNeverSlower) {
             fast.cluster.intra_node_bytes_per_s *= f;
             fast.cluster.inter_node_bytes_per_s *= f;
             fast.cluster.node_nic_bytes_per_s *= f;
-            for (ScheduleKind kind : {ScheduleKind::kNone, ScheduleKind::kBlockwise})
+            for (ScheduleKind kind : {ScheduleKind::kNone, ScheduleKind::kBlockwise, ScheduleKind::kFasterMoE})
                 for (SplitRule rule : {SplitRule::kTime, SplitRule::kHalf, SplitRule::kFluid}) {
                     SimOptions o;
                     o.schedule = kind;
@@ -266,7 +339,7 @@ TEST(Analytic, FasterLinksNeverSlower) {
                 }
         }
     }
-    EXPECT_EQ(checked, 10 * 4 * 6 * 2);
+    EXPECT_EQ(checked, 10 * 4 * 9 * 2);
 }
 
 // A placement with lower max(H) never has a longer simulated FEC (the longest FEC op over devices, from the
@@ -389,7 +462,8 @@ TEST(Policy, SimulatesWhatEvaluateChose) {
     SimOptions o;
     o.schedule = system_schedule("prophet");
     EXPECT_EQ(o.schedule, ScheduleKind::kBlockwise);
-    EXPECT_EQ(system_schedule("fastermoe"), ScheduleKind::kNone);
+    EXPECT_EQ(system_schedule("fastermoe"), ScheduleKind::kFasterMoE);
+    EXPECT_EQ(system_schedule("top2"), ScheduleKind::kNone);
     o.plan_s = -1;  // the measured planning time
     PolicyScore score;
     const SimResult r = simulate_policy("prophet", v, m, settings, o, &score);

@@ -11,36 +11,18 @@
 #include "sim/schedule.h"
 #include "sim/simulator.h"
 #include "timeline_check.h"
+#include "tiny_case.h"
 
 using namespace prophet;
 using namespace prophet::sim;
 using prophet::testing::unit_cost_model;
 using prophet::sim::timeline_check::Expected;
 using prophet::sim::timeline_check::expect_timeline;
+using prophet::sim::tiny_case::kCounts;
+using prophet::sim::tiny_case::replica_e1_on_d0;
+using prophet::sim::tiny_case::Tiny;
 
 namespace {
-
-// device 0 routes 3 tokens to e0 and 5 to e1; device 1 routes 1 to e0 and 2 to e1 (every layer)
-const std::vector<int64_t> kCounts = {3, 5, 1, 2};
-
-struct Tiny {
-    std::vector<int64_t> counts;  // [1][L][2][2]
-    TraceView view;
-    explicit Tiny(int L) {
-        for (int l = 0; l < L; ++l) counts.insert(counts.end(), kCounts.begin(), kCounts.end());
-        view.counts = counts.data();
-        view.num_iterations = 1;
-        view.num_layers = L;
-        view.num_devices = 2;
-        view.num_experts = 2;
-    }
-};
-
-Placement replica_e1_on_d0() {
-    Placement p = Placement::make_static(2, 2);
-    p.add_replica(1, 0);  // H = {9, 2}, R = {1, 0}: a2a 1 s, FEC {9, 2} s, Trans = Agg = 2 B / (2 * B/s)
-    return p;
-}
 
 constexpr OpPart W = OpPart::kWhole;
 constexpr OpPart N = OpPart::kUnderNec;

@@ -321,7 +321,8 @@ TEST_F(Sweep, VariantsExpandWithTheirKeys) {
 
 // sim.schedule picks the simulated schedule: static under "none" is its own system (equal up to the measured
 // planning time, a fraction of a microsecond per layer against a ~100 ms iteration); prophet under "none" exposes
-// the Trans and Agg that "blockwise" hides
+// the Trans and Agg that "blockwise" hides; fastermoe's own system ("system" = "fastermoe") hides under the
+// all-to-alls part of what "none" exposes
 TEST_F(Sweep, SimScheduleKeyChangesTheSchedule) {
     const SweepSpec spec = parse_sweep_string(
         "[sweep]\nname = \"sched\"\nclusters = [\"experiments/clusters/hpwnv-16.toml\"]\n"
@@ -329,9 +330,12 @@ TEST_F(Sweep, SimScheduleKeyChangesTheSchedule) {
         "[sweep.variants.static-system]\n\"balance.policy\" = \"static\"\n"
         "[sweep.variants.static-none]\n\"balance.policy\" = \"static\"\n\"sim.schedule\" = \"none\"\n"
         "[sweep.variants.blockwise]\n\"balance.policy\" = \"prophet\"\n\"sim.schedule\" = \"blockwise\"\n"
-        "[sweep.variants.none]\n\"balance.policy\" = \"prophet\"\n\"sim.schedule\" = \"none\"\n",
+        "[sweep.variants.none]\n\"balance.policy\" = \"prophet\"\n\"sim.schedule\" = \"none\"\n"
+        "[sweep.variants.fm-system]\n\"balance.policy\" = \"fastermoe\"\n"
+        "[sweep.variants.fm-shadow]\n\"balance.policy\" = \"fastermoe\"\n\"sim.schedule\" = \"fastermoe\"\n"
+        "[sweep.variants.fm-none]\n\"balance.policy\" = \"fastermoe\"\n\"sim.schedule\" = \"none\"\n",
         "sched.toml");
-    ASSERT_EQ(run_sweep(spec, options()).ran, 4);
+    ASSERT_EQ(run_sweep(spec, options()).ran, 7);
     Store store = Store::open(db_);
     std::map<std::string, double> ms;
     for (const RunRow& row : store.list_runs("sched")) {
@@ -342,11 +346,14 @@ TEST_F(Sweep, SimScheduleKeyChangesTheSchedule) {
         ASSERT_EQ(m.size(), 1u);
         ms[variant] = m[0].value;
     }
-    ASSERT_EQ(ms.size(), 4u);
+    ASSERT_EQ(ms.size(), 7u);
     EXPECT_NEAR(ms["\"static-none\""], ms["\"static-system\""], 1e-4 * ms["\"static-system\""]);
     EXPECT_GT(ms["\"none\""], ms["\"blockwise\""] * 1.01);
-    std::printf("prophet simulated: blockwise %.2f ms, none %.2f ms; static %.2f ms\n", ms["\"blockwise\""],
-                ms["\"none\""], ms["\"static-system\""]);
+    EXPECT_NEAR(ms["\"fm-system\""], ms["\"fm-shadow\""], 1e-4 * ms["\"fm-shadow\""]);
+    EXPECT_LT(ms["\"fm-system\""], ms["\"fm-none\""]);
+    std::printf("prophet simulated: blockwise %.2f ms, none %.2f ms; fastermoe: own %.2f ms, none %.2f ms; static "
+                "%.2f ms\n", ms["\"blockwise\""], ms["\"none\""], ms["\"fm-system\""], ms["\"fm-none\""],
+                ms["\"static-system\""]);
 }
 
 TEST(SweepFormat, Duration) {
