@@ -302,9 +302,11 @@ int run_plan(const PlanArgs& args) {
                  meta.source.c_str(), meta.num_iterations, meta.num_layers, meta.num_devices, meta.num_experts,
                  meta.top_k, static_cast<long long>(meta.tokens_per_iteration), cost.model.d_model, cost.model.d_ffn,
                  js_mean, js_max);
-    std::fprintf(stderr, "prophet plan: cluster %s: D=%d, %d per node, %.3g TFLOP/s, FNEC %.3g ms%s\n",
+    const char* broadcast = cost.trans_broadcast == TransBroadcast::kChain ? "chain" : "star";
+    std::fprintf(stderr, "prophet plan: cluster %s: D=%d, %d per node, %.3g TFLOP/s, FNEC %.3g ms%s%s\n",
                  cluster.name.c_str(), cluster.num_devices, cluster.devices_per_node, cluster.compute_flops / 1e12,
-                 cost.fnec_s() * 1e3, cost.topology_aware ? ", topology-aware" : "");
+                 cost.fnec_s() * 1e3, cost.topology_aware ? ", topology-aware, Trans/Agg " : "",
+                 cost.topology_aware ? broadcast : "");
     if (args.common.dry_run) {
         std::string list;
         for (const auto& p : policies) list += (list.empty() ? "" : " ") + p;
@@ -429,7 +431,9 @@ int run_plan(const PlanArgs& args) {
                         {"tokens_per_iteration", meta.tokens_per_iteration},
                         {"js_divergence_mean", js_mean},   {"js_divergence_max", js_max}};
         out["cluster"] = cluster.name;
-        out["policies"] = nlohmann::json::array();
+        // how the models price communication: the busiest link (topology) and the Trans/Agg collective
+        out["pricing"] = {{"topology_aware", cost.topology_aware},
+                          {"trans_broadcast", cost.topology_aware ? broadcast : "flat (Eqs 4-5)"}};
         out["models"] = {{"eq6", "Eq 6: Trans and Agg blocking (DeepSpeed, static EP, offline policies' systems)"},
                          {"eq8", "Eq 8: block-wise scheduler hides Trans/Agg as its whole-expert split allows"},
                          {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"},

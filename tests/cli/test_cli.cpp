@@ -84,6 +84,22 @@ TEST_F(Cli, HelpListsOnlyWorkingSubcommands) {
     EXPECT_EQ(run_prophet("", dir_).exit_code, prophet::kExitUsage);
 }
 
+TEST_F(Cli, PlanSaysWhichBroadcastItPricesAndThePaperClustersSayChain) {
+    // hpwnv-16 describes its topology and the papers' collective (trans_broadcast = "chain"); --set overrides it
+    auto pricing = [&](const std::string& extra) {
+        const Result r = run_prophet("plan --trace experiments/traces/zipf-e16-k2.toml --cluster "
+                                     "experiments/clusters/hpwnv-16.toml --policy static --json --set store.path=" +
+                                         db_ + extra,
+                                     dir_);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return nlohmann::json::parse(r.out)["pricing"];
+    };
+    const nlohmann::json chain = pricing("");
+    EXPECT_TRUE(chain["topology_aware"].get<bool>());
+    EXPECT_EQ(chain["trans_broadcast"], "chain");
+    EXPECT_EQ(pricing(" --set plan.trans_broadcast='\"star\"'")["trans_broadcast"], "star");
+}
+
 TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
     const Result r = plan("--policy all --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -126,6 +142,8 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
         EXPECT_EQ(p["token_path"], name == "moetuner" || name == "moetuner-joint" ? "layer_to_layer" : "home") << name;
     }
     EXPECT_TRUE(j["models"].contains("sim"));
+    EXPECT_FALSE(j["pricing"]["topology_aware"].get<bool>());  // cluster4.toml describes no topology
+    EXPECT_EQ(j["pricing"]["trans_broadcast"], "flat (Eqs 4-5)");
     // the exact optimum under its own objective is never beaten by the greedy, under either equation
     for (const char* model : {"eq6", "eq8"}) {
         double exhaustive = 0, prophet_oracle = 0;
