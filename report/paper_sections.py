@@ -523,8 +523,8 @@ def doc_preamble(db):
             "Commands (one store; every sweep is the sim engine except serving-moetuner, which runs real CPU ranks "
             "and replays them on simulated nodes):", "", "```", *DOC_COMMANDS, "```", "",
             f"Machine: {platform.node() or '?'} ({os.cpu_count()} cores, {platform.machine()}), load average "
-            f"{load} when this file was written (the sweeps ran at load 1.5-11 beside other builds; simulated times "
-            "do not depend on the load, the measured CPU-rank column of the MoETuner section does). Commit "
+            f"{load} when this file was written (simulated times do not depend on the load; the measured CPU-rank "
+            "column of the MoETuner section does, and its runs record the load they ran at). Commit "
             f"{commit}; store `{db}`.", ""]
 
 
