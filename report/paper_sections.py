@@ -321,7 +321,9 @@ def moetuner_section(con, name, spec):
         platform, sample = col.rsplit(", ", 1)
         for row, v in values("in" if sample == "in-sample" else "out", platform).items():
             extra[(row, col)] = v
-    return ours, [("out-of-sample (profiled on data A, measured on data B) and measured on CPU ranks", extra,
+    return ours, [("out-of-sample (profiled on data A, measured on data B) and the CPU ranks' own wall times "
+                   "(serving-moetuner runs 4 ranks: on fewer than 4 cores they are oversubscribed, a correctness "
+                   "run whose times are not evidence)", extra,
                    spec["rows"], extra_cols, "metric")], \
         f"simulator (the serving replay on MoETuner's simulated nodes, prophet sweep {experiment})"
 
@@ -523,8 +525,8 @@ def doc_preamble(db):
             "Commands (one store; every sweep is the sim engine except serving-moetuner, which runs real CPU ranks "
             "and replays them on simulated nodes):", "", "```", *DOC_COMMANDS, "```", "",
             f"Machine: {platform.node() or '?'} ({os.cpu_count()} cores, {platform.machine()}), load average "
-            f"{load} when this file was written (simulated times do not depend on the load; the measured CPU-rank "
-            "column of the MoETuner section does, and its runs record the load they ran at). Commit "
+            f"{load} when this file was written (simulated times do not depend on the load; the CPU-rank column of "
+            "the MoETuner section does). Commit "
             f"{commit}; store `{db}`.", ""]
 
 
