@@ -90,7 +90,9 @@ void print_parameter_table(const RunContext& ctx, const Trainer& trainer, FILE* 
     row("data", trainer.data().describe().substr(0, 48));
     row("steps, lr", std::to_string(s.steps) + ", " + fmt(s.lr.max_lr) + " (warmup " + std::to_string(s.lr.warmup_steps) + ")");
     row("balance.policy", s.policy + " (route to " + route_rule_name(s.balance.route_rule) + ")");
-    row("schedule", std::string(s.schedule_blockwise ? "blockwise (split " + s.schedule_split + ")" : "none") +
+    row("schedule", std::string(s.schedule_blockwise    ? "blockwise (split " + s.schedule_split + ")"
+                                : s.schedule_fastermoe ? "fastermoe"
+                                                       : "none") +
                         (s.link_gbps > 0 ? ", link " + fmt(s.link_gbps) + " Gbit/s" : ""));
     row("planner cluster", s.cluster_path.substr(0, 48));
     row("BLAS", blas_config().substr(0, 48));

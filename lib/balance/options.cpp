@@ -11,7 +11,7 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     s.add_float("balance.alpha", 3.0, 0.0, 1e6, "prophet: balanced when max(H)-min(H) < alpha*I/E (Eq 7)", true);
     s.add_int("balance.cost_eq", 0, 0, 8,
               "prophet/fastermoe/exhaustive planner objective: 0 = the run's schedule (train: Eq 6 with schedule.mode "
-              "= none, Eq 8 with blockwise; plan: each system model's own equation), 8 (Eq 8) or 6 (Eq 6)");
+              "= none or fastermoe, Eq 8 with blockwise; plan: each system model's own equation), 8 (Eq 8) or 6 (Eq 6)");
     s.add_string("balance.prefix_rule", "best", {"best", "improvements"},
                  "prophet: keep the prefix minimising T' (paper) or the number of improvements (authors' code)");
     s.add_int("balance.exclude_devices", -1, -1, 65536,

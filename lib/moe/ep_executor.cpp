@@ -1,5 +1,5 @@
 // ep_executor.cpp: ExpertParallelExecutor, the stages of layout.h, dispatch.h, experts.h and trans_agg.h, either
-// blocking in order or under the block-wise schedule, with per-layer timings (see ep_executor.h).
+// blocking in order, under the block-wise schedule or under FasterMoE's, with per-layer timings (see ep_executor.h).
 #include "moe/ep_executor.h"
 
 #include <algorithm>
@@ -170,7 +170,7 @@ void ExpertParallelExecutor::check_same_placement(int layer, const Placement& p)
 void ExpertParallelExecutor::set_schedule(const EpSchedule& schedule) {
     PROPHET_ASSERT(schedule.fnec_s >= 0 && schedule.bnec_s >= 0 && schedule.expert_transfer_s >= 0);
     schedule_ = schedule;
-    comm_stream_ = std::make_unique<OrderedWorker>(schedule.blockwise);
+    comm_stream_ = std::make_unique<OrderedWorker>(schedule.mode != EpScheduleMode::kBlocking);
     ahead_placement_.assign(L_, Placement{});
     trans_parts_.assign(L_, {});
     trans_ticket_.assign(L_, 0);
@@ -210,11 +210,11 @@ ExpertParallelExecutor::TransferParts ExpertParallelExecutor::split_layer(int la
     return parts;
 }
 
-int64_t ExpertParallelExecutor::submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only) {
+int64_t ExpertParallelExecutor::submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only,
+                                                const Placement* placement) {
     bool any = false;
     for (uint8_t v : only) any |= v != 0;
     if (!any) return 0;
-    const Placement* placement = &ahead_placement_[layer];
     float* const* buffers = (trans ? storage_.params.data() : storage_.grads.data()) + (size_t)layer * E_;  // [E]
     const size_t numel = 2 * (size_t)C_ * F_;
     const int64_t ticket = comm_stream_->submit([this, trans, layer, part, placement, buffers, numel,
@@ -252,7 +252,7 @@ void ExpertParallelExecutor::wait_transfer(bool trans, int layer, int64_t ticket
 
 void ExpertParallelExecutor::block_forward_begin(int layer) {
     PROPHET_ASSERT(layer >= 0 && layer < L_);
-    if (!schedule_.blockwise) return;
+    if (schedule_.mode != EpScheduleMode::kBlockwise) return;
     if (layer == 0) {
         // a new step: the previous step's transfers were all waited for by finish_backward
         transfers_.take();
@@ -260,11 +260,11 @@ void ExpertParallelExecutor::block_forward_begin(int layer) {
         fetch_ahead(0);
         layer0_plan_wait_ms_ = carried_plan_wait_ms_;
     }
-    submit_transfer(true, layer, 1, trans_parts_[layer].beside_nec);
+    submit_transfer(true, layer, 1, trans_parts_[layer].beside_nec, &ahead_placement_[layer]);
 }
 
 void ExpertParallelExecutor::finish_backward() {
-    if (!schedule_.blockwise) return;
+    if (schedule_.mode == EpScheduleMode::kBlocking) return;
     for (int l = L_ - 1; l >= 0; l--) wait_transfer(false, l, agg_ticket_[l]);
     comm_stream_->wait_all();
     // the transfers' own time per layer, from the communication stream's spans
@@ -285,7 +285,8 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
                                      float* out) {
     PROPHET_ASSERT(layer >= 0 && layer < L_ && N >= 0);
     const int D = D_, E = E_, K = K_, C = C_, F = F_, r = rank();
-    const bool blockwise = schedule_.blockwise;
+    const bool blockwise = schedule_.mode == EpScheduleMode::kBlockwise;
+    const bool fastermoe = schedule_.mode == EpScheduleMode::kFasterMoE;
     LayerState& st = layers_[layer];
     MoeLayerStats& stats = st.stats;
     stats = MoeLayerStats{};
@@ -300,7 +301,8 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     stats.layout_ms = ms_since(t0);
     record(OpKind::kLayout, layer, t0, now_ns());
 
-    // ---- plan (blocking: on this step's counts; block-wise: fetched before the layer, next step's started)
+    // ---- plan (blocking and FasterMoE: on this step's counts; block-wise: fetched before the layer, next step's
+    // started)
     int64_t t1 = now_ns();
     if (blockwise) {
         stats.placement = ahead_placement_[layer];
@@ -326,9 +328,13 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     stats.rows_computed = M_recv;
     record(OpKind::kLayout, layer, t1, now_ns());
 
-    // ---- Trans: inline, or wait for this layer's parts
+    // ---- Trans: inline, or wait for this layer's parts (block-wise), or launch it whole beside the dispatch
+    // all-to-all (FasterMoE: its shadow broadcast overlaps the token sends)
     t1 = now_ns();
-    if (blockwise) {
+    int64_t fastermoe_trans = 0;
+    if (fastermoe) {
+        fastermoe_trans = submit_transfer(true, layer, 0, moe_moving_experts(stats.placement), &stats.placement);
+    } else if (blockwise) {
         const double before = carried_trans_wait_ms_[layer];
         wait_transfer(true, layer, trans_ticket_[layer]);
         stats.trans_exposed_ms += carried_trans_wait_ms_[layer] - before;
@@ -359,12 +365,21 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     record(OpKind::kPack, layer, t3, now_ns());
     stats.dispatch_fwd_ms = ms_since(t1);
 
+    // FasterMoE: the replicas' parameters are read by the expert compute below, so Trans(l) must be complete
+    if (fastermoe_trans != 0) {
+        carried_trans_wait_ms_[layer] = 0;
+        wait_transfer(true, layer, fastermoe_trans);
+        stats.trans_exposed_ms = carried_trans_wait_ms_[layer];
+        trans_ticket_[layer] = 0;
+    }
+
     // ---- block-wise: the next layer's placement, and the part of its Trans that goes beside this FEC
     int64_t next_fec_ticket = 0;
     if (blockwise && layer + 1 < L_) {
         fetch_ahead(layer + 1);
         next_plan_wait_ms_ = carried_plan_wait_ms_;
-        next_fec_ticket = submit_transfer(true, layer + 1, 2, trans_parts_[layer + 1].beside_expert);
+        next_fec_ticket = submit_transfer(true, layer + 1, 2, trans_parts_[layer + 1].beside_expert,
+                                          &ahead_placement_[layer + 1]);
     }
 
     // ---- experts
@@ -403,7 +418,8 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
 void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float* dh, float* dgate_w) {
     PROPHET_ASSERT(layer >= 0 && layer < L_);
     const int E = E_, C = C_, F = F_;
-    const bool blockwise = schedule_.blockwise;
+    const bool blockwise = schedule_.mode == EpScheduleMode::kBlockwise;
+    const bool fastermoe = schedule_.mode == EpScheduleMode::kFasterMoE;
     LayerState& st = layers_[layer];
     MoeLayerStats& stats = st.stats;
     const MoeDispatchLayout& lo = st.layout;
@@ -431,7 +447,9 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
 
     // block-wise: the rest of Agg(l+1) beside this BEC
     int64_t prev_bec_ticket = 0;
-    if (blockwise && layer + 1 < L_) prev_bec_ticket = submit_transfer(false, layer + 1, 2, std::move(agg_pending_[layer + 1]));
+    if (blockwise && layer + 1 < L_)
+        prev_bec_ticket = submit_transfer(false, layer + 1, 2, std::move(agg_pending_[layer + 1]),
+                                          &ahead_placement_[layer + 1]);
 
     // ---- experts backward
     t0 = now_ns();
@@ -445,6 +463,11 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
     record(OpKind::kBec, layer, t0, now_ns());
     if (prev_bec_ticket != 0) wait_transfer(false, layer + 1, prev_bec_ticket);
 
+    // FasterMoE: Agg(l) whole beside the combine all-to-all below (its reduce to the owner overlaps the backward
+    // all-to-all); the gradients are complete once the expert backward above has run
+    const int64_t fastermoe_agg =
+        fastermoe ? submit_transfer(false, layer, 0, moe_moving_experts(stats.placement), &stats.placement) : 0;
+
     // ---- combine dx back to the sources
     t0 = now_ns();
     moe_combine_unsort(lo, C, dx_sorted_.data(), recv_.data());
@@ -457,12 +480,16 @@ void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float
     record(OpKind::kUnpack, layer, t2, now_ns());
     stats.combine_bwd_ms = ms_since(t0);
 
-    // ---- Agg: inline, or split: beside BNEC(l) now, the rest beside BEC(l-1) (layer 0: all beside BNEC(0))
+    // ---- Agg: inline, or split: beside BNEC(l) now, the rest beside BEC(l-1) (layer 0: all beside BNEC(0)), or
+    // (FasterMoE) wait for it here: what follows block l's backward waits for both the all-to-all and Agg(l)
     t0 = now_ns();
-    if (blockwise) {
+    if (fastermoe) {
+        wait_transfer(false, layer, fastermoe_agg);
+        agg_ticket_[layer] = 0;  // waited: finish_backward has nothing left to wait for here
+    } else if (blockwise) {
         TransferParts parts = split_layer(layer, ahead_placement_[layer], schedule_.bnec_s);  // BNEC(l) window
         agg_pending_[layer] = std::move(parts.beside_expert);
-        submit_transfer(false, layer, 1, std::move(parts.beside_nec));
+        submit_transfer(false, layer, 1, std::move(parts.beside_nec), &ahead_placement_[layer]);
     } else {
         const std::vector<uint8_t> members = staged_experts(stats.placement, rank(), StageSet::kAggMembers);
         compute_->grads_to_host(layer, members);

@@ -13,6 +13,10 @@
 // Agg(l+1) beside BNEC(l+1) and BEC(l); the main thread waits for a part only right before the stage that needs
 // it, and finish_backward() waits for every Agg (the optimizer must not run before). Results are identical to the
 // blocking order: the same transfers with the same sums, only at other times.
+// With set_schedule(fastermoe) FasterMoE's own overlap (papers/pro-prophet.md §7 "Execution"): plan on this step's
+// counts as blocking, then Trans(l) whole on the communication stream beside the dispatch all-to-all (waited right
+// before the expert compute), and Agg(l) whole beside the backward combine all-to-all (waited at the end of
+// backward(l): what follows the block waits for both, as the simulator's kFasterMoE). Identical results, too.
 //
 // The experts' FFN runs in an ExpertCompute (model/expert_compute.h): on this CPU over the storage by default, or
 // on a GPU (cuda/gpu_expert_compute.h), which gets the sorted rows as host buffers and copies the moving experts'
@@ -77,9 +81,13 @@ struct MoeLayerStats {
     double expert_ms() const { return expert_fwd_ms + expert_bwd_ms; }
 };
 
-// The block-wise schedule's settings. The split uses offline estimates only (every rank must split alike).
+// Where Trans/Agg run (docs/scheduler.md): blocking in order on the main thread; Pro-Prophet's block-wise
+// scheduler (split parts beside the neighbouring compute); FasterMoE's (whole, beside one all-to-all each).
+enum class EpScheduleMode { kBlocking, kBlockwise, kFasterMoE };
+
+// The schedule's settings. The split (block-wise only) uses offline estimates only (every rank must split alike).
 struct EpSchedule {
-    bool blockwise = false;
+    EpScheduleMode mode = EpScheduleMode::kBlocking;
     TransferSplitRule split = TransferSplitRule::kTime;
     double fnec_s = 0;             // one block's forward non-expert compute (the Trans budget beside it)
     double bnec_s = 0;             // one block's backward non-expert compute (the Agg budget)
@@ -101,12 +109,13 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     void backward(int layer, int N, const float* dout, float* dh, float* dgate_w) override;
     const char* name() const override { return "expert_parallel"; }
     void block_forward_begin(int layer) override;
-    // Block-wise: waits for every Trans/Agg still in flight (call after model_backward, before the optimizer)
-    // and completes the layers' transfer times. Blocking mode: nothing to wait for.
+    // Block-wise and FasterMoE: waits for every Trans/Agg still in flight (call after model_backward, before the
+    // optimizer) and completes the layers' transfer times. Blocking mode: nothing to wait for.
     void finish_backward();
 
-    // Before the first step. Blockwise needs set_ahead_provider. The communicator must allow one extra thread
-    // (the communication stream) to call isend/irecv while the main thread runs collectives.
+    // Before the first step. Blockwise needs set_ahead_provider (FasterMoE plans with the placement provider, as
+    // blocking). Both need a communicator that allows one extra thread (the communication stream) to call
+    // isend/irecv while the main thread runs collectives.
     void set_schedule(const EpSchedule& schedule);
     const EpSchedule& schedule() const { return schedule_; }
     // Block-wise planning: ahead(layer) returns this step's placement of layer before its counts exist (it may
@@ -181,7 +190,8 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
         std::vector<uint8_t> beside_nec, beside_expert;
     };
     TransferParts split_layer(int layer, const Placement& placement, double budget_s) const;
-    int64_t submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only);
+    // placement: not owned, must stay unchanged until the task is waited for (ahead_placement_ or the layer's stats)
+    int64_t submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only, const Placement* placement);
     void wait_transfer(bool trans, int layer, int64_t ticket);
     void record(OpKind kind, int block, int64_t start_ns, int64_t end_ns, int part = 0);
 
@@ -197,13 +207,13 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     bool resident_replicas_ = false;
     std::vector<Placement> last_trans_;  // [L] the placement each layer's last Trans used (resident replicas)
     std::vector<LayerState> layers_;  // [L]
-    // block-wise schedule
+    // block-wise and FasterMoE schedules
     EpSchedule schedule_;
     AheadProvider ahead_;
     CountsObserver observe_;
     OpTimeline* timeline_ = nullptr;
     OpTimeline transfers_;                          // comm-lane spans of this step (always kept)
-    std::unique_ptr<OrderedWorker> comm_stream_;    // Trans/Agg tasks
+    std::unique_ptr<OrderedWorker> comm_stream_;    // Trans/Agg tasks (threaded unless blocking)
     std::vector<Placement> ahead_placement_;        // [L] this step's placements, fetched before each layer
     std::vector<TransferParts> trans_parts_;        // [L] Trans beside FNEC(l) / beside FEC(l-1)
     std::vector<int64_t> trans_ticket_;             // [L] last Trans part submitted for the layer (0: none)

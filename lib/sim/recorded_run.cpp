@@ -41,7 +41,8 @@ RecordedRun load_recorded_run(Store& store, const std::string& run_id) {
     run.experiment = row.info.experiment;
     run.num_ranks = row.info.world_size;
     run.params = store.get_params(run_id);
-    run.blockwise = run.param("schedule.mode", "none") == "blockwise";
+    run.schedule = run.param("schedule.mode", "none");
+    run.blockwise = run.schedule == "blockwise";
     const int D = run.num_ranks;
     const int L = std::stoi(run.param("model.L", "0"));
     const int E = std::stoi(run.param("model.E", "0"));

@@ -98,7 +98,10 @@ struct RecordedStep {
 struct RecordedRun {
     std::string run_id, experiment;
     int num_ranks = 0;
-    bool blockwise = false;                                   // schedule.mode = blockwise
+    // schedule.mode: none | blockwise | fastermoe. fastermoe plans in order as none does (its layout after the plan
+    // is the collective placement check), so only blockwise changes the replay graph (build_replay_graph)
+    std::string schedule = "none";
+    bool blockwise = false;                                   // schedule == "blockwise"
     std::vector<std::pair<std::string, std::string>> params;  // the run's params (train config keys, testbed.*)
     std::vector<RecordedStep> steps;                          // steps with a timeline of every rank, in order
     // a param's value (a TOML string without its quotes), or fallback

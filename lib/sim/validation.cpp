@@ -51,7 +51,7 @@ PointValidation validate_run(const RecordedRun& run, ReplaySource source, const 
     PointValidation p;
     p.run_id = run.run_id;
     p.policy = run.param("balance.policy", "?");
-    p.schedule = run.blockwise ? "blockwise" : "none";
+    p.schedule = run.schedule;
     p.config = config_key(run);
     p.seed = std::stoll(run.param("run.seed", "0"));
     p.busy_machine = run.param("testbed.busy_machine") == "true";

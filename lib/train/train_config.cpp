@@ -63,9 +63,11 @@ const Schema& train_schema() {
         s.add_bool("comm.replicas_within_host", false,
                    "host-aware placement: drop every replica the policy puts on another host than the expert's owner "
                    "(hosts: the ranks' host names), so no expert parameters or gradients cross hosts");
-        s.add_string("schedule.mode", "none", {"none", "blockwise"},
+        s.add_string("schedule.mode", "none", {"none", "blockwise", "fastermoe"},
                      "none: Plan, Trans and Agg block in order; blockwise: Pro-Prophet's scheduler (plan ahead on a "
-                     "planner thread, Trans/Agg on a communication thread beside compute)");
+                     "planner thread, Trans/Agg on a communication thread beside compute); fastermoe: FasterMoE's own "
+                     "(plan in order, Trans beside the dispatch all-to-all, Agg beside the backward combine "
+                     "all-to-all, on a communication thread; docs/scheduler.md)");
         s.add_string("schedule.split", "time", {"time", "half"},
                      "how blockwise divides a block's Trans/Agg between its two compute windows: time (fill the "
                      "non-expert window by estimated transfer time) or half (half the experts, the authors' code)");
@@ -188,7 +190,9 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.link_latency_us = c.get_float("comm.link_latency_us");
     t.replicas_within_host = c.get_bool("comm.replicas_within_host");
     t.schedule_blockwise = c.get_string("schedule.mode") == "blockwise";
+    t.schedule_fastermoe = c.get_string("schedule.mode") == "fastermoe";
     // the planner's objective follows the schedule that runs: transfers are hidden only with the scheduler
+    // (fastermoe's overlap hides them behind an all-to-all only, not behind compute: Eq 6, as blocking)
     if (t.balance.cost_eq_auto) t.balance.cost_eq = t.schedule_blockwise ? 8 : 6;
     t.balance.cost_eq_auto = false;  // resolved
     if (t.balance.route_rule == RouteRule::kEvenSplit)
@@ -204,13 +208,15 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     if (t.device_kind == "cuda" && m.aux_loss_coef > 0)
         throw_config_error("model.aux_loss_coef", std::to_string(m.aux_loss_coef),
                            "the GPU model has no auxiliary loss yet (device.kind = cuda)", "set model.aux_loss_coef = 0");
-    if (t.device_kind == "cuda" && t.schedule_blockwise && D == 1)
-        throw_config_error("schedule.mode", "blockwise",
+    // blockwise and fastermoe both run Trans/Agg on a communication thread: the same refusals
+    const std::string mode = c.get_string("schedule.mode");
+    if (t.device_kind == "cuda" && mode != "none" && D == 1)
+        throw_config_error("schedule.mode", mode,
                            "one cuda rank runs every expert inside the GPU model: there is no Trans or Agg to overlap",
-                           "set schedule.mode = none with one cuda rank (block-wise needs several ranks)");
-    if (t.comm_backend == "nccl" && t.schedule_blockwise)
-        throw_config_error("schedule.mode", "blockwise",
-                           "the block-wise schedule calls the communicator from a second thread, which the NCCL "
+                           "set schedule.mode = none with one cuda rank (" + mode + " needs several ranks)");
+    if (t.comm_backend == "nccl" && mode != "none")
+        throw_config_error("schedule.mode", mode,
+                           "the " + mode + " schedule calls the communicator from a second thread, which the NCCL "
                            "communicator does not allow (comm.backend = nccl)",
                            "set schedule.mode = none, or comm.backend = mpi");
     t.precision = c.get_string("train.precision");

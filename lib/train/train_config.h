@@ -38,7 +38,8 @@ struct TrainSettings {
     double link_gbps = 0;          // > 0: PacedCommunicator in front of the ranks' communicator
     double link_latency_us = 0;
     bool replicas_within_host = false;  // host-aware placement: replicas only on the owner's host (docs/cluster.md)
-    bool schedule_blockwise = false;
+    bool schedule_blockwise = false;  // schedule.mode = blockwise (Pro-Prophet's scheduler)
+    bool schedule_fastermoe = false;  // schedule.mode = fastermoe (FasterMoE's overlap; docs/scheduler.md)
     std::string schedule_split = "time";
     bool record_loads = true;    // one expert_load row per step and layer
     std::string routing_trace;   // routing.source = "trace": the trace whose counts replace the gate's choices

@@ -77,7 +77,7 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     if (settings_.schedule_blockwise) {
         require_thread_multiple(comm_, "schedule.mode = blockwise (Trans/Agg run on a communication thread)");
         EpSchedule sched;
-        sched.blockwise = true;
+        sched.mode = EpScheduleMode::kBlockwise;
         sched.split = parse_transfer_split_rule(settings_.schedule_split);
         // offline estimates, identical on every rank: the cluster file's non-expert times, and one expert's
         // parameters over the emulated link (or the cluster's Trans bandwidth)
@@ -92,6 +92,12 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
         executor_->set_ahead_provider(
             [this](int layer) { return plan_ahead_->placement(next_step_, layer); },
             [this](int layer, const int64_t* counts) { plan_ahead_->observe(next_step_, layer, counts); });
+    }
+    if (settings_.schedule_fastermoe) {  // FasterMoE's overlap: the same planner in order, Trans/Agg beside a2a
+        require_thread_multiple(comm_, "schedule.mode = fastermoe (Trans/Agg run on a communication thread)");
+        EpSchedule sched;
+        sched.mode = EpScheduleMode::kFasterMoE;
+        executor_->set_schedule(sched);
     }
 
     // the model operations on the run's device; the CPU one drives model_ itself (with the executor above), a

@@ -48,6 +48,35 @@ TEST_F(ValidateCli, RecordedReplayIsExact) {
     EXPECT_EQ(schedules, (std::set<std::string>{"none", "blockwise"}));
 }
 
+// A run recorded under schedule.mode = fastermoe (Trans/Agg on the comm lane beside the all-to-alls, planned in
+// order) replays with its recorded durations as exactly as the fixture's runs and carries its own schedule; the
+// per-op model (the fixture's calibration: the same shape and ranks) replays it too.
+TEST_F(ValidateCli, FastermoeRunReplaysUnderItsOwnSchedule) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "no mpirun";
+    const std::string db = (dir_ / "fastermoe.db").string();
+    const auto train = run_prophet("mpirun --allow-run-as-root --oversubscribe -np 2",
+                                   "train --config tests/fixtures/replay-2rank.toml --set schedule.mode=fastermoe "
+                                   "--set train.steps=5 --set store.path='" + db + "' --timeline",
+                                   dir_);
+    ASSERT_EQ(train.exit_code, 0) << train.err;
+    for (const std::string replay : {"recorded", "model"}) {
+        const auto r = run_prophet("", "validate --store '" + db + "' --experiment replay-fixture --json --no-record " +
+                                           (replay == "recorded" ? "--replay recorded"
+                                                                 : "--cluster " + kFixtureDir + "/replay-2rank-cluster.toml"),
+                                   dir_);
+        ASSERT_EQ(r.exit_code, 0) << replay << ": " << r.err;
+        const auto j = nlohmann::json::parse(r.out);
+        ASSERT_EQ(j["points"].size(), 1u) << replay;
+        const auto& p = j["points"][0];
+        EXPECT_EQ(p["schedule"], "fastermoe") << replay;
+        EXPECT_EQ(p["steps"].get<int>(), 4) << replay << ": step 0 left out";
+        EXPECT_TRUE(p["recorded_ms"].contains("trans") && p["recorded_ms"].contains("agg")) << replay;
+        if (replay == "recorded") {
+            EXPECT_LE(std::abs(p["max_step_error"].get<double>()), 0.03);
+        }
+    }
+}
+
 TEST_F(ValidateCli, OpModelReportsEveryStatisticAndIsRecorded) {
     const auto r = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --cluster " + kFixtureDir +
                                        "/replay-2rank-cluster.toml --json", dir_);

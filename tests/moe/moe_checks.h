@@ -10,7 +10,8 @@
 //   check_oracle: real experts; out, dh, dgate_w and home expert gradients equal LocalMoeExecutor's on the
 //     concatenated global batch within kOracleRtol. staged: the experts run on an arena apart from the executor's
 //     storage (StagedExpertCompute, the GPU's host staging on the CPU) and that arena is what is checked;
-//     blockwise: the same under the block-wise schedule (Trans/Agg and the staging on the communication thread).
+//     mode: the same under the block-wise schedule (Trans/Agg split, and the staging, on the communication thread)
+//     or FasterMoE's (Trans/Agg whole on the communication thread beside an all-to-all each).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -319,7 +320,8 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
 // step must still match the oracle with no Trans at all, or, with placement_changes (each step plans a different
 // placement of the same case), with a Trans to the new holders only
 inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, uint64_t seed, bool resident = false,
-                         bool placement_changes = false, bool staged = false, bool blockwise = false) {
+                         bool placement_changes = false, bool staged = false,
+                         EpScheduleMode mode = EpScheduleMode::kBlocking) {
     const int D = comm.size(), r = comm.rank();
     const int L = 2, E = 8, K = 2, C = 16, F = 24, steps = 2;
     const size_t P = 2 * (size_t)C * F;
@@ -365,12 +367,16 @@ inline void check_oracle(Communicator& comm, PlacementCase pc, RouteRule rule, u
     };
     ep.set_placement_provider([&](int layer, const int64_t*) { return placement_of(layer); });
     ep.set_resident_replicas(resident);
-    if (blockwise) {  // the same placements, fetched ahead; transfers split between the two compute windows
+    if (mode == EpScheduleMode::kBlockwise) {  // the same placements, fetched ahead; transfers split in two
         EpSchedule schedule;
-        schedule.blockwise = true;
+        schedule.mode = EpScheduleMode::kBlockwise;
         schedule.fnec_s = schedule.bnec_s = schedule.expert_transfer_s = 1e-3;
         ep.set_schedule(schedule);
         ep.set_ahead_provider(placement_of, [](int, const int64_t*) {});
+    } else if (mode == EpScheduleMode::kFasterMoE) {  // the provider's placements; Trans/Agg whole beside the a2a
+        EpSchedule schedule;
+        schedule.mode = mode;
+        ep.set_schedule(schedule);
     }
 
     for (int step = 0; step < steps; step++) {

@@ -4,12 +4,14 @@
 //   ./build/tests/test_moe --gtest_filter='-Mpi*'
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <functional>
 #include <thread>
 
 #include "comm/comm.h"
+#include "comm/comm_forward.h"
 #include "core/error.h"
 #include "kernels/blas.h"
 #include "model/moe_gpt.h"
@@ -207,7 +209,7 @@ TEST_P(MoeEpLocal, HostStagedComputeMatchesLocalExecutorBlockwise) {
     for (uint64_t seed : {11u, 12u})
         expect_no_errors(run_local(c.ranks, [&](Communicator& comm) {
             check_oracle(comm, c.placement, c.rule, seed, /*resident=*/false, /*placement_changes=*/true,
-                         /*staged=*/true, /*blockwise=*/true);
+                         /*staged=*/true, EpScheduleMode::kBlockwise);
         }));
 }
 
@@ -229,6 +231,36 @@ TEST(MoeEpChecks, ResidentReplicasFollowAChangedPlacement) {
         expect_no_errors(run_local(4, [&](Communicator& comm) {
             check_oracle(comm, pc, RouteRule::kOwner, 22, /*resident=*/true, /*placement_changes=*/true);
         }));
+}
+
+// A real communicator whose expert broadcasts (Trans) start `delay` late on every rank: the bytes and sums are
+// untouched, only the time a replica's parameters arrive moves, far past the dispatch all-to-all.
+class LateTrans final : public ForwardingCommunicator {
+  public:
+    LateTrans(Communicator* inner, std::chrono::milliseconds delay) : ForwardingCommunicator(inner), delay_(delay) {}
+    CommHandle broadcast_subset_async(void* data, size_t bytes, int root, const std::vector<int>& ranks,
+                                      int tag) override {
+        std::this_thread::sleep_for(delay_);
+        return inner_->broadcast_subset_async(data, bytes, root, ranks, tag);
+    }
+
+  private:
+    std::chrono::milliseconds delay_;
+};
+
+// FasterMoE's schedule: Trans(l) whole on the communication thread beside the dispatch all-to-all, Agg(l) beside
+// the backward combine all-to-all. With every Trans 20 ms late (per expert) the expert compute must still wait
+// for it: the replicas' copies start as NaN, so a compute that ran before its Trans completed shows in out. Both
+// the plain executor and the host-staged compute (its staging runs inside the tasks); 2 and 4 ranks.
+TEST(MoeEpChecks, FasterMoEScheduleWaitsForTransBeforeTheExperts) {
+    for (int ranks : {2, 4})
+        for (PlacementCase pc : {PlacementCase::kReplicated, PlacementCase::kMovedOwnersReplicated})
+            for (bool staged : {false, true})
+                expect_no_errors(run_local(ranks, [&](Communicator& comm) {
+                    LateTrans late(&comm, std::chrono::milliseconds(20));
+                    check_oracle(late, pc, RouteRule::kOwner, 31, /*resident=*/false, /*placement_changes=*/true,
+                                 staged, EpScheduleMode::kFasterMoE);
+                }));
 }
 
 // Trans against a resident placement sends to the new holders only: a copy marked as resident (a value home does

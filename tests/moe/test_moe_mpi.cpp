@@ -85,4 +85,14 @@ TEST_P(MpiMoeEp, HostStagedComputeMatchesLocalExecutor) {
                      /*staged=*/true);
 }
 
+// FasterMoE's schedule between MPI processes: Trans/Agg on the communication thread (isend/irecv from a second
+// thread, MPI_THREAD_MULTIPLE) while the main thread runs the all-to-alls (MPI_Ialltoallv) beside them.
+TEST_P(MpiMoeEp, FasterMoEScheduleMatchesLocalExecutor) {
+    SKIP_UNLESS_MPI();
+    if (mpi_thread_level() != "MPI_THREAD_MULTIPLE") GTEST_SKIP() << "MPI provides " << mpi_thread_level();
+    for (uint64_t seed : {11u, 12u})
+        check_oracle(comm, GetParam().placement, GetParam().rule, seed, /*resident=*/false, /*placement_changes=*/true,
+                     /*staged=*/false, EpScheduleMode::kFasterMoE);
+}
+
 INSTANTIATE_TEST_SUITE_P(Mpi, MpiMoeEp, ::testing::ValuesIn(kCases), mpi_case_name);

@@ -45,11 +45,11 @@ TEST(StepTimeline, RemainderIsTheStepMinusTheUnionOfComputeOps) {
     EXPECT_EQ(timeline_remainder_ns(u.take(), 0, 10), 1);
 }
 
-// Every op kind of the issue appears on every rank in both schedules, and the trainer's stored remainder is the
+// Every op kind of the issue appears on every rank in all three schedules, and the trainer's stored remainder is the
 // step minus the union of the ops it stored (recomputed here from the JSON, microseconds with 3 decimals).
 TEST(StepTimeline, EveryOpKindInBothSchedulesAndTheRemainderMatches) {
     const int ranks = 2, steps = 3;
-    for (const char* mode : {"none", "blockwise"}) {
+    for (const char* mode : {"none", "blockwise", "fastermoe"}) {
         const auto stats = run_local_stats(
             skewed_config({"balance.policy=top2", std::string("schedule.mode=") + mode}), ranks, steps,
             [](Trainer& t, int) { t.set_timeline(true); });
@@ -72,8 +72,9 @@ TEST(StepTimeline, EveryOpKindInBothSchedulesAndTheRemainderMatches) {
                 }
                 for (const std::string& kind : kEveryStep)
                     EXPECT_TRUE(compute.count(kind)) << mode << " step " << step << " rank " << r << ": no " << kind;
-                // the placement and its transfers: inline under the blocking schedule, beside it block-wise
-                const std::string plan = std::string(mode) == "none" ? "plan" : "plan_wait";
+                // the placement and its transfers: inline under the blocking schedule, beside it block-wise; the
+                // fastermoe schedule plans inline and moves beside the all-to-alls
+                const std::string plan = std::string(mode) == "blockwise" ? "plan_wait" : "plan";
                 EXPECT_TRUE(compute.count(plan)) << mode << ": no " << plan;
                 EXPECT_TRUE(any.count("trans") && any.count("agg")) << mode << ": top2 moves experts every step";
                 // the step on this rank: [its start, its start + its length) in the shared origin's microseconds;

@@ -105,12 +105,18 @@ TEST(Trainer, BadConfigsFailBeforeCommunication) {
     expect_error({"data.source=\"file\"", "data.path=\"/nonexistent/corpus.txt\""}, 4, "data.path");
     expect_error({"model.C=66"}, 4, "model");                 // C % NH != 0
     expect_error({"balance.route_to=even_split"}, 4, "balance.route_to");  // plan/sim only
+    // fastermoe's Trans/Agg run on a communication thread, as blockwise's: the same refusals
+    expect_error({"device.kind=cuda", "schedule.mode=fastermoe"}, 1, "schedule.mode = fastermoe");
+    expect_error({"device.kind=cuda", "comm.backend=nccl", "schedule.mode=fastermoe"}, 4, "schedule.mode = fastermoe");
+    expect_error({"schedule.mode=fasterMoE"}, 4, "schedule.mode");
 }
 
 TEST(Trainer, PlannerObjectiveFollowsTheSchedule) {
     // balance.cost_eq = 0 (default): Eq 6 without the scheduler (transfers block), Eq 8 with it
     EXPECT_EQ(train_settings_from(skewed_config({}), 4).balance.cost_eq, 6);
     EXPECT_EQ(train_settings_from(skewed_config({"schedule.mode=blockwise"}), 4).balance.cost_eq, 8);
+    // FasterMoE's overlap hides transfers behind an all-to-all, not behind compute: the blocking equation
+    EXPECT_EQ(train_settings_from(skewed_config({"schedule.mode=fastermoe"}), 4).balance.cost_eq, 6);
     EXPECT_EQ(train_settings_from(skewed_config({"balance.cost_eq=8"}), 4).balance.cost_eq, 8);  // set explicitly
     EXPECT_EQ(train_settings_from(skewed_config({"balance.cost_eq=6", "schedule.mode=blockwise"}), 4).balance.cost_eq,
               6);
