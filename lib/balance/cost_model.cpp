@@ -129,6 +129,12 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
         // experts[home * D + d]: experts home broadcasts to d (Trans); Agg is the same traffic reversed
         thread_local std::vector<int64_t> experts;
         experts.assign(static_cast<size_t>(D) * D, 0);
+        // chain: [D] copies each device forwards (sends) and receives, counted as the chains are laid
+        thread_local std::vector<int64_t> chain_sent, chain_received;
+        if (m.trans_broadcast == TransBroadcast::kChain) {
+            chain_sent.assign(static_cast<size_t>(D), 0);
+            chain_received.assign(static_cast<size_t>(D), 0);
+        }
         for (int e = 0; e < E; ++e) {
             if (static_owners && flow.replica_holders[e] == 0) continue;  // nothing to send
             const int home = placement.home(e);
@@ -144,6 +150,8 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
                 const int d = (first + i) % D;
                 if (d == home || !placement.holds(e, d)) continue;
                 ++experts[static_cast<size_t>(prev) * D + d];
+                ++chain_sent[prev];
+                ++chain_received[d];
                 prev = d;
             }
         }
@@ -153,15 +161,8 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
             // the ring collective's own rate: a device forwards (receives) one copy per expert whose chain passes
             // it, at most at trans (agg) bytes/s: the rate the papers' planners price NCCL's broadcast at (Eq 4's
             // S (D - n) / D / B per expert), so a chain is never faster than Eq 4 nor than its links
-            int64_t busiest = 0;
-            for (int d = 0; d < D; ++d) {
-                int64_t out = 0, in = 0;
-                for (int k = 0; k < D; ++k) {
-                    out += experts[static_cast<size_t>(d) * D + k];
-                    in += experts[static_cast<size_t>(k) * D + d];
-                }
-                busiest = std::max({busiest, out, in});
-            }
+            const int64_t busiest = std::max(*std::max_element(chain_sent.begin(), chain_sent.end()),
+                                             *std::max_element(chain_received.begin(), chain_received.end()));
             const double copies = static_cast<double>(busiest) * expert_bytes;
             c.trans_s = std::max(c.trans_s, copies / (m.cluster.trans_bytes_per_s * m.bandwidth_scale));
             c.agg_s = std::max(c.agg_s, copies / (m.cluster.agg_bytes_per_s * m.bandwidth_scale));
