@@ -319,18 +319,22 @@ PhaseBModel build_phase_b(const Ilp2Data& data, double band, bool dp_ran, double
         // valid cuts. (a) One (g1, g2) carries all of C[c1,c2], and that pair costs at least this share:
         // u_l >= C[c1,c2] sum_{g1 != g2} link z[c1,.,c2,.]. (b) A source cluster's outflow (a target's inflow) is
         // spread over at most D - 1 ordered pairs: (D - 1) u_l >= its total cost.
+        // the terms of cluster pair (c1, c2) over every ordered device pair with a cost: C[c1,c2] link z
+        auto add_cluster_pair_terms = [&](int c1, int c2) {
+            for (int g1 = 0; g1 < D; ++g1)
+                for (int g2 = 0; g2 < D; ++g2) {
+                    const double lc = link[g1 * D + g2];
+                    if (g1 == g2 || lc == 0) continue;
+                    cols.push_back(z(l, c1, g1, c2, g2));
+                    coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
+                }
+        };
         for (int c1 = 0; c1 < D; ++c1)
             for (int c2 = 0; c2 < D; ++c2) {
                 if (data.c_at(l, c1, c2) == 0) continue;
                 cols.assign(1, u_cols[l]);
                 coefs.assign(1, 1.0);
-                for (int g1 = 0; g1 < D; ++g1)
-                    for (int g2 = 0; g2 < D; ++g2) {
-                        const double lc = link[g1 * D + g2];
-                        if (g1 == g2 || lc == 0) continue;
-                        cols.push_back(z(l, c1, g1, c2, g2));
-                        coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
-                    }
+                add_cluster_pair_terms(c1, c2);
                 if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
             }
         for (int side = 0; side < 2 && D > 2; ++side)
@@ -339,14 +343,7 @@ PhaseBModel build_phase_b(const Ilp2Data& data, double band, bool dp_ran, double
                 coefs.assign(1, D - 1.0);
                 for (int b = 0; b < D; ++b) {
                     const int c1 = side == 0 ? a : b, c2 = side == 0 ? b : a;
-                    if (data.c_at(l, c1, c2) == 0) continue;
-                    for (int g1 = 0; g1 < D; ++g1)
-                        for (int g2 = 0; g2 < D; ++g2) {
-                            const double lc = link[g1 * D + g2];
-                            if (g1 == g2 || lc == 0) continue;
-                            cols.push_back(z(l, c1, g1, c2, g2));
-                            coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
-                        }
+                    if (data.c_at(l, c1, c2) != 0) add_cluster_pair_terms(c1, c2);
                 }
                 if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
             }
