@@ -1,0 +1,52 @@
+// bounds.h: a proven lower bound on one MoE layer's time, over every placement and routing the run's budget
+// allows, under each system model `prophet plan` reports (docs/bounds.md gives the proofs).
+//
+// Inputs: one layer's counts[d*E + e] (tokens device d routes to expert e), the cost model, and the budget
+// (balance.max_replicas_per_device). A placement's *receivers* n = sum_e receivers(e) (placement.h: replica holders
+// plus an owner away from the static home) decide every term the placement can improve:
+//   compute   max_i H_i >= max(ceil(total / D), max_e ceil(w_e / h_e)) with sum_e (h_e - 1) <= min(n, D * cap),
+//             h_e <= D (each holder computes at most max_i H_i of e's w_e tokens); the best h for a given number
+//             of extra holders is the greedy that always adds one to the expert of largest w_e / h_e.
+//   a2a       a device keeps local only the tokens of experts it holds: it holds its home experts plus at most n
+//             (D * cap + E with a cap: replicas plus moved owners) other (device, expert) pairs, so at least
+//             S(n) = total - home tokens - the n largest non-home counts leave their device; Eq 1's busiest
+//             receiver gets >= ceil(S / D) of them, the topology's devices drain them at most at the sum of their
+//             ingress capacities.
+//   transfer  n >= 1 receivers move >= n experts (flat Eqs 4-5: >= n + ceil(n / (D - 1)) counted with the sender),
+//             at least one expert over the cheapest path (topology), n over all devices' ingress.
+// Each model's time is nondecreasing in every term (Eq 8's credit and FasterMoE's overlap subtract at most what a
+// larger term adds), so each model evaluated at the terms' bounds for a given n bounds every placement with n
+// receivers; the layer's bound is the minimum over n, with n = 0 the static placement's exact time.
+// The layer_to_layer token path (token_path.h) moves tokens home only into layer 0 and out of layer L-1; its bound
+// keeps half the home bound's all-to-all there (a2a = (in + out) / 2) and none between layers.
+// The simulator's column overlaps Trans/Agg with compute or its all-to-alls under the blockwise and fastermoe
+// schedules, so its bound keeps only 4 a2a + 3 FEC (a transfer can be hidden whole).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "balance/cost_model.h"
+
+namespace prophet {
+
+struct BoundBudget {
+    int max_replicas_per_device = 0;  // 0: no cap (balance.max_replicas_per_device)
+};
+
+// Lower bounds, seconds per MoE layer, each the minimum over placements of that model's time.
+struct LayerBound {
+    double eq6_s = 0, eq8_s = 0, fastermoe_s = 0, sim_s = 0;  // home token path
+    double eq6_l2l_s = 0, eq8_l2l_s = 0, fastermoe_l2l_s = 0;  // layer_to_layer token path
+    // components, for the report: with the whole budget (as many receivers as help) and with none
+    double compute_tokens = 0;      // bound on max_i H_i with the whole budget (tokens)
+    double a2a_s = 0;               // bound on one home-path all-to-all with the whole budget
+    double one_transfer_s = 0;      // bound on Trans for a single receiver (what any replica costs)
+    int64_t eq6_receivers = 0;      // the receivers n at which the Eq 6 bound is reached (0: static)
+};
+
+// counts [D*E]; `model` must be the layer's (model_for_layer: first_block for layer 0). layer in [0, num_layers).
+LayerBound layer_bound(const CostModel& model, const int64_t* counts, int num_devices, int num_experts,
+                       const BoundBudget& budget, int layer, int num_layers);
+
+}  // namespace prophet
