@@ -13,6 +13,7 @@
 #include "balance/options.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "plan_bound.h"
 #include "sim/simulator.h"
 #include "trace/trace.h"
 
@@ -353,6 +354,15 @@ int run_plan(const PlanArgs& args) {
         static_times = {fixed->eq6.mean_eq6_ms, fixed->eq6.mean_eq8_ms, fixed->eq6.mean_fastermoe_ms, fixed->sim.moe_ms};
     }
 
+    // ---- the lower bound of every layer, and each policy's times beside it (plan_bound.h) ---------------------
+    const int max_replicas = options.max_replicas_per_device;
+    const TraceBounds bounds = trace_bounds(view, cost, BoundBudget{max_replicas});
+    std::vector<PolicyTimes> times;
+    for (const PolicyModels& m : scores)
+        if (!m.skipped())
+            times.push_back({m.name(), m.eq8.token_path == "layer_to_layer", m.eq6.mean_eq6_ms, m.eq8.mean_eq8_ms,
+                             m.eq6.mean_fastermoe_ms, m.sim.moe_ms, &m.system()});
+
     // ---- record: one transaction, so a failure leaves nothing half-written -----------------------------------
     Store store = Store::open(store_path);
     RunInfo info = make_run_info("plan", config, args.common);
@@ -417,6 +427,7 @@ int run_plan(const PlanArgs& args) {
                 store.put_plan_result(row);
             }
         }
+        put_bound_metrics(store, run_id, bounds, times, meta.num_layers, meta.num_experts);
         store.finish_run(run_id, "finished", 0, "");
     });
     const double elapsed_s = (now_ns() - started) * 1e-9;
@@ -441,14 +452,19 @@ int run_plan(const PlanArgs& args) {
                                  "(blockwise for prophet/prophet-oracle on Eq-8 placements, fastermoe = "
                                  "broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers "
                                  "blocking for the rest, on Eq-6 placements), whole-expert split, no planning time"}};
+        out["bound"] = bound_json(bounds, max_replicas);
         out["policies"] = nlohmann::json::array();
-        for (const PolicyModels& m : scores) out["policies"].push_back(score_json(m, static_times));
+        for (size_t i = 0, t = 0; i < scores.size(); ++i) {
+            out["policies"].push_back(score_json(scores[i], static_times));
+            if (!scores[i].skipped()) add_policy_bound_json(out["policies"].back(), times[t++], bounds, meta.num_experts);
+        }
         out["locality"] = locality_json(trace, scores, static_times);
         std::printf("%s\n", out.dump(2).c_str());
     } else {
         std::printf("# prophet plan | trace %s | cluster %s | run %s | means over %d iterations x %d layers\n",
                     meta.source.c_str(), cluster.name.c_str(), run_id.c_str(), meta.num_iterations, meta.num_layers);
         print_table(scores, static_times);
+        print_bound_tables(bounds, times, static_times.eq6_ms, meta.num_experts, max_replicas);
     }
     std::fprintf(stderr, "prophet plan: recorded run %s in %s (%.1f s)\n", run_id.c_str(), store_path.c_str(), elapsed_s);
     return kExitOk;

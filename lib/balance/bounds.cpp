@@ -8,6 +8,8 @@
 
 #include "balance/placement.h"
 #include "core/error.h"
+#include "core/stats.h"
+#include "core/timer.h"
 
 namespace prophet {
 namespace {
@@ -259,6 +261,32 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     b.a2a_s = a2a_bound(m, topo, total - home_local - gain[static_cast<size_t>(std::min(max_pairs, last_pair))]);
     b.one_transfer_s = D > 1 ? transfer_bound(m, topo, 1, false) : 0.0;
     return b;
+}
+
+TraceBounds trace_bounds(const TraceView& trace, const CostModel& cost, const BoundBudget& budget) {
+    const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
+    TraceBounds out;
+    std::vector<double> us;
+    const CostModel first = model_for_layer(cost, 0), later = model_for_layer(cost, 1);
+    for (int it = 0; it < I; ++it)
+        for (int l = 0; l < L; ++l) {
+            const int64_t t0 = now_ns();
+            out.layers.push_back(layer_bound(l == 0 ? first : later, trace.layer(it, l), D, E, budget, l, L));
+            us.push_back((now_ns() - t0) * 1e-3);
+        }
+    const double n = static_cast<double>(out.layers.size());
+    double receivers = 0;
+    LayerBound& m = out.mean;
+    for (const LayerBound& b : out.layers) {
+        for (auto field : {&LayerBound::eq6_s, &LayerBound::eq8_s, &LayerBound::fastermoe_s, &LayerBound::sim_s,
+                           &LayerBound::eq6_l2l_s, &LayerBound::eq8_l2l_s, &LayerBound::fastermoe_l2l_s,
+                           &LayerBound::compute_tokens, &LayerBound::a2a_s, &LayerBound::one_transfer_s})
+            m.*field += b.*field / n;
+        receivers += static_cast<double>(b.eq6_receivers) / n;
+    }
+    m.eq6_receivers = static_cast<int64_t>(std::llround(receivers));
+    out.median_us = median(us);
+    return out;
 }
 
 }  // namespace prophet

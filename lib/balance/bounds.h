@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "balance/cost_model.h"
+#include "balance/evaluate.h"
 
 namespace prophet {
 
@@ -48,5 +49,16 @@ struct LayerBound {
 // counts [D*E]; `model` must be the layer's (model_for_layer: first_block for layer 0). layer in [0, num_layers).
 LayerBound layer_bound(const CostModel& model, const int64_t* counts, int num_devices, int num_experts,
                        const BoundBudget& budget, int layer, int num_layers);
+
+// Every (iteration, layer) of a trace, each layer under model_for_layer(cost, l).
+struct TraceBounds {
+    std::vector<LayerBound> layers;  // [I*L] iteration-major
+    LayerBound mean;                 // each field's mean over layers (eq6_receivers: the rounded mean)
+    double median_us = 0;            // time to bound one layer (median), microseconds
+};
+TraceBounds trace_bounds(const TraceView& trace, const CostModel& cost, const BoundBudget& budget);
+
+// gap = predicted / bound - 1 (0 when the bound is 0: nothing to move or compute)
+inline double gap_to_bound(double predicted, double bound) { return bound > 0 ? predicted / bound - 1.0 : 0.0; }
 
 }  // namespace prophet

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "balance/device_load.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/timer.h"
@@ -29,25 +30,29 @@ auto timed(int repeats, Fn fn, double* median_us) {
 void score_layer(LayerScore& s, const int64_t* counts, int D, int E, const CostModel& cost, const BalanceOptions& o) {
     const LayerFlow flow = compute_flow(counts, D, E, s.placement, o.route_rule);
     s.cost = predict_layer(cost, flow, s.placement);
-    double mean = 0, var = 0;
-    int64_t h_max = 0;
-    for (int64_t h : flow.computed) {
-        mean += static_cast<double>(h);
-        h_max = std::max(h_max, h);
-    }
-    mean /= D;
-    for (int64_t h : flow.computed) var += (h - mean) * (h - mean);
-    s.balance_std = std::sqrt(var / D);
-    s.max_mean_load = mean > 0 ? h_max / mean : 1.0;
+    const DeviceLoad load = device_load(flow.computed.data(), D);
+    s.balance_std = load.std;
+    s.max_mean_load = load.max_mean;
+    s.balancedness = load.balancedness;
     s.replicas = s.placement.num_replicas();
+    const std::vector<int> per_device = s.placement.replicas_per_device();
+    s.max_device_replicas = per_device.empty() ? 0 : *std::max_element(per_device.begin(), per_device.end());
+    s.experts_moved = cost.expert_bytes() > 0 ? std::llround(s.cost.trans_bytes / cost.expert_bytes()) : 0;
     const Placement fixed = Placement::make_static(D, E);
     const LayerFlow static_flow = compute_flow(counts, D, E, fixed, RouteRule::kOwner);
-    double smean = 0, svar = 0;
-    for (int64_t h : static_flow.computed) smean += static_cast<double>(h);
-    smean /= D;
-    for (int64_t h : static_flow.computed) svar += (h - smean) * (h - smean);
-    const double static_std = std::sqrt(svar / D);
+    const double static_std = device_load(static_flow.computed.data(), D).std;
     s.rb_vs_static = s.balance_std > 0 ? static_std / s.balance_std : (static_std > 0 ? INFINITY : 1.0);
+}
+
+// The replica memory of iteration `it`'s layers (the last L of out.layers) on its fullest device: replicas x 2
+// expert_bytes (weights and the gradient Agg returns), summed over layers.
+double replica_memory_bytes(const PolicyScore& out, int L, int D, const CostModel& cost) {
+    std::vector<int64_t> slots(static_cast<size_t>(D), 0);
+    for (size_t k = out.layers.size() - L; k < out.layers.size(); ++k) {
+        const std::vector<int> per_device = out.layers[k].placement.replicas_per_device();
+        for (int d = 0; d < D; ++d) slots[d] += per_device[d];
+    }
+    return static_cast<double>(*std::max_element(slots.begin(), slots.end())) * 2.0 * cost.expert_bytes();
 }
 
 // Rescores iteration `it`'s layers (the last L of out.layers) on the layer-to-layer token path (token_path.h).
@@ -220,6 +225,8 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             out.layers.push_back(std::move(s));
         }
         if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, o.route_rule);
+        out.extra_memory_bytes_per_device =
+            std::max(out.extra_memory_bytes_per_device, replica_memory_bytes(out, L, D, cost));
     }
 
     const double n = static_cast<double>(out.layers.size());
@@ -236,6 +243,8 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
         out.mean_trans_bytes += s.cost.trans_bytes / n;
         out.mean_agg_bytes += s.cost.agg_bytes / n;
         out.mean_replicas += s.replicas / n;
+        out.mean_balancedness += s.balancedness / n;
+        out.mean_experts_moved += static_cast<double>(s.experts_moved) / n;
         out.mean_dropped_tokens += static_cast<double>(s.dropped_tokens) / n;
         out.mean_fastermoe_ms += s.cost.fastermoe_s * 1e3 / n;
         out.mean_exposed_trans_ms += s.cost.exposed_trans_s * 1e3 / n;

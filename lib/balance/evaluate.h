@@ -39,9 +39,12 @@ struct LayerScore {
     int layer = 0;
     CostBreakdown cost;
     double max_mean_load = 0;  // max_i H_i / mean_i H_i
+    double balancedness = 0;   // mean_i H_i / max_i H_i (vLLM / SGLang; device_load.h)
     double balance_std = 0;    // population std of H_i (tokens)
     double rb_vs_static = 0;   // balance_std(static) / balance_std(policy); 0 when the policy's std is 0 and static's too
     int replicas = 0;
+    int max_device_replicas = 0;  // replicas on the device holding the most (its extra expert slots)
+    int64_t experts_moved = 0;    // expert copies Trans sends (receivers, as trans_bytes counts them)
     double plan_us = 0;        // median planning time of this layer (offline policies: their solve time / L)
     int64_t dropped_tokens = 0;
     Placement placement;
@@ -58,6 +61,11 @@ struct PolicyScore {
     double mean_a2a_ms = 0;           // one all-to-all (CostBreakdown::a2a_s; layer_to_layer: the mean of in and out)
     double mean_a2a_bytes = 0, mean_trans_bytes = 0, mean_agg_bytes = 0, mean_replicas = 0;
     double median_plan_us = 0;
+    double mean_balancedness = 0;     // vLLM / SGLang balancedness, mean over layers
+    double mean_experts_moved = 0;    // expert copies moved per layer (Trans; Agg moves as many gradients back)
+    // the most replica memory one device holds in one iteration: sum over layers of its replicas x 2 expert_bytes
+    // (weights by Trans + their gradient for Agg), max over devices and iterations
+    double extra_memory_bytes_per_device = 0;
     double mean_dropped_tokens = 0;
     double mean_fastermoe_ms = 0;     // FasterMoE's system model (CostBreakdown::fastermoe_s)
     double mean_exposed_trans_ms = 0, mean_exposed_agg_ms = 0;                  // Eq 8's, transfer_credit's split
