@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "trace/multinomial.h"
 #include "trace/trace.h"
 
 namespace prophet {
@@ -59,6 +60,7 @@ struct Params {
     bool record_transitions = true;
     double layer_affinity = 0.0;
     bool random_affinity = false;  // trace.affinity_mapping = "random": rank r -> a random rank at layer l+1
+    bool count_sampling = false;   // trace.sampling = "counts": each (iteration, layer, device) row at once
     int d_model = 0;
     int d_ffn = 0;
     int seq_len = 0;
@@ -118,6 +120,7 @@ class ExpertSampler {
         table_.build(weights);
         probability_ = std::move(weights);
     }
+    const std::vector<double>& weights() const { return probability_; }
     // top_k distinct experts into out[0, k); chosen: [E] flags, all false on entry and on return
     void draw_distinct(Rng& rng, int k, int* out, std::vector<char>& chosen) const {
         for (int j = 0; j < k; ++j) {
@@ -188,6 +191,25 @@ Generator parse_generator(const std::string& name) {
                                    "; fix: " + fix);
 }
 
+// trace.sampling = "counts" draws a row's counts as one multinomial: the law of the per-token path only when every
+// token makes one independent categorical draw per layer (top_k = 1, no layer affinity) and no token-level record
+// (transitions) is asked for.
+void check_count_sampling(const Params& p, const std::string& in) {
+    const std::string fix = "set trace.sampling = \"per_token\" (draws every token), or ";
+    if (p.top_k != 1)
+        throw_config_error("trace.top_k", std::to_string(p.top_k),
+                           "trace.sampling = \"counts\" needs top_k = 1 (a token's top_k distinct experts have no "
+                           "count-level equivalent)" + in, fix + "top_k = 1");
+    if (p.num_layers > 1 && p.record_transitions)
+        throw_config_error("trace.record_transitions", "true",
+                           "trace.sampling = \"counts\" draws no tokens, so it records no transitions" + in,
+                           fix + "record_transitions = false");
+    if (p.num_layers > 1 && p.layer_affinity > 0.0)
+        throw_config_error("trace.layer_affinity", std::to_string(p.layer_affinity),
+                           "trace.sampling = \"counts\" needs layer_affinity = 0 (affinity follows each token)" + in,
+                           fix + "layer_affinity = 0.0");
+}
+
 Params read_params(const Config& config, const std::string& origin) {
     config.check_required();
     Params p;
@@ -210,8 +232,10 @@ Params read_params(const Config& config, const std::string& origin) {
     p.d_model = static_cast<int>(config.get_int("trace.d_model"));
     p.d_ffn = static_cast<int>(config.get_int("trace.d_ffn"));
     p.seq_len = static_cast<int>(config.get_int("trace.seq_len"));
+    p.count_sampling = config.get_string("trace.sampling") == "counts";
 
     const std::string in = " in " + origin;
+    if (p.count_sampling) check_count_sampling(p, in);
     if (p.top_k > p.num_experts)
         throw_config_error("trace.top_k", std::to_string(p.top_k),
                            "must be <= trace.num_experts (" + std::to_string(p.num_experts) + ")" + in,
@@ -251,7 +275,7 @@ Params read_params(const Config& config, const std::string& origin) {
                              "generate fewer iterations, layers or experts, or set record_transitions = false");
     const double draws = static_cast<double>(p.num_iterations) * p.num_layers *
                          static_cast<double>(p.tokens_per_iteration) * p.top_k;
-    if (draws > kMaxDraws)
+    if (!p.count_sampling && draws > kMaxDraws)
         throw_resource_error(origin, "trace.tokens_per_iteration", p.tokens_per_iteration,
                              "num_iterations x num_layers x tokens_per_iteration x top_k = " +
                                  std::to_string(static_cast<uint64_t>(draws)) +
@@ -408,6 +432,12 @@ Trace generate(const Params& p) {
             for (int l = 0; l < num_layers; ++l)
                 count_rows[l] = trace.layer_counts(i, l) + static_cast<size_t>(d) * num_experts;
             const int table = per_device ? d : 0;
+            if (p.count_sampling) {  // top_k = 1, no affinity, no transitions (check_count_sampling)
+                for (int l = 0; l < num_layers; ++l)
+                    multinomial(rng, tokens_per_device, samplers[static_cast<size_t>(l) * num_tables + table].weights(),
+                                count_rows[l]);
+                continue;
+            }
             for (int64_t t = 0; t < tokens_per_device; ++t) {
                 for (int l = 0; l < num_layers; ++l) {
                     int* current = experts.data() + (l & 1) * top_k;
@@ -488,6 +518,11 @@ const Schema& trace_generator_schema() {
                      "layer_affinity's mapping: rank = the expert of popularity rank r goes to rank r of the next "
                      "layer; random = to a random rank (a fixed permutation per layer pair), as real routing's "
                      "affinities do not follow popularity");
+        s.add_string("trace.sampling", "per_token", {"per_token", "counts"},
+                     "per_token: every token draws its experts (transitions and affinity exact); counts: each "
+                     "(iteration, layer, device) row drawn at once as a multinomial by conditional binomials, the "
+                     "same law for top_k = 1 without transitions or layer affinity (refused otherwise), O(E sqrt(n)) "
+                     "instead of O(n) per row");
         s.add_int("trace.d_model", 1024, 0, 1 << 20, "C: model width for the cost model (0: unknown)");
         s.add_int("trace.d_ffn", 2048, 0, 1 << 22, "F: expert hidden size for the cost model (0: unknown)");
         s.add_int("trace.seq_len", 256, 0, 1 << 22, "T: sequence length in tokens for the cost model (0: unknown)");
