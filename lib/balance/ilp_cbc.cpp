@@ -87,7 +87,9 @@ MipResult solve_mip(const MipModel& model, const MipSettings& settings) {
     // Clp's wall-clock deadline (absolute, from now): CBC checks its own limit only between nodes and cut
     // passes, so this bounds a single runaway LP. Past it Clp stops LPs unsolved, which CBC may read as pruned
     // nodes: then neither its bound nor a claim of optimality is trusted (see deadline_hit below).
-    const double deadline_s = 1.5 * limit_s + 1.0;
+    // (the slack is a second for limits of a second and more, the limit itself below: a budget split into many short
+    // solves stays a budget)
+    const double deadline_s = 1.5 * limit_s + std::min(1.0, limit_s);
     // a usable warm start, checked here too: CBC silently drops an infeasible one, and the caller wants to
     // know that the fallback (result = warm start) is valid
     const bool warm_ok = settings.initial != nullptr && static_cast<int>(settings.initial->size()) == n &&

@@ -53,8 +53,15 @@ std::vector<Placement> plan_moetuner(const std::vector<double>& expert_loads, co
     const int64_t start = now_ns();
     IlpReport r;
     std::vector<int> clusters(static_cast<size_t>(L) * E);  // [L][E]
+    // balance.ilp_time_limit_s is ILP 1's budget for all layers together: each layer may use what is left over the
+    // layers left (at least kMinLayerSolveS, so a late layer still gets its warm start checked); ILP 2 has its own
+    constexpr double kMinLayerSolveS = 0.01;
+    BalanceOptions layer_options = options;
     for (int l = 0; l < L; ++l) {
-        const Ilp1Result one = moetuner_ilp1_layer(expert_loads.data() + static_cast<size_t>(l) * E, E, D, options);
+        const double left = options.ilp_time_limit_s - seconds_since(start);
+        layer_options.ilp_time_limit_s = std::max(kMinLayerSolveS, left / (L - l));
+        const Ilp1Result one =
+            moetuner_ilp1_layer(expert_loads.data() + static_cast<size_t>(l) * E, E, D, layer_options);
         std::copy(one.cluster.begin(), one.cluster.end(), clusters.begin() + static_cast<size_t>(l) * E);
         r.ilp1_objective += one.objective;
         r.ilp1_bound += one.bound;

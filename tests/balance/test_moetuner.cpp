@@ -11,6 +11,7 @@
 #include <numeric>
 #include <vector>
 
+#include "balance/evaluate.h"
 #include "balance/policies.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -473,6 +474,24 @@ TEST(MoeTunerPlan, LargeInstanceUsesTheHeuristicAboveTheExactLimit) {
     EXPECT_NEAR(report.ilp2_objective, moetuner_traffic_objective(ps, transitions, link),
                 1e-9 * std::max(1e-30, report.ilp2_objective));
     EXPECT_LT(report.solve_s, 3 * 3 * o.ilp_time_limit_s);  // L ILP 1 solves + the heuristic, each bounded
+}
+
+// balance.ilp_time_limit_s bounds ILP 1 as a whole, not each of its L layer solves, and the report says it stopped
+TEST(MoeTunerPlan, Ilp1LayersShareTheTimeLimit) {
+    const int L = 8, D = 16, E = 64;
+    Rng rng(14);
+    std::vector<double> loads(static_cast<size_t>(L) * E);  // near-uniform: CBC cannot prove optimality at gap 0
+    for (auto& x : loads) x = 1000.0 + std::floor(1000.0 * rng.uniform());
+    BalanceOptions o = exact_options();
+    o.ilp_time_limit_s = 0.5;
+    IlpReport report;
+    const auto ps = plan_moetuner(loads, {}, L, D, E, std::vector<double>(D * D, 1.0), o, &report);
+    ASSERT_EQ(ps.size(), static_cast<size_t>(L));
+    EXPECT_LT(report.ilp1_layers_optimal, report.ilp1_layers);
+    EXPECT_NE(ilp_status(report, false).find("time limit"), std::string::npos) << ilp_status(report, false);
+    // ILP 1 within its budget (+ the last solve's Clp slack), ILP 2's search within a quarter of it; L solves of
+    // 0.5 s each would take 4 s
+    EXPECT_LT(report.solve_s, 4 * o.ilp_time_limit_s);
 }
 
 TEST(MoeTunerPlan, RejectsBadInput) {
