@@ -84,6 +84,49 @@ using namespace moetuner_detail;
 
 namespace {
 
+// The local search's key of cluster loads T: (ILP 1's objective, sum of squared loads), and the key after two clusters
+// change, in O(1): the sums by their two changed terms, the maximum from the three largest loads.
+class ClusterKey {
+  public:
+    ClusterKey(const std::vector<double>& T, double mean, bool minmax) : T_(T), mean_(mean), minmax_(minmax) { refresh(); }
+    void refresh() {  // after T changed
+        sq_ = dev_ = 0;
+        top_[0] = top_[1] = top_[2] = -1;
+        for (int c = 0; c < static_cast<int>(T_.size()); ++c) {
+            sq_ += T_[c] * T_[c];
+            dev_ += std::fabs(T_[c] - mean_);
+            for (int k = 0; k < 3; ++k)
+                if (top_[k] < 0 || T_[c] > T_[top_[k]]) {
+                    for (int j = 2; j > k; --j) top_[j] = top_[j - 1];
+                    top_[k] = c;
+                    break;
+                }
+        }
+    }
+    std::pair<double, double> now() const { return {cluster_objective(T_, mean_, minmax_), sq_}; }
+    // the key with T[a] = ta and T[b] = tb
+    std::pair<double, double> after(int a, double ta, int b, double tb) const {
+        const double sq = sq_ - T_[a] * T_[a] - T_[b] * T_[b] + ta * ta + tb * tb;
+        if (!minmax_)
+            return {dev_ - std::fabs(T_[a] - mean_) - std::fabs(T_[b] - mean_) + std::fabs(ta - mean_) + std::fabs(tb - mean_),
+                    sq};
+        double top = std::max({0.0, ta, tb});
+        for (int c : top_)
+            if (c >= 0 && c != a && c != b) {
+                top = std::max(top, T_[c]);
+                break;
+            }
+        return {top, sq};
+    }
+
+  private:
+    const std::vector<double>& T_;
+    double mean_;
+    bool minmax_;
+    double sq_ = 0, dev_ = 0;
+    int top_[3];  // the three largest loads' clusters (-1: fewer clusters)
+};
+
 // LPT (descending load to the lightest cluster; the first D experts open the D clusters, so none is empty),
 // then first-improvement moves and swaps on the key (objective, sum of squared cluster loads).
 std::vector<int> greedy_clusters(const std::vector<double>& w, int D, bool minmax) {
@@ -109,22 +152,25 @@ std::vector<int> greedy_clusters(const std::vector<double>& w, int D, bool minma
     }
     const double total = std::accumulate(w.begin(), w.end(), 0.0);
     const double mean = total / D;
-    auto key_of = [&](const std::vector<double>& loads) {
-        double sq = 0;
-        for (double t : loads) sq += t * t;
-        return std::make_pair(cluster_objective(loads, mean, minmax), sq);
-    };
     auto better = [](const std::pair<double, double>& a, const std::pair<double, double>& b) {
         if (less_tol(a.first, b.first)) return true;
         if (less_tol(b.first, a.first)) return false;
         return less_tol(a.second, b.second);
     };
-    // bounded first-improvement search: every accepted step strictly lowers the key
+    // bounded first-improvement search: every accepted step strictly lowers the key; a trial changes two clusters,
+    // so its key costs O(1) (ClusterKey), not a copy of T
     std::vector<std::vector<int>> members(D);
     for (int e = 0; e < E; ++e) members[cluster[e]].push_back(e);
-    auto current = key_of(T);
+    ClusterKey key(T, mean, minmax);
+    auto current = key.now();
     int64_t evaluations = 0;
     const int64_t max_evaluations = 20'000'000;
+    auto accept = [&](int a, double ta, int b, double tb, const std::pair<double, double>& trial) {
+        T[a] = ta;
+        T[b] = tb;
+        key.refresh();
+        current = trial;
+    };
     bool improved = true;
     while (improved && evaluations < max_evaluations) {
         improved = false;
@@ -136,16 +182,13 @@ std::vector<int> greedy_clusters(const std::vector<double>& w, int D, bool minma
                     // move e: a -> b
                     if (members[a].size() > 1) {
                         ++evaluations;
-                        std::vector<double> trial = T;
-                        trial[a] -= w[e];
-                        trial[b] += w[e];
-                        const auto key = key_of(trial);
-                        if (better(key, current)) {
+                        const double ta = T[a] - w[e], tb = T[b] + w[e];
+                        const auto trial = key.after(a, ta, b, tb);
+                        if (better(trial, current)) {
                             members[a].erase(members[a].begin() + i);
                             members[b].push_back(e);
                             cluster[e] = b;
-                            T = trial;
-                            current = key;
+                            accept(a, ta, b, tb, trial);
                             improved = true;
                             break;
                         }
@@ -155,17 +198,14 @@ std::vector<int> greedy_clusters(const std::vector<double>& w, int D, bool minma
                         const int f = members[b][j];
                         if (!(w[f] < w[e])) continue;
                         ++evaluations;
-                        std::vector<double> trial = T;
-                        trial[a] += w[f] - w[e];
-                        trial[b] += w[e] - w[f];
-                        const auto key = key_of(trial);
-                        if (better(key, current)) {
+                        const double ta = T[a] + (w[f] - w[e]), tb = T[b] + (w[e] - w[f]);
+                        const auto trial = key.after(a, ta, b, tb);
+                        if (better(trial, current)) {
                             members[a][i] = f;
                             members[b][j] = e;
                             cluster[e] = b;
                             cluster[f] = a;
-                            T = trial;
-                            current = key;
+                            accept(a, ta, b, tb, trial);
                             improved = true;
                             break;
                         }
