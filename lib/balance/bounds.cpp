@@ -26,6 +26,7 @@ double sum_of_links(int peers, double rate) { return peers > 0 ? peers * rate : 
 // receive (send) over every resource on its paths, and the fastest single path and cheapest latency of any pair.
 struct TopologyLimits {
     double ingress_sum = 0, egress_sum = 0;  // sum over devices of their ingress (egress) capacity, bytes/s
+    double remote_sum = kUnlimited;          // sum over nodes of the inter-node bytes/s they can take in (one node: none)
     double best_path = 0;                    // fastest single-pair path, bytes/s (kUnlimited: no limit)
     double min_latency = 0;                  // cheapest latency of a link class some pair uses
 };
@@ -71,6 +72,17 @@ TopologyLimits topology_limits(const ClusterSpec& cl) {
         t.min_latency = std::min(t.min_latency, cl.link_latency_s(c));
     }
     if (!(t.min_latency < kUnlimited)) t.min_latency = 0;  // one device: nothing moves
+    // inter-node: a node's devices take remote bytes through their host ports and inter-node pairs, all through the
+    // node's NICs together
+    const int nodes = D / cl.devices_per_node;
+    if (nodes > 1) {
+        const int remote_peers = D - cl.devices_per_node;
+        const double per_device = std::min(rate_or_unlimited(cl.pcie_bytes_per_s),
+                                           sum_of_links(remote_peers, rate_or_unlimited(cl.inter_node_bytes_per_s)));
+        const double per_node = std::min(cl.devices_per_node * per_device,
+                                         cl.nics_per_node * rate_or_unlimited(cl.node_nic_bytes_per_s));
+        t.remote_sum = nodes * per_node;
+    }
     return t;
 }
 
@@ -90,14 +102,16 @@ double flat_a2a_bound(const ClusterSpec& cl, double message, double bandwidth_sc
     return best;
 }
 
-// One all-to-all moving at least `sent` tokens off their devices (home path, either direction).
-double a2a_bound(const CostModel& m, const TopologyLimits& topo, int64_t sent) {
+// One all-to-all moving at least `sent` tokens off their devices, `across` of them off their nodes (home path,
+// either direction).
+double a2a_bound(const CostModel& m, const TopologyLimits& topo, int64_t sent, int64_t across) {
     if (sent <= 0) return 0.0;
     const int D = m.cluster.num_devices;
     const double bytes = static_cast<double>(sent) * m.token_bytes();
     double t;
     if (m.topology_aware) {
-        t = drain_bound(bytes, topo.ingress_sum) / m.bandwidth_scale + topo.min_latency;
+        const double remote = drain_bound(static_cast<double>(across) * m.token_bytes(), topo.remote_sum);
+        t = std::max(drain_bound(bytes, topo.ingress_sum), remote) / m.bandwidth_scale + topo.min_latency;
     } else {
         const int64_t busiest = (sent + D - 1) / D;  // tokens: some device receives at least the mean
         t = flat_a2a_bound(m.cluster, static_cast<double>(busiest) * m.token_bytes(), m.bandwidth_scale);
@@ -168,6 +182,30 @@ std::vector<int64_t> local_gain(const int64_t* counts, const Placement& home, in
     return prefix;
 }
 
+// The same per node: [k] tokens kept inside their node by the k largest (node, expert) counts of experts homed on
+// another node (a node keeps e's tokens only if one of its devices holds e: a receiver each)
+std::vector<int64_t> node_gain(const int64_t* counts, const Placement& home, const ClusterSpec& cl, int E,
+                               int64_t* node_local) {
+    const int D = cl.num_devices, nodes = std::max(1, D / cl.devices_per_node);
+    std::vector<int64_t> per_node(static_cast<size_t>(nodes) * E, 0);  // [nodes][E]
+    for (int d = 0; d < D; ++d)
+        for (int e = 0; e < E; ++e) per_node[static_cast<size_t>(std::min(cl.node_of(d), nodes - 1)) * E + e] += counts[static_cast<size_t>(d) * E + e];
+    std::vector<int64_t> other;
+    *node_local = 0;
+    for (int n = 0; n < nodes; ++n)
+        for (int e = 0; e < E; ++e) {
+            const int64_t c = per_node[static_cast<size_t>(n) * E + e];
+            if (std::min(cl.node_of(home.owner[e]), nodes - 1) == n)
+                *node_local += c;
+            else if (c > 0)
+                other.push_back(c);
+        }
+    std::sort(other.begin(), other.end(), std::greater<int64_t>());
+    std::vector<int64_t> prefix(other.size() + 1, 0);
+    for (size_t k = 0; k < other.size(); ++k) prefix[k + 1] = prefix[k] + other[k];
+    return prefix;
+}
+
 }  // namespace
 
 namespace {
@@ -206,22 +244,39 @@ double l2l_share(int layer, int num_layers) {
 
 }  // namespace
 
-LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget, int layer,
-                       int num_layers) {
-    PROPHET_ASSERT(D > 0 && E > 0 && m.cluster.num_devices == D && layer >= 0 && layer < num_layers);
-    std::vector<int> home_of(E);
+namespace {
+
+// The tokens that must leave their device (their node) when at most k (device, expert) pairs ((node, expert) pairs)
+// beyond the static homes hold an expert.
+struct Unavoidable {
+    int64_t total = 0, home_local = 0, node_local = 0;
+    std::vector<int64_t> gain, node_gain;  // prefix sums (local_gain, node_gain)
+    int64_t sent(int64_t k) const { return total - home_local - gain[std::min<size_t>(k, gain.size() - 1)]; }
+    int64_t across(int64_t k) const { return total - node_local - node_gain[std::min<size_t>(k, node_gain.size() - 1)]; }
+};
+
+Placement home_placement(int D, int E) {
     Placement probe;
     probe.num_devices = D;
     probe.num_experts = E;
+    std::vector<int> home_of(E);
     for (int e = 0; e < E; ++e) home_of[e] = probe.home(e);
-    const Placement home = Placement::make_owners(D, home_of);
-    std::vector<int64_t> w(E, 0);
-    int64_t total = 0;
+    return Placement::make_owners(D, home_of);
+}
+
+}  // namespace
+
+LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget, int layer,
+                       int num_layers) {
+    PROPHET_ASSERT(D > 0 && E > 0 && m.cluster.num_devices == D && layer >= 0 && layer < num_layers);
+    const Placement home = home_placement(D, E);
+    std::vector<int64_t> w(E, 0);  // [E] expert loads
     for (int d = 0; d < D; ++d)
         for (int e = 0; e < E; ++e) w[e] += counts[static_cast<size_t>(d) * E + e];
-    for (int64_t v : w) total += v;
-    int64_t home_local = 0;
-    const std::vector<int64_t> gain = local_gain(counts, home, D, E, &home_local);
+    Unavoidable u;
+    for (int64_t v : w) u.total += v;
+    u.gain = local_gain(counts, home, D, E, &u.home_local);
+    u.node_gain = node_gain(counts, home, m.cluster, E, &u.node_local);
     const double per_token_s = m.expert_flops_per_token() / (m.cluster.compute_flops * m.compute_scale);
     const double share = l2l_share(layer, num_layers);
     const TopologyLimits topo = m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{};
@@ -234,7 +289,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     Terms zero;  // its exact terms on the home path; on layer_to_layer only its compute is exact
     zero.fec = fixed.fec_s;
     zero.a2a = fixed.a2a_s;
-    zero.a2a_l2l = share * a2a_bound(m, topo, total - home_local);
+    zero.a2a_l2l = share * a2a_bound(m, topo, u.sent(0), u.across(0));
     take_min(b, m, zero, 0);
 
     // n >= 1 receivers: replicas at most D * cap; held non-home pairs at most replicas + moved owners
@@ -242,23 +297,24 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     const int64_t max_receivers = static_cast<int64_t>(E) * (D - 1);
     const int64_t max_extra = cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap) : max_receivers;
     const int64_t max_pairs = cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap + E) : max_receivers;
-    const std::vector<int64_t> curve = compute_curve(w, D, total, max_extra);
-    const int64_t last_pair = static_cast<int64_t>(gain.size()) - 1;
+    const std::vector<int64_t> curve = compute_curve(w, D, u.total, max_extra);
+    const int64_t last_pair = std::min(max_pairs, static_cast<int64_t>(u.gain.size()) - 1);
     for (int64_t n = 1; n <= max_receivers; ++n) {
         const int64_t x = std::min<int64_t>({n, max_extra, static_cast<int64_t>(curve.size()) - 1});
-        const int64_t kept = gain[static_cast<size_t>(std::min({n, max_pairs, last_pair}))];
+        const int64_t k = std::min(n, max_pairs);
         Terms t;
         t.fec = static_cast<double>(curve[static_cast<size_t>(x)]) * per_token_s;
-        t.a2a = a2a_bound(m, topo, total - home_local - kept);
+        t.a2a = a2a_bound(m, topo, u.sent(k), u.across(k));
         t.a2a_l2l = share * t.a2a;
         t.trans = transfer_bound(m, topo, n, false);
         t.agg = transfer_bound(m, topo, n, true);
         take_min(b, m, t, n);
-        // past here compute and all-to-all cannot fall further and every transfer only grows
-        if (x >= static_cast<int64_t>(curve.size()) - 1 && n >= std::min(max_pairs, last_pair)) break;
+        // past here compute and all-to-all cannot fall further (the node-level pairs run out no later than the
+        // device-level ones) and every transfer only grows
+        if (x >= static_cast<int64_t>(curve.size()) - 1 && n >= last_pair) break;
     }
     b.compute_tokens = static_cast<double>(curve.back());
-    b.a2a_s = a2a_bound(m, topo, total - home_local - gain[static_cast<size_t>(std::min(max_pairs, last_pair))]);
+    b.a2a_s = a2a_bound(m, topo, u.sent(max_pairs), u.across(max_pairs));
     b.one_transfer_s = D > 1 ? transfer_bound(m, topo, 1, false) : 0.0;
     return b;
 }

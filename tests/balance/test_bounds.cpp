@@ -37,16 +37,21 @@ CostModel topology_cost_model(int D, TransBroadcast broadcast) {
     return m;
 }
 
-enum class Cluster { kUnit, kPaper, kStar, kChain };
+enum class Cluster { kUnit, kPaper, kStar, kChain, kSlowNic };
 
 CostModel make_model(Cluster kind, int D) {
     switch (kind) {
         case Cluster::kUnit: return unit_cost_model(D);
         case Cluster::kPaper: return paper_cost_model(D, 64);
         case Cluster::kStar: return topology_cost_model(D, TransBroadcast::kStar);
-        case Cluster::kChain: break;
+        case Cluster::kChain: return topology_cost_model(D, TransBroadcast::kChain);
+        case Cluster::kSlowNic: break;
     }
-    return topology_cost_model(D, TransBroadcast::kChain);
+    // the inter-node NICs are the bottleneck: the bound's node-level all-to-all term decides
+    CostModel m = topology_cost_model(D, TransBroadcast::kStar);
+    m.cluster.node_nic_bytes_per_s = m.cluster.inter_node_bytes_per_s = 1e9 / 8;
+    m.model.d_ffn = 1;  // an expert weighs two tokens: replicas are cheap next to the all-to-all
+    return m;
 }
 
 // The least time of each model over every placement (owners anywhere when all_owners, else the static homes) with
@@ -144,6 +149,8 @@ const SmallCase kSmallCases[] = {
     {"star_4x4", 4, 4, 0, 1, 4, Cluster::kStar, 1.2, 11},
     {"chain_4x4", 4, 4, 0, 2, 4, Cluster::kChain, 2.0, 12},
     {"chain_4x2_first", 4, 2, 0, 0, 4, Cluster::kChain, 1.0, 13},
+    {"slow_nic_4x4", 4, 4, 0, 1, 4, Cluster::kSlowNic, 0.5, 14},
+    {"slow_nic_4x4_cap1", 4, 4, 1, 2, 4, Cluster::kSlowNic, 1.0, 15},
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, BoundVsEnumeration, ::testing::ValuesIn(kSmallCases),
                          [](const auto& info) { return std::string(info.param.name); });
