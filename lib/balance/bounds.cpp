@@ -162,16 +162,18 @@ std::vector<int64_t> compute_curve(const std::vector<int64_t>& w, int D, int64_t
     return curve;
 }
 
-// [k] tokens kept local by the k largest non-home (device, expert) counts, k = 0 .. E (D - 1)
-std::vector<int64_t> local_gain(const int64_t* counts, const Placement& home, int D, int E, int64_t* home_local) {
-    // home: the static layout as a placement (Placement::home, defined for every E and D)
+// [k] tokens kept local by the k largest counts outside their home row, k = 0 .. their number: counts [rows][E]
+// (tokens of a device or a node per expert), home_row [E] the row that holds each expert already; *home_local gets
+// the tokens already in their home row
+std::vector<int64_t> gain_beyond_home(const int64_t* counts, int rows, int E, const std::vector<int>& home_row,
+                                      int64_t* home_local) {
     std::vector<int64_t> other;
-    other.reserve(static_cast<size_t>(E) * (D - 1));
+    other.reserve(static_cast<size_t>(E) * std::max(0, rows - 1));
     *home_local = 0;
-    for (int d = 0; d < D; ++d)
+    for (int r = 0; r < rows; ++r)
         for (int e = 0; e < E; ++e) {
-            const int64_t c = counts[static_cast<size_t>(d) * E + e];
-            if (home.owner[e] == d)
+            const int64_t c = counts[static_cast<size_t>(r) * E + e];
+            if (home_row[e] == r)
                 *home_local += c;
             else if (c > 0)
                 other.push_back(c);
@@ -182,28 +184,22 @@ std::vector<int64_t> local_gain(const int64_t* counts, const Placement& home, in
     return prefix;
 }
 
-// The same per node: [k] tokens kept inside their node by the k largest (node, expert) counts of experts homed on
-// another node (a node keeps e's tokens only if one of its devices holds e: a receiver each)
+// Per device: a device keeps e's tokens only if it holds e (a receiver per (device, expert) pair beyond home).
+std::vector<int64_t> local_gain(const int64_t* counts, const Placement& home, int D, int E, int64_t* home_local) {
+    return gain_beyond_home(counts, D, E, home.owner, home_local);
+}
+
+// Per node: a node keeps e's tokens inside only if one of its devices holds e (a receiver each).
 std::vector<int64_t> node_gain(const int64_t* counts, const Placement& home, const ClusterSpec& cl, int E,
                                int64_t* node_local) {
     const int D = cl.num_devices, nodes = std::max(1, D / cl.devices_per_node);
+    auto node = [&](int d) { return std::min(cl.node_of(d), nodes - 1); };
     std::vector<int64_t> per_node(static_cast<size_t>(nodes) * E, 0);  // [nodes][E]
     for (int d = 0; d < D; ++d)
-        for (int e = 0; e < E; ++e) per_node[static_cast<size_t>(std::min(cl.node_of(d), nodes - 1)) * E + e] += counts[static_cast<size_t>(d) * E + e];
-    std::vector<int64_t> other;
-    *node_local = 0;
-    for (int n = 0; n < nodes; ++n)
-        for (int e = 0; e < E; ++e) {
-            const int64_t c = per_node[static_cast<size_t>(n) * E + e];
-            if (std::min(cl.node_of(home.owner[e]), nodes - 1) == n)
-                *node_local += c;
-            else if (c > 0)
-                other.push_back(c);
-        }
-    std::sort(other.begin(), other.end(), std::greater<int64_t>());
-    std::vector<int64_t> prefix(other.size() + 1, 0);
-    for (size_t k = 0; k < other.size(); ++k) prefix[k + 1] = prefix[k] + other[k];
-    return prefix;
+        for (int e = 0; e < E; ++e) per_node[static_cast<size_t>(node(d)) * E + e] += counts[static_cast<size_t>(d) * E + e];
+    std::vector<int> home_node(E);
+    for (int e = 0; e < E; ++e) home_node[e] = node(home.owner[e]);
+    return gain_beyond_home(per_node.data(), nodes, E, home_node, node_local);
 }
 
 }  // namespace
