@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "balance/bounds.h"
 #include "balance/policies.h"
 #include "planner_inputs.h"
 
@@ -52,6 +53,15 @@ void BM_plan_eplb(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(plan_eplb(loads, 1, D, E, 1, options));
 }
 
+// the layer lower bound (balance/bounds.h), top-8 of 4096 tokens per device; issue 22's target: at most flow's
+// planning time again (1 ms at E = 256, D = 64; 50 us at E = 32, D = 16)
+void BM_layer_bound(benchmark::State& state) {
+    const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));
+    const auto counts = zipf_counts(D, E, 7, 8 * 4096);
+    const CostModel cost = model_for_layer(cost_for(D), 1);
+    for (auto _ : state) benchmark::DoNotOptimize(layer_bound(cost, counts.data(), D, E, BoundBudget{}, 1, 4));
+}
+
 // E x D with E a multiple of D (static EP needs E/D experts per device)
 void grid(benchmark::internal::Benchmark* b) {
     for (int E : {8, 32, 64, 256})
@@ -64,6 +74,7 @@ BENCHMARK(BM_plan_prophet)->Apply(grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_prophet_full_search)->Apply(grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_fastermoe)->Apply(grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_eplb)->Apply(grid)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_layer_bound)->Args({32, 16})->Args({256, 64})->ArgNames({"E", "D"})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

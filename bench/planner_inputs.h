@@ -11,7 +11,8 @@
 
 namespace prophet::bench {
 
-inline std::vector<int64_t> zipf_counts(int D, int E, uint64_t seed) {
+// assignments: token-expert assignments per device (tokens x top-k)
+inline std::vector<int64_t> zipf_counts(int D, int E, uint64_t seed, int assignments = 2048) {
     Rng rng(seed);
     std::vector<double> weight(E);
     std::vector<int> perm(E);
@@ -24,7 +25,7 @@ inline std::vector<int64_t> zipf_counts(int D, int E, uint64_t seed) {
     for (int e = 0; e < E; ++e) cdf[e] = (acc += weight[e] / total);
     std::vector<int64_t> counts(static_cast<size_t>(D) * E, 0);
     for (int d = 0; d < D; ++d)
-        for (int t = 0; t < 2048; ++t) {
+        for (int t = 0; t < assignments; ++t) {
             const double u = rng.uniform();
             int e = 0;
             while (e < E - 1 && cdf[e] < u) ++e;

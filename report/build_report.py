@@ -31,6 +31,7 @@ FIGURES = [
     ("fig_sensitivity", "Speedup against the planner's compute / bandwidth mis-calibration (prophet sweep over "
                         "plan.compute_scale / plan.bandwidth_scale)."),
     ("fig_plan_policies", "Predicted MoE-layer time and max/mean load of every policy (prophet plan)."),
+    ("fig_plan_gap", "Gap of every policy to the layer lower bound under each system model (prophet plan)."),
     ("fig_planner_scaling", "Measured planning time against E, D and L per policy (prophet sweep, engine model)."),
     ("fig_train", "Loss, step time and max/mean load per step, by policy (prophet train)."),
     ("fig_gantt", "One training step across ranks: compute, all-to-alls, Trans/Agg on the communication thread and "
@@ -58,6 +59,7 @@ PRODUCED_BY = {
     "fig_locality": "prophet sweep experiments/sweeps/locality-stress.toml",
     "fig_sensitivity": "prophet sweep experiments/sweeps/sensitivity.toml",
     "fig_plan_policies": "prophet plan --policy all",
+    "fig_plan_gap": "prophet plan --policy all",
     "fig_planner_scaling": "prophet sweep experiments/sweeps/planner-scaling.toml",
     "fig_train": "prophet train",
     "fig_gantt": "prophet train --timeline",
