@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """End-to-end test of the report scripts: build a fixture store with the real binary, run every script on it.
 
-  /usr/bin/python3 report/test_reports.py --prophet build/prophet      (run from the repository root)
+  /usr/bin/python3 -m pytest report/test_reports.py --prophet build/prophet [--keep]     (what ctest runs)
+  /usr/bin/python3 report/test_reports.py --prophet build/prophet                       (the same, through pytest)
+
+The fixture stores are built once per session (the `fixture` fixture) and shared by every test; --prophet and
+--keep (keep the temp dir and print its path) are declared in report/conftest.py.
 
 Fixture (temp dir): the smoke sweep, a tiny drift sweep (2 seeds x trace.drift_rate grid, static / prophet /
 prophet-oracle) for fig_locality, a tiny planner-scale sweep (plan.compute_scale x plan.bandwidth_scale) for
@@ -18,14 +22,15 @@ files; every script exits 0 with the no-data message on a missing, an empty and 
 build_report.py writes a report that opens with the summary and links every figure; every figure drawn from the
 fixture has no overlapping tick labels, legend entries or panel titles (layout_check.py measures the text boxes) and
 fig_speedup's bars are the store's means; `prophet report` on a missing store exits 5 with one line, on an empty
-one 0 with "nothing to report". Last line: "N passed, M failed".
+one 0 with "nothing to report". Each test prints PASS/FAIL per check and fails naming every check that missed.
 """
-import argparse
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -134,18 +139,24 @@ seeds = [1, 2]
 
 
 class Checker:
+    """collects the checks of one test: each prints PASS/FAIL; assert_passed() fails the test naming every miss"""
+
     def __init__(self):
         self.passed = 0
-        self.failed = 0
+        self.failures = []
 
     def check(self, ok, what, detail=""):
         if ok:
             self.passed += 1
             print(f"PASS {what}")
         else:
-            self.failed += 1
-            print(f"FAIL {what}" + (f": {detail}" if detail else ""))
+            self.failures.append(what + (f": {detail}" if detail else ""))
+            print(f"FAIL {self.failures[-1]}")
         return ok
+
+    def assert_passed(self):
+        assert not self.failures, (f"{len(self.failures)} of {self.passed + len(self.failures)} checks failed:\n" +
+                                   "\n".join(self.failures))
 
 
 def run(cmd, **kw):
@@ -344,101 +355,159 @@ def nonempty(path):
     return os.path.isfile(path) and os.path.getsize(path) > 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--prophet", required=True, help="path to the prophet binary")
-    ap.add_argument("--keep", action="store_true", help="keep the temp dir and print its path")
-    args = ap.parse_args()
-    prophet = os.path.abspath(args.prophet)
-    c = Checker()
+@pytest.fixture(scope="session")
+def prophet(request):
+    path = os.path.abspath(request.config.getoption("--prophet"))
+    assert os.access(path, os.X_OK), f"prophet binary is not executable: {path}"
+    return path
+
+
+@pytest.fixture(scope="session")
+def fixture(prophet, request):
+    """the shared fixture stores, built once per session; fixture["checks"] holds how building them went"""
     tmp = tempfile.mkdtemp(prefix="prophet-report-")
-    try:
-        if not c.check(os.access(prophet, os.X_OK), "prophet binary is executable", prophet):
-            raise SystemExit
-        db, vdb = build_fixture(prophet, tmp, c)
-        out = os.path.join(tmp, "figs")
+    c = Checker()
+    db, vdb = build_fixture(prophet, tmp, c)
+    out = os.path.join(tmp, "figs")
+    scripts = {name: run_script(name, vdb if name in VALIDATION_FIGS else db, out) for name in FIGS}
+    empty = os.path.join(tmp, "empty.db")
+    open(empty, "w").close()
+    yield {"tmp": tmp, "db": db, "vdb": vdb, "out": out, "scripts": scripts, "empty": empty, "checks": c}
+    if request.config.getoption("--keep"):
+        print(f"kept {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_fixture_commands(fixture):
+    fixture["checks"].assert_passed()
+
+
+@pytest.mark.parametrize("name", FIGS)
+def test_figure_script(fixture, name):
+    c = Checker()
+    r, out = fixture["scripts"][name], fixture["out"]
+    png, pdf = os.path.join(out, name + ".png"), os.path.join(out, name + ".pdf")
+    c.check(r.returncode == 0, f"{name}: exit 0", r.stderr[-800:])
+    c.check(nonempty(png) and nonempty(pdf), f"{name}: wrote non-empty PNG and PDF", r.stdout.strip()[:300])
+    c.check("\n|---" in r.stdout, f"{name}: printed a markdown table", r.stdout[:300])
+    c.check("sd" in r.stdout.splitlines()[0] if r.stdout else False, f"{name}: caption names the sd",
+            r.stdout[:200])
+    c.assert_passed()
+
+
+def test_layout(fixture):
+    c = Checker()
+    check_layout(c, fixture["db"], fixture["vdb"], os.path.join(fixture["tmp"], "figs-layout"))
+    c.assert_passed()
+
+
+def test_speedup_values(fixture):
+    c = Checker()
+    check_speedup_values(c, fixture["db"], os.path.join(fixture["tmp"], "figs-values"))
+    c.assert_passed()
+
+
+def test_truth_band(prophet, fixture):
+    c = Checker()
+    check_truth_band(c, prophet, fixture["tmp"])
+    c.assert_passed()
+
+
+@pytest.mark.parametrize("name", ["fig_speedup", "fig_train"])
+def test_rebuild_gives_identical_bytes(fixture, name):
+    """deterministic output: rebuild a figure and compare bytes"""
+    c = Checker()
+    out, out2 = fixture["out"], os.path.join(fixture["tmp"], "figs2")
+    run_script(name, fixture["db"], out2)
+    for ext in ("png", "pdf"):
+        a, b = os.path.join(out, f"{name}.{ext}"), os.path.join(out2, f"{name}.{ext}")
+        same = nonempty(a) and nonempty(b) and open(a, "rb").read() == open(b, "rb").read()
+        c.check(same, f"{name}.{ext}: identical bytes when rebuilt")
+    c.assert_passed()
+
+
+def test_experiment_filter(fixture):
+    c = Checker()
+    r = run_script("fig_speedup", fixture["db"], os.path.join(fixture["tmp"], "figs3"), ["--experiment", "smoke"])
+    c.check(r.returncode == 0 and "fixture-locality" not in r.stdout and "smoke" in r.stdout,
+            "fig_speedup --experiment smoke filters", r.stdout[:300])
+    c.assert_passed()
+
+
+def test_experiment_without_match(fixture):
+    c = Checker()
+    r = run_script("fig_train", fixture["db"], os.path.join(fixture["tmp"], "figs3"),
+                   ["--experiment", "no-such-experiment"])
+    c.check(r.returncode == 0 and r.stdout.startswith("no data:"), "--experiment with no match: no-data message",
+            r.stdout[:200] + r.stderr[-300:])
+    c.assert_passed()
+
+
+def test_missing_and_empty_stores(fixture):
+    """missing file, empty file: every figure prints the no-data message, writes nothing and exits 0"""
+    c = Checker()
+    tmp, empty = fixture["tmp"], fixture["empty"]
+    for label, path in (("missing", os.path.join(tmp, "nope.db")), ("empty file", empty)):
         for name in FIGS:
-            r = run_script(name, vdb if name in VALIDATION_FIGS else db, out)
-            png, pdf = os.path.join(out, name + ".png"), os.path.join(out, name + ".pdf")
-            c.check(r.returncode == 0, f"{name}: exit 0", r.stderr[-800:])
-            c.check(nonempty(png) and nonempty(pdf), f"{name}: wrote non-empty PNG and PDF",
-                    r.stdout.strip()[:300])
-            c.check("\n|---" in r.stdout, f"{name}: printed a markdown table", r.stdout[:300])
-            c.check("sd" in r.stdout.splitlines()[0] if r.stdout else False, f"{name}: caption names the sd",
-                    r.stdout[:200])
-        check_layout(c, db, vdb, os.path.join(tmp, "figs-layout"))
-        check_speedup_values(c, db, os.path.join(tmp, "figs-values"))
-        check_truth_band(c, prophet, tmp)
-        # deterministic output: rebuild one figure and compare bytes
-        out2 = os.path.join(tmp, "figs2")
-        for name in ("fig_speedup", "fig_train"):
-            run_script(name, db, out2)
-            for ext in ("png", "pdf"):
-                a, b = os.path.join(out, f"{name}.{ext}"), os.path.join(out2, f"{name}.{ext}")
-                same = nonempty(a) and nonempty(b) and open(a, "rb").read() == open(b, "rb").read()
-                c.check(same, f"{name}.{ext}: identical bytes when rebuilt")
-        # --experiment filter
-        r = run_script("fig_speedup", db, os.path.join(tmp, "figs3"), ["--experiment", "smoke"])
-        c.check(r.returncode == 0 and "fixture-locality" not in r.stdout and "smoke" in r.stdout,
-                "fig_speedup --experiment smoke filters", r.stdout[:300])
-        r = run_script("fig_train", db, os.path.join(tmp, "figs3"), ["--experiment", "no-such-experiment"])
-        c.check(r.returncode == 0 and r.stdout.startswith("no data:"), "--experiment with no match: no-data message",
-                r.stdout[:200] + r.stderr[-300:])
-        # empty stores: missing file, empty file, a prophet store without runs of the right kind
-        empty = os.path.join(tmp, "empty.db")
-        open(empty, "w").close()
-        only_train = os.path.join(tmp, "train-only.db")
-        r = run([prophet, "train", "--config", "experiments/train/skewed-4rank.toml", "--set", "train.steps=1",
-                 "--set", f"store.path={only_train}"], timeout=120)
-        for label, path in (("missing", os.path.join(tmp, "nope.db")), ("empty file", empty)):
-            for name in FIGS:
-                eo = os.path.join(tmp, "empty-out")
-                r = run_script(name, path, eo)
-                c.check(r.returncode == 0 and r.stdout.startswith("no data:") and
-                        not os.path.exists(os.path.join(eo, name + ".png")),
-                        f"{name} on {label} store: no-data message, exit 0", r.stdout[:200] + r.stderr[-400:])
-        if os.path.isfile(only_train):
-            for name in [n for n in FIGS if n != "fig_train"]:
-                eo = os.path.join(tmp, "train-only-out")
-                r = run_script(name, only_train, eo)
-                c.check(r.returncode == 0 and r.stdout.startswith("no data:"),
-                        f"{name} on a store with train runs only: no-data message", r.stdout[:200] + r.stderr[-400:])
-        c.check(os.path.getsize(empty) == 0, "read-only: the empty file was not written")
-        # build_report.py
-        rdir = os.path.join(tmp, "results")
-        report = os.path.join(rdir, "REPORT.md")
-        r = run([PY, os.path.join(HERE, "build_report.py"), "--db", db, "--out", os.path.join(rdir, "figures"),
-                 "--report", report], timeout=600)
-        c.check(r.returncode == 0 and os.path.isfile(report), "build_report.py: exit 0 and REPORT.md written",
-                r.stderr[-800:])
-        text = open(report).read() if os.path.isfile(report) else ""
-        for name in FIGS:
-            if name in VALIDATION_FIGS:
-                continue
-            c.check(f"](figures/{name}.png)" in text and nonempty(os.path.join(rdir, "figures", name + ".png")),
-                    f"REPORT.md links {name}.png")
-        # the validation store: its report links fig_validation (fig_speedup's exit on real points is not ours)
-        vreport = os.path.join(rdir, "VALIDATION.md")
-        r = run([PY, os.path.join(HERE, "build_report.py"), "--db", vdb, "--out", os.path.join(rdir, "figures-v"),
-                 "--report", vreport], timeout=600)
-        vtext = open(vreport).read() if os.path.isfile(vreport) else ""
-        for name in sorted(VALIDATION_FIGS):
-            c.check(f"](figures-v/{name}.png)" in vtext and nonempty(os.path.join(rdir, "figures-v", name + ".png")),
-                    f"validation REPORT links {name}.png", r.stderr[-400:])
-        check_report_text(c, text, rdir)
-        check_report_command(c, prophet, tmp, empty, db)
-    except SystemExit:
-        pass
-    except Exception as e:  # noqa: BLE001
-        c.check(False, "test harness", repr(e))
-    finally:
-        if args.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{c.passed} passed, {c.failed} failed")
-    return 1 if c.failed else 0
+            eo = os.path.join(tmp, "empty-out")
+            r = run_script(name, path, eo)
+            c.check(r.returncode == 0 and r.stdout.startswith("no data:") and
+                    not os.path.exists(os.path.join(eo, name + ".png")),
+                    f"{name} on {label} store: no-data message, exit 0", r.stdout[:200] + r.stderr[-400:])
+    c.check(os.path.getsize(empty) == 0, "read-only: the empty file was not written")
+    c.assert_passed()
+
+
+def test_store_with_train_runs_only(prophet, fixture):
+    """a prophet store without runs of the right kind: every figure but fig_train prints the no-data message"""
+    c = Checker()
+    tmp = fixture["tmp"]
+    only_train = os.path.join(tmp, "train-only.db")
+    r = run([prophet, "train", "--config", "experiments/train/skewed-4rank.toml", "--set", "train.steps=1",
+             "--set", f"store.path={only_train}"], timeout=120)
+    if c.check(os.path.isfile(only_train), "train-only store written", f"exit {r.returncode}: {r.stderr[-300:]}"):
+        for name in [n for n in FIGS if n != "fig_train"]:
+            eo = os.path.join(tmp, "train-only-out")
+            r = run_script(name, only_train, eo)
+            c.check(r.returncode == 0 and r.stdout.startswith("no data:"),
+                    f"{name} on a store with train runs only: no-data message", r.stdout[:200] + r.stderr[-400:])
+    c.assert_passed()
+
+
+def test_build_report(fixture):
+    """build_report.py links every figure; the validation store's report links fig_validation (fig_speedup's exit
+    on real points is not ours); REPORT.md's text (check_report_text)"""
+    c = Checker()
+    db, vdb, rdir = fixture["db"], fixture["vdb"], os.path.join(fixture["tmp"], "results")
+    report = os.path.join(rdir, "REPORT.md")
+    r = run([PY, os.path.join(HERE, "build_report.py"), "--db", db, "--out", os.path.join(rdir, "figures"),
+             "--report", report], timeout=600)
+    c.check(r.returncode == 0 and os.path.isfile(report), "build_report.py: exit 0 and REPORT.md written",
+            r.stderr[-800:])
+    text = open(report).read() if os.path.isfile(report) else ""
+    for name in FIGS:
+        if name in VALIDATION_FIGS:
+            continue
+        c.check(f"](figures/{name}.png)" in text and nonempty(os.path.join(rdir, "figures", name + ".png")),
+                f"REPORT.md links {name}.png")
+    vreport = os.path.join(rdir, "VALIDATION.md")
+    r = run([PY, os.path.join(HERE, "build_report.py"), "--db", vdb, "--out", os.path.join(rdir, "figures-v"),
+             "--report", vreport], timeout=600)
+    vtext = open(vreport).read() if os.path.isfile(vreport) else ""
+    for name in sorted(VALIDATION_FIGS):
+        c.check(f"](figures-v/{name}.png)" in vtext and nonempty(os.path.join(rdir, "figures-v", name + ".png")),
+                f"validation REPORT links {name}.png", r.stderr[-400:])
+    check_report_text(c, text, rdir)
+    c.assert_passed()
+
+
+def test_report_command(prophet, fixture):
+    c = Checker()
+    check_report_command(c, prophet, fixture["tmp"], fixture["empty"], fixture["db"])
+    c.assert_passed()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the old entry point: python3 report/test_reports.py --prophet build/prophet [--keep]
+    sys.exit(pytest.main([__file__, "-v", "-p", "no:cacheprovider", *sys.argv[1:]]))

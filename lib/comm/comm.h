@@ -26,6 +26,11 @@ class CommRequest {
 };
 using CommHandle = std::unique_ptr<CommRequest>;
 
+// For a request's destructor: request.wait() with any exception swallowed, since a destructor must not throw. An
+// explicit wait() reports a failure to its caller; one first met here has already aborted the group (or timed out),
+// and the rank's next call on the communicator reports it.
+void wait_quietly(CommRequest& request) noexcept;
+
 class Communicator {
   public:
     virtual ~Communicator() = default;

@@ -34,12 +34,7 @@ class MultiRequest final : public CommRequest {
     std::function<void()> on_complete;
 
     ~MultiRequest() override {
-        if (done_) return;
-        try {
-            wait();
-        } catch (...) {
-            // a destructor must not throw; wait() reported the failure to whoever called it
-        }
+        if (!done_) wait_quietly(*this);
     }
     void wait() override {
         if (done_) return;
@@ -169,6 +164,14 @@ CommHandle reduce_sum_subset_p2p(Communicator& comm, float* data, size_t count, 
 }
 
 }  // namespace comm_detail
+
+void wait_quietly(CommRequest& request) noexcept {
+    try {
+        request.wait();
+    } catch (...) {
+        // swallowed on purpose: a destructor must not throw, and the failure is reported elsewhere (see comm.h)
+    }
+}
 
 CommHandle Communicator::broadcast_subset_async(void* data, size_t bytes, int root, const std::vector<int>& ranks,
                                                 int tag) {

@@ -417,12 +417,7 @@ class LocalComm final : public Communicator {
 };
 
 LocalA2aRequest::~LocalA2aRequest() {
-    if (done_) return;
-    try {
-        wait();
-    } catch (...) {
-        // a destructor must not throw; the failure already aborted the group or was reported by wait()
-    }
+    if (!done_) wait_quietly(*this);
 }
 
 void LocalA2aRequest::wait() {
@@ -443,11 +438,7 @@ bool LocalA2aRequest::test() {
 }
 
 LocalRecvRequest::~LocalRecvRequest() {
-    if (finished_) return;
-    try {
-        wait();
-    } catch (...) {
-    }
+    if (!finished_) wait_quietly(*this);
 }
 
 void LocalRecvRequest::wait() {

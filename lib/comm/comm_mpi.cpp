@@ -308,12 +308,7 @@ MpiRequest::~MpiRequest() {
     if (done_) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (finalized) return;
-    try {
-        wait();
-    } catch (...) {
-        // a destructor must not throw; an explicit wait() would have reported it
-    }
+    if (!finalized) wait_quietly(*this);
 }
 
 void MpiRequest::wait() {

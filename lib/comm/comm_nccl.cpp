@@ -197,13 +197,7 @@ class NcclComm final : public Communicator {
 // ---- NcclRequest ---------------------------------------------------------------------------------------------
 
 NcclRequest::~NcclRequest() {
-    if (!done_) {
-        try {
-            wait();
-        } catch (...) {
-            // a destructor must not throw; wait() reported the failure to whoever called it
-        }
-    }
+    if (!done_) wait_quietly(*this);
     comm_->forget(this);
     if (event != nullptr) cudaEventDestroy(event);
 }

@@ -71,15 +71,6 @@ template class DeviceBuffer<int>;
 
 // ---- Context -----------------------------------------------------------------------------------------------
 
-const char* gemm_precision_name(GemmPrecision p) {
-    switch (p) {
-        case GemmPrecision::kFp32: return "fp32";
-        case GemmPrecision::kTf32: return "tf32";
-        case GemmPrecision::kBf16: return "bf16";
-    }
-    return "?";
-}
-
 Context::Context(int device, GemmPrecision precision) : device_(device), precision_(precision) {
     PROPHET_CUDA_CHECK(cudaSetDevice(device));
     // A blocking stream: it synchronizes with the legacy default stream, so the plain cudaMemcpy of

@@ -60,7 +60,6 @@ enum DeviceErrorBit : unsigned {
 };
 
 enum class GemmPrecision { kFp32, kTf32, kBf16 };
-const char* gemm_precision_name(GemmPrecision p);  // "fp32", "tf32", "bf16"
 
 class Context {
   public:

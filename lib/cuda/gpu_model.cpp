@@ -281,7 +281,6 @@ void GpuModel::adamw_step(double lr, const AdamWConfig& adamw, double grad_scale
     events_.end();
 }
 
-std::vector<float> GpuModel::download_params() const { return params_.download(); }
 std::vector<float> GpuModel::download_grads() const { return grads_.download(); }
 
 void GpuModel::download_state(Model<float>& host) const {

@@ -52,7 +52,6 @@ class GpuModel {
     void download_dense_grads(std::vector<float>& host) const;
     void upload_dense_grads(const std::vector<float>& host);
 
-    std::vector<float> download_params() const;  // [num_params], the CPU model's layout
     std::vector<float> download_grads() const;
     // Parameters, AdamW m, v and step count to / from a host model of the same layout (checkpoints: a GPU run
     // saves and resumes through the CPU Model<float> layout, so its checkpoints are a CPU run's).

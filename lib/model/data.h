@@ -107,9 +107,6 @@ class TokenStreamSource : public DataSource {
     void sequences(int64_t step, int64_t seq_begin, int64_t seq_end, int32_t* tokens, int32_t* topics) const override;
 
   private:
-    void check_length() const;
-    void check_range() const;
-
     bool wide_ = false;               // tokens32_ holds the stream (V > 65536), else tokens16_
     std::vector<uint16_t> tokens16_;  // [N] when !wide_
     std::vector<int32_t> tokens32_;   // [N] when wide_

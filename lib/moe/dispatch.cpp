@@ -44,13 +44,6 @@ void moe_dispatch_sort(const MoeDispatchLayout& lo, int C, const float* recv, fl
         std::copy_n(recv + (size_t)seg.recv_begin * C, (size_t)seg.rows * C, sorted + (size_t)seg.sorted_begin * C);
 }
 
-void moe_dispatch(Communicator* comm, const MoeDispatchLayout& lo, int C, const float* rows, float* send, float* recv,
-                  float* sorted) {
-    moe_dispatch_pack(lo, C, rows, send);
-    moe_dispatch_exchange(comm, lo, C, send, recv);
-    moe_dispatch_sort(lo, C, recv, sorted);
-}
-
 void moe_combine_unsort(const MoeDispatchLayout& lo, int C, const float* sorted, float* recv) {
     for (const MoeRecvSegment& seg : lo.segments)
         std::copy_n(sorted + (size_t)seg.sorted_begin * C, (size_t)seg.rows * C, recv + (size_t)seg.recv_begin * C);
@@ -58,12 +51,6 @@ void moe_combine_unsort(const MoeDispatchLayout& lo, int C, const float* sorted,
 
 void moe_combine_exchange(Communicator* comm, const MoeDispatchLayout& lo, int C, const float* recv, float* send) {
     exchange_rows(comm, C, recv, lo.recv_rows, lo.recv_offsets, send, lo.send_rows, lo.send_offsets);
-}
-
-void moe_combine(Communicator* comm, const MoeDispatchLayout& lo, int C, const float* sorted, float* recv,
-                 float* send) {
-    moe_combine_unsort(lo, C, sorted, recv);
-    moe_combine_exchange(comm, lo, C, recv, send);
 }
 
 void moe_combine_reduce(const MoeDispatchLayout& lo, int C, const float* gate_w, const float* rows, float* out) {

@@ -21,17 +21,11 @@ void moe_dispatch_pack(const MoeDispatchLayout& layout, int C, const float* h, f
 void moe_dispatch_exchange(Communicator* comm, const MoeDispatchLayout& layout, int C, const float* send, float* recv);
 // recv [M_recv,C] (by source) -> sorted [M_recv,C] (by expert)
 void moe_dispatch_sort(const MoeDispatchLayout& layout, int C, const float* recv, float* sorted);
-// pack + exchange + sort. send [M_send,C], recv [M_recv,C] scratch; sorted [M_recv,C] out
-void moe_dispatch(Communicator* comm, const MoeDispatchLayout& layout, int C, const float* rows, float* send,
-                  float* recv, float* sorted);
 
 // sorted [M_recv,C] (by expert) -> recv [M_recv,C] (by source)
 void moe_combine_unsort(const MoeDispatchLayout& layout, int C, const float* sorted, float* recv);
 // combine direction: recv [M_recv,C] -> send [M_send,C] (each row back in its source's slot)
 void moe_combine_exchange(Communicator* comm, const MoeDispatchLayout& layout, int C, const float* recv, float* send);
-// unsort + exchange. recv [M_recv,C] scratch; send [M_send,C] out
-void moe_combine(Communicator* comm, const MoeDispatchLayout& layout, int C, const float* sorted, float* recv,
-                 float* send);
 // out [N,C] (overwrite): out[n] = sum_k gate_w[n,k] * rows[slot(n,k)], k = 0 first, dropped terms skipped.
 // gate_w [N*K], rows [M_send,C]. The same arithmetic as LocalMoeExecutor's combine.
 void moe_combine_reduce(const MoeDispatchLayout& layout, int C, const float* gate_w, const float* rows, float* out);

@@ -11,10 +11,6 @@ TransferSplitRule parse_transfer_split_rule(const std::string& name) {
     throw_config_error("schedule.split", name, "unknown split rule", "use time (the paper's) or half (the authors' code)");
 }
 
-const char* transfer_split_rule_name(TransferSplitRule rule) {
-    return rule == TransferSplitRule::kTime ? "time" : "half";
-}
-
 std::vector<uint8_t> split_transfers(const std::vector<uint8_t>& moving, const std::vector<double>& expert_s,
                                      double nec_budget_s, TransferSplitRule rule) {
     PROPHET_ASSERT(moving.size() == expert_s.size());

@@ -18,7 +18,6 @@ enum class TransferSplitRule : int {
     kHalf,  // the first ceil(n/2) moving experts (expert order) beside the non-expert compute (the authors' code)
 };
 TransferSplitRule parse_transfer_split_rule(const std::string& name);  // "time" | "half"; exit 2 otherwise
-const char* transfer_split_rule_name(TransferSplitRule rule);
 
 // moving [E]: 1 for the experts whose Trans/Agg group is more than their home; expert_s [E]: each one's estimated
 // transfer time (s); nec_budget_s: the non-expert compute window (s). Returns [E]: 1 beside the non-expert

@@ -71,28 +71,6 @@ std::vector<OpRecord> OpTimeline::take() {
     return out;
 }
 
-ExposedComm exposed_comm(const std::vector<OpRecord>& ops) {
-    ExposedComm out;
-    for (const OpRecord& op : ops) {
-        const double ms = (double)(op.end_ns - op.start_ns) * 1e-6;
-        const bool on_compute = op.lane == OpLane::kCompute;
-        switch (op.kind) {
-            case OpKind::kTrans:
-                out.trans_busy_ms += ms;
-                if (on_compute) out.trans_ms += ms;
-                break;
-            case OpKind::kAgg:
-                out.agg_busy_ms += ms;
-                if (on_compute) out.agg_ms += ms;
-                break;
-            case OpKind::kTransWait: out.trans_ms += ms; break;
-            case OpKind::kAggWait: out.agg_ms += ms; break;
-            default: break;
-        }
-    }
-    return out;
-}
-
 int64_t timeline_remainder_ns(const std::vector<OpRecord>& ops, int64_t step_start_ns, int64_t step_end_ns) {
     PROPHET_ASSERT(step_end_ns >= step_start_ns);
     std::vector<std::pair<int64_t, int64_t>> spans;  // compute-lane [start, end) clipped to the step

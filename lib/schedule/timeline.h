@@ -77,13 +77,6 @@ class OpTimeline {
 // now: consecutive marks tile the time between them with no gap. Without a timeline it does nothing.
 void mark_compute(OpTimeline* timeline, OpKind kind, int block, int64_t* cursor);
 
-// Exposed Trans and Agg in ms of one rank's ops (see above).
-struct ExposedComm {
-    double trans_ms = 0, agg_ms = 0;     // compute lane blocked on / running Trans, Agg
-    double trans_busy_ms = 0, agg_busy_ms = 0;  // the transfers' own duration (either lane)
-};
-ExposedComm exposed_comm(const std::vector<OpRecord>& ops);
-
 // The part of [step_start_ns, step_end_ns) that no compute-lane op covers, in ns: the step's length minus the
 // union of its compute-lane intervals (each clipped to the step). The compute lane is the main thread, so this
 // is the time the timeline does not explain (docs/scheduler.md); ops on other lanes run beside it and do not count.

@@ -15,15 +15,6 @@ AllReduceAlgorithm parse_all_reduce_algorithm(const std::string& name) {
                        "--set sim.allreduce_algorithm=ring");
 }
 
-const char* all_reduce_algorithm_name(AllReduceAlgorithm algorithm) {
-    switch (algorithm) {
-        case AllReduceAlgorithm::kAuto: return "auto";
-        case AllReduceAlgorithm::kRing: return "ring";
-        case AllReduceAlgorithm::kHierarchical: return "hierarchical";
-    }
-    return "?";
-}
-
 namespace {
 
 // seconds to stream `bytes` through memory (0 when the cluster has no memory bandwidth)

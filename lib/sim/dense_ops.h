@@ -38,7 +38,6 @@ enum class AllReduceAlgorithm : int {
     kHierarchical,  // reduce-scatter inside each node, ring over the nodes, all-gather inside each node
 };
 AllReduceAlgorithm parse_all_reduce_algorithm(const std::string& name);  // "auto" | "ring" | "hierarchical"
-const char* all_reduce_algorithm_name(AllReduceAlgorithm algorithm);
 
 // The model dimensions the dense ops need beyond CostModel::model (ModelDims: C, F, T, b, N).
 struct DenseOptions {

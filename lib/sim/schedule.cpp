@@ -79,10 +79,6 @@ AllReduceMode parse_all_reduce_mode(const std::string& name) {
     throw_config_error("sim.allreduce", name, "must be blocking or bucketed", "--set sim.allreduce=bucketed");
 }
 
-const char* all_reduce_mode_name(AllReduceMode mode) {
-    return mode == AllReduceMode::kBlocking ? "blocking" : "bucketed";
-}
-
 int Schedule::find(OpKind kind, int layer, OpPart part) const {
     for (size_t i = 0; i < ops.size(); ++i)
         if (ops[i].kind == kind && ops[i].layer == layer && ops[i].part == part) return static_cast<int>(i);

@@ -72,7 +72,6 @@ enum class AllReduceMode : int {
                 // bucket's all-reduce is issued on the comm stream right after the backward op of its last unit
 };
 AllReduceMode parse_all_reduce_mode(const std::string& name);  // "blocking" | "bucketed"; config error otherwise
-const char* all_reduce_mode_name(AllReduceMode mode);
 
 // What one iteration holds beyond the MoE blocks.
 struct IterationOps {

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "trace/atomic_file.h"
+#include "trace/capped_product.h"
 #include "trace/trace.h"
 
 namespace prophet {
@@ -28,7 +29,7 @@ constexpr std::string_view kCountsColumns = "iteration,layer,device,expert,token
 constexpr std::string_view kTransitionsColumns = "iteration,layer,from_expert,to_expert,tokens";
 constexpr std::string_view kTransitionsMarker = "transitions";
 constexpr size_t kNumColumns = 5;
-constexpr uint64_t kMaxArrayElements = 1ull << 31;  // per array, as for the binary file
+constexpr uint64_t kMaxArrayElements = kMaxTraceArrayElements;  // per array, as for the binary file
 constexpr int64_t kMaxTokensPerIteration = 1ll << 48;
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kUnset = -1;  // a cell no row has given (yet); becomes 0
@@ -167,18 +168,6 @@ std::string escape_source(const std::string& source) {
         else out += c;
     }
     return out;
-}
-
-// a * b * ... with saturation at kMaxArrayElements + 1, so overflow never wraps
-uint64_t capped_product(std::initializer_list<int64_t> factors) {
-    uint64_t product = 1;
-    for (int64_t factor : factors) {
-        if (factor <= 0) return 0;
-        const uint64_t f = static_cast<uint64_t>(factor);
-        if (f > kMaxArrayElements || product > (kMaxArrayElements + 1) / f) return kMaxArrayElements + 1;
-        product *= f;
-    }
-    return std::min(product, kMaxArrayElements + 1);
 }
 
 enum class Section { kCountsColumns, kCounts, kTransitionsColumns, kTransitions };

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "trace/atomic_file.h"
+#include "trace/capped_product.h"
 #include "trace/trace.h"
 #include "trace/trace_gzip.h"
 
@@ -25,23 +26,11 @@ namespace {
 constexpr char kMagic[8] = {'P', 'R', 'T', 'R', 'A', 'C', 'E', '1'};
 constexpr size_t kPreambleBytes = 16;                   // magic + uint64 header length
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;      // a header is a few hundred bytes; this is corruption
-constexpr uint64_t kMaxArrayElements = 1ull << 31;      // per array (counts, transitions)
+constexpr uint64_t kMaxArrayElements = kMaxTraceArrayElements;  // per array (counts, transitions)
 constexpr int64_t kMaxTokensPerIteration = 1ll << 48;   // keeps tokens * top_k^2 far from int64 overflow
 constexpr uint64_t kMaxGeneratorTomlBytes = 1ull << 20;
 constexpr const char* kRewriteFix =
     "the file is corrupt or was cut short; write it again (prophet profile or write_trace_file)";
-
-// a * b * ... with saturation at kMaxArrayElements + 1, so overflow never wraps
-uint64_t capped_product(std::initializer_list<int64_t> factors) {
-    uint64_t product = 1;
-    for (int64_t factor : factors) {
-        if (factor <= 0) return 0;
-        const uint64_t f = static_cast<uint64_t>(factor);
-        if (f > kMaxArrayElements || product > (kMaxArrayElements + 1) / f) return kMaxArrayElements + 1;
-        product *= f;
-    }
-    return std::min(product, kMaxArrayElements + 1);
-}
 
 std::string escaped_bytes(const char* data, size_t n) {
     static const char* kHex = "0123456789abcdef";
