@@ -13,9 +13,14 @@ Words: an interval wholly above 1.0 is "faster", wholly below "slower", one that
 difference", never faster or slower.
 """
 import math
+import os
+import sys
 
 import numpy as np
 from scipy import stats
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
 
 LEVEL = 0.95
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
@@ -50,8 +55,8 @@ def verdict(low, high):
 def interval_text(centre, low, high):
     """'1.12 [1.08, 1.16]' (geometric mean and 95% interval, 3 significant digits); '1.12 (n = 1, no interval)'."""
     if not (low == low and high == high):
-        return f"{centre:.3g} (n = 1, no interval)" if centre == centre else "-"
-    return f"{centre:.3g} [{low:.3g}, {high:.3g}]"
+        return f"{C.fmt3(centre)} (n = 1, no interval)" if centre == centre else "-"
+    return f"{C.fmt3(centre)} [{C.fmt3(low)}, {C.fmt3(high)}]"
 
 
 def speedup_phrase(policy, baseline, centre, low, high):
@@ -59,8 +64,20 @@ def speedup_phrase(policy, baseline, centre, low, high):
     'fastermoe against static: no measurable difference (0.99x, 95% CI 0.93-1.05)'; one point: no verdict."""
     word = verdict(low, high)
     if not word:
-        return f"{policy} ran at {centre:.3g}x {baseline}'s speed (one point: no interval, no verdict)"
-    ci = f"95% CI {low:.3g}-{high:.3g}"
+        return f"{policy} ran at {C.fmt3(centre)}x {baseline}'s speed (one point: no interval, no verdict)"
+    ci = f"95% CI {C.fmt3(low)}-{C.fmt3(high)}"
     if word == NO_DIFFERENCE:
-        return f"{policy} against {baseline}: {NO_DIFFERENCE} ({centre:.3g}x, {ci})"
-    return f"{policy} ran {centre:.3g}x as fast as {baseline} ({ci}: {word})"
+        return f"{policy} against {baseline}: {NO_DIFFERENCE} ({C.fmt3(centre)}x, {ci})"
+    return f"{policy} ran {C.fmt3(centre)}x as fast as {baseline} ({ci}: {word})"
+
+
+def interval_columns(df, by, value):
+    """Per group of `by`: the 95% interval of the paired ratios in column `value` as text and its verdict, columns
+    '95% CI (geo. mean)' and 'verdict' (for a figure's table beside its mean ± sd)."""
+    rows = []
+    for key, g in df.groupby(by, dropna=False):
+        centre, low, high = speedup_interval(g[value])
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append(dict(zip(by, key), **{"95% CI (geo. mean)": interval_text(centre, low, high),
+                                          "verdict": verdict(low, high)}))
+    return C.pd.DataFrame(rows, columns=list(by) + ["95% CI (geo. mean)", "verdict"])
