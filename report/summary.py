@@ -15,11 +15,11 @@ Headlines (each only where the store has the data):
   ablation    runs with ablate.variant: speedup of each variant over 'none' (fig_ablation's pairing);
   training    `prophet train` runs outside any sweep: final loss and median step time per policy.
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import analytic_gap as G  # noqa: E402
 import common as C  # noqa: E402
 import policy_activity as A  # noqa: E402
 import significance as S  # noqa: E402
@@ -201,12 +201,10 @@ def _validation_sentence(exp, g, raw):
 def _replay_sentence(con, exp):
     """The newest per-op replay validation a real sweep named `exp` recorded after its last point (a validate run
     with param validate.sweep), as one sentence; "" when there is none."""
-    df = C._query(con, "SELECT e.data FROM events e JOIN runs r USING (run_id) JOIN params p USING (run_id) "
-                       "WHERE r.command = 'validate' AND e.kind = 'validation' AND p.key = 'validate.sweep' AND "
-                       "p.value = ? ORDER BY r.started_ms DESC, e.id DESC LIMIT 1", (json.dumps(exp),))
-    if df.empty:
+    data = G.replay_validation(con, exp)
+    if data is None:
         return ""
-    t = json.loads(df["data"].iloc[0])["total"]
+    t = data["total"]
     if not t.get("heldout_points"):
         return ""
     return (f"Replayed op by op with the per-op model (fig_validation_replay), {t['heldout_points']} held-out runs "
@@ -244,10 +242,12 @@ def build(con, experiment=None):
         for exp, g in sp.groupby("experiment", sort=False):
             sentences.append(_speedup_sentence(exp, g, sp_raw, activity))
             sentences.append(_paper_sentence(exp, sp_raw))
+    gap = G.gap_table(con, experiment) if not va.empty else pd.DataFrame()
     if not va.empty:
         for exp, g in va.groupby("experiment", sort=False):
             sentences.append(_validation_sentence(exp, g, va_raw))
             sentences.append(_replay_sentence(con, exp))
+            sentences.append(G.gap_sentence(exp, gap) if not gap.empty else "")
     if not ab.empty:
         for exp in ab["experiment"].unique():
             sentences.append(_ablation_sentence(exp, ab_raw))
@@ -271,6 +271,10 @@ def build(con, experiment=None):
              "exposed part in ms (docs/reports.md)"),
             ("Simulator validation (held out where 'calibrated on' says so)", va, "summary_validation",
              "sim error = (simulated - measured) / measured step time, mean ± sd over runs"),
+            ("Where the analytic model's time goes", gap, "summary_analytic_gap",
+             "per op group, ms per step (1..) and rank, mean over the validated runs: measured = the run's recorded "
+             "ops (its per-op replay's own times), analytic = the same run's analytic simulation; the last group is "
+             "each side's step minus the others (docs/reports.md)"),
             ("Ablation", ab, "summary_ablation", "speedup of each variant over 'none' of the same seed, mean ± sd; "
                                                  "95% CI and verdict as for the speedups above"),
             ("Training runs", tr, "summary_training", "final loss and median step time (first step left out)")):

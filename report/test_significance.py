@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""The summary's speedup intervals and words (report/significance.py, summary.py) and what-the-policies-did
-(report/policy_activity.py), on hand-made frames; no binary, no store.
+"""The summary's speedup intervals and words (report/significance.py, summary.py), what-the-policies-did
+(report/policy_activity.py) and the analytic model's per-op gap (report/analytic_gap.py), on hand-made frames; no
+binary, no store.
 
   /usr/bin/python3 report/test_significance.py      (from anywhere; pytest collects the test_ functions too)
 
@@ -14,6 +15,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import analytic_gap as G  # noqa: E402
 import common as C  # noqa: E402
 import policy_activity as A  # noqa: E402
 import significance as S  # noqa: E402
@@ -144,6 +146,29 @@ def test_summary_gives_the_mechanism_beside_the_speedup():
     text = sentence([1.10, 1.12, 1.11], activity)
     assert "faster" in text and "replicated in 3 of 3 steps" in text, text
     assert "max/mean load 1.20 (static 1.50)" in text, text
+
+
+RECORDED = {"fec": 6.0, "bec": 9.0, "attn": 2.0, "gate": 0.5, "trans": 1.5, "agg": 1.25, "trans_wait": 0.25,
+            "layout": 0.75, "allreduce": 1.0, "dispatch": 1.0}  # trainer kinds, ms per step and rank
+SIMULATED = {"fec": 5.0, "bec": 10.0, "fnec": 1.5, "trans": 1.5, "agg": 1.25, "trans_exposed": 0.5,
+             "optimizer": 0.75, "dispatch_a2a": 0.5}  # simulator kinds, ms per step and device
+
+
+def test_analytic_gap_groups_table():
+    cases = [  # schedule, measured step, simulated step, {group: (measured, analytic)}
+        ("blockwise", 25.0, 22.0, {"expert compute": (15.0, 15.0), "non-expert compute": (2.5, 1.5),
+                                   "Trans/Agg holding up the step": (0.25, 0.5), "planning": (0.0, 0.0),
+                                   "counts exchange (layout; not in the analytic model)": (0.75, 0.0),
+                                   "step tail (all-reduce, optimizer, stats)": (1.0, 0.75),
+                                   G.REST: (5.5, 4.25)}),
+        ("none", 25.0, 22.0, {"Trans/Agg holding up the step": (3.0, 0.5), G.REST: (2.75, 4.25)}),
+    ]
+    for schedule, measured, simulated, want in cases:
+        got = {g: (m, a) for g, m, a in G.point_groups(RECORDED, measured, SIMULATED, simulated, schedule)}
+        assert abs(sum(m for m, _ in got.values()) - measured) < 1e-12, (schedule, got)
+        assert abs(sum(a for _, a in got.values()) - simulated) < 1e-12, (schedule, got)
+        for group, pair in want.items():
+            assert got[group] == pair, (schedule, group, got[group], pair)
 
 
 def main():
