@@ -12,7 +12,7 @@ packages=(
   coinor-libcbc-dev coinor-libclp-dev coinor-libcgl-dev coinor-libosi-dev coinor-libcoinutils-dev
   openmpi-bin libopenmpi-dev
   slurm-wlm munge
-  python3-pandas python3-seaborn python3-matplotlib python3-pytest
+  python3-pandas python3-seaborn python3-matplotlib python3-scipy python3-pytest
   clang libclang-rt-14-dev clang-format clang-tidy
 )
 missing=()

@@ -33,6 +33,10 @@ fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (the campaign wants < 1; the store records it per run)" >&2
 mkdir -p "$(dirname "$store")" "$(dirname "$cluster")"
 common=(--set store.path="$store" --set train.log_every=1000)
+# the campaign's config as documented (main-2rank before it replayed a routing trace over a link): the gate's
+# routing on the skewed corpus, no link, blocking schedule; the points set their own link and schedule after these
+common+=(--set routing.source='"gate"' --set data.dominant_topic=0 --set data.dominance=0.9 --set comm.link_gbps=0
+         --set schedule.mode='"none"')
 ops_shapes=()
 for shape in "${shapes[@]}"; do
     read -r C F NH <<<"$shape"

@@ -36,7 +36,7 @@ FIGURES = [
     ("fig_train", "Loss, step time and max/mean load per step, by policy (prophet train)."),
     ("fig_gantt", "One training step across ranks: compute, all-to-alls, Trans/Agg on the communication thread and "
                   "the compute thread's waits for them (prophet train --timeline, docs/scheduler.md)."),
-    ("fig_validation", "The analytic cost model's simulation (schedule none, sweep validate_cluster) against the "
+    ("fig_validation", "The analytic cost model's simulation (each run's schedule, sweep validate_cluster) against the "
                        "measured step time of real sweep points, with the relative error (prophet sweep, engine real)."),
     ("fig_validation_replay", "Recorded runs replayed on their op DAG with the calibrated per-op model against their "
                               "measured step time, held-out points filled, the held-out error in the caption (prophet "

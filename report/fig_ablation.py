@@ -15,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+import significance as S  # noqa: E402
 
 NAME = "fig_ablation"
 VARIANTS = ["none", "planner", "scheduler", "planner+scheduler", "full"]
@@ -145,6 +146,8 @@ def main(argv=None):
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     C.save_figure(fig, args.out, NAME)
     t = C.mean_sd(df, ["setting", "variant"], "speedup_vs_none")
+    t = t.merge(S.interval_columns(df, ["setting", "variant"], "speedup_vs_none"), on=["setting", "variant"],
+                how="left")
     t["setting"] = t["setting"].str.replace("\n", " / ")
     # incremental step (the paper's presentation): this variant's mean speedup over its predecessor's
     means = t.set_index(["setting", "variant"])["speedup_vs_none_mean"]

@@ -15,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+import significance as S  # noqa: E402
 
 NAME = "fig_speedup"
 PAPER_COLUMNS = [("fastermoe", "1"), ("prophet", "1"), ("fastermoe", "2"), ("prophet", "2")]  # PAPER_TABLES' order
@@ -244,6 +245,8 @@ def main(argv=None):
     fig.tight_layout(rect=(0, bottom + (0.08 if df["band_lo"].notna().any() else 0), 1, 0.95))  # longer caption
     C.save_figure(fig, args.out, NAME)
     t = C.mean_sd(table_df, ["experiment", "cluster", "trace", "policy"], "speedup_vs_static")
+    t = t.merge(S.interval_columns(table_df, ["experiment", "cluster", "trace", "policy"], "speedup_vs_static"),
+                on=["experiment", "cluster", "trace", "policy"], how="left")
     if table_df["band_lo"].notna().any():  # the truth band per row, over seeds
         keys = ["experiment", "cluster", "trace", "policy"]
         band = table_df.groupby(keys).agg(band_lo=("band_lo", "min"), band_hi=("band_hi", "max")).reset_index()

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Simulator validation: simulated vs measured step time of real sweep points (engine real, validate_cluster).
 
-Each point's child `prophet train` run's recorded expert loads are simulated (schedule none) on the sweep's
-validate_cluster; sim_step_ms (mean simulated iteration, iterations 1..) against measured_step_ms (median step_ms,
+Each point's child `prophet train` run's recorded expert loads are simulated (under the child's schedule.mode) on
+the sweep's validate_cluster; sim_step_ms (mean simulated iteration, iterations 1..) against measured_step_ms (median step_ms,
 steps 1..), one marker per policy at the mean across seeds with ± sd error bars, and the y = x line.
 Points whose child ran more ranks than cores (param testbed.oversubscribed = true, docs/testbed.md) are left out
 unless --include-oversubscribed: their step times measure the OS scheduler, not the code.
@@ -68,7 +68,7 @@ def main(argv=None):
     ax.set_xlim(0, hi)
     ax.set_ylim(0, hi)
     ax.set_xlabel("measured step time (ms, median over steps 1..)")
-    ax.set_ylabel("simulated step time (ms, schedule none)")
+    ax.set_ylabel("simulated step time (ms)")
     ax.set_title("Simulator validation: " + ", ".join(sorted(df["experiment"].unique())))
     ax.legend(fontsize=8)
     nseeds = int(t["seeds"].max())

@@ -4,20 +4,25 @@ paragraph stating what they show, every number in it computed here from the stor
 
 Headlines (each only where the store has the data):
   speedup     `prophet sweep` points' speedup_vs_static per policy (real: static median step / policy median step
-              of the same seed; sim: static / policy mean iteration time), mean ± sd over points and n; sim sweeps
-              with several clusters get one row per cluster and policy, pooled over traces and seeds;
+              of the same seed; sim: static / policy mean iteration time), mean ± sd over points and n, the 95%
+              interval and its verdict (significance.py); sim sweeps with several clusters get one row per cluster
+              and policy, pooled over traces and seeds;
+  activity    real sweeps: what each policy did in its children's steps (policy_activity.py); a policy that never
+              left static's placement is said to, instead of given a speedup;
   validation  real sweep points' sim_error = (simulated - measured) / measured step time, with the config the
               simulator was calibrated on (validate_calibrated_on) beside the one it was validated on (the analytic
               cost model); and the held-out error of the per-op replay the sweep recorded after its last point;
   ablation    runs with ablate.variant: speedup of each variant over 'none' (fig_ablation's pairing);
   training    `prophet train` runs outside any sweep: final loss and median step time per policy.
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import analytic_gap as G  # noqa: E402
 import common as C  # noqa: E402
+import policy_activity as A  # noqa: E402
+import significance as S  # noqa: E402
 
 pd = C.pd
 
@@ -46,7 +51,9 @@ def speedup_table(con, experiment):
     rows = []
     for (exp, setting, policy), g in df.groupby(["experiment", "setting", "policy"], sort=False):
         v = g["speedup_vs_static"]
+        centre, low, high = S.speedup_interval(v)
         rows.append({"experiment": exp, "setting": setting, "policy": policy, "speedup over static": _pm(v),
+                     "95% CI (geo. mean)": S.interval_text(centre, low, high), "verdict": S.verdict(low, high),
                      "n": int(v.count()), "min": v.min(), "max": v.max()})
     t = pd.DataFrame(rows)
     order = {p: i for i, p in enumerate(C.policy_order(t["policy"]))}
@@ -64,6 +71,10 @@ def validation_table(con, experiment):
     cal = df["validate_calibrated_on"] if "validate_calibrated_on" in df.columns else \
         df.get("validate_cluster", pd.Series(index=df.index, dtype=object)).map(lambda p: f"cluster file {C.stem(p)}")
     df["calibrated on"] = cal.fillna("?")
+    # the schedule the analytic model simulated: the child's schedule.mode (its train config's, not a point param)
+    child = df.get("child_run_id", pd.Series(index=df.index, dtype=object))
+    sched = C.load_params(con, child.dropna(), keys=["schedule.mode"]).get("schedule.mode", pd.Series(dtype=object))
+    df["schedule"] = child.map(sched).fillna("none")
     tc = df.get("point.train_config", pd.Series(index=df.index, dtype=object)).map(C.stem)
     df["validated on"] = [f"{t if isinstance(t, str) else '?'}, {int(r) if r == r else '?'} ranks"
                           for t, r in zip(tc, df.get("point.ranks", pd.Series(index=df.index, dtype=float)))]
@@ -82,7 +93,9 @@ def ablation_table(con, experiment):
         return pd.DataFrame(), pd.DataFrame()
     rows = []
     for (exp, variant), g in df.groupby(["experiment", "variant"], sort=False):
+        centre, low, high = S.speedup_interval(g["speedup_vs_none"])
         rows.append({"experiment": exp, "variant": variant, "speedup over none": _pm(g["speedup_vs_none"]),
+                     "95% CI (geo. mean)": S.interval_text(centre, low, high), "verdict": S.verdict(low, high),
                      "n": int(g["speedup_vs_none"].count())})
     t = pd.DataFrame(rows)
     order = {v: i for i, v in enumerate(fig_ablation.VARIANTS)}
@@ -116,17 +129,35 @@ def training_table(con, experiment, sweep_experiments):
     return pd.DataFrame(rows)
 
 
-def _speedup_sentence(exp, g, raw):
-    """One sentence per experiment of the speedup table."""
+def _activity_row(activity, exp, setting, policy):
+    """The policy_activity table's row of (exp, setting, policy), or None."""
+    if activity is None or activity.empty:
+        return None
+    m = activity[(activity["experiment"] == exp) & (activity["setting"] == setting) & (activity["policy"] == policy)]
+    return None if m.empty else m.iloc[0]
+
+
+def _speedup_part(exp, r, raw, activity, where):
+    """One policy's clause: its speedup with the 95% interval in words and, for real runs, what it did; a policy
+    whose every step placed the experts as static does gets that said instead of a speedup."""
+    d = raw[(raw["experiment"] == exp) & (raw["policy"] == r["policy"]) & (raw["setting"] == r["setting"])]
+    did = _activity_row(activity, exp, r["setting"], r["policy"])
+    if did is not None and A.all_static(did):
+        return A.activity_sentence(did) + f"{where}: no speedup is stated"
+    centre, low, high = S.speedup_interval(d["speedup_vs_static"])
+    text = S.speedup_phrase(r["policy"], "static", centre, low, high) + where
+    if did is not None:
+        text += ": " + A.activity_sentence(did, _activity_row(activity, exp, r["setting"], "static"))
+    return text
+
+
+def _speedup_sentence(exp, g, raw, activity=None):
+    """One sentence per experiment of the speedup table (activity: policy_activity.activity_table of real runs)."""
     real = raw[(raw["experiment"] == exp)]["backend"].eq("real").all()
     parts = []
     for _, r in g.iterrows():
         where = "" if g["setting"].nunique() == 1 else f" on {r['setting']}"
-        d = raw[(raw["experiment"] == exp) & (raw["policy"] == r["policy"]) & (raw["setting"] == r["setting"])]
-        v = d["speedup_vs_static"]
-        spread = " (its sd spans 1.0)" if len(v) > 1 and abs(v.mean() - 1) <= v.std(ddof=1) else ""
-        parts.append(f"{r['policy']}{where} ran at {r['speedup over static']}x static's speed, faster than static "
-                     f"in {int((v > 1).sum())} of {len(v)} points{spread}")
+        parts.append(_speedup_part(exp, r, raw, activity, where))
     kind = "real training" if real else "the simulator"
     text = f"In {exp} ({kind}), " + "; ".join(parts[:6])
     if len(parts) > 6:
@@ -159,7 +190,9 @@ def _validation_sentence(exp, g, raw):
     d = raw[raw["experiment"] == exp]["error_pct"]
     cal = "; ".join(sorted(set(raw[raw["experiment"] == exp]["calibrated on"])))
     val = ", ".join(sorted(set(raw[raw["experiment"] == exp]["validated on"])))
-    return (f"The analytic simulator (cost model, schedule none; fig_validation), calibrated on [{cal}] and validated "
+    sched = ", ".join(sorted(set(raw[raw["experiment"] == exp]["schedule"].astype(str))))
+    return (f"The analytic simulator (cost model, each run's schedule: {sched}; fig_validation), calibrated on [{cal}] "
+            f"and validated "
             f"on [{val}], predicted the measured step time of "
             f"{len(d)} runs of {exp} with an error of {_pm(d)}% (range {C.fmt3(d.min())}% to {C.fmt3(d.max())}%; "
             f"negative: simulated faster than measured).")
@@ -168,12 +201,10 @@ def _validation_sentence(exp, g, raw):
 def _replay_sentence(con, exp):
     """The newest per-op replay validation a real sweep named `exp` recorded after its last point (a validate run
     with param validate.sweep), as one sentence; "" when there is none."""
-    df = C._query(con, "SELECT e.data FROM events e JOIN runs r USING (run_id) JOIN params p USING (run_id) "
-                       "WHERE r.command = 'validate' AND e.kind = 'validation' AND p.key = 'validate.sweep' AND "
-                       "p.value = ? ORDER BY r.started_ms DESC, e.id DESC LIMIT 1", (json.dumps(exp),))
-    if df.empty:
+    data = G.replay_validation(con, exp)
+    if data is None:
         return ""
-    t = json.loads(df["data"].iloc[0])["total"]
+    t = data["total"]
     if not t.get("heldout_points"):
         return ""
     return (f"Replayed op by op with the per-op model (fig_validation_replay), {t['heldout_points']} held-out runs "
@@ -187,8 +218,9 @@ def _ablation_sentence(exp, raw):
         return ""
     best = d.groupby("variant")["speedup_vs_none"].mean().sort_values(ascending=False)
     v = best.index[0]
-    return (f"In {exp}'s ablation, the best variant was {v} at {_pm(d[d['variant'] == v]['speedup_vs_none'])}x "
-            f"'none' (n = {int((d['variant'] == v).sum())}).")
+    centre, low, high = S.speedup_interval(d[d["variant"] == v]["speedup_vs_none"])
+    return (f"In {exp}'s ablation, the variant with the highest mean speedup was {v}: "
+            f"{S.speedup_phrase(v, 'none', centre, low, high)} (n = {int((d['variant'] == v).sum())}).")
 
 
 def build(con, experiment=None):
@@ -199,15 +231,23 @@ def build(con, experiment=None):
     ab, ab_raw = ablation_table(con, experiment)
     sweeps = C.load_runs(con, command="sweep", experiment=experiment)
     tr = training_table(con, experiment, set(sweeps["experiment"]) if not sweeps.empty else set())
+    activity = A.activity_table(A.activity_frame(con, experiment))
+    if not sp.empty and not activity.empty:  # a policy that never left static's placement has no speedup verdict
+        for i, r in sp.iterrows():
+            did = _activity_row(activity, r["experiment"], r["setting"], r["policy"])
+            if did is not None and A.all_static(did):
+                sp.loc[i, "verdict"] = "placements = static's"
     sentences = []
     if not sp.empty:
         for exp, g in sp.groupby("experiment", sort=False):
-            sentences.append(_speedup_sentence(exp, g, sp_raw))
+            sentences.append(_speedup_sentence(exp, g, sp_raw, activity))
             sentences.append(_paper_sentence(exp, sp_raw))
+    gap = G.gap_table(con, experiment) if not va.empty else pd.DataFrame()
     if not va.empty:
         for exp, g in va.groupby("experiment", sort=False):
             sentences.append(_validation_sentence(exp, g, va_raw))
             sentences.append(_replay_sentence(con, exp))
+            sentences.append(G.gap_sentence(exp, gap) if not gap.empty else "")
     if not ab.empty:
         for exp in ab["experiment"].unique():
             sentences.append(_ablation_sentence(exp, ab_raw))
@@ -222,10 +262,21 @@ def build(con, experiment=None):
     tables = {}
     for title, t, name, note in (
             ("Speedup over static", sp, "summary_speedup",
-             "mean ± sd over seeds (and traces, pooled, for a simulated cluster); min / max over the same points"),
+             "mean ± sd over seeds (and traces, pooled, for a simulated cluster); min / max over the same points; "
+             "95% CI: Student's t on the log of the paired per-seed ratios, as a geometric mean [low, high] "
+             "(docs/reports.md \"Significance\"); verdict: faster / slower only when the interval excludes 1.0"),
+            ("What the policies did (real runs)", activity, "summary_activity",
+             "every recorded step of every seed: steps whose placement is static's in every layer, steps with any "
+             "replica, medians per step of replicas, max/mean load (balancedness = mean/max), Trans+Agg and their "
+             "exposed part in ms (docs/reports.md)"),
             ("Simulator validation (held out where 'calibrated on' says so)", va, "summary_validation",
              "sim error = (simulated - measured) / measured step time, mean ± sd over runs"),
-            ("Ablation", ab, "summary_ablation", "speedup of each variant over 'none' of the same seed, mean ± sd"),
+            ("Where the analytic model's time goes", gap, "summary_analytic_gap",
+             "per op group, ms per step (1..) and rank, mean over the validated runs: measured = the run's recorded "
+             "ops (its per-op replay's own times), analytic = the same run's analytic simulation; the last group is "
+             "each side's step minus the others (docs/reports.md)"),
+            ("Ablation", ab, "summary_ablation", "speedup of each variant over 'none' of the same seed, mean ± sd; "
+                                                 "95% CI and verdict as for the speedups above"),
             ("Training runs", tr, "summary_training", "final loss and median step time (first step left out)")):
         if t.empty:
             continue

@@ -248,6 +248,8 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                         store->put_metric(run_id, "sim_step_ms", 0, validation->sim_step_ms);
                         store->put_metric(run_id, "measured_step_ms", 0, validation->measured_step_ms);
                         store->put_metric(run_id, "sim_error", 0, validation->sim_error);
+                        for (const auto& [kind, ms] : validation->kind_ms)
+                            store->put_metric(run_id, "sim_kind_ms." + kind, 0, ms);
                     }
                     store->finish_run(run_id, "finished", 0, "");
                 });

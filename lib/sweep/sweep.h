@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,13 +132,17 @@ std::string format_duration(double seconds);
 
 // Simulator validation of one real point (docs/sweep.md, docs/simulator.md "Validation").
 struct Validation {
-    double sim_step_ms = 0;       // mean simulated iteration time over iterations 1.. (schedule none)
+    double sim_step_ms = 0;       // mean simulated iteration time over iterations 1.. (the child's schedule)
     double measured_step_ms = 0;  // median of the child's step_ms over steps 1..
     double sim_error = 0;         // (sim - measured) / measured
+    // where the simulated step goes, ms per iteration (1..) and device: per op kind (sim::op_kind_name) the mean
+    // over devices of its summed op lengths, and "trans_exposed" / "agg_exposed", the part of Trans / Agg no compute
+    // hid (IterationResult::kind_exposed_s); the report sets them beside the run's recorded ops
+    std::map<std::string, double> kind_ms;
 };
 
 // Rebuilds the trace of a finished train run from its expert_load rows (every step and layer; dims from its
-// model.* params), simulates it with `policy` on the cluster file (num_devices = the run's D, schedule none) and
+// model.* params), simulates it with `policy` on the cluster file (num_devices = the run's D, its schedule) and
 // compares with the run's step_ms. Throws prophet::Error (exit 3) when the run recorded too few steps or no loads,
 // or when it ran oversubscribed (param testbed.oversubscribed = true) and include_oversubscribed is false.
 Validation validate_run(Store& store, const std::string& run_id, const std::string& policy,

@@ -84,11 +84,19 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
     // the step's tail after the last backward block (dense all-reduce, norm, AdamW), when the cluster measured it
     o.include_optimizer = cluster.step_tail_s >= 0;
     o.optimizer_s = std::max(0.0, cluster.step_tail_s);
-    o.record_timeline = false;
+    o.record_timeline = true;  // the per-kind split of the simulated step (Validation::kind_ms)
     const sim::SimResult r = sim::simulate_policy(policy, view_of(trace), cost, settings, o);
     Validation v;
-    for (size_t i = 1; i < r.iterations.size(); ++i)
-        v.sim_step_ms += r.iterations[i].iteration_s * 1e3 / static_cast<double>(r.iterations.size() - 1);
+    const double iterations = static_cast<double>(r.iterations.size() - 1);
+    for (size_t i = 1; i < r.iterations.size(); ++i) {
+        v.sim_step_ms += r.iterations[i].iteration_s * 1e3 / iterations;
+        for (const auto kind : {sim::OpKind::kTrans, sim::OpKind::kAgg})
+            v.kind_ms[std::string(sim::op_kind_name(kind)) + "_exposed"] +=
+                r.iterations[i].kind_exposed_s[static_cast<size_t>(kind)] * 1e3 / iterations;
+    }
+    for (const sim::TimelineEntry& e : r.timeline)
+        if (e.iteration >= 1)
+            v.kind_ms[sim::op_kind_name(e.kind)] += (e.end_s - e.start_s) * 1e3 / (iterations * D);
     std::vector<double> measured;
     for (const auto& [step, ms] : step_ms)
         if (step != step_ms.begin()->first) measured.push_back(ms);

@@ -478,9 +478,12 @@ TEST(SweepReal, CalibrateSetIsHeldOut) {
 
 TEST(SweepReal, ShippedMainJobParses) {
     const SweepSpec real = parse_sweep_file("experiments/sweeps/main-real.toml");
-    EXPECT_EQ(expand_points(real).size(), 9u);  // 3 policies x 3 seeds on 2 ranks
+    EXPECT_EQ(expand_points(real).size(), 15u);  // 3 policies x 5 seeds on 2 ranks
     EXPECT_EQ(real.validate_cluster, "calibrate");
-    ASSERT_EQ(real.calibrate_set.size(), 2u);  // held out: calibrated on a uniform corpus, validated on the skewed one
+    // held out: calibrated on the gate's own routing, validated on runs that replay the skewed trace
+    ASSERT_EQ(real.calibrate_set.size(), 1u);
+    EXPECT_EQ(real.calibrate_set[0].first, "routing.source");
+    EXPECT_EQ(real.calibrate_set[0].second, "\"gate\"");
     const SweepSpec sim = parse_sweep_file("experiments/sweeps/main-sim.toml");
     EXPECT_EQ(expand_points(sim).size(), 72u);
 }

@@ -135,3 +135,30 @@ TEST_F(Validate, FastermoeRunsAreSimulatedUnderTheirOwnSchedule) {
     // planning time is measured (plan_s = -1) and well under a microsecond here: the margin is the hidden transfers
     EXPECT_LT(overlapped, blocking - 1e-3) << "Trans/Agg must hide behind the all-to-alls";
 }
+
+// The split of the simulated step by op kind (Validation::kind_ms, ms per iteration and device): under schedule
+// none every op runs in sequence, so with equal loads on both devices nobody idles and the kinds add up to the
+// step; with the fixture's skew (device 0 computes 100 assignments per layer, device 1 28) device 1 idles while
+// device 0 computes its experts, and the kinds' mean over devices falls short by that idle time. Static moves no
+// expert: nothing of Trans/Agg to expose.
+TEST_F(Validate, KindSplitAddsUpToTheStepWhenNoDeviceIdles) {
+    const auto kinds_sum = [](const sweep::Validation& v) {
+        double sum = 0;
+        for (const auto& [kind, ms] : v.kind_ms)
+            if (kind.find("_exposed") == std::string::npos) sum += ms;
+        return sum;
+    };
+    const sweep::Validation skewed = validate("");
+    EXPECT_GT(skewed.kind_ms.at("fec"), 0.0);
+    EXPECT_EQ(skewed.kind_ms.at("trans_exposed"), 0.0);
+    EXPECT_EQ(skewed.kind_ms.at("agg_exposed"), 0.0);
+    EXPECT_LT(kinds_sum(skewed), skewed.sim_step_ms - 1e-3) << "device 1 idles while device 0 computes";
+    {
+        Store store = Store::open((dir_ / "s.db").string());
+        const std::vector<int64_t> even = {16, 16, 16, 16, 16, 16, 16, 16};
+        for (int step = 0; step < 4; ++step)
+            for (int layer = 0; layer < 2; ++layer) store.put_expert_load(run_, step, layer, even.data(), 2, 4);
+    }
+    const sweep::Validation even = validate("");
+    EXPECT_NEAR(kinds_sum(even), even.sim_step_ms, 1e-9 * even.sim_step_ms);
+}
