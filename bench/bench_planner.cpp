@@ -4,11 +4,14 @@
 // core, so that the plan hides inside one all-to-all. Counts: Zipf(1.2) over experts, 1024 tokens per device, k = 2.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "balance/bounds.h"
+#include "balance/flow_routing.h"
 #include "balance/policies.h"
+#include "balance/policy_flow.h"
 #include "planner_inputs.h"
 
 namespace {
@@ -62,6 +65,41 @@ void BM_layer_bound(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(layer_bound(cost, counts.data(), D, E, BoundBudget{}, 1, 4));
 }
 
+// flow: one plan (candidate placements, each scored with the routing LP) from the static placement. Target:
+// E = 32, D = 16 in <= 50 us and E = 256, D = 64 in <= 1 ms median (issue 22).
+void BM_plan_flow(benchmark::State& state) {
+    const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));
+    const auto counts = zipf_counts(D, E, 7);
+    const CostModel cost = cost_for(D);
+    BalanceOptions options;
+    options.route_rule = RouteRule::kFlow;
+    const Placement current = Placement::make_static(D, E);
+    for (auto _ : state) benchmark::DoNotOptimize(plan_flow(counts.data(), D, E, cost, options, current));
+}
+
+// flow's per-batch routing alone (the LP, warm-started from the previous iteration's basis) on a placement with
+// one replica of each of the D hottest experts
+void BM_route_flow(benchmark::State& state) {
+    const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));
+    const auto counts = zipf_counts(D, E, 7);
+    const CostModel cost = cost_for(D);
+    std::vector<double> load(E, 0.0);
+    for (int d = 0; d < D; ++d)
+        for (int e = 0; e < E; ++e) load[e] += static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
+    std::vector<int> order(E);
+    for (int e = 0; e < E; ++e) order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] > load[b]; });
+    Placement p = Placement::make_static(D, E);
+    for (int i = 0; i < D; ++i) p.add_replica(order[i % E], (p.owner[order[i % E]] + 1 + i) % D);
+    for (auto _ : state) benchmark::DoNotOptimize(flow_route_layer(counts.data(), D, E, p, &cost));
+}
+
+void flow_sizes(benchmark::internal::Benchmark* b) {
+    b->Args({32, 16});
+    b->Args({256, 64});
+    b->ArgNames({"E", "D"});
+}
+
 // E x D with E a multiple of D (static EP needs E/D experts per device)
 void grid(benchmark::internal::Benchmark* b) {
     for (int E : {8, 32, 64, 256})
@@ -75,6 +113,8 @@ BENCHMARK(BM_plan_prophet_full_search)->Apply(grid)->Unit(benchmark::kMicrosecon
 BENCHMARK(BM_plan_fastermoe)->Apply(grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_eplb)->Apply(grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_layer_bound)->Args({32, 16})->Args({256, 64})->ArgNames({"E", "D"})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_plan_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_route_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -46,7 +46,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& args) {
     add_common_options(plan, args.common);
     plan->footer(
         "Policies: static deepspeed fastermoe prophet prophet-oracle eplb moetuner top2 top3 exhaustive "
-        "moetuner-joint.\n"
+        "moetuner-joint flow.\n"
         "`all` runs every policy; exhaustive and moetuner-joint are skipped (with a note) on instances too large.\n"
         "Example:\n"
         "  prophet plan --trace experiments/traces/zipf-e16-k2.toml --cluster experiments/clusters/hpwnv-16.toml "

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "balance/device_load.h"
+#include "balance/policy_flow.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/timer.h"
@@ -28,7 +29,7 @@ auto timed(int repeats, Fn fn, double* median_us) {
 }
 
 void score_layer(LayerScore& s, const int64_t* counts, int D, int E, const CostModel& cost, const BalanceOptions& o) {
-    const LayerFlow flow = compute_flow(counts, D, E, s.placement, o.route_rule);
+    const LayerFlow flow = compute_flow(counts, D, E, s.placement, o.route_rule, &cost);
     s.cost = predict_layer(cost, flow, s.placement);
     const DeviceLoad load = device_load(flow.computed.data(), D);
     s.balance_std = load.std;
@@ -77,7 +78,8 @@ std::string gap_text(double objective, double bound) {
 }  // namespace
 
 bool plans_with_cost_eq(const std::string& policy) {
-    return policy == "prophet" || policy == "prophet-oracle" || policy == "fastermoe" || policy == "exhaustive";
+    return policy == "prophet" || policy == "prophet-oracle" || policy == "fastermoe" || policy == "exhaustive" ||
+           policy == "flow";
 }
 
 std::string ilp_status(const IlpReport& r, bool joint) {
@@ -172,6 +174,8 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             out.note += std::string(out.note.empty() ? "" : "; ") + "in-sample: planned on the iterations it is scored on";
     }
 
+    std::vector<FlowPlanner> flow_planners;  // flow: one per layer, planning from the batches it has seen
+    if (name == "flow") flow_planners.assign(L, FlowPlanner(D, E, o));
     std::vector<double> plan_us_all;
     // layer 0 has no window for its transfers (CostModel::first_block): planned and scored so
     const CostModel first_layer = model_for_layer(cost, 0), later_layer = model_for_layer(cost, 1);
@@ -208,6 +212,10 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
                     const int n = name == "top2" ? 2 : 3;
                     s.placement = timed(settings.plan_repeats, [&] { return plan_broadcast_top(current, D, E, n); },
                                         &s.plan_us);
+                } else if (name == "flow") {
+                    FlowPlanner& planner = flow_planners[l];
+                    s.placement = timed(1, [&] { return planner.plan(lcost); }, &s.plan_us);
+                    planner.observe(current);
                 } else if (name == "exhaustive") {
                     s.placement = timed(1, [&] { return plan_exhaustive(current, D, E, lcost, o); }, &s.plan_us);
                 } else {
@@ -221,7 +229,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             const std::string problem = check_placement(s.placement, o.max_replicas_per_device);
             PROPHET_ASSERT_MSG(problem.empty(), "policy " + name + " returned an invalid placement: " + problem);
             score_layer(s, dispatched.empty() ? current : dispatched.data(), D, E, lcost, o);
-            if (!(name == "prophet" && it == 0)) plan_us_all.push_back(s.plan_us);
+            if (!((name == "prophet" || name == "flow") && it == 0)) plan_us_all.push_back(s.plan_us);
             out.layers.push_back(std::move(s));
         }
         if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, o.route_rule);

@@ -17,10 +17,11 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     s.add_int("balance.exclude_devices", -1, -1, 65536,
               "prophet: n devices left out per chosen expert (-1: those routing no tokens to it)");
     s.add_int("balance.max_replicas_per_device", 0, 0, 65536, "replicas one device may hold per layer (0: no cap)");
-    s.add_string("balance.route_to", "auto", {"auto", "owner", "least_loaded", "even_split"},
-                 "where tokens for a replicated expert go: auto = each policy's paper (eplb: even_split, others: "
-                 "owner; train: owner), the owner, the least-loaded holder, or split evenly over all holders "
-                 "(plan/sim only)");
+    s.add_string("balance.route_to", "auto", {"auto", "owner", "least_loaded", "even_split", "flow"},
+                 "where tokens for a replicated expert go: auto = each policy's paper (eplb: even_split, flow: flow, "
+                 "others: owner; train: owner), the owner, the least-loaded holder, split evenly over all holders "
+                 "(plan/sim only), or flow = the per-batch split minimising the layer's compute + all-to-all time "
+                 "(an LP on the batch's counts; plan/sim only)");
     s.add_string("balance.token_path", "auto", {"auto", "home", "layer_to_layer"},
                  "how a token travels between MoE layers: home = back to its home device after every layer "
                  "(dispatch + combine per layer), layer_to_layer = from layer l's expert device straight to layer "
@@ -40,6 +41,13 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
                "moetuner: ILP 2 places clusters by the layer-to-layer traffic (the paper); false: by memory balance "
                "alone (Eq 13), the ablation that shows what the traffic term buys under balance.token_path = "
                "layer_to_layer");
+    s.add_string("balance.flow_predict", "previous", {"previous", "ewma"},
+                 "flow: plan for the previous batch's counts or for an EWMA mean + flow_z * standard deviation");
+    s.add_float("balance.flow_z", 1.0, 0.0, 100.0, "flow, ewma: standard deviations above the mean");
+    s.add_float("balance.flow_decay", 0.5, 0.0, 0.999, "flow, ewma: weight kept by the old statistics per batch");
+    s.add_int("balance.flow_horizon", 0, 0, 1 << 30,
+              "flow: 0 = a placement's transfers recur every iteration (training: they are in its predicted time); "
+              "H > 0 = moves are one-off (serving): keep the current placement unless H batches of gain pay for them");
     s.add_int("balance.profile_iterations", 0, 0, 1 << 30,
               "eplb/moetuner: plan from the first N iterations (0: all, in-sample)");
 }
@@ -69,6 +77,10 @@ BalanceOptions balance_options_from(const Config& c) {
     o.ilp_time_limit_s = c.get_float("balance.ilp_time_limit_s");
     o.ilp2_exact_max_devices = static_cast<int>(c.get_int("balance.ilp2_exact_max_devices"));
     o.ilp2_traffic = c.get_bool("balance.ilp2_traffic");
+    o.flow_predict = c.get_string("balance.flow_predict");
+    o.flow_z = c.get_float("balance.flow_z");
+    o.flow_decay = c.get_float("balance.flow_decay");
+    o.flow_horizon = static_cast<int>(c.get_int("balance.flow_horizon"));
     return o;
 }
 

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "balance/flow_routing.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -66,7 +67,8 @@ RouteRule parse_route_rule(const std::string& name) {
     if (name == "owner") return RouteRule::kOwner;
     if (name == "least_loaded") return RouteRule::kLeastLoaded;
     if (name == "even_split") return RouteRule::kEvenSplit;
-    throw_config_error("balance.route_to", name, "must be owner, least_loaded or even_split",
+    if (name == "flow") return RouteRule::kFlow;
+    throw_config_error("balance.route_to", name, "must be owner, least_loaded, even_split or flow",
                        "--set balance.route_to=owner");
 }
 
@@ -75,11 +77,13 @@ const char* route_rule_name(RouteRule rule) {
         case RouteRule::kOwner: return "owner";
         case RouteRule::kLeastLoaded: return "least_loaded";
         case RouteRule::kEvenSplit: return "even_split";
+        case RouteRule::kFlow: return "flow";
     }
     return "?";
 }
 
 RouteRule paper_route_rule(const std::string& policy) {
+    if (policy == "flow") return RouteRule::kFlow;
     return policy == "eplb" ? RouteRule::kEvenSplit : RouteRule::kOwner;
 }
 
@@ -156,8 +160,10 @@ std::vector<int> routing_destination(const int64_t* counts, const Placement& p, 
     return destination;
 }
 
-LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, const Placement& p, RouteRule rule) {
+LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, const Placement& p, RouteRule rule,
+                       const CostModel* pricing) {
     PROPHET_ASSERT(p.num_devices == num_devices && p.num_experts == num_experts);
+    if (rule == RouteRule::kFlow) return flow_route_layer(counts, num_devices, num_experts, p, pricing);
     const int D = num_devices;
     const int E = num_experts;
     LayerFlow flow;

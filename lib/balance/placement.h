@@ -12,7 +12,9 @@
 // tokens for e evenly over e's holders (owner and replicas; the remainder of an integer split goes round-robin,
 // starting at a holder that depends on the source), so each holder of e computes about load(e) / holders(e).
 // Only the cost model and the simulator implement it; the MoE executor routes each (source, expert) pair to one
-// device and refuses it (see ExpertParallelExecutor).
+// device and refuses it (see ExpertParallelExecutor). RouteRule::kFlow (flow_routing.h): the per-batch split of
+// every group over e's holders that minimises the layer's modelled compute + all-to-all time (an LP on the
+// batch's counts); plan and sim only, as even_split.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +23,8 @@
 #include <vector>
 
 namespace prophet {
+
+struct CostModel;  // cost_model.h (kFlow's prices)
 
 struct Placement {
     int num_devices = 0;               // D
@@ -52,10 +56,10 @@ struct Placement {
     std::vector<int> experts_per_device() const;   // [D] owned experts
 };
 
-enum class RouteRule { kOwner, kLeastLoaded, kEvenSplit };
-RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded" | "even_split"
+enum class RouteRule { kOwner, kLeastLoaded, kEvenSplit, kFlow };
+RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded" | "even_split" | "flow"
 const char* route_rule_name(RouteRule rule);
-// The rule each policy's own paper uses: even split for eplb (DeepSeek EPLB), the owner rule for every other
+// The rule each policy's own paper uses: even split for eplb (DeepSeek EPLB), flow for flow, the owner rule for every other
 // (Pro-Prophet, FasterMoE, the top-n broadcast, MoETuner and static EP compute a device's own tokens locally).
 RouteRule paper_route_rule(const std::string& policy);
 
@@ -68,7 +72,8 @@ void keep_replicas_within_groups(Placement& placement, const std::vector<int>& g
 std::string check_placement(const Placement& placement, int max_replicas_per_device);
 
 // destination[src*E + e]: the device that computes the tokens src routes to e.  counts: [D*E]. Under
-// kEvenSplit the tokens go to every holder; destination then names the owner (compute_flow's route is exact).
+// kEvenSplit and kFlow the tokens go to several holders; destination then names the owner (compute_flow's route is
+// exact).
 std::vector<int> routing_destination(const int64_t* counts, const Placement& placement, RouteRule rule);
 
 // Per-device token flow of one MoE layer under a placement (one direction; dispatch and combine are mirror
@@ -76,15 +81,17 @@ std::vector<int> routing_destination(const int64_t* counts, const Placement& pla
 struct LayerFlow {
     int num_devices = 0;
     int num_experts = 0;
-    std::vector<int> destination;     // [D*E] see routing_destination (kEvenSplit: the owner; route is exact)
+    std::vector<int> destination;     // [D*E] see routing_destination (kEvenSplit, kFlow: the owner; route is exact)
     std::vector<int64_t> computed;    // [D] H_i: tokens (token-expert assignments) computed on device i
     std::vector<int64_t> received;    // [D] R_i: tokens device i receives from other devices
     std::vector<int64_t> sent;        // [D] tokens device i sends to other devices
     std::vector<int64_t> route;       // [D*D] route[src*D + dst] tokens src sends to dst (diagonal: local)
     std::vector<int> replica_holders; // [E] replica holders per expert (receivers of Trans, senders of Agg)
     int64_t total_tokens = 0;         // sum of counts
+    std::vector<int64_t> expert_device;  // [E*D] kFlow only: tokens of expert e computed on device d (else empty)
 };
+// pricing: kFlow's prices (flow_routing.h route_pricing; nullptr: one unit per token computed or received)
 LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
-                       RouteRule rule);
+                       RouteRule rule, const CostModel* pricing = nullptr);
 
 }  // namespace prophet

@@ -51,6 +51,11 @@ struct BalanceOptions {
     bool ilp2_traffic = true;
     // top-n broadcast baseline (Fig 15)
     int broadcast_top = 2;
+    // flow (policy_flow.h): what load it plans for, and the transfer gate's horizon (0: transfers every iteration)
+    std::string flow_predict = "previous";  // "previous" | "ewma"
+    double flow_z = 1.0;                    // ewma: mean + flow_z * standard deviation
+    double flow_decay = 0.5;                // ewma: weight of the old statistics per batch
+    int flow_horizon = 0;                   // > 0: batches a one-off move must pay back within (serving)
 };
 
 // The routing rule a policy runs under: its paper's (paper_route_rule) when balance.route_to = auto, else the

@@ -13,6 +13,17 @@ namespace {
 std::vector<double> computed_shares(const int64_t* counts, const Placement& p, RouteRule rule) {
     const int D = p.num_devices, E = p.num_experts;
     std::vector<double> share(static_cast<size_t>(E) * D, 0.0);
+    if (rule == RouteRule::kFlow) {  // the split's own per-expert shares (an expert with no tokens: its owner)
+        const LayerFlow flow = compute_flow(counts, D, E, p, rule);
+        for (int e = 0; e < E; ++e) {
+            const int64_t* on = flow.expert_device.data() + static_cast<size_t>(e) * D;
+            double load = 0;
+            for (int g = 0; g < D; ++g) load += static_cast<double>(on[g]);
+            for (int g = 0; g < D; ++g)
+                share[static_cast<size_t>(e) * D + g] = load > 0 ? on[g] / load : (g == p.owner[e] ? 1.0 : 0.0);
+        }
+        return share;
+    }
     const std::vector<int> destination = routing_destination(counts, p, rule);
     for (int e = 0; e < E; ++e) {
         double* s = share.data() + static_cast<size_t>(e) * D;

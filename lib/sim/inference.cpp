@@ -72,7 +72,7 @@ InferenceLayerTime simulate_inference_layer(const CostModel& cost, const int64_t
     const int D = placement.num_devices, E = placement.num_experts;
     PROPHET_ASSERT(cost.cluster.num_devices == D && token_scale > 0);
     const std::vector<int64_t> scaled_counts = scaled(counts, static_cast<size_t>(D) * E, token_scale);  // [D][E]
-    const LayerFlow flow = compute_flow(scaled_counts.data(), D, E, placement, rule);
+    const LayerFlow flow = compute_flow(scaled_counts.data(), D, E, placement, rule, &cost);
     const ClusterSpec& cl = cost.cluster;
     const double flops = cl.compute_flops * cost.compute_scale;
     InferenceLayerTime t;

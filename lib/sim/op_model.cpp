@@ -57,6 +57,13 @@ std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, c
         }
         return rows;
     }
+    if (rule == RouteRule::kFlow) {  // the split's rows per (device, expert), unit prices (no cost model here)
+        const LayerFlow flow = compute_flow(counts, D, E, p, rule);
+        for (int e = 0; e < E; ++e)
+            for (int d = 0; d < D; ++d)
+                rows[static_cast<size_t>(d) * E + e] = static_cast<double>(flow.expert_device[static_cast<size_t>(e) * D + d]);
+        return rows;
+    }
     const std::vector<int> dest = routing_destination(counts, p, rule);  // [D*E]
     for (int src = 0; src < D; ++src)
         for (int e = 0; e < E; ++e) {

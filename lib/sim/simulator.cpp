@@ -185,7 +185,7 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
             const Placement& p = placements[it][l];
             PROPHET_ASSERT_MSG(p.num_devices == D && p.num_experts == E, "placement shape differs from the trace");
             LayerState& st = layers[l];
-            st.flow = compute_flow(trace.layer(it, l), D, E, p, options.route_rule);
+            st.flow = compute_flow(trace.layer(it, l), D, E, p, options.route_rule, &cost);
             // block 0 opens the forward with its whole Trans and closes the backward with its whole Agg: its Eq 8
             // credits no window (CostModel::first_block), as this schedule runs it
             st.cost = predict_layer(l == 0 ? first_block : cost, st.flow, p);

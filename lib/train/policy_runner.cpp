@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "balance/policy_flow.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -39,6 +40,11 @@ Placement PolicyRunner::policy_plan(int layer, const int64_t* counts) {
         return plan_prophet(previous_.data() + static_cast<size_t>(layer) * D_ * E_, D_, E_, cost_, options_);
     }
     if (policy_ == "prophet-oracle") return plan_prophet(counts, D_, E_, cost_, options_);
+    if (policy_ == "flow") {  // the previous batch's counts, weights at home; the executor's owner rule routes
+        if (previous_.empty()) return plan_static(D_, E_);
+        return plan_flow(previous_.data() + static_cast<size_t>(layer) * D_ * E_, D_, E_, cost_, options_,
+                         plan_static(D_, E_));
+    }
     if (policy_ == "fastermoe") return plan_fastermoe(counts, D_, E_, cost_, options_);
     if (policy_ == "top2") return plan_broadcast_top(counts, D_, E_, 2);
     if (policy_ == "top3") return plan_broadcast_top(counts, D_, E_, 3);
@@ -59,6 +65,7 @@ Placement PolicyRunner::plan_next(int layer, const int64_t* counts) const {
 
 Placement PolicyRunner::policy_plan_next(const int64_t* counts) const {
     if (policy_ == "prophet" || policy_ == "prophet-oracle") return plan_prophet(counts, D_, E_, cost_, options_);
+    if (policy_ == "flow") return plan_flow(counts, D_, E_, cost_, options_, plan_static(D_, E_));
     if (policy_ == "fastermoe") return plan_fastermoe(counts, D_, E_, cost_, options_);
     if (policy_ == "top2") return plan_broadcast_top(counts, D_, E_, 2);
     if (policy_ == "top3") return plan_broadcast_top(counts, D_, E_, 3);

@@ -195,10 +195,10 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     // (fastermoe's overlap hides them behind an all-to-all only, not behind compute: Eq 6, as blocking)
     if (t.balance.cost_eq_auto) t.balance.cost_eq = t.schedule_blockwise ? 8 : 6;
     t.balance.cost_eq_auto = false;  // resolved
-    if (t.balance.route_rule == RouteRule::kEvenSplit)
-        throw_config_error("balance.route_to", "even_split",
+    if (t.balance.route_rule == RouteRule::kEvenSplit || t.balance.route_rule == RouteRule::kFlow)
+        throw_config_error("balance.route_to", route_rule_name(t.balance.route_rule),
                            "the MoE executor sends each (device, expert) token group to one device; the even split "
-                           "is modelled by plan and sim only",
+                           "and the flow split are modelled by plan and sim only",
                            "--set balance.route_to=owner (or least_loaded)");
     t.schedule_split = c.get_string("schedule.split");
     // GpuModel's limits (cuda/gpu_model.h), checked here so the refusal comes before the store is opened

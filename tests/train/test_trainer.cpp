@@ -22,7 +22,7 @@ using namespace prophet;
 TEST(Trainer, EveryPlacementGivesTheStaticLosses) {
     const auto reference = run_local(skewed_config({}), 4, 20);
     EXPECT_LT(reference.back(), reference.front()) << "the model must learn";
-    for (const char* policy : {"fastermoe", "prophet", "prophet-oracle", "eplb", "moetuner", "top2"}) {
+    for (const char* policy : {"fastermoe", "prophet", "prophet-oracle", "eplb", "moetuner", "top2", "flow"}) {
         // Eq 8 objective: under the default Eq 6 (no scheduler here) few replicas pay, and this test wants them
         const auto losses =
             run_local(skewed_config({std::string("balance.policy=") + policy, "balance.cost_eq=8"}), 4, 20);

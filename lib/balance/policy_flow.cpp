@@ -1,0 +1,279 @@
+// policy_flow.cpp: flow's candidate placements, their scoring, the transfer gate and the planning load.
+#include "balance/policy_flow.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+#include "balance/relabel.h"
+#include "core/error.h"
+
+namespace prophet {
+namespace {
+
+std::vector<double> loads_of(const int64_t* counts, int D, int E) {
+    std::vector<double> load(E, 0.0);
+    for (int d = 0; d < D; ++d)
+        for (int e = 0; e < E; ++e) load[e] += static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
+    return load;
+}
+
+// EPLB's replication order, produced as far as it is asked for: each extra copy to argmax load / copies (ties:
+// lower index), at most D copies per expert, experts without load never. O(log E) per copy (a heap), so a walk
+// that stops early never pays for the copies it does not reach.
+class CopyOrder {
+public:
+    CopyOrder(const std::vector<double>& load, int D) : load_(load), copies_(load.size(), 1), D_(D) {
+        for (int e = 0; e < static_cast<int>(load.size()); ++e)
+            if (load[e] > 0 && D > 1) heap_.push_back(e);
+        std::make_heap(heap_.begin(), heap_.end(), less_);
+    }
+    CopyOrder(const CopyOrder&) = delete;  // less_ points at this object
+    CopyOrder& operator=(const CopyOrder&) = delete;
+    // the expert of extra copy i (i < available())
+    int operator[](int i) {
+        while (static_cast<int>(order_.size()) <= i) {
+            PROPHET_ASSERT(!heap_.empty());
+            std::pop_heap(heap_.begin(), heap_.end(), less_);
+            const int e = heap_.back();
+            order_.push_back(e);
+            if (++copies_[e] < D_)
+                std::push_heap(heap_.begin(), heap_.end(), less_);
+            else
+                heap_.pop_back();
+        }
+        return order_[i];
+    }
+    // the most extra copies there can be
+    int available() const {
+        int n = 0;
+        for (double w : load_) n += w > 0 ? D_ - 1 : 0;
+        return n;
+    }
+
+private:
+    const std::vector<double>& load_;
+    std::vector<int> copies_, heap_, order_;
+    int D_;
+    // heap order: larger load / copies first, ties to the lower index
+    std::function<bool(int, int)> less_ = [this](int a, int b) {
+        const double wa = load_[a] / copies_[a], wb = load_[b] / copies_[b];
+        return wa < wb || (wa == wb && a > b);
+    };
+};
+
+// The anchored family, grown one copy at a time: owners fixed, est[d] = sum over held copies of load / copies.
+struct Anchored {
+    Placement placement;
+    std::vector<double> est;             // [D]
+    std::vector<int> copies, replicas;   // [E], [D]
+    bool local = false;                  // place by the most tokens sent (else by the lightest estimated load)
+
+    Anchored(const Placement& owners, const std::vector<double>& load, bool by_tokens)
+        : placement(Placement::make_owners(owners.num_devices, owners.owner)),
+          est(owners.num_devices, 0.0),
+          copies(owners.num_experts, 1),
+          replicas(owners.num_devices, 0),
+          local(by_tokens) {
+        for (int e = 0; e < owners.num_experts; ++e) est[owners.owner[e]] += load[e];
+    }
+
+    int pick(int e, const int64_t* counts, const ClusterSpec& cl, int cap) const {
+        const int D = placement.num_devices, E = placement.num_experts, owner = placement.owner[e];
+        double lightest = std::numeric_limits<double>::infinity();
+        for (int d = 0; d < D; ++d)
+            if (!placement.holds(e, d) && (cap <= 0 || replicas[d] < cap)) lightest = std::min(lightest, est[d]);
+        int best = -1;
+        auto near = [&](int d) {  // 2: the owner's NVLink domain, 1: its node, 0: elsewhere
+            const ClusterSpec::LinkClass c = cl.link_class(owner, d);
+            return c == ClusterSpec::LinkClass::kNvlink ? 2 : c == ClusterSpec::LinkClass::kIntraNode ? 1 : 0;
+        };
+        for (int d = 0; d < D; ++d) {
+            if (placement.holds(e, d) || (cap > 0 && replicas[d] >= cap)) continue;
+            if (best < 0) { best = d; continue; }
+            if (local) {
+                const int64_t a = counts[static_cast<size_t>(d) * E + e], b = counts[static_cast<size_t>(best) * E + e];
+                if (a > b || (a == b && est[d] < est[best])) best = d;
+                continue;
+            }
+            // within 2% of the lightest: the nearer device (cheaper Trans / Agg and all-to-all), then the lighter
+            const double slack = lightest * 1.02 + 1e-9;
+            const bool in_d = est[d] <= slack, in_best = est[best] <= slack;
+            if (in_d != in_best) { if (in_d) best = d; continue; }
+            if (in_d && near(d) != near(best)) { if (near(d) > near(best)) best = d; continue; }
+            if (est[d] < est[best]) best = d;
+        }
+        return best;
+    }
+
+    void add_copy(int e, int d, const std::vector<double>& load) {
+        const int D = placement.num_devices;
+        const double before = load[e] / copies[e], after = load[e] / (copies[e] + 1);
+        for (int h = 0; h < D; ++h)
+            if (placement.holds(e, h)) est[h] -= before - after;
+        placement.add_replica(e, d);
+        est[d] += after;
+        ++copies[e];
+        ++replicas[d];
+    }
+};
+
+// The repacked family: every copy (copies from the first `extra` of order) packed largest first into D bins of
+// ceil((E + extra) / D) slots, no duplicates in a bin; bins relabelled to the devices of fewest weight moves
+// against `current`. Owner of e: its current owner if that device keeps a copy, else its heaviest bin's device.
+Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra, const Placement& current) {
+    const int D = current.num_devices, E = current.num_experts;
+    std::vector<int> copies(E, 1);
+    for (int i = 0; i < extra; ++i) ++copies[order[i]];
+    std::vector<std::pair<double, int>> items;  // (weight, expert)
+    for (int e = 0; e < E; ++e)
+        for (int c = 0; c < copies[e]; ++c) items.emplace_back(load[e] / copies[e], e);
+    std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    const int slots = (E + extra + D - 1) / D;
+    std::vector<double> weight(D, 0.0);
+    std::vector<int> used(D, 0);
+    std::vector<uint8_t> in_bin(static_cast<size_t>(D) * E, 0);  // [bin*E + e]
+    for (const auto& [w, e] : items) {
+        int best = -1;
+        for (int b = 0; b < D; ++b)
+            if (used[b] < slots && !in_bin[static_cast<size_t>(b) * E + e] && (best < 0 || weight[b] < weight[best]))
+                best = b;
+        if (best < 0) continue;  // every bin with room holds e: the copy is dropped
+        weight[best] += w, ++used[best], in_bin[static_cast<size_t>(best) * E + e] = 1;
+    }
+    std::vector<int64_t> moves(static_cast<size_t>(D) * D, 0);
+    for (int b = 0; b < D; ++b)
+        for (int d = 0; d < D; ++d)
+            for (int e = 0; e < E; ++e)
+                moves[static_cast<size_t>(b) * D + d] += in_bin[static_cast<size_t>(b) * E + e] && !current.holds(e, d);
+    const std::vector<int> device_of_bin = min_cost_assignment(moves, D);
+    std::vector<int> owner(E, -1);
+    for (int b = 0; b < D; ++b)
+        for (int e = 0; e < E; ++e)
+            if (in_bin[static_cast<size_t>(b) * E + e] && (owner[e] < 0 || device_of_bin[b] == current.owner[e]))
+                owner[e] = device_of_bin[b];
+    Placement p = Placement::make_owners(D, owner);
+    for (int b = 0; b < D; ++b)
+        for (int e = 0; e < E; ++e)
+            if (in_bin[static_cast<size_t>(b) * E + e]) p.add_replica(e, device_of_bin[b]);
+    return p;
+}
+
+// 0, 1, 2, 3, 4, 6, 8, 12, 16, 24, ... up to limit
+std::vector<int> replica_schedule(int limit) {
+    std::vector<int> r;
+    for (int v = 0; v <= limit;) {
+        r.push_back(v);
+        v = v < 4 ? v + 1 : (v & (v - 1)) == 0 ? v + v / 2 : (v / 3) * 4;
+    }
+    if (r.back() != limit) r.push_back(limit);
+    return r;
+}
+
+}  // namespace
+
+Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
+                    const Placement& current, FlowPlanReport* report) {
+    PROPHET_ASSERT(current.num_devices == D && current.num_experts == E);
+    const std::vector<double> load = loads_of(P, D, E);
+    const int cap = o.max_replicas_per_device;
+    CopyOrder order(load, D);
+    const int limit = cap > 0 ? std::min(cap * D, order.available()) : order.available();
+    const std::vector<int> schedule = replica_schedule(limit);
+    auto score = [&](const Placement& p) {
+        return layer_cost(predict_layer(cost, compute_flow(P, D, E, p, o.route_rule, &cost), p), o.cost_eq);
+    };
+    FlowPlanReport rep;
+    Placement best = Placement::make_owners(D, current.owner);
+    double best_s = score(best);
+    int best_r = 0;
+    ++rep.candidates;
+    auto consider = [&](const Placement& p, int r, bool packed) {
+        ++rep.candidates;
+        const double s = score(p);
+        if (s < best_s) best = p, best_s = s, best_r = r, rep.repacked = packed;
+        return s;
+    };
+    // the anchored families, grown along the schedule; each stops after two rises in a row
+    for (bool local : {false, true}) {
+        Anchored grow(current, load, local);
+        double previous = best_s;
+        int rises = 0, placed = 0;
+        for (size_t i = 1; i < schedule.size() && rises < 2; ++i) {
+            for (; placed < schedule[i]; ++placed) {
+                const int d = grow.pick(order[placed], P, cost.cluster, cap);
+                if (d >= 0) grow.add_copy(order[placed], d, load);
+            }
+            const double s = consider(grow.placement, schedule[i], false);
+            rises = s >= previous ? rises + 1 : 0;
+            previous = s;
+        }
+    }
+    // the repacked family (owners may move; the relabelling keeps as many weights in place as it can)
+    double previous = std::numeric_limits<double>::infinity();
+    for (size_t i = 0, rises = 0; i < schedule.size() && rises < 2; ++i) {
+        const Placement p = repacked(load, order, schedule[i], current);
+        if (!check_placement(p, cap).empty()) continue;
+        const double s = consider(p, schedule[i], true);
+        rises = s >= previous ? rises + 1 : 0;
+        previous = s;
+    }
+    // transfer gate (serving, flow_horizon > 0): keep the current placement unless the gain over the horizon pays
+    // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
+    if (o.flow_horizon > 0) {
+        int added = 0;
+        for (int e = 0; e < E; ++e)
+            for (int d = 0; d < D; ++d) added += best.holds(e, d) && !current.holds(e, d);
+        const double one_off =
+            added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
+        const double current_s = score(current);
+        if ((current_s - best_s) * o.flow_horizon <= one_off) {
+            best = current, best_s = current_s, best_r = current.num_replicas(), rep.kept_current = true;
+            rep.repacked = false;
+        }
+    }
+    rep.replicas = best_r;
+    rep.predicted_s = best_s;
+    if (report) *report = rep;
+    return best;
+}
+
+FlowPlanner::FlowPlanner(int num_devices, int num_experts, BalanceOptions options)
+    : D_(num_devices),
+      E_(num_experts),
+      options_(std::move(options)),
+      mean_(static_cast<size_t>(num_devices) * num_experts, 0.0),
+      var_(mean_.size(), 0.0),
+      planning_(mean_.size(), 0),
+      current_(Placement::make_static(num_devices, num_experts)) {}
+
+Placement FlowPlanner::plan(const CostModel& cost, FlowPlanReport* report) {
+    if (observed_ == 0) {
+        if (report) *report = FlowPlanReport{};
+        return current_;  // nothing observed yet: static
+    }
+    current_ = plan_flow(planning_.data(), D_, E_, cost, options_, current_, report);
+    return current_;
+}
+
+void FlowPlanner::observe(const int64_t* counts) {
+    const double a = options_.flow_decay;
+    const bool ewma = options_.flow_predict == "ewma";
+    for (size_t i = 0; i < mean_.size(); ++i) {
+        const double x = static_cast<double>(counts[i]);
+        if (observed_ == 0) {
+            mean_[i] = x, var_[i] = 0.0;
+        } else {  // West's EWMA of mean and variance
+            const double diff = x - mean_[i];
+            mean_[i] += (1.0 - a) * diff;
+            var_[i] = a * (var_[i] + (1.0 - a) * diff * diff);
+        }
+        planning_[i] = ewma ? static_cast<int64_t>(std::llround(mean_[i] + options_.flow_z * std::sqrt(var_[i])))
+                            : counts[i];
+    }
+    ++observed_;
+}
+
+}  // namespace prophet

@@ -1,0 +1,61 @@
+// policy_flow.h: the `flow` policy: replica counts and places from the planning load, per-batch routing by the
+// routing LP (flow_routing.h), a change only when it pays for itself, and a choice of what load to plan for.
+//
+// Per layer, from planning counts P [D*E] (previous batch, or a predicted load, see FlowPlanner):
+//   candidates  R = 0, 1, 2, 3, 4, 6, 8, 12, ... extra copies (EPLB's rule: each to the expert with the largest
+//               load / copies), in two families, both scored by the cost model under the run's routing rule:
+//               anchored  owners stay where they are; each extra copy goes to a device without the expert and
+//                         with replica room: the lightest by estimated load (load / copies of what it holds),
+//                         ties to the owner's NVLink domain, then its node (a replica there is cheaper to send),
+//                         or ("local") the device sending the expert the most tokens (its tokens stay local);
+//               repacked  EPLB's packing of every copy (largest first to the lightest bin, no duplicates), bins
+//                         relabelled to devices by the assignment of fewest weight moves (relabel.h).
+//               The search over R stops after two rises in a row.
+//   transfer    under the cost model a replica (or an owner away from its home) is Trans + Agg every iteration, so
+//               the candidate with the least predicted time already weighs each copy's gain against its
+//               transfer (R = 0 is a candidate). With balance.flow_horizon = H > 0 (serving: a move is one-off)
+//               the planner keeps the current placement unless the gain over H batches exceeds the one-off
+//               transfer of the weights it adds.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "balance/cost_model.h"
+#include "balance/policies.h"
+
+namespace prophet {
+
+struct FlowPlanReport {
+    int candidates = 0;          // placements scored
+    int replicas = 0;            // extra copies of the chosen one
+    bool repacked = false;       // the chosen one came from the repacked family
+    bool kept_current = false;   // the transfer gate kept the current placement
+    double predicted_s = 0;      // its predicted layer time on the planning counts
+};
+
+// One plan from planning counts P [D*E]; `current` is where the weights are now (owners and replicas).
+Placement plan_flow(const int64_t* planning_counts, int num_devices, int num_experts, const CostModel& cost,
+                    const BalanceOptions& options, const Placement& current, FlowPlanReport* report = nullptr);
+
+// The flow policy over a stream of batches of one layer: plan() before a batch, observe() after it.
+// balance.flow_predict: "previous" plans for the last batch's counts (Pro-Prophet's locality); "ewma" for the
+// exponentially weighted mean + flow_z * standard deviation of every (device, expert) count (decay flow_decay
+// per batch: mean <- decay * mean + (1 - decay) * x). Before the first batch: static.
+class FlowPlanner {
+public:
+    FlowPlanner(int num_devices, int num_experts, BalanceOptions options);
+    Placement plan(const CostModel& cost, FlowPlanReport* report = nullptr);
+    void observe(const int64_t* counts);
+    const std::vector<int64_t>& planning_counts() const { return planning_; }  // [D*E] what plan() plans for
+
+private:
+    int D_, E_;
+    BalanceOptions options_;
+    int observed_ = 0;
+    std::vector<double> mean_, var_;  // [D*E] EWMA statistics
+    std::vector<int64_t> planning_;   // [D*E]
+    Placement current_;
+};
+
+}  // namespace prophet
