@@ -10,6 +10,7 @@
 
 #include "balance/cluster.h"
 #include "balance/evaluate.h"
+#include "balance/moves.h"
 #include "balance/options.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -94,6 +95,7 @@ struct PolicyModels {
     PolicyScore eq6;  // planned for and scored by Eq 6 (transfers blocking)
     PolicyScore eq8;  // planned for and scored by Eq 8 (block-wise scheduler hides what its split can)
     SimColumn sim;    // the trace-driven simulator on the placements of the policy's own system (system())
+    MoveCost moves;   // the system's owner moves over the trace: one-off, in no column (moves.h)
     const std::string& name() const { return eq6.name; }
     bool skipped() const { return eq6.skipped || eq8.skipped; }
     const std::string& note() const { return eq6.skipped ? eq6.note : eq8.note; }
@@ -173,6 +175,8 @@ nlohmann::json score_json(const PolicyModels& m, const StaticTimes& st) {
     sim["exposed_trans_ms"] = m.sim.exposed_trans_ms;
     sim["exposed_agg_ms"] = m.sim.exposed_agg_ms;
     j["sim"] = sim;
+    const MoveCost& moves = m.moves;  // owner moves: one-off, in no column above
+    j["one_off_moves"] = {{"experts", moves.experts}, {"bytes", moves.bytes}, {"ms", moves.seconds * 1e3}};
     return j;
 }
 
@@ -208,6 +212,10 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
         if (!m.eq8.note.empty()) std::printf("# note: %s: %s\n", m.name().c_str(), m.eq8.note.c_str());
         if (!m.eq8.solver_status.empty())
             std::printf("# solver: %s: %s\n", m.name().c_str(), m.eq8.solver_status.c_str());
+        if (const MoveCost& mv = m.moves; mv.experts > 0)
+            std::printf("# one-off moves: %s: %d experts change owner over the trace, %.4g bytes (weights and AdamW "
+                        "state), %.4g ms in all; not in the columns, which charge Trans/Agg to replicas only\n",
+                        m.name().c_str(), mv.experts, mv.bytes, mv.seconds * 1e3);
         if (m.eq8.token_path != "home")
             std::printf("# token path: %s: %s (all-to-all from layer l's expert device to layer l+1's): %.4g bytes and "
                         "%.4g ms per all-to-all (mean of a layer's two directions)\n",
@@ -337,6 +345,7 @@ int run_plan(const PlanArgs& args) {
         scores.push_back(evaluate_models(policies[i], view, cost, settings, /*allow_skip=*/all));
         PolicyModels& m = scores.back();
         if (!m.skipped()) m.sim = simulate_column(m.system(), view, cost, settings);
+        if (!m.skipped()) m.moves = owner_moves_of(m.system(), cost, meta.num_layers, kTrainingStateCopies);
     }
     StaticTimes static_times;
     {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "import/import.h"
 #include "trace/trace.h"
 
 namespace prophet::cli {
@@ -15,12 +16,29 @@ CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
     cmd->add_option("action", args.action, "info | convert | import | export")
         ->required()
         ->check(CLI::IsMember({"info", "convert", "import", "export"}));
-    cmd->add_option("input", args.input, "info/convert/import: a trace file or generator .toml; export: a trace or run id")
+    cmd->add_option("input", args.inputs,
+                    "info/convert/import: a trace file or generator .toml; export: a trace or run id; "
+                    "import --format ENGINE: the engine's file(s) or directory")
         ->required();
-    cmd->add_option("-o,--out", args.output, "convert/export: the binary trace file to write (docs/trace-format.md)");
-    cmd->add_option("--format", args.format, "convert/export: binary (docs/trace-format.md) or csv")
-        ->check(CLI::IsMember({"binary", "csv"}))
+    cmd->add_option("-o,--out", args.output,
+                    "convert/export: the trace file to write; import --format ENGINE: write this binary trace "
+                    "file instead of importing into the store");
+    std::vector<std::string> formats = {"binary", "csv"};
+    for (const std::string& f : import_formats()) formats.push_back(f);
+    cmd->add_option("--format", args.format,
+                    "convert/export: binary (docs/trace-format.md) or csv; import: sglang, vllm, megatron, trtllm "
+                    "or eplb reads that engine's expert-load file (docs/trace-format.md, section 7)")
+        ->check(CLI::IsMember(formats))
         ->capture_default_str();
+    cmd->add_option("--devices", args.devices,
+                    "import --format: devices of the trace, for files without a per-device split (sglang, vllm, "
+                    "eplb, megatron: default its --ep-size); counts are spread uniformly");
+    cmd->add_option("--top-k", args.top_k, "import --format: experts per token (trtllm records it)");
+    cmd->add_option("--rescale-tokens", args.rescale_tokens,
+                    "import --format: scale every step to N tokens when steps route different numbers (serving)");
+    cmd->add_option("--ep-size", args.ep_size, "import --format megatron: --expert-model-parallel-size of the run");
+    cmd->add_option("--etp-size", args.etp_size, "import --format megatron: --expert-tensor-parallel-size (1)");
+    cmd->add_option("--pp-size", args.pp_size, "import --format megatron: --pipeline-model-parallel-size (1)");
     cmd->add_option("--store", args.store_path, "import/export: the SQLite store")->capture_default_str();
     cmd->add_flag("--json", args.json, "info: JSON on stdout");
     cmd->footer(
@@ -29,11 +47,65 @@ CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
         "  prophet trace convert experiments/traces/zipf-e16-k2.toml -o /tmp/zipf.ptrace\n"
         "  prophet trace convert /tmp/zipf.ptrace --format csv -o /tmp/zipf.csv   (and back: convert zipf.csv)\n"
         "  prophet trace import /tmp/zipf.ptrace          (prints the trace id; plan with --trace trace:<id>)\n"
+        "  prophet trace import --format vllm load.json --devices 16 --top-k 8 --rescale-tokens 2048 -o v.ptrace\n"
+        "  prophet trace import --format trtllm expert_statistic/ -o t.ptrace\n"
         "  prophet trace export <trace-or-run-id> -o /tmp/out.ptrace");
     return cmd;
 }
 
+namespace {
+
+bool is_engine_format(const std::string& format) { return format != "binary" && format != "csv"; }
+
+// import --format ENGINE: the engine's files into a trace file (-o) or the store.
+int run_engine_import(const TraceArgs& args) {
+    ImportOptions options;
+    options.format = args.format;
+    options.files = args.inputs;
+    options.devices = args.devices;
+    options.top_k = args.top_k;
+    options.rescale_tokens = args.rescale_tokens;
+    options.ep_size = args.ep_size;
+    options.etp_size = args.etp_size;
+    options.pp_size = args.pp_size;
+    if (options.format == "megatron" && options.devices == 0) options.devices = options.ep_size;
+    const ImportResult result = import_engine_trace(options);
+    for (const std::string& note : result.notes) std::fprintf(stderr, "prophet trace import: %s\n", note.c_str());
+    const TraceMeta& m = result.trace.meta;
+    std::fprintf(stderr,
+                 "prophet trace import: %d iterations x %d layers x %d devices x %d experts, top-%d, %lld tokens "
+                 "per iteration; source %s\n",
+                 m.num_iterations, m.num_layers, m.num_devices, m.num_experts, m.top_k,
+                 static_cast<long long>(m.tokens_per_iteration), m.source.c_str());
+    if (!args.output.empty()) {
+        write_trace_file(result.trace, args.output);
+        std::fprintf(stderr, "prophet trace: wrote %s\n", args.output.c_str());
+        return kExitOk;
+    }
+    Store store = Store::open(args.store_path);
+    const std::string id = store.save_trace(result.trace, "");
+    std::printf("%s\n", id.c_str());
+    std::fprintf(stderr, "prophet trace: imported as trace:%s into %s\n", id.c_str(), args.store_path.c_str());
+    return kExitOk;
+}
+
+}  // namespace
+
 int run_trace(const TraceArgs& args) {
+    const bool engine = is_engine_format(args.format);
+    if (engine && args.action != "import")
+        throw Error(kExitUsage, "usage error: --format " + args.format + " is an engine format: only prophet trace "
+                                "import reads it (convert and export write binary or csv)");
+    if (engine) return run_engine_import(args);
+    const bool import_only = args.devices != 0 || args.top_k != 0 || args.rescale_tokens != 0 || args.ep_size != 0 ||
+                             args.etp_size != 1 || args.pp_size != 1;
+    if (import_only)
+        throw Error(kExitUsage, "usage error: --devices, --top-k, --rescale-tokens, --ep-size, --etp-size and "
+                                "--pp-size apply to prophet trace import --format ENGINE only");
+    if (args.inputs.size() != 1)
+        throw Error(kExitUsage, "usage error: prophet trace " + args.action + " takes one input, got " +
+                                    std::to_string(args.inputs.size()));
+    const std::string& input = args.inputs[0];
     if ((args.action == "convert" || args.action == "export") && args.output.empty())
         throw Error(kExitUsage, "usage error: prophet trace " + args.action + " needs --out FILE");
     const auto write = [&](const Trace& trace) {
@@ -44,13 +116,13 @@ int run_trace(const TraceArgs& args) {
     };
     if (args.action == "export") {
         Store store = Store::open(args.store_path);
-        const Trace trace = store.load_trace(args.input);
+        const Trace trace = store.load_trace(input);
         write(trace);
         std::fprintf(stderr, "prophet trace: wrote %s\n", args.output.c_str());
         return kExitOk;
     }
-    const Trace trace = load_trace(args.input);
-    validate_trace(trace, args.input);
+    const Trace trace = load_trace(input);
+    validate_trace(trace, input);
     if (args.action == "convert") {
         write(trace);
         std::fprintf(stderr, "prophet trace: wrote %s\n", args.output.c_str());

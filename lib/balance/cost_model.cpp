@@ -26,19 +26,6 @@ double CostModel::bnec_s() const {
 
 namespace {
 
-// Does every expert keep its static home as owner? Compared against a per-thread cached static layout, so the
-// check is one memcmp-like pass.
-bool owners_are_static(const Placement& p) {
-    thread_local std::vector<int> home;
-    thread_local int cached_d = -1;
-    if (static_cast<int>(home.size()) != p.num_experts || cached_d != p.num_devices) {
-        home.resize(p.num_experts);
-        for (int e = 0; e < p.num_experts; ++e) home[e] = p.home(e);
-        cached_d = p.num_devices;
-    }
-    return std::equal(p.owner.begin(), p.owner.end(), home.begin());
-}
-
 // The most whole units of `per` seconds that fit a window of `window` seconds (at most `limit`): k * per <= window.
 int64_t units_within(double window, double per, int64_t limit) {
     if (!(window >= 0)) return 0;
@@ -91,42 +78,22 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     c.fec_s = static_cast<double>(max_computed) * m.expert_flops_per_token() / flops;
     c.bec_s = 2.0 * c.fec_s;
 
-    // Eqs 4-5: D - n_e devices per chosen expert, averaged over D devices sending in parallel. The devices are
-    // e's transfer group {home, owner} + replicas as training moves it (an owner away from the static home is
-    // one more receiver every step, as in training); kPaper counts the whole group (the paper's D - n includes
-    // the sender), kReplicaHolders only the receivers. The bytes reported are the receivers' (what moves).
-    // O(1) per expert from the flow's replica counts (the greedy keeps them incrementally): receivers of e =
-    // replicas not on the home + the owner when it is not the home
+    // Eqs 4-5: D - n_e devices per chosen expert, averaged over D devices sending in parallel. e's transfer group is
+    // its owner (the sender of Trans, the receiver of Agg) and its replica holders: replicas are re-sent and their
+    // gradients reduced every step, while an owner is where e lives, so a placement that only moves owners costs no
+    // Trans or Agg per iteration (the move itself is a one-off, moves.h). kPaper counts the whole group (the paper's
+    // D - n includes the sender), kReplicaHolders only the receivers; the bytes reported are the receivers'.
     const int sender_counted = m.trans_receivers == TransReceivers::kPaper ? 1 : 0;
-    // Fast path (every policy that keeps the static owners: prophet, fastermoe, top-n): receivers of e are its
-    // replica holders; both sums vectorise. Otherwise, per expert: + 1 for an owner away from home, - 1 when
-    // the home itself holds a replica (it is the sender then).
-    const int per_device = E >= D ? E / D : 1;  // home(e) = min(e / per_device, D - 1)
-    const bool static_owners = owners_are_static(placement);
-    auto receivers_of = [&](int e, int home) {
-        return flow.replica_holders[e] +
-               (placement.owner[e] != home ? 1 - placement.replica[static_cast<size_t>(e) * D + home] : 0);
-    };
-    int64_t receivers = 0, counted = 0;
-    if (static_owners) {
-        int64_t replicated = 0;
-        for (int e = 0; e < E; ++e) {
-            receivers += flow.replica_holders[e];
-            replicated += flow.replica_holders[e] > 0;
-        }
-        counted = receivers + sender_counted * replicated;
-    } else {
-        for (int e = 0, home = 0, k = 0; e < E; ++e) {
-            const int r = receivers_of(e, home);
-            receivers += r;
-            counted += r > 0 ? r + sender_counted : 0;
-            if (++k == per_device && home < D - 1) k = 0, ++home;
-        }
+    int64_t receivers = 0, replicated = 0;
+    for (int e = 0; e < E; ++e) {
+        receivers += flow.replica_holders[e];
+        replicated += flow.replica_holders[e] > 0;
     }
+    const int64_t counted = receivers + sender_counted * replicated;
     c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
     if (m.topology_aware && receivers > 0) {
-        // experts[home * D + d]: experts home broadcasts to d (Trans); Agg is the same traffic reversed
+        // experts[owner * D + d]: experts the owner broadcasts to d (Trans); Agg is the same traffic reversed
         thread_local std::vector<int64_t> experts;
         experts.assign(static_cast<size_t>(D) * D, 0);
         // chain: [D] copies each device forwards (sends) and receives, counted as the chains are laid
@@ -136,19 +103,19 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
             chain_received.assign(static_cast<size_t>(D), 0);
         }
         for (int e = 0; e < E; ++e) {
-            if (static_owners && flow.replica_holders[e] == 0) continue;  // nothing to send
-            const int home = placement.home(e);
+            if (flow.replica_holders[e] == 0) continue;  // nothing to send
+            const int source = placement.owner[e];
             if (m.trans_broadcast == TransBroadcast::kStar) {
                 for (int d = 0; d < D; ++d)
-                    if (d != home && placement.holds(e, d)) ++experts[static_cast<size_t>(home) * D + d];
+                    if (d != source && placement.holds(e, d)) ++experts[static_cast<size_t>(source) * D + d];
                 continue;
             }
-            // chain: the home's node first, then the following nodes (wrapping), each node's receivers in order
-            const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(home) * per_node;
-            int prev = home;
+            // chain: the owner's node first, then the following nodes (wrapping), each node's receivers in order
+            const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(source) * per_node;
+            int prev = source;
             for (int i = 0; i < D; ++i) {
                 const int d = (first + i) % D;
-                if (d == home || !placement.holds(e, d)) continue;
+                if (d == source || !placement.holds(e, d)) continue;
                 ++experts[static_cast<size_t>(prev) * D + d];
                 ++chain_sent[prev];
                 ++chain_received[d];
@@ -204,9 +171,7 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
             if (trans_first + g <= trans_cap) trans_first += g;
             if (agg_first + g <= agg_cap) agg_first += g;
         };
-        if (!room()) {
-            // no expert fits either window
-        } else if (static_owners) {
+        if (room()) {
             // receivers = replica holders. Only an expert with 0 < r <= most (the larger room left, in receivers)
             // can change anything, so runs of 8 without one are skipped with one vectorisable test (the greedy
             // calls this once per step: it is its inner loop)
@@ -225,12 +190,6 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
             }
             for (; e < E && room(); ++e)
                 if (holders[e] != 0) first_fit(holders[e]);
-        } else {
-            for (int e = 0, home = 0, k = 0; e < E && room(); ++e) {
-                const int r = receivers_of(e, home);
-                if (++k == per_device && home < D - 1) k = 0, ++home;
-                if (r != 0) first_fit(r);
-            }
         }
         c.exposed_trans_s = std::max(0.0, static_cast<double>(counted - trans_first) * trans_per - c.fec_s);
         c.exposed_agg_s = std::max(0.0, static_cast<double>(counted - agg_first) * agg_per - c.bec_s);

@@ -36,13 +36,7 @@ int Placement::num_replicas() const {
     return n;
 }
 
-int Placement::transfer_receivers(int expert) const {
-    const int h = home(expert);
-    int n = owner[expert] != h ? 1 : 0;  // the owner receives when it is not the home
-    for (int d = 0; d < num_devices; ++d)
-        if (d != h && replica[static_cast<size_t>(expert) * num_devices + d]) ++n;
-    return n;
-}
+int Placement::transfer_receivers(int expert) const { return num_replicas_of(expert); }
 
 int Placement::num_replicas_of(int expert) const {
     int n = 0;

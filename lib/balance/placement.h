@@ -40,14 +40,14 @@ struct Placement {
     bool holds(int expert, int device) const {
         return owner[expert] == device || replica[static_cast<size_t>(expert) * num_devices + device] != 0;
     }
-    // the static layout's device for e (E % D == 0): where training keeps e's authoritative parameters and
-    // optimizer state; an owner elsewhere is one more receiver of Trans and sender of Agg every step
+    // the static layout's device for e (E % D == 0): where e lives before any policy moves it; an owner elsewhere
+    // received e's weights (and optimizer state) once (moves.h) and pays no Trans or Agg per step
     // (with E % D != 0, where static EP is undefined, the contiguous split rounded down, clamped to the last device)
     int home(int expert) const {
         const int per_device = num_experts >= num_devices ? num_experts / num_devices : 1;
         return std::min(expert / per_device, num_devices - 1);
     }
-    // receivers of e's Trans (senders of its Agg): |{home, owner} + replicas| - 1, as the trainer moves them
+    // receivers of e's Trans (senders of its Agg) every step: its replica holders (an owner receives nothing)
     int transfer_receivers(int expert) const;
     void add_replica(int expert, int device);  // no-op for the owner; asserts range
     int num_replicas() const;                  // over all experts

@@ -41,8 +41,7 @@ double subset_transfer_s(const CostModel& cost, const LayerFlow& flow, const Pla
     LayerFlow part_flow = flow;
     for (int e = 0; e < E; ++e) {
         if (subset[e]) continue;
-        part_flow.replica_holders[e] = 0;
-        part.owner[e] = part.home(e);  // an expert outside the subset moves nothing
+        part_flow.replica_holders[e] = 0;  // an expert outside the subset moves nothing
         const auto row = part.replica.begin() + static_cast<size_t>(e) * D;
         std::fill(row, row + D, uint8_t{0});
     }
@@ -102,7 +101,7 @@ TransferSplit split_transfer(const CostModel& cost, const LayerFlow& flow, const
         split.under_expert_s = split.whole_s - split.under_nec_s;
         return split;
     }
-    std::vector<int> moved;  // experts with a transfer (replicas or an owner away from home), in expert order
+    std::vector<int> moved;  // experts with a transfer (replicas), in expert order
     for (int e = 0; e < E; ++e)
         if (placement.transfer_receivers(e) > 0) moved.push_back(e);
     split.nec_experts.assign(E, 0);

@@ -60,16 +60,17 @@ TEST(CostModel, ReplicaHoldersCountIsANamedOption) {
     EXPECT_DOUBLE_EQ(c.agg_s, 1.0);
 }
 
-TEST(CostModel, MovedOwnerPaysTransAndAggLikeTraining) {
-    // expert 0 owned by device 1 instead of its home 0: training broadcasts it home -> owner every step
+TEST(CostModel, MovedOwnerPaysNoTransOrAggPerIteration) {
+    // expert 0 owned by device 1 instead of its home 0: it lives there (moved once, moves.h), nothing per step
     const CostModel m = unit_cost_model(2);
     const Placement p = Placement::make_owners(2, {1, 1});
-    EXPECT_EQ(p.transfer_receivers(0), 1);
+    EXPECT_EQ(p.transfer_receivers(0), 0);
     EXPECT_EQ(p.transfer_receivers(1), 0);
     const CostBreakdown c = predict_layer(m, compute_flow(kCounts.data(), 2, 2, p, RouteRule::kOwner), p);
-    EXPECT_DOUBLE_EQ(c.trans_bytes, 2.0);
-    EXPECT_DOUBLE_EQ(c.trans_s, 2.0);  // group {home 0, owner 1}: D - n = 2 devices * 2 B / (2 * 1 B/s)
-    EXPECT_DOUBLE_EQ(c.eq6_s, 4 * c.a2a_s + 3 * c.fec_s + 2.0 + 2.0);
+    EXPECT_DOUBLE_EQ(c.trans_bytes, 0.0);
+    EXPECT_DOUBLE_EQ(c.trans_s, 0.0);
+    EXPECT_DOUBLE_EQ(c.agg_s, 0.0);
+    EXPECT_DOUBLE_EQ(c.eq6_s, 4 * c.a2a_s + 3 * c.fec_s);
 }
 
 TEST(CostModel, Eq8ExposesWhatComputeCannotHide) {

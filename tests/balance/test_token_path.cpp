@@ -77,8 +77,7 @@ TEST(TokenPath, HandCheckedTwoDevices) {
 TEST(TokenPath, ApplyReplacesTheAllToAllTerms) {
     const TwoByTwo c;
     const CostModel cost = unit_cost_model(2);
-    // layer 1 with static owners (an owner away from its home would add Trans and Agg, which FasterMoE overlaps
-    // with the all-to-all)
+    // layer 1 of the aligned placement (owners only: no Trans or Agg per iteration)
     const LayerFlow flow = compute_flow(c.counts.data() + 4, 2, 2, c.aligned_by_index[1], RouteRule::kOwner);
     CostBreakdown b = predict_layer(cost, flow, c.aligned_by_index[1]);
     const double eq6_home = b.eq6_s, eq8_home = b.eq8_s, fm_home = b.fastermoe_s;

@@ -1,0 +1,66 @@
+#include "balance/moves.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "balance/topology.h"
+#include "core/error.h"
+
+namespace prophet {
+namespace {
+
+// Seconds to send copies[from * D + to] units of `unit` bytes at once: flat, the busiest device's sent or received
+// bytes over trans_gbit_s; topology-aware, the busiest resource of that traffic.
+double transfer_seconds(const CostModel& m, const std::vector<int64_t>& copies, int D, double unit) {
+    if (m.topology_aware) return topology_time(m.cluster, copies.data(), unit, false, m.bandwidth_scale);
+    std::vector<int64_t> sent(static_cast<size_t>(D), 0), received(static_cast<size_t>(D), 0);
+    for (int from = 0; from < D; ++from)
+        for (int to = 0; to < D; ++to) {
+            sent[from] += copies[static_cast<size_t>(from) * D + to];
+            received[to] += copies[static_cast<size_t>(from) * D + to];
+        }
+    const int64_t busiest = std::max(*std::max_element(sent.begin(), sent.end()),
+                                     *std::max_element(received.begin(), received.end()));
+    return static_cast<double>(busiest) * unit / (m.cluster.trans_bytes_per_s * m.bandwidth_scale);
+}
+
+}  // namespace
+
+MoveCost price_owner_moves(const CostModel& m, const Placement& before, const Placement& after,
+                           double state_copies) {
+    const int D = after.num_devices, E = after.num_experts;
+    PROPHET_ASSERT(before.num_devices == D && before.num_experts == E);
+    MoveCost move;
+    std::vector<int64_t> copies(static_cast<size_t>(D) * D, 0);  // [from * D + to] experts moved
+    for (int e = 0; e < E; ++e) {
+        if (before.owner[e] == after.owner[e]) continue;
+        ++move.experts;
+        ++copies[static_cast<size_t>(before.owner[e]) * D + after.owner[e]];
+    }
+    if (move.experts == 0) return move;
+    const double unit = m.expert_bytes() * state_copies;
+    move.bytes = unit * move.experts;
+    move.seconds = transfer_seconds(m, copies, D, unit);
+    return move;
+}
+
+MoveCost owner_moves_of(const PolicyScore& score, const CostModel& model, int num_layers, double state_copies,
+                        std::vector<int>* per_iteration) {
+    MoveCost total;
+    const size_t L = static_cast<size_t>(num_layers);
+    PROPHET_ASSERT(L > 0 && score.layers.size() % L == 0);
+    if (per_iteration) per_iteration->assign(score.layers.size() / L, 0);
+    for (size_t k = 0; k < score.layers.size(); ++k) {
+        const Placement& now = score.layers[k].placement;
+        const MoveCost move = price_owner_moves(
+            model, k < L ? Placement::make_static(now.num_devices, now.num_experts) : score.layers[k - L].placement,
+            now, state_copies);
+        total.experts += move.experts;
+        total.bytes += move.bytes;
+        total.seconds += move.seconds;
+        if (per_iteration) (*per_iteration)[k / L] += move.experts;
+    }
+    return total;
+}
+
+}  // namespace prophet

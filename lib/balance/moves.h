@@ -1,0 +1,38 @@
+// moves.h: the one-off cost of moving experts between two placements of one layer.
+//
+// An owner is where an expert lives: its weights (and, in training, its optimizer state) move to a new owner once,
+// when the placement changes, not every iteration (cost_model.h charges per-iteration Trans/Agg to replicas only).
+// A move is priced like a star Trans (owner to owner), on the cluster's links: flat, the busiest device's sent or
+// received bytes over trans_gbit_s; topology-aware, the busiest resource of that traffic (topology.h).
+#pragma once
+
+#include <vector>
+
+#include "balance/cost_model.h"
+#include "balance/evaluate.h"
+#include "balance/placement.h"
+
+namespace prophet {
+
+// Copies of an expert's weights a training move carries: the weights and AdamW's two moments (m, v), each the
+// size of the weights.
+inline constexpr double kTrainingStateCopies = 3.0;
+
+struct MoveCost {
+    int experts = 0;     // experts whose owner changed
+    double bytes = 0;    // expert_bytes x state_copies x experts
+    double seconds = 0;  // the transfer, as above (0 when nothing moves)
+};
+
+// Experts whose owner differs between `before` and `after` (same shape), each carrying state_copies x
+// expert_bytes from its old owner to its new one.
+MoveCost price_owner_moves(const CostModel& model, const Placement& before, const Placement& after,
+                           double state_copies);
+
+// The one-off moves of a scored policy (evaluate_policy's placements, iteration-major [I][L]), summed: each layer's
+// iteration 0 against the static layout, every later iteration against the previous one. `per_iteration`, when
+// given, receives the moved experts of each iteration [I].
+MoveCost owner_moves_of(const PolicyScore& score, const CostModel& model, int num_layers, double state_copies,
+                        std::vector<int>* per_iteration = nullptr);
+
+}  // namespace prophet
