@@ -65,7 +65,8 @@ CLI::App* add_db_check_command(CLI::App* db, DbCheckArgs& args) {
 }
 
 int run_db_check(const DbCheckArgs& args) {
-    Store store = open_existing_store(args.db);
+    // only --repair writes: without it a read-only store is checked read-only
+    Store store = args.repair ? open_existing_store(args.db) : open_store_to_read(args.db);
     const auto stale_after_ms = static_cast<int64_t>(args.stale_after_s * 1000);
     StoreHealth health = check_store(store, stale_after_ms);
     std::vector<RunVerdict> repaired;

@@ -288,7 +288,7 @@ RunsCommands add_runs_command(CLI::App& app, RunsArgs& args) {
 }
 
 int run_runs(const RunsCommands& c, const RunsArgs& args) {
-    Store store = open_existing_store(args.db);
+    Store store = open_store_to_read(args.db);
     if (c.show->parsed()) return show_run(store, args.run_ids.front(), args.json);
     if (c.compare->parsed()) return compare_runs(store, args.run_ids, args.json);
     return list_runs(store, args);

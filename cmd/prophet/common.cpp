@@ -106,6 +106,14 @@ Store open_existing_store(const std::string& path) {
     return Store::open(path);
 }
 
+Store open_store_to_read(const std::string& path) {
+    // writable: as a writing command opens it (an older schema is migrated); else read-only (store.h), so a
+    // read-only file, directory or mount is read, and no message asks to make it writable
+    const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+    if (::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0) return open_existing_store(path);
+    return Store::open_read_only(path);
+}
+
 RunInfo make_run_info(const std::string& command, const Config& config, const CommonArgs& args) {
     RunInfo info;
     info.command = command;

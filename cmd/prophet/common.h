@@ -37,6 +37,8 @@ int report_start_error(const Error& e, int world_rank);
 // Opens the store at `path` for a command that only reads or repairs one (`prophet runs`, `prophet db check`):
 // a missing file is exit 5 naming the path and the fix, never a new empty store.
 Store open_existing_store(const std::string& path);
+// The same for a command that only reads (runs, db check): a store that cannot be written is opened read-only.
+Store open_store_to_read(const std::string& path);
 
 RunInfo make_run_info(const std::string& command, const Config& config, const CommonArgs& args);
 std::string git_sha(bool* dirty);

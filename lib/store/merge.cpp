@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "store/store.h"
+#include "store/store_impl.h"
 
 namespace prophet {
 
@@ -74,7 +75,9 @@ std::string sql_text(const std::string& s) {  // a quoted SQL string literal
 std::pair<int64_t, int64_t> read_header(const std::string& path) {
     Db d;
     d.path = path;
-    if (sqlite3_open_v2(path.c_str(), &d.db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+    // read-only even where the shard's directory is (store_read_only.cpp: no -shm can be created there)
+    if (sqlite3_open_v2(store_detail::read_only_uri(path).c_str(), &d.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                        nullptr) != SQLITE_OK)
         d.fail("cannot open the shard read-only");
     sqlite3_stmt* raw = nullptr;
     const char* query =
@@ -179,7 +182,8 @@ MergeSummary merge_stores(const std::vector<std::string>& shards, const std::str
 
     Db d;
     d.path = into;
-    if (sqlite3_open_v2(into.c_str(), &d.db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) d.fail("cannot open");
+    if (sqlite3_open_v2(into.c_str(), &d.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr) != SQLITE_OK)
+        d.fail("cannot open");  // SQLITE_OPEN_URI: the shards are attached read-only by URI
     sqlite3_busy_timeout(d.db, 10000);
     // ATTACH is refused inside a transaction, so each shard is its own transaction; a resumed run may name a
     // parent in a later shard, so foreign keys are checked once at the end (foreign_key_check) instead of per row
@@ -194,7 +198,7 @@ MergeSummary merge_stores(const std::vector<std::string>& shards, const std::str
     for (const std::string& shard : shards) {
         MergeCount count;
         count.shard = shard;
-        d.exec("ATTACH DATABASE " + sql_text(fs::absolute(shard).string()) + " AS src");
+        d.exec("ATTACH DATABASE " + sql_text(store_detail::read_only_uri(shard)) + " AS src");
         try {
             const int64_t runs_before = d.count("main.runs");
             d.exec("BEGIN IMMEDIATE");

@@ -138,6 +138,44 @@ Store::~Store() = default;
 
 const std::string& Store::path() const { return impl_->path; }
 
+namespace store_detail {
+
+void read_store_header(StoreImpl& impl, const Refuse& refuse, int64_t& app_id, int64_t& version, int64_t& objects) {
+    const char* query =
+        "SELECT (SELECT application_id FROM pragma_application_id), "
+        "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_schema)";
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(impl.db, query, -1, &stmt, nullptr);
+    if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+        app_id = sqlite3_column_int64(stmt, 0);
+        version = sqlite3_column_int64(stmt, 1);
+        objects = sqlite3_column_int64(stmt, 2);
+        sqlite3_finalize(stmt);
+        return;
+    }
+    std::string what = sqlite3_errmsg(impl.db);
+    sqlite3_finalize(stmt);
+    if ((rc & 0xff) == SQLITE_NOTADB) refuse("not a SQLite database", "move the file away or set store.path to another file");
+    if ((rc & 0xff) == SQLITE_CORRUPT)
+        refuse("corrupt SQLite file (" + what + ")",
+               "restore it from a backup, or move it away and set store.path to another file");
+    impl.fail(rc, "read header");
+}
+
+void check_store_header(const Refuse& refuse, int64_t app_id, int64_t version, int64_t objects) {
+    if (app_id != kStoreApplicationId && (app_id != 0 || objects > 0))
+        refuse("not a prophet database (application_id=" + hex32(app_id) + ", expected " +
+                   hex32(kStoreApplicationId) + ")",
+               "set store.path to a prophet store or to a new file");
+    if (app_id == kStoreApplicationId && version > kStoreSchemaVersion)
+        refuse("written by a newer prophet (schema " + std::to_string(version) + " > " +
+                   std::to_string(kStoreSchemaVersion) + ")",
+               "upgrade prophet or use another store.path");
+}
+
+}  // namespace store_detail
+
 Store Store::open(const std::string& path) {
     namespace fs = std::filesystem;
     auto refuse = [&](const std::string& problem, const std::string& fix) {
@@ -175,41 +213,10 @@ Store Store::open(const std::string& path) {
     // Identify the file before writing anything to it. One statement, so one read snapshot: a concurrent creator
     // commits the schema and both pragmas together.
     auto read_header = [&](int64_t& app_id, int64_t& version, int64_t& objects) {
-        const char* query =
-            "SELECT (SELECT application_id FROM pragma_application_id), "
-            "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_schema)";
-        sqlite3_stmt* stmt = nullptr;
-        int rc = sqlite3_prepare_v2(impl->db, query, -1, &stmt, nullptr);
-        if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
-        if (rc == SQLITE_ROW) {
-            app_id = sqlite3_column_int64(stmt, 0);
-            version = sqlite3_column_int64(stmt, 1);
-            objects = sqlite3_column_int64(stmt, 2);
-            sqlite3_finalize(stmt);
-            return;
-        }
-        std::string what = sqlite3_errmsg(impl->db);
-        sqlite3_finalize(stmt);
-        if ((rc & 0xff) == SQLITE_NOTADB) {
-            refuse("not a SQLite database", "move the file away or set store.path to another file");
-        }
-        if ((rc & 0xff) == SQLITE_CORRUPT) {
-            refuse("corrupt SQLite file (" + what + ")",
-                   "restore it from a backup, or move it away and set store.path to another file");
-        }
-        impl->fail(rc, "read header");
+        read_store_header(*impl, refuse, app_id, version, objects);
     };
     auto check_header = [&](int64_t app_id, int64_t version, int64_t objects) {
-        if (app_id != kStoreApplicationId && (app_id != 0 || objects > 0)) {
-            refuse("not a prophet database (application_id=" + hex32(app_id) + ", expected " +
-                       hex32(kStoreApplicationId) + ")",
-                   "set store.path to a prophet store or to a new file");
-        }
-        if (app_id == kStoreApplicationId && version > kStoreSchemaVersion) {
-            refuse("written by a newer prophet (schema " + std::to_string(version) + " > " +
-                       std::to_string(kStoreSchemaVersion) + ")",
-                   "upgrade prophet or use another store.path");
-        }
+        check_store_header(refuse, app_id, version, objects);
     };
 
     int64_t app_id = 0, version = 0, objects = 0;

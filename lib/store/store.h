@@ -124,6 +124,11 @@ class Store {
     // the file, the problem and the fix for a non-SQLite file, a foreign application_id, a newer schema, or an
     // unwritable location. An empty or missing file gets the schema.
     static Store open(const std::string& path);
+    // Opens an existing store only to read it (runs, db check, db merge's shards): SQLITE_OPEN_READONLY through
+    // read_only_uri, so a read-only file, directory or mount reads like any other; nothing is created, switched or
+    // migrated, and a write through it fails. Exit 5 naming the file for a missing, non-SQLite, foreign or newer
+    // file, and for an older schema (which only a writable open migrates).
+    static Store open_read_only(const std::string& path);
 
     Store(Store&&) noexcept;
     Store& operator=(Store&&) noexcept;

@@ -211,6 +211,20 @@ class Stmt {
 
 inline int64_t changes(StoreImpl& impl) { return sqlite3_changes64(impl.db); }
 
+// Throws prophet::Error (exit 5) "database error: <path>: <problem>; fix: <fix>".
+using Refuse = std::function<void(const std::string& problem, const std::string& fix)>;
+
+// (application_id, user_version, schema objects) of the open file in one read snapshot; refuses a non-SQLite or
+// corrupt file.
+void read_store_header(StoreImpl& impl, const Refuse& refuse, int64_t& app_id, int64_t& version, int64_t& objects);
+// Refuses a foreign application_id (unless the file is empty) and a schema newer than this prophet's.
+void check_store_header(const Refuse& refuse, int64_t app_id, int64_t version, int64_t objects);
+
+// The SQLite URI that opens `path` only to read it (store_read_only.cpp): "file:<path>?mode=ro", or
+// "?immutable=1" where a WAL reader could not create its -shm file (the directory cannot be written) and no -wal
+// file holds pages the file lacks.
+std::string read_only_uri(const std::string& path);
+
 }  // namespace store_detail
 
 }  // namespace prophet

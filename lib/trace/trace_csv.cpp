@@ -15,10 +15,11 @@
 #include <system_error>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
-#include "trace/atomic_file.h"
 #include "trace/capped_product.h"
 #include "trace/trace.h"
+#include "trace/trace_gzip.h"
 
 namespace prophet {
 namespace {
@@ -185,7 +186,9 @@ struct Table {
 
 class CsvReader {
   public:
-    CsvReader(const std::string& path, std::string_view text) : path_(path), text_(text) {}
+    // compressed_bytes > 0: `text` was decompressed from a gzip file of that size, which then bounds the cells
+    CsvReader(const std::string& path, std::string_view text, uint64_t compressed_bytes = 0)
+        : path_(path), text_(text), compressed_bytes_(compressed_bytes) {}
 
     Trace read() {
         const Line version = text_.empty() ? Line{} : line_at(text_, 0, 1);
@@ -379,6 +382,7 @@ class CsvReader {
 
     // the dense arrays, `cells` int64 in all, stay within kCellsPerByte per byte of the file
     void check_dense_cells(uint64_t cells, const std::string& product) const {
+        if (compressed_bytes_ > 0) return check_compressed_cells(cells, product);
         const uint64_t limit = std::max<uint64_t>(kMinDenseCells, kCellsPerByte * text_.size());
         if (cells > limit)
             fail_plain("sizes too large for the file: " + product + " = " + std::to_string(cells) +
@@ -387,6 +391,19 @@ class CsvReader {
                            std::to_string(kCellsPerByte) + " per byte, or 2^22): rows leave zero cells out, not "
                            "nearly all of them",
                        "fix the sizes on line 2; a trace that large belongs in the binary format (docs/trace-format.md)");
+    }
+
+    // the same bound per byte of the gzip file: a resource limit (exit 4), since a bomb is no malformed file
+    void check_compressed_cells(uint64_t cells, const std::string& product) const {
+        const uint64_t limit = std::max<uint64_t>(kMinDenseCells, kCellsPerByte * compressed_bytes_);
+        if (cells > limit)
+            throw Error(kExitResource, "resource error: " + path_ + ": " + product + " = " + std::to_string(cells) +
+                                           " cells (metadata on line 2) exceed the limit of " +
+                                           std::to_string(limit) + " cells for a gzip file of " +
+                                           std::to_string(compressed_bytes_) + " bytes (" +
+                                           std::to_string(kCellsPerByte) + " per compressed byte, or 2^22)" +
+                                           "; fix: fix the sizes on line 2, or store a trace that large in the "
+                                           "binary format (docs/trace-format.md)");
     }
 
     Section start_transitions(const Line& line, Section section) {
@@ -496,6 +513,7 @@ class CsvReader {
 
     const std::string& path_;
     std::string_view text_;
+    uint64_t compressed_bytes_ = 0;  // > 0: text_ was decompressed from a gzip file of this size
     Trace trace_;
     Table counts_{};
     Table transitions_{};
@@ -533,14 +551,14 @@ Trace read_trace_csv(const std::string& path) {
 
 Trace read_trace_csv_text(const std::string& text, const std::string& origin) { return CsvReader(origin, text).read(); }
 
+Trace read_trace_csv_gzip_text(const std::string& text, const std::string& origin, uint64_t compressed_bytes) {
+    return CsvReader(origin, text, std::max<uint64_t>(compressed_bytes, 1)).read();
+}
+
 void write_trace_csv(const Trace& trace, const std::string& path) {
     validate_trace(trace, path);
     const TraceMeta& m = trace.meta;
-    const std::string tmp = path + ".tmp";
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-        throw_input_error(path, "cannot create " + tmp + " for writing",
-                          "check that the directory exists and is writable");
+    AtomicFile out(path);  // a unique temporary, renamed over `path` by commit()
 
     std::string buffer;
     buffer += kVersionLine;
@@ -554,7 +572,7 @@ void write_trace_csv(const Trace& trace, const std::string& path) {
     buffer += '\n';
     auto flush_if_full = [&] {
         if (buffer.size() < kWriteChunkBytes) return;
-        out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        out.write(buffer);
         buffer.clear();
     };
     for (int i = 0; i < m.num_iterations; ++i) {
@@ -588,8 +606,8 @@ void write_trace_csv(const Trace& trace, const std::string& path) {
             }
         }
     }
-    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    finish_atomic_write(out, tmp, path);
+    out.write(buffer);
+    out.commit();
 }
 
 }  // namespace prophet

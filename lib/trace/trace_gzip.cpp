@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -16,6 +17,13 @@ bool is_gzip_file(const std::string& path) {
     unsigned char magic[2] = {};
     in.read(reinterpret_cast<char*>(magic), 2);
     return in.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+uint64_t gunzip_limit_bytes(uint64_t compressed_bytes) {
+    const uint64_t by_ratio = compressed_bytes > kMaxGunzippedTraceBytes / kMaxGunzipRatio
+                                  ? kMaxGunzippedTraceBytes
+                                  : compressed_bytes * kMaxGunzipRatio;
+    return std::min(kMaxGunzippedTraceBytes, std::max(kMinGunzipLimitBytes, by_ratio));
 }
 
 std::string gunzip_file(const std::string& path, uint64_t max_bytes) {
@@ -43,8 +51,13 @@ std::string gunzip_file(const std::string& path, uint64_t max_bytes) {
                               "download or compress the file again");
         out.append(chunk.data(), chunk.size() - z.avail_out);
         if (out.size() > max_bytes)
-            throw_input_error(path, "decompresses to more than " + std::to_string(max_bytes) + " bytes",
-                              "split the trace or decompress it yourself and pass the plain file");
+            throw Error(kExitResource, "resource error: " + path + ": decompresses to more than " +
+                                           std::to_string(max_bytes) + " bytes, the limit for its " +
+                                           std::to_string(packed.size()) + " compressed bytes (a trace may have " +
+                                           std::to_string(kMaxGunzipRatio) + " per compressed byte, at least " +
+                                           std::to_string(kMinGunzipLimitBytes) + " and at most " +
+                                           std::to_string(kMaxGunzippedTraceBytes) +
+                                           "); fix: decompress it yourself (gunzip -k) and pass the plain file");
         if (rc == Z_STREAM_END) {
             if (z.avail_in == 0) break;
             inflateReset(&z);  // concatenated members (gzip -c a b > ab.gz) decompress to the concatenation

@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
-#include "trace/atomic_file.h"
 #include "trace/capped_product.h"
 #include "trace/trace.h"
 #include "trace/trace_gzip.h"
@@ -69,16 +69,16 @@ void swap_bytes_if_big_endian(int64_t* data, size_t n) {
     }
 }
 
-void write_int64_le(std::ofstream& out, const std::vector<int64_t>& values) {
+void write_int64_le(AtomicFile& out, const std::vector<int64_t>& values) {
     if constexpr (std::endian::native == std::endian::little) {
-        out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 8));
+        out.write(values.data(), values.size() * 8);
     } else {
         std::vector<int64_t> chunk;  // [<= 65536] byte-swapped copy
         for (size_t begin = 0; begin < values.size(); begin += 65536) {
             const size_t n = std::min<size_t>(65536, values.size() - begin);
             chunk.assign(values.begin() + begin, values.begin() + begin + n);
             swap_bytes_if_big_endian(chunk.data(), n);
-            out.write(reinterpret_cast<const char*>(chunk.data()), static_cast<std::streamsize>(n * 8));
+            out.write(chunk.data(), n * 8);
         }
     }
 }
@@ -313,19 +313,15 @@ void write_trace_file(const Trace& trace, const std::string& path) {
     // pad with spaces (valid JSON whitespace) so the data starts 8-byte aligned
     text.append((8 - (kPreambleBytes + text.size()) % 8) % 8, ' ');
 
-    const std::string tmp = path + ".tmp";
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-        throw_input_error(path, "cannot create " + tmp + " for writing",
-                          "check that the directory exists and is writable");
+    AtomicFile out(path);  // a unique temporary, renamed over `path` by commit()
     unsigned char length[8];
     store_u64_le(text.size(), length);
     out.write(kMagic, sizeof(kMagic));
-    out.write(reinterpret_cast<const char*>(length), sizeof(length));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.write(length, sizeof(length));
+    out.write(text);
     write_int64_le(out, trace.counts);
     if (has_transitions) write_int64_le(out, trace.transitions);
-    finish_atomic_write(out, tmp, path);
+    out.commit();
 }
 
 Trace read_trace_file(const std::string& path) {
@@ -415,12 +411,14 @@ Trace load_trace(const std::string& path) {
     if (std::filesystem::is_directory(path, ec)) throw_input_error(path, "is a directory, not a trace", "pass a file");
     constexpr std::string_view kCsvVersionLine = "# prophet trace csv v1";
     if (is_gzip_file(path)) {
-        const std::string text = gunzip_file(path, kMaxGunzippedTraceBytes);
+        const uint64_t packed_bytes = std::filesystem::file_size(path, ec);
+        if (ec) throw_input_error(path, "cannot read the file size: " + ec.message(), "check the file");
+        const std::string text = gunzip_file(path, gunzip_limit_bytes(packed_bytes));
         if (!std::string_view(text).starts_with(kCsvVersionLine))
             throw_input_error(path, "gzip-compressed, but not a CSV trace (no '" + std::string(kCsvVersionLine) +
                                         "' first line)",
                               "compress CSV traces only; pass binary traces and generator TOML uncompressed");
-        return read_trace_csv_text(text, path);
+        return read_trace_csv_gzip_text(text, path, packed_bytes);
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) throw_input_error(path, "cannot open file", "check its permissions");
@@ -453,22 +451,6 @@ Trace load_trace(const std::string& path) {
                                 "(binary content)",
                           "pass a binary trace written by prophet profile or a generator .toml");
     return generate_trace_from_toml_string(text, path);
-}
-
-void finish_atomic_write(std::ofstream& out, const std::string& tmp, const std::string& path) {
-    out.close();
-    std::error_code ec;
-    if (!out) {
-        std::filesystem::remove(tmp, ec);
-        throw Error(kExitResource, "resource error: cannot write trace file " + tmp +
-                                       " (disk full or I/O error); fix: free space or write elsewhere");
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::filesystem::remove(tmp, ec);
-        throw_input_error(path, "cannot rename " + tmp + " to it: " + ec.message(),
-                          "check that the target is writable and not a directory");
-    }
 }
 
 }  // namespace prophet

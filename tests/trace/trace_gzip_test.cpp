@@ -4,8 +4,10 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
+#include "core/error.h"
 #include "trace/trace.h"
 #include "trace/trace_gzip.h"
 #include "trace_test_util.h"
@@ -24,6 +26,18 @@ void write_gzip(const std::string& path, const std::string& bytes) {
     ASSERT_NE(f, nullptr);
     ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
     ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+// Runs `body`, expects a prophet::Error with exit code 4 (resources) whose message holds every word.
+void expect_resource_error(const std::function<void()>& body, std::initializer_list<std::string> words) {
+    try {
+        body();
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_code(), kExitResource) << e.what();
+        for (const std::string& word : words)
+            EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << "no \"" << word << "\" in: " << e.what();
+    }
 }
 
 Trace small_trace() {
@@ -75,9 +89,47 @@ TEST(TraceGzip, TruncatedCorruptOversizedAndNonCsvAreInputErrors) {
     flipped[flipped.size() - 6] ^= 0x5a;  // inside the CRC-32 trailer
     write_bytes(bad.path(), flipped);
     expect_input_error([&] { load_trace(bad.path()); }, {bad.path(), "corrupt gzip"});
-    expect_input_error([&] { gunzip_file(packed.path(), 16); }, {packed.path(), "more than 16 bytes"});
+    expect_resource_error([&] { gunzip_file(packed.path(), 16); }, {packed.path(), "more than 16 bytes"});
     write_gzip(toml.path(), "[trace]\ngenerator = \"zipf\"\n");
     expect_input_error([&] { load_trace(toml.path()); }, {toml.path(), "not a CSV trace"});
+}
+
+// gzip bombs (issue 26 item 2), made here: a CSV header whose metadata declares num_iterations x num_layers x
+// num_devices x num_experts cells, then `blank_bytes` newlines, which deflate ~1000:1. The CSV reader bounded the
+// cells by the decompressed size, so a 10 KB file of 10 MB of newlines could declare 2^29 cells and allocated 4 GiB
+// (and 40 s) before failing; now the decompressed size is bounded by the compressed size and the cells too.
+struct GzipBomb {
+    const char* label;
+    int iterations, layers;  // x 16 devices x 32 experts
+    size_t blank_bytes;
+    const char* limit_named;  // in the exit-4 message
+};
+
+class TraceGzipBomb : public ::testing::TestWithParam<GzipBomb> {};
+
+TEST_P(TraceGzipBomb, RefusedBeforeAllocatingWithExitFour) {
+    const GzipBomb& b = GetParam();
+    ScratchFile bomb(std::string(b.label) + ".csv.gz");
+    write_gzip(bomb.path(), "# prophet trace csv v1\n# num_iterations=" + std::to_string(b.iterations) +
+                                " num_layers=" + std::to_string(b.layers) +
+                                " num_devices=16 num_experts=32 top_k=1 tokens_per_iteration=1 d_model=0 d_ffn=0 "
+                                "seq_len=0 source=bomb\n" +
+                                std::string(b.blank_bytes, '\n') + "iteration,layer,device,expert,tokens\n0,0,0,0,1\n");
+    ASSERT_LT(std::filesystem::file_size(bomb.path()), 64u << 10) << "the bomb is meant to be small";
+    expect_resource_error([&] { load_trace(bomb.path()); }, {bomb.path(), b.limit_named});
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bombs, TraceGzipBomb,
+    ::testing::Values(GzipBomb{"cells", 1024, 1024, 10u << 20, "cells"},        // 2^29 cells declared (4 GiB)
+                      GzipBomb{"ratio", 1, 1, 20u << 20, "more than 16777216 bytes"}),  // 20 MB > 16 MiB floor
+    [](const auto& info) { return std::string(info.param.label); });
+
+TEST(TraceGzip, DecompressedLimitFollowsTheCompressedSize) {
+    EXPECT_EQ(gunzip_limit_bytes(0), kMinGunzipLimitBytes);
+    EXPECT_EQ(gunzip_limit_bytes(1000), kMinGunzipLimitBytes);
+    EXPECT_EQ(gunzip_limit_bytes(8618285), 8618285 * kMaxGunzipRatio);  // the real trace: 33 MB of 8.6 MB (3.8x)
+    EXPECT_EQ(gunzip_limit_bytes(uint64_t(1) << 40), kMaxGunzippedTraceBytes);
 }
 
 TEST(TraceGzip, RealSmartMoeTraceWhereItExists) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -21,8 +22,10 @@ class ScratchFile {
   public:
     explicit ScratchFile(const std::string& name) {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        std::string test = info->name();  // "Case/param" for a TEST_P: one file name, not a directory
+        std::replace(test.begin(), test.end(), '/', '_');
         path_ = (std::filesystem::temp_directory_path() /
-                 ("prophet-trace-" + std::to_string(::getpid()) + "-" + info->name() + "-" + name))
+                 ("prophet-trace-" + std::to_string(::getpid()) + "-" + test + "-" + name))
                     .string();
         std::filesystem::remove(path_);
     }
