@@ -1,4 +1,5 @@
 #include "cmd_plan.h"
+#include "plan_serving.h"
 
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ const Schema& plan_schema() {
         add_balance_keys(s, /*allow_all=*/true, "all");
         s.add_int("plan.repeats", 5, 1, 1000, "timing repeats per planning call (median reported)");
         add_cost_model_keys(s, "");
+        add_serving_keys(s);
         s.add_bool("plan.record_layers", true, "store one plan_results row per policy, iteration and layer");
         s.add_bool("plan.save_trace", true, "store the trace with the run (skipped when it came from the store)");
         return s;
@@ -347,6 +349,10 @@ int run_plan(const PlanArgs& args) {
         if (!m.skipped()) m.sim = simulate_column(m.system(), view, cost, settings);
         if (!m.skipped()) m.moves = owner_moves_of(m.system(), cost, meta.num_layers, kTrainingStateCopies);
     }
+    std::vector<std::string> served;
+    for (const PolicyModels& m : scores)
+        if (!m.skipped()) served.push_back(m.name());
+    const PlanServing serving = evaluate_plan_serving(served, view, cost, settings, config);
     StaticTimes static_times;
     {
         const PolicyModels* fixed = nullptr;
@@ -468,12 +474,17 @@ int run_plan(const PlanArgs& args) {
             if (!scores[i].skipped()) add_policy_bound_json(out["policies"].back(), times[t++], bounds, meta.num_experts);
         }
         out["locality"] = locality_json(trace, scores, static_times);
+        out["regime"] = config.get_string("balance.regime");
+        if (serving.enabled) out["serving"] = serving_json(serving);
         std::printf("%s\n", out.dump(2).c_str());
     } else {
-        std::printf("# prophet plan | trace %s | cluster %s | run %s | means over %d iterations x %d layers\n",
-                    meta.source.c_str(), cluster.name.c_str(), run_id.c_str(), meta.num_iterations, meta.num_layers);
+        std::printf("# prophet plan | trace %s | cluster %s | run %s | regime %s | means over %d iterations x %d "
+                    "layers\n",
+                    meta.source.c_str(), cluster.name.c_str(), run_id.c_str(),
+                    config.get_string("balance.regime").c_str(), meta.num_iterations, meta.num_layers);
         print_table(scores, static_times);
         print_bound_tables(bounds, times, static_times.eq6_ms, meta.num_experts, max_replicas);
+        if (serving.enabled) print_serving(serving);
     }
     std::fprintf(stderr, "prophet plan: recorded run %s in %s (%.1f s)\n", run_id.c_str(), store_path.c_str(), elapsed_s);
     return kExitOk;

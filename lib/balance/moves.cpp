@@ -44,6 +44,28 @@ MoveCost price_owner_moves(const CostModel& m, const Placement& before, const Pl
     return move;
 }
 
+MoveCost price_new_copies(const CostModel& m, const std::vector<Placement>& before,
+                          const std::vector<Placement>& after) {
+    PROPHET_ASSERT(before.size() == after.size() && !after.empty());
+    const int D = after[0].num_devices;
+    MoveCost move;
+    std::vector<int64_t> copies(static_cast<size_t>(D) * D, 0);  // [from * D + to], every layer at once
+    for (size_t l = 0; l < after.size(); ++l) {
+        PROPHET_ASSERT(before[l].num_devices == D && after[l].num_devices == D &&
+                       before[l].num_experts == after[l].num_experts);
+        for (int e = 0; e < after[l].num_experts; ++e)
+            for (int d = 0; d < D; ++d)
+                if (after[l].holds(e, d) && !before[l].holds(e, d)) {
+                    ++move.experts;
+                    ++copies[static_cast<size_t>(before[l].owner[e]) * D + d];
+                }
+    }
+    if (move.experts == 0) return move;
+    move.bytes = m.expert_bytes() * move.experts;
+    move.seconds = transfer_seconds(m, copies, D, m.expert_bytes());
+    return move;
+}
+
 MoveCost owner_moves_of(const PolicyScore& score, const CostModel& model, int num_layers, double state_copies,
                         std::vector<int>* per_iteration) {
     MoveCost total;

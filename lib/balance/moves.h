@@ -29,6 +29,12 @@ struct MoveCost {
 MoveCost price_owner_moves(const CostModel& model, const Placement& before, const Placement& after,
                            double state_copies);
 
+// Serving: the (expert, device) copies `after` holds that `before` did not, over every layer ([L] each), each one
+// expert's weights (expert_bytes, no optimizer state) sent from e's previous owner, every layer's at once.
+// MoveCost::experts counts the copies.
+MoveCost price_new_copies(const CostModel& model, const std::vector<Placement>& before,
+                          const std::vector<Placement>& after);
+
 // The one-off moves of a scored policy (evaluate_policy's placements, iteration-major [I][L]), summed: each layer's
 // iteration 0 against the static layout, every later iteration against the previous one. `per_iteration`, when
 // given, receives the moved experts of each iteration [I].
