@@ -295,9 +295,14 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     const int64_t max_pairs = cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap + E) : max_receivers;
     const std::vector<int64_t> curve = compute_curve(w, D, u.total, max_extra);
     const int64_t last_pair = std::min(max_pairs, static_cast<int64_t>(u.gain.size()) - 1);
-    for (int64_t n = 1; n <= max_receivers; ++n) {
-        const int64_t x = std::min<int64_t>({n, max_extra, static_cast<int64_t>(curve.size()) - 1});
-        const int64_t k = std::min(n, max_pairs);
+    // n in blocks [n, last]: one past kExactReceivers, blocks of n / kBlocksPerDoubling receivers; a block takes
+    // compute and all-to-all at its last n and the transfers at its first (each term's best over the block), so it
+    // bounds every n in it, and small instances are evaluated at every n
+    constexpr int64_t kExactReceivers = 1024, kBlocksPerDoubling = 128;
+    for (int64_t n = 1, last = 1; n <= max_receivers; n = last + 1) {
+        last = std::min(max_receivers, n < kExactReceivers ? n : n + n / kBlocksPerDoubling - 1);
+        const int64_t x = std::min<int64_t>({last, max_extra, static_cast<int64_t>(curve.size()) - 1});
+        const int64_t k = std::min(last, max_pairs);
         Terms t;
         t.fec = static_cast<double>(curve[static_cast<size_t>(x)]) * per_token_s;
         t.a2a = a2a_bound(m, topo, u.sent(k), u.across(k));
@@ -307,7 +312,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
         take_min(b, m, t, n);
         // past here compute and all-to-all cannot fall further (the node-level pairs run out no later than the
         // device-level ones) and every transfer only grows
-        if (x >= static_cast<int64_t>(curve.size()) - 1 && n >= last_pair) break;
+        if (x >= static_cast<int64_t>(curve.size()) - 1 && last >= last_pair) break;
     }
     b.compute_tokens = static_cast<double>(curve.back());
     b.a2a_s = a2a_bound(m, topo, u.sent(max_pairs), u.across(max_pairs));

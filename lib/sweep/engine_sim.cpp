@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "balance/bounds.h"
 #include "balance/cluster.h"
 #include "balance/cost_model.h"
 #include "balance/evaluate.h"
@@ -127,6 +128,16 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
     return r;
 }
 
+// the practitioners' metrics of a policy's planning (docs/bounds.md), means over iterations and layers
+void add_policy_metrics(std::vector<Metric>& m, const PolicyScore& p, int num_experts) {
+    m.push_back({"balancedness", 0, p.mean_balancedness});
+    m.push_back({"replicas", 0, p.mean_replicas});
+    m.push_back({"slots_used", 0, num_experts + p.mean_replicas});
+    m.push_back({"experts_moved", 0, p.mean_experts_moved});
+    m.push_back({"bytes_moved", 0, p.mean_trans_bytes});
+    m.push_back({"extra_memory_bytes_per_device", 0, p.extra_memory_bytes_per_device});
+}
+
 // Runs one point; returns its metrics and the headline number (ms) for the progress line.
 std::vector<Metric> run_point(const PointData& d, const std::string& engine, const std::string& policy,
                               double* headline_ms) {
@@ -196,6 +207,13 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
             rb_sum += rl;
         }
         m.push_back({"mean_rb_vs_static", 0, L > 0 ? rb_sum / L : 0.0});
+        // the lower bound of the simulated MoE time per block (balance/bounds.h), on the cluster simulated
+        const TraceBounds b = trace_bounds(view, d.truth, BoundBudget{d.settings.options.max_replicas_per_device});
+        double moe_mean = 0;
+        for (int l = 0; l < L; ++l) moe_mean += (moe_n[l] ? moe_ms[l] / moe_n[l] : 0.0) / std::max(1, L);
+        m.push_back({"bound_sim_ms", 0, b.mean.sim_s * 1e3});
+        m.push_back({"gap_sim", 0, gap_to_bound(moe_mean, b.mean.sim_s * 1e3)});
+        add_policy_metrics(m, score, view.num_experts);
         *headline_ms = mean_ms;
     } else {
         const PolicyScore p = evaluate_policy(policy, view, d.belief, d.settings, /*allow_skip=*/false);
@@ -206,6 +224,15 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
         m.push_back({"balance_std", 0, p.mean_balance_std});
         m.push_back({"rb_vs_static", 0, p.mean_rb});
         m.push_back({"plan_us", 0, p.median_plan_us});
+        // the lower bounds of the planner's cost model (balance/bounds.h), on the policy's token path
+        const TraceBounds b = trace_bounds(view, d.belief, BoundBudget{d.settings.options.max_replicas_per_device});
+        const bool l2l = p.token_path == "layer_to_layer";
+        const double eq6 = (l2l ? b.mean.eq6_l2l_s : b.mean.eq6_s) * 1e3, eq8 = (l2l ? b.mean.eq8_l2l_s : b.mean.eq8_s) * 1e3;
+        m.push_back({"bound_eq6_ms", 0, eq6});
+        m.push_back({"bound_eq8_ms", 0, eq8});
+        m.push_back({"gap_eq6", 0, gap_to_bound(p.mean_eq6_ms, eq6)});
+        m.push_back({"gap_eq8", 0, gap_to_bound(p.mean_eq8_ms, eq8)});
+        add_policy_metrics(m, p, view.num_experts);
         *headline_ms = p.mean_system_ms;
     }
     const std::vector<double> js = consecutive_js_divergence(d.trace);

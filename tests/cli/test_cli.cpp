@@ -164,6 +164,30 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
     EXPECT_EQ(store.load_trace(runs[0].run_id).meta.num_devices, 4);
 }
 
+// every policy, exhaustive and the simulator's schedules included, is at or above the layer lower bound under every
+// model (docs/bounds.md), and the bound reaches the JSON, the table and the store
+TEST_F(Cli, PlanNoPolicyBeatsTheBound) {
+    const Result r = plan("--policy all --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    for (const char* key : {"eq6_ms", "eq8_ms", "fastermoe_system_ms", "sim_ms"})
+        EXPECT_GT(j["bound"][key].get<double>(), 0.0) << key;
+    for (const auto& p : j["policies"]) {
+        for (const char* model : {"eq6", "eq8", "fastermoe_system", "sim"})
+            EXPECT_GE(p[model]["gap_to_bound"].get<double>(), -1e-9) << p["name"] << " " << model;
+        const double balanced = p["metrics"]["balancedness"];
+        EXPECT_GT(balanced, 0.0) << p["name"];
+        EXPECT_LE(balanced, 1.0) << p["name"];
+    }
+    prophet::Store store = prophet::Store::open(db_);
+    const std::string run_id = j["run_id"];
+    EXPECT_EQ(store.get_metrics(run_id, "plan.bound.eq6_ms").size(), 1u + 4 * 2);  // mean + iterations x layers
+    EXPECT_EQ(store.get_metrics(run_id, "plan.prophet.gap_sim").size(), 1u);
+    const Result table = plan("--policy prophet");
+    EXPECT_NE(table.out.find("  bound "), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("gapEq6"), std::string::npos) << table.out;
+}
+
 TEST_F(Cli, PlanTableAndTraceFromTheStore) {
     const Result r = plan("--policy prophet");
     ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -169,6 +169,26 @@ TEST_F(Sweep, SimPointRecordsPerLayerMetrics) {
     EXPECT_EQ(statics, 2);
 }
 
+// engine sim: every policy's simulated MoE time is at or above the layer lower bound (balance/bounds.h), recorded
+// as bound_sim_ms and gap_sim, with vLLM's balancedness in (0, 1]
+TEST_F(Sweep, SimPointIsNeverBelowTheBound) {
+    const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");
+    ASSERT_EQ(run_sweep(spec, options()).failed, 0);
+    Store store = Store::open(db_);
+    for (const RunRow& row : store.list_runs("smoke")) {
+        const auto bound = store.get_metrics(row.run_id, "bound_sim_ms");
+        const auto gap = store.get_metrics(row.run_id, "gap_sim");
+        const auto balanced = store.get_metrics(row.run_id, "balancedness");
+        ASSERT_EQ(bound.size(), 1u);
+        ASSERT_EQ(gap.size(), 1u);
+        ASSERT_EQ(balanced.size(), 1u);
+        EXPECT_GT(bound[0].value, 0.0);
+        EXPECT_GE(gap[0].value, -1e-9) << row.run_id;
+        EXPECT_GT(balanced[0].value, 0.0);
+        EXPECT_LE(balanced[0].value, 1.0);
+    }
+}
+
 TEST_F(Sweep, KilledMidwayRunsOnlyTheRest) {
     const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");
     const SweepSummary part = run_sweep(spec, options(2));
