@@ -59,16 +59,30 @@ def interval_text(centre, low, high):
     return f"{C.fmt3(centre)} [{C.fmt3(low)}, {C.fmt3(high)}]"
 
 
+def _num(x, digits):
+    return C.fmt3(x) if digits == 3 else f"{x:.{digits}g}"
+
+
+def _digits(low, high, word):
+    """Significant digits that show a faster / slower interval apart from 1 (3 unless its bounds round to 1.00,
+    as a deterministic simulator's 1.00004 [1.00003, 1.00005] would; at most 8)."""
+    digits = 3
+    while word in (FASTER, SLOWER) and digits < 8 and "1" in (f"{low:.{digits}g}", f"{high:.{digits}g}"):
+        digits += 1
+    return digits
+
+
 def speedup_phrase(policy, baseline, centre, low, high):
     """How the summary words one speedup: 'prophet ran 1.12x as fast as static (95% CI 1.08-1.16: faster)', or
     'fastermoe against static: no measurable difference (0.99x, 95% CI 0.93-1.05)'; one point: no verdict."""
     word = verdict(low, high)
     if not word:
         return f"{policy} ran at {C.fmt3(centre)}x {baseline}'s speed (one point: no interval, no verdict)"
-    ci = f"95% CI {C.fmt3(low)}-{C.fmt3(high)}"
+    d = _digits(low, high, word)
+    ci = f"95% CI {_num(low, d)}-{_num(high, d)}"
     if word == NO_DIFFERENCE:
-        return f"{policy} against {baseline}: {NO_DIFFERENCE} ({C.fmt3(centre)}x, {ci})"
-    return f"{policy} ran {C.fmt3(centre)}x as fast as {baseline} ({ci}: {word})"
+        return f"{policy} against {baseline}: {NO_DIFFERENCE} ({_num(centre, d)}x, {ci})"
+    return f"{policy} ran {_num(centre, d)}x as fast as {baseline} ({ci}: {word})"
 
 
 def interval_columns(df, by, value):

@@ -70,7 +70,7 @@ def validation_table(con, experiment):
     df["error_pct"] = 100 * df["sim_error"]
     cal = df["validate_calibrated_on"] if "validate_calibrated_on" in df.columns else \
         df.get("validate_cluster", pd.Series(index=df.index, dtype=object)).map(lambda p: f"cluster file {C.stem(p)}")
-    df["calibrated on"] = cal.fillna("?")
+    df["calibrated on"] = cal.fillna("?").astype(str).str.replace('\\"', '"', regex=False)  # TOML-escaped quotes
     # the schedule the analytic model simulated: the child's schedule.mode (its train config's, not a point param)
     child = df.get("child_run_id", pd.Series(index=df.index, dtype=object))
     sched = C.load_params(con, child.dropna(), keys=["schedule.mode"]).get("schedule.mode", pd.Series(dtype=object))

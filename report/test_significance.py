@@ -83,6 +83,16 @@ def test_summary_calls_an_interval_below_one_slower():
     assert "slower" in text and "no measurable difference" not in text, text
 
 
+def test_phrase_shows_a_tiny_difference_with_enough_digits():
+    cases = [((1.2, 1.1, 1.3), "1.20x as fast as static (95% CI 1.10-1.30: faster)"),
+             ((1.00004, 1.00003, 1.00005), "1.00004x as fast as static (95% CI 1.00003-1.00005: faster)"),
+             ((0.99996, 0.99995, 0.99997), "0.99996x as fast as static (95% CI 0.99995-0.99997: slower)"),
+             ((1.0, 0.9, 1.1), "no measurable difference (1.00x, 95% CI 0.900-1.10)")]
+    for (centre, low, high), want in cases:
+        got = S.speedup_phrase("prophet", "static", centre, low, high)
+        assert got.endswith(want), (got, want)
+
+
 def placement_rows(rows):
     return pd.DataFrame(rows, columns=["step", "layer", "expert", "replica", "rank"])
 
