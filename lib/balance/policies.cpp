@@ -35,13 +35,13 @@ void replicate_owner_rule(LayerFlow& flow, Placement& placement, const int64_t* 
 }
 
 void replicate(LayerFlow& flow, Placement& placement, const int64_t* counts, int e, const std::vector<int>& holders,
-               RouteRule rule) {
+               RouteRule rule, const CostModel& cost) {
     if (rule == RouteRule::kOwner) {
         replicate_owner_rule(flow, placement, counts, e, holders);
         return;
     }
     for (int h : holders) placement.add_replica(e, h);
-    flow = compute_flow(counts, flow.num_devices, flow.num_experts, placement, rule);
+    flow = compute_flow(counts, flow.num_devices, flow.num_experts, placement, rule, &cost);  // kFlow: priced
 }
 
 // [E] tokens routed to each expert, summed over devices
@@ -138,7 +138,7 @@ Placement plan_fastermoe(const int64_t* counts, int num_devices, int num_experts
     const std::vector<int> order = experts_by_load(load);
 
     Placement placement = Placement::make_static(D, E);
-    LayerFlow flow = compute_flow(counts, D, E, placement, options.route_rule);
+    LayerFlow flow = compute_flow(counts, D, E, placement, options.route_rule, &cost);
     double best = predict_layer(cost, flow, placement).eq6_s;
     std::vector<int> everyone(D);
     std::iota(everyone.begin(), everyone.end(), 0);
@@ -146,7 +146,7 @@ Placement plan_fastermoe(const int64_t* counts, int num_devices, int num_experts
         if (load[e] == 0) break;
         Placement trial = placement;
         LayerFlow trial_flow = flow;
-        replicate(trial_flow, trial, counts, e, everyone, options.route_rule);
+        replicate(trial_flow, trial, counts, e, everyone, options.route_rule, cost);
         if (options.max_replicas_per_device > 0 && !check_placement(trial, options.max_replicas_per_device).empty())
             break;
         const double lat = predict_layer(cost, trial_flow, trial).eq6_s;
@@ -167,7 +167,7 @@ Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, 
     const int D = num_devices;
     const int E = num_experts;
     Placement placement = Placement::make_static(D, E);
-    LayerFlow flow = compute_flow(counts, D, E, placement, options.route_rule);
+    LayerFlow flow = compute_flow(counts, D, E, placement, options.route_rule, &cost);
     const double threshold = options.alpha * static_cast<double>(flow.total_tokens) / E;  // Eq 7: alpha * I / E
     const std::vector<int64_t> load = expert_loads(counts, D, E);  // [E]
 
@@ -230,7 +230,7 @@ Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, 
         for (int d : holders) ++replicas_held[d];
         chosen.push_back(candidate);
         chosen_holders.push_back(holders);
-        replicate(flow, placement, counts, candidate, holders, options.route_rule);
+        replicate(flow, placement, counts, candidate, holders, options.route_rule, cost);
 
         const double c = layer_cost(predict_layer(cost, flow, placement), options.cost_eq);
         if (c < best_cost) {
@@ -249,7 +249,7 @@ Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, 
         trace->chosen_prefix = keep;
         trace->cost_before_s = cost_static;
         trace->cost_after_s =
-            layer_cost(predict_layer(cost, compute_flow(counts, D, E, result, options.route_rule), result),
+            layer_cost(predict_layer(cost, compute_flow(counts, D, E, result, options.route_rule, &cost), result),
                        options.cost_eq);
     }
     return result;
@@ -282,7 +282,8 @@ Placement plan_exhaustive(const int64_t* counts, int num_devices, int num_expert
         if (options.max_replicas_per_device > 0 && !check_placement(p, options.max_replicas_per_device).empty())
             continue;
         const double c =
-            layer_cost(predict_layer(cost, compute_flow(counts, D, E, p, options.route_rule), p), options.cost_eq);
+            layer_cost(predict_layer(cost, compute_flow(counts, D, E, p, options.route_rule, &cost), p),
+                       options.cost_eq);
         if (c < best_cost) {  // strict: ties keep the earlier (fewer-replica-first) mask
             best_cost = c;
             best = std::move(p);

@@ -41,18 +41,20 @@ TEST(Trainer, OneRankAndFourRanksAgree) {
 TEST(Trainer, PlacementsActuallyReplicate) {
     // the invariance above means little if no policy ever moved an expert: the skewed preset must make the
     // planners replicate (with the Eq 8 objective: blocking transfers, the default without the scheduler, rarely pay)
-    const Config config = skewed_config({"balance.policy=prophet-oracle", "balance.cost_eq=8"});
-    const TrainSettings settings = train_settings_from(config, 4);
-    auto group = make_local_group(4);
-    std::vector<int> replicas(4, 0);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 4; ++r)
-        threads.emplace_back([&, r] {
-            Trainer trainer(*group[r], settings, checkpoint_config_hash(config));
-            for (int i = 0; i < 5; ++i) replicas[r] += trainer.step().replicas;
-        });
-    for (auto& t : threads) t.join();
-    EXPECT_GT(replicas[0], 0) << "no replica in 5 steps of the skewed preset";
+    for (const char* policy : {"prophet-oracle", "flow"}) {
+        const Config config = skewed_config({std::string("balance.policy=") + policy, "balance.cost_eq=8"});
+        const TrainSettings settings = train_settings_from(config, 4);
+        auto group = make_local_group(4);
+        std::vector<int> replicas(4, 0);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < 4; ++r)
+            threads.emplace_back([&, r] {
+                Trainer trainer(*group[r], settings, checkpoint_config_hash(config));
+                for (int i = 0; i < 5; ++i) replicas[r] += trainer.step().replicas;
+            });
+        for (auto& t : threads) t.join();
+        EXPECT_GT(replicas[0], 0) << policy << ": no replica in 5 steps of the skewed preset";
+    }
 }
 
 TEST(Trainer, ResumeRepeatsTheUninterruptedRunExactly) {
