@@ -3,7 +3,8 @@
 
 Figures without data get no section: one closing line lists them with the command that would make their data.
 Exit status: 0 when every script ran (with or without data) or the store has no runs ("nothing to report"),
-1 when one crashed, 5 when there is no store at --db or it is not a SQLite file.
+1 when one crashed, 5 when there is no store at --db or it cannot be read (not a SQLite file, corrupt pages: the
+cause is printed; common.database_error). A read-only store (file, directory or mount) is read like any other.
 """
 import argparse
 import datetime
@@ -135,7 +136,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     env = dict(os.environ, MPLBACKEND="Agg")
     head = ["# prophet report", "",
-            f"Store: `{args.db}`" + (f", experiments {', '.join(args.experiment)}" if args.experiment else "") +
+            f"Store: `{args.db}`" + (f", experiments {C.md(', '.join(args.experiment))}" if args.experiment else "") +
             f"; {C.runs_status_line(con)}.", ""]
     # the papers' tables beside ours: every section with --section paper, else those whose sweep is in the store
     sweeps = paper_sections.SWEEPS
@@ -150,7 +151,7 @@ def main(argv=None):
     summary_lines, summary_tables = summary.build(con, experiment)
     for name, t in summary_tables.items():
         t.to_csv(os.path.join(args.out, name + ".csv"), index=False)
-    failed, made, skipped, sections = [], [], [], []
+    failed, made, skipped, sections, failures = [], [], [], [], []
     for name, what in FIGURES + ([BENCH_FIGURE] if has_bench_runs(args.db) else []):
         status, text = run_figure(name, args, env)
         print(f"{name}: {status}" + ("" if status == "made" else f" ({text})"), file=sys.stderr)
@@ -159,7 +160,8 @@ def main(argv=None):
             sections += figure_section(name, what, text, args, report_dir)
         elif status == "failed":
             failed.append(name)
-            sections += [f"### {name}", "", f"**Failed** ({text})", ""]
+            failures.append((name, text))
+            sections += [f"### {name}", "", f"**Failed** ({C.md(text)})", ""]
         else:
             skipped.append(name)
     lines = head + summary_lines + paper_lines
@@ -174,6 +176,11 @@ def main(argv=None):
     with open(args.report, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {args.report}: {len(made)} figures, {len(skipped)} without data, {len(failed)} failed")
+    database_failures = [n for n, t in failures if t.startswith("exit 5:")]  # common.database_error
+    if database_failures:
+        print(f"database error: {args.db} could not be read by {', '.join(database_failures)} (see above)",
+              file=sys.stderr)
+        return 5
     return 1 if failed else 0
 
 

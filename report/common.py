@@ -22,6 +22,30 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+
+# ---- names from the store are text, never markup (issue 26 item 5) --------------------------------------------------
+# Experiment, policy, cluster and trace names reach figures and REPORT.md as they were typed. matplotlib reads a pair of
+# '$' as math ("cost_$5_vs_$10" failed to draw); Markdown reads raw HTML, a line starting with '#', '|' in a table
+# row, backticks, '*', '[' ... as markup. The two functions below are the only places that make text literal.
+
+def plain_text_figures():
+    """Every figure draws text literally: no math text (no figure script uses it; names may hold '$')."""
+    matplotlib.rcParams["text.parse_math"] = False
+
+
+plain_text_figures()
+
+_MD_ESCAPED = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r\n": " ", "\r": " ", "\n": " "}
+_MD_BACKSLASHED = set("\\`*[]|$#~")
+
+
+def md(text):
+    """`text` as literal Markdown on one line (a table cell, a caption, a sentence): newlines become spaces (a name
+    cannot start a heading or end a table row), < > & become entities (raw HTML shows as text), and \\ ` * [ ] | $
+    # ~ get a backslash. Letters, digits, '_' and other punctuation stay as they are."""
+    s = str(text).replace("\r\n", "\n")
+    return "".join(_MD_ESCAPED.get(ch) or ("\\" + ch if ch in _MD_BACKSLASHED else ch) for ch in s)
+
 NO_DATA_PREFIX = "no data:"
 DEFAULT_DB = "results/prophet.db"
 DEFAULT_OUT = "results/figures"
@@ -56,17 +80,41 @@ def no_data(name, why):
     sys.exit(0)
 
 
+class _Store(sqlite3.Connection):
+    """A store connection that knows its file, for the messages of database_error."""
+    path = ""
+
+
+def database_error(path, error):
+    """A store that cannot be read (corrupt pages, not a SQLite file, unreadable): one line naming the file and
+    SQLite's cause on stderr, exit 5. Reports never turn such a store into 'no data'."""
+    print(f"database error: {path}: {error}; fix: check it with prophet db check --db {path}", file=sys.stderr)
+    sys.exit(5)
+
+
+def read_only_uri(path):
+    """The URI that opens `path` only to read it, as the C++ store does (lib/store/store_read_only.cpp): mode=ro, or
+    immutable=1 where a WAL reader could not create its -shm file (the directory cannot be written, e.g. a read-only
+    mount) and no -wal file holds pages the file lacks."""
+    path = os.path.abspath(path)
+    wal = path + "-wal"
+    wal_pending = os.path.isfile(wal) and os.path.getsize(wal) > 0
+    dir_writable = os.access(os.path.dirname(path), os.W_OK)
+    return "file:" + urllib.parse.quote(path) + ("?mode=ro" if dir_writable or wal_pending else "?immutable=1")
+
+
 def connect(path):
-    """Open the store read-only; None when the file does not exist or is not a SQLite database."""
+    """Open the store read-only; None when the file does not exist. A file that is no readable SQLite database
+    exits 5 (database_error)."""
     if not os.path.isfile(path):
         return None
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
     try:
-        con = sqlite3.connect(uri, uri=True)
+        con = sqlite3.connect(read_only_uri(path), uri=True, factory=_Store)
+        con.path = path
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return con
-    except sqlite3.DatabaseError:
-        return None
+    except sqlite3.DatabaseError as e:
+        database_error(path, e)
 
 
 def connect_or_exit(path, name):
@@ -77,11 +125,18 @@ def connect_or_exit(path, name):
     return con
 
 
+def _missing_table(error):
+    """True for SQLite's "no such table" (a store without bench rows, an older schema): read as empty."""
+    return "no such table" in str(error)
+
+
 def _query(con, sql, params=()):
     try:
         return pd.read_sql_query(sql, con, params=params)
-    except (sqlite3.DatabaseError, pd.errors.DatabaseError):  # missing table: treat as empty
-        return pd.DataFrame()
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as e:
+        if _missing_table(e):
+            return pd.DataFrame()
+        database_error(getattr(con, "path", "the store"), e.__cause__ or e)
 
 
 def load_frame(name, args, loader, missing):
@@ -129,7 +184,9 @@ def runs_status_line(con):
     without a runs table reads "runs: none"."""
     try:
         counts = dict(con.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as e:
+        if not _missing_table(e):
+            database_error(getattr(con, "path", "the store"), e)
         counts = {}
     parts = [f"{counts.pop(status)} {status}" for status in RUN_STATUSES if status in counts]
     parts += [f"{n} {status}" for status, n in sorted(counts.items())]
@@ -289,6 +346,7 @@ def setup_style():
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
     plt.rcParams["axes.formatter.useoffset"] = False
     plt.rcParams["svg.hashsalt"] = "prophet"
+    plain_text_figures()
 
 
 def add_caption(fig, text):
@@ -363,10 +421,10 @@ MAX_ROWS = 24    # longer tables are cut in the report; the CSV beside the figur
 
 
 def _one_table(df):
-    cols = [str(c) for c in df.columns]
+    cols = [md(c) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt3(v) for v in row) + " |")
+        lines.append("| " + " | ".join(md(fmt3(v)) for v in row) + " |")
     return "\n".join(lines)
 
 
@@ -398,7 +456,7 @@ def print_result(name, caption, table):
     merged, rounded, long tables cut); the full table goes to <name>.csv beside the figure."""
     if _last_out_dir is not None:
         table.to_csv(os.path.join(_last_out_dir, name + ".csv"), index=False)
-    print(f"caption: {caption}")
+    print(f"caption: {md(caption)}")
     print()
     print(markdown_table(people_frame(table), max_rows=MAX_ROWS))
 

@@ -22,10 +22,7 @@ def load_bench(con, experiment=None):
         return pd.DataFrame()
     ids = list(runs["run_id"])
     q = f"SELECT run_id, name, rep, real_ns, counters FROM bench WHERE run_id IN ({','.join('?' * len(ids))})"
-    try:
-        b = pd.read_sql_query(q, con, params=ids)
-    except Exception:  # no bench table
-        return pd.DataFrame()
+    b = C._query(con, q, ids)  # no bench table: empty; a damaged store: exit 5
     if b.empty:
         return b
     c = pd.DataFrame([json.loads(x) if x else {} for x in b["counters"]])

@@ -258,7 +258,7 @@ def build(con, experiment=None):
     sentences = [s for s in sentences if s]
     if not sentences:
         return [], {}
-    lines = ["## Summary", "", " ".join(sentences), ""]
+    lines = ["## Summary", "", C.md(" ".join(sentences)), ""]  # the sentences quote names: literal text
     tables = {}
     for title, t, name, note in (
             ("Speedup over static", sp, "summary_speedup",
@@ -283,5 +283,5 @@ def build(con, experiment=None):
         tables[name] = t
         lines += [f"### {title}", "", f"_{note}._", ""]
         for exp, g in t.groupby("experiment", sort=False):
-            lines += [f"**{exp}**", "", C.markdown_table(g.drop(columns="experiment"), max_rows=C.MAX_ROWS), ""]
+            lines += [f"**{C.md(exp)}**", "", C.markdown_table(g.drop(columns="experiment"), max_rows=C.MAX_ROWS), ""]
     return lines, tables

@@ -351,6 +351,139 @@ def check_report_command(c, prophet, tmp, empty, db):
             "prophet report --experiment A B: a report of those two", f"exit {r.returncode}: {r.stderr[-300:]}")
 
 
+HOSTILE_NAMES = ["cost_$5_vs_$10", "<b>bold</b> <script>x()</script>", "two\n# heading", "a | b"]
+HOSTILE_SWEEP = """[sweep]
+name = "hostile-{i}"
+engine = "sim"
+clusters = ["{cluster}"]
+traces = ["experiments/traces/tiny-e4-d4.toml"]
+policies = ["static", "prophet"]
+seeds = [1]
+"""
+
+
+def hostile_store(c, prophet, tmp):
+    """A store of four tiny sim sweeps renamed to HOSTILE_NAMES (a sweep name is a file name: no '/' or newline,
+    so the store is edited the way a user's own tool or an older prophet could have written it), on a cluster file
+    whose name holds '$', '|' and '<i>'."""
+    db = os.path.join(tmp, "hostile.db")
+    cluster = os.path.join(tmp, "h100_$1|<i>.toml")
+    shutil.copy(os.path.join(ROOT, "experiments", "clusters", "moetuner-h100-ep4.toml"), cluster)
+    for i in range(len(HOSTILE_NAMES)):
+        sweep = os.path.join(tmp, f"hostile-{i}.toml")
+        with open(sweep, "w") as f:
+            f.write(HOSTILE_SWEEP.format(i=i, cluster=cluster))
+        r = run([prophet, "sweep", sweep, "--no-report", "--set", f"store.path={db}"], timeout=240)
+        c.check(r.returncode == 0, f"hostile fixture: sweep {i}", r.stderr[-300:])
+    import sqlite3
+    con = sqlite3.connect(db)
+    for i, name in enumerate(HOSTILE_NAMES):
+        con.execute("UPDATE runs SET experiment = ? WHERE experiment = ?", (name, f"hostile-{i}"))
+    con.commit()
+    con.close()
+    return db
+
+
+def table_widths(text):
+    """The number of cells of every markdown table line of `text` (an escaped \\| is no separator)."""
+    return [line.replace("\\|", "").count("|") for line in text.splitlines() if line.startswith("|")]
+
+
+def check_hostile_names(c, prophet, tmp):
+    """Issue 26 item 5: names with '$' pairs (matplotlib math), raw HTML, a newline before '# heading' and '|'.
+    `prophet report` exits 0 and draws every sim figure; REPORT.md keeps one heading level 1, shows the HTML as
+    text, and every table row has its header's cells; fig_speedup draws the '$' name's bars under its literal name."""
+    db = hostile_store(c, prophet, tmp)
+    report, figs = os.path.join(tmp, "hostile-report", "REPORT.md"), os.path.join(tmp, "hostile-report", "figures")
+    r = run([prophet, "report", "--db", db, "--report", report, "--out", figs], timeout=600)
+    c.check(r.returncode == 0, "report on hostile names: exit 0", f"exit {r.returncode}: {r.stderr[-600:]}")
+    for name in ("fig_speedup", "fig_layers", "fig_rb", "fig_iterations"):
+        c.check(nonempty(os.path.join(figs, name + ".png")), f"report on hostile names draws {name}")
+    text = open(report).read() if os.path.isfile(report) else ""
+    c.check([ln for ln in text.splitlines() if ln.startswith("# ")] == ["# prophet report"],
+            "hostile names: no heading made by a name", text[:300])
+    c.check("<b>" not in text and "<script>" not in text and "&lt;script&gt;" in text,
+            "hostile names: raw HTML shown as text")
+    c.check("cost\\_" not in text and "cost_\\$5_vs_\\$10" in text, "hostile names: '$' escaped, '_' kept")
+    blocks, widths = [], table_widths(text)
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            blocks.append(line)
+        elif blocks:
+            w = table_widths("\n".join(blocks))
+            c.check(len(set(w)) == 1, f"hostile names: table of {len(blocks)} lines keeps its columns", blocks[:3])
+            blocks = []
+    c.check(len(widths) > 4, "hostile names: REPORT.md has tables", text[:300])
+    _, _, bars, _ = layout_check.render("fig_speedup", db, figs, experiment=HOSTILE_NAMES[0])
+    c.check(any(g.startswith(HOSTILE_NAMES[0] + "\n") for g in bars), "fig_speedup: bars under the literal '$' name",
+            str(bars))
+    return db
+
+
+def corrupt_pages(src, dst, table="metrics"):
+    """A copy of store `src` whose `table` pages (SQLite's dbstat) are overwritten with a byte pattern, the schema
+    and the runs intact, as a failing disk would leave it: opening works, reading the table fails."""
+    import sqlite3
+    con = sqlite3.connect(src)
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    pages = [p for (p,) in con.execute("SELECT pageno FROM dbstat WHERE name = ?", (table,))]
+    con.close()
+    shutil.copy(src, dst)
+    with open(dst, "r+b") as f:
+        for p in pages:
+            f.seek((p - 1) * page_size)
+            f.write(bytes((i * 151) % 256 for i in range(page_size)))
+    return pages
+
+
+def check_corrupt_store(c, prophet, tmp, db):
+    """Issue 26 item 6: a store with corrupted pages fails `prophet report` with exit 5 naming SQLite's cause,
+    never a report of 'no data' figures."""
+    bad = os.path.join(tmp, "corrupt.db")
+    run(["sqlite3", db, "PRAGMA wal_checkpoint(TRUNCATE)"], timeout=60)
+    c.check(len(corrupt_pages(db, bad)) > 0, "corrupt store: metrics pages found to damage")
+    r = run([prophet, "report", "--db", bad, "--report", os.path.join(tmp, "corrupt", "REPORT.md"), "--out",
+             os.path.join(tmp, "corrupt", "figures")], timeout=600)
+    c.check(r.returncode == 5 and "database error" in r.stderr and "malformed" in r.stderr,
+            "report on a store with corrupted pages: exit 5 naming the cause", f"exit {r.returncode}: {r.stderr[-500:]}")
+
+
+def check_read_only_store(c, prophet, tmp, db):
+    """Issue 26 item 6: a store in a directory nobody may write (chattr +i: root too; plain modes do not stop root)
+    is read by `report`, `runs`, `db check` and `db merge` (as a shard), none saying "make it writable"."""
+    ro_dir = os.path.join(tmp, "read-only")
+    os.makedirs(ro_dir)
+    ro = os.path.join(ro_dir, "store.db")
+    run(["sqlite3", db, "PRAGMA wal_checkpoint(TRUNCATE)"], timeout=60)
+    shutil.copy(db, ro)
+    locked = run(["chattr", "+i", ro, ro_dir], timeout=30).returncode == 0
+    if not locked and os.geteuid() == 0:
+        print("SKIP read-only store: chattr +i refused here and root ignores directory modes")
+        return
+    if not locked:
+        os.chmod(ro, 0o444)
+        os.chmod(ro_dir, 0o555)
+    try:
+        out = os.path.join(tmp, "ro-report")
+        cmds = [("report", [prophet, "report", "--db", ro, "--report", os.path.join(out, "REPORT.md"), "--out",
+                            os.path.join(out, "figures")]),
+                ("runs", [prophet, "runs", "--db", ro]),
+                ("db check", [prophet, "db", "check", "--db", ro]),
+                ("db merge of a read-only shard", [prophet, "db", "merge", ro, "--into", os.path.join(tmp, "m.db")])]
+        for what, cmd in cmds:
+            r = run(cmd, timeout=600)
+            c.check(r.returncode == 0 and "writable" not in r.stderr, f"read-only store: {what} exits 0",
+                    f"exit {r.returncode}: {r.stderr[-400:]}")
+        c.check(nonempty(os.path.join(out, "REPORT.md")), "read-only store: REPORT.md written elsewhere")
+        c.check(sorted(os.listdir(ro_dir)) == ["store.db"], "read-only store: nothing created beside it",
+                str(os.listdir(ro_dir)))
+    finally:
+        if locked:
+            run(["chattr", "-i", ro, ro_dir], timeout=30)
+        else:
+            os.chmod(ro_dir, 0o755)
+
+
 def nonempty(path):
     return os.path.isfile(path) and os.path.getsize(path) > 0
 
@@ -505,6 +638,30 @@ def test_build_report(fixture):
 def test_report_command(prophet, fixture):
     c = Checker()
     check_report_command(c, prophet, fixture["tmp"], fixture["empty"], fixture["db"])
+    c.assert_passed()
+
+
+@pytest.fixture(scope="session")
+def hostile(prophet, fixture):
+    """a store whose sweep, cluster and policy names are hostile (check_hostile_names builds and checks it)"""
+    c = Checker()
+    store = check_hostile_names(c, prophet, fixture["tmp"])
+    return {"store": store, "checks": c}
+
+
+def test_hostile_names(hostile):
+    hostile["checks"].assert_passed()
+
+
+def test_corrupt_store(prophet, fixture, hostile):
+    c = Checker()
+    check_corrupt_store(c, prophet, fixture["tmp"], hostile["store"])
+    c.assert_passed()
+
+
+def test_read_only_store(prophet, fixture, hostile):
+    c = Checker()
+    check_read_only_store(c, prophet, fixture["tmp"], hostile["store"])
     c.assert_passed()
 
 

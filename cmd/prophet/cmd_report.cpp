@@ -63,7 +63,8 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& args) {
         "Runs report/build_report.py with PROPHET_PYTHON or /usr/bin/python3, which needs pandas, seaborn and\n"
         "matplotlib (apt-get install python3-pandas python3-seaborn python3-matplotlib).\n"
         "Exit codes: 0 written (or 'nothing to report' for a store without runs), 1 a figure failed or no such\n"
-        "Python, 5 no store at --db.\n"
+        "Python, 5 no store at --db or one that cannot be read (corrupt pages: the cause is printed). A read-only\n"
+        "store (file, directory or mount) is read like any other.\n"
         "Example:\n  prophet report --db results/prophet.db --experiment main-real main-sim");
     return cmd;
 }

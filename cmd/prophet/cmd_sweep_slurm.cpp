@@ -5,11 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "core/process.h"
 #include "store/merge.h"
 #include "sweep/launch_slurm.h"
@@ -84,12 +85,9 @@ int run_sweep_slurm(const SweepArgs& args, const sweep::SweepSpec& spec, const s
     const auto stamp = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
+    check_file_name("sweep.name", spec.name);  // a file name in shard_dir: no separator, no leading dot
     const std::string script_path = shard_dir + "/" + spec.name + "-" + std::to_string(stamp) + ".sbatch";
-    {
-        std::ofstream out(script_path);
-        out << job.script;
-        if (!out) throw Error(kExitRunFailed, "prophet sweep: cannot write " + script_path);
-    }
+    write_file_atomically(script_path, job.script);
     std::fprintf(stderr, "prophet sweep: %s: submitting %zu of %zu points as %zu array task(s): %s\n",
                  spec.name.c_str(), to_run.size(), points.size(), job.tasks.size(), script_path.c_str());
     const std::string job_id = sweep::submit_batch(script_path, args.wait);

@@ -44,13 +44,13 @@ void check_file_name(const std::string& field, const std::string& value) {
     check_single_line(field, value);
     const char* rule = nullptr;
     if (value.empty()) rule = "must not be empty";
-    else if (value.find('/') != std::string::npos || value.find('\\') != std::string::npos)
-        rule = "must not contain '/' or '\\' (it is used as a file name)";
+    else if (value.find('/') != std::string::npos)
+        rule = "must not contain '/' (it is used as a file name)";
     else if (value[0] == '.')
         rule = "must not start with '.' (it is used as a file name: no \".\", \"..\" or hidden file)";
     if (rule)
         throw_config_error(field, "\"" + escaped_for_message(value) + "\"", rule,
-                           "use letters, digits, spaces and punctuation other than / and \\, e.g. \"my-sweep\"");
+                           "use letters, digits, spaces and punctuation other than /, e.g. \"my-sweep\"");
 }
 
 }  // namespace prophet

@@ -13,8 +13,9 @@ namespace prophet {
 void check_single_line(const std::string& field, const std::string& value);
 
 // A name used as a file name (a sweep's <name>-<stamp>.sbatch, <store dir>/clusters/<name>-<D>rank.toml): one
-// line, non-empty, no path separator ('/' or '\'), no leading dot (so neither "." nor ".." nor a hidden file).
-// Spaces, commas, quotes and other punctuation are allowed: the writers quote what they write.
+// line, non-empty, no path separator '/', no leading dot (so neither "." nor ".." nor a hidden file). Spaces,
+// commas, quotes, '\' and other punctuation are allowed (on Linux a backslash is a file name character): the
+// writers quote what they write.
 void check_file_name(const std::string& field, const std::string& value);
 
 // `value` with control characters escaped as \n, \r, \t or \xNN and backslashes doubled (for messages).

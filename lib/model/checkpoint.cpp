@@ -17,6 +17,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -131,15 +132,6 @@ class FileIn {
     int fd_ = -1;
     uint64_t size_ = 0;
 };
-
-void sync_dir(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) io_error(path, "cannot open directory to fsync it", errno);
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0 && err != EINVAL) io_error(path, "fsync of the directory failed", err);  // EINVAL: not supported
-}
 
 void write_text_file(const std::string& path, const std::string& text) {
     FileOut out(path);
@@ -469,15 +461,12 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const std::vec
                         {"extra", meta.extra},
                         {"files", {kModelFile, kOptimizerFile}}};
     write_text_file((fs::path(tmp) / kStateFile).string(), state.dump(2) + "\n");
-    sync_dir(tmp);
+    sync_directory(tmp);
 
     rename_into_place(tmp, final_dir);
-    sync_dir(dir);
-    const std::string latest_tmp = (fs::path(dir) / ".latest.tmp").string();
-    const std::string latest = (fs::path(dir) / kLatestFile).string();
-    write_text_file(latest_tmp, name + "\n");
-    if (::rename(latest_tmp.c_str(), latest.c_str()) != 0) io_error(latest, "cannot rename " + latest_tmp, errno);
-    sync_dir(dir);
+    sync_directory(dir);
+    // a unique temporary created exclusively, renamed over `latest`, directory synced (core/atomic_file.h)
+    write_file_atomically((fs::path(dir) / kLatestFile).string(), name + "\n");
     return final_dir;
 }
 

@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "core/process.h"
 #include "core/toml_text.h"
 #include "store/store.h"
@@ -45,6 +46,34 @@ std::string slurm_word(const toml::node& node, const std::string& key, const std
                            "must be a non-empty string of letters, digits and - _ : . ,",
                            key + " = \"" + example + "\"");
     return v;
+}
+
+// a value of an #SBATCH line as sbatch reads it: in double quotes, with \ and " escaped by a backslash (sbatch's
+// directive parser honours both; a space or # inside the quotes is part of the value)
+std::string sbatch_quoted(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "\"";
+}
+
+// a directory in --output's file name pattern: a literal % is written %%
+std::string output_pattern_literal(const std::string& s) {
+    std::string out;
+    for (char c : s) out += c == '%' ? std::string("%%") : std::string(1, c);
+    return out;
+}
+
+// every name and path the batch script holds is one line (a newline would start a script line of its own)
+void check_script_inputs(const SweepSpec& spec, const std::string& sweep_file, const std::string& prophet_binary,
+                         const std::string& workdir, const std::string& shard_dir) {
+    check_file_name("sweep.name", spec.name);
+    check_single_line("sweep file", sweep_file);
+    check_single_line("prophet binary", prophet_binary);
+    check_single_line("working directory", workdir);
+    check_single_line("sweep.slurm.shard_dir", shard_dir);
 }
 
 std::string join_ints(const std::vector<int>& v, const char* sep) {
@@ -89,6 +118,7 @@ SlurmSpec parse_slurm_spec(const std::string& sweep_file) {
             if (!s || s->get().empty())
                 throw_config_error("sweep.slurm.shard_dir", toml_node_text(value), "must be a non-empty path",
                                    "shard_dir = \"/shared/results/my-sweep.shards\"");
+            check_single_line("sweep.slurm.shard_dir", s->get());
             spec.shard_dir = s->get();
         }
     }
@@ -140,15 +170,16 @@ BatchJob make_batch_job(const SweepSpec& spec, const SlurmSpec& slurm, const std
                            "nodes x tasks_per_node must hold the largest point (" + std::to_string(max_ranks) +
                                " ranks)",
                            "tasks_per_node = " + std::to_string((max_ranks + slurm.nodes - 1) / slurm.nodes));
+    check_script_inputs(spec, sweep_file, prophet_binary, workdir, shard_dir);
     BatchJob job;
     for (size_t i = 0; i < to_run.size(); i += slurm.points_per_task)
         job.tasks.emplace_back(to_run.begin() + i,
                                to_run.begin() + std::min(to_run.size(), i + slurm.points_per_task));
     std::ostringstream s;
     s << "#!/bin/bash\n"
-      << "# prophet sweep " << spec.name << ": " << to_run.size() << " point(s) in " << job.tasks.size()
+      << "# prophet sweep " << shell_quoted(spec.name) << ": " << to_run.size() << " point(s) in " << job.tasks.size()
       << " array task(s), written by `prophet sweep --launcher slurm`\n"
-      << "#SBATCH --job-name=" << job_name(spec) << "\n"
+      << "#SBATCH --job-name=" << sbatch_quoted(job_name(spec)) << "\n"
       << "#SBATCH --array=0-" << job.tasks.size() - 1
       << (slurm.max_parallel > 0 ? "%" + std::to_string(slurm.max_parallel) : "") << "\n"
       << "#SBATCH --nodes=" << slurm.nodes << "\n"
@@ -157,8 +188,8 @@ BatchJob make_batch_job(const SweepSpec& spec, const SlurmSpec& slurm, const std
       << "#SBATCH --time=" << slurm.time << "\n";
     if (!slurm.partition.empty()) s << "#SBATCH --partition=" << slurm.partition << "\n";
     if (!slurm.account.empty()) s << "#SBATCH --account=" << slurm.account << "\n";
-    s << "#SBATCH --chdir=" << workdir << "\n"
-      << "#SBATCH --output=" << shard_dir << "/slurm-%A_%a.out\n"
+    s << "#SBATCH --chdir=" << sbatch_quoted(workdir) << "\n"
+      << "#SBATCH --output=" << sbatch_quoted(output_pattern_literal(shard_dir) + "/slurm-%A_%a.out") << "\n"
       << "set -euo pipefail\n"
       << "# array index -> the 1-based sweep points it runs (numbers as in `prophet sweep --dry-run`)\n"
       << "POINTS=(";
@@ -193,13 +224,23 @@ std::string submit_batch(const std::string& script_path, bool wait) {
 }
 
 std::vector<std::string> queued_jobs(const SweepSpec& spec, bool* available) {
-    const ChildResult r = run_child({"squeue", "--noheader", "--name=" + job_name(spec), "--format=%i %T"});
+    // every job, its name compared here: `squeue --name` reads a comma-separated list, so a sweep named "exp,v2"
+    // would find the jobs of "prophet-exp" and "v2" instead of its own
+    const ChildResult r = run_child({"squeue", "--noheader", "--format=%i %T %j"});
     *available = r.exit_code == 0;
+    if (r.exit_code != 0) return {};
+    return jobs_named(r.out, job_name(spec));
+}
+
+std::vector<std::string> jobs_named(const std::string& squeue_out, const std::string& name) {
     std::vector<std::string> lines;
-    if (r.exit_code != 0) return lines;
-    std::istringstream in(r.out);
-    for (std::string line; std::getline(in, line);)
-        if (!line.empty()) lines.push_back(line);
+    std::istringstream in(squeue_out);
+    for (std::string line; std::getline(in, line);) {
+        const size_t id_end = line.find(' ');
+        const size_t state_end = id_end == std::string::npos ? id_end : line.find(' ', id_end + 1);
+        if (state_end != std::string::npos && line.compare(state_end + 1, std::string::npos, name) == 0)
+            lines.push_back(line.substr(0, state_end));
+    }
     return lines;
 }
 

@@ -50,7 +50,9 @@ struct BatchJob {
 };
 
 // The batch script for `points` (1-based numbers): #SBATCH resources, the array, and one `prophet sweep` per
-// task writing its own shard. `sweep_file`, `prophet_binary` and `workdir` are absolute.
+// task writing its own shard. `sweep_file`, `prophet_binary` and `workdir` are absolute. Names and paths are
+// quoted (double quotes in #SBATCH lines, single quotes in the shell); a control character in any of them, or a
+// sweep name that is no file name (core/names.h), is a config error (exit 3) naming the field.
 BatchJob make_batch_job(const SweepSpec& spec, const SlurmSpec& slurm, const std::vector<SweepPoint>& points,
                         const std::vector<int>& to_run, const std::string& sweep_file,
                         const std::string& prophet_binary, const std::string& workdir, const std::string& shard_dir);
@@ -64,7 +66,10 @@ std::string job_name(const SweepSpec& spec);
 std::string submit_batch(const std::string& script_path, bool wait);
 
 // squeue lines "<job id> <state>" of the sweep's jobs still known to Slurm; empty when none. `available` is false
-// when squeue cannot run (no Slurm here).
+// when squeue cannot run (no Slurm here). Lists every job and keeps those whose name is exactly job_name(spec)
+// (`squeue --name` would split a name holding a comma).
 std::vector<std::string> queued_jobs(const SweepSpec& spec, bool* available);
+// The "<job id> <state>" of the lines "<job id> <state> <job name>" of `squeue_out` whose job name is `name`.
+std::vector<std::string> jobs_named(const std::string& squeue_out, const std::string& name);
 
 }  // namespace prophet::sweep

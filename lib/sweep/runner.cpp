@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "core/process.h"
 #include "core/sha256.h"
 #include "core/timer.h"
@@ -168,6 +169,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                     std::to_string(p.ranks) + "\n" + canonical_text(spec.calibrate_set.empty() ? p.grid : KeyValues{});
                 if (!calibrated.count(key)) {
                     Calibrated c;
+                    check_file_name("sweep.name", spec.name);
                     c.path = (store_dir / "clusters" /
                               (spec.name + "-" + std::to_string(p.ranks) + "rank" +
                                (p.grid.empty() ? "" : "-" + sha256_hex(key).substr(0, 8)) + ".toml"))

@@ -12,6 +12,7 @@
 #include "balance/cost_model.h"
 #include "balance/options.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "core/toml_text.h"
 #include "serve/serve_config.h"
 #include "sweep/sweep.h"
@@ -212,6 +213,7 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
     if (!name || name->empty())
         throw_config_error("sweep.name", "(missing)", "a sweep needs a non-empty name (the runs' experiment label)",
                            "add `name = \"my-sweep\"` under [sweep]");
+    check_file_name("sweep.name", *name);  // it names files: <name>-<stamp>.sbatch, clusters/<name>-<D>rank.toml
     spec.name = *name;
     if (const toml::node* engine = sweep->get("engine")) {
         const auto* s = engine->as_string();

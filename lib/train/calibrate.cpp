@@ -4,11 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/timer.h"
@@ -264,22 +265,17 @@ std::string calibration_json(const Calibration& cal) {
 
 void write_cluster_file(const ClusterSpec& cluster, const Calibration& cal, const std::string& path,
                         const std::string& extra_toml) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp);
-        if (!out) throw_input_error(path, "cannot write the cluster file", "check the directory exists and is writable");
-        out << "# Calibrated by `prophet profile --calibrate` on " << cal.num_ranks << " ranks of this machine.\n";
-        out << "# all-to-all: every rank sends m bytes to each other rank; the steps below are bytes received per rank.\n";
-        for (size_t i = 0; i < cal.a2a_seconds.size(); ++i)
-            out << "#   received " << cal.a2a_received_bytes[i] / 1024.0 << " KiB in " << cal.a2a_seconds[i] * 1e6
-                << " us\n";
-        out << "# point to point " << cal.p2p_bytes_per_s * 8 / 1e9 << " Gbit/s; " << blas_config() << "\n";
-        out << cluster_to_toml(cluster);
-        out << "source = \"prophet profile --calibrate\"\n";
-        out << extra_toml;
-        if (!out.flush()) throw_input_error(path, "write failed", "check free disk space");
-    }
-    std::rename(tmp.c_str(), path.c_str());
+    std::ostringstream out;
+    out << "# Calibrated by `prophet profile --calibrate` on " << cal.num_ranks << " ranks of this machine.\n";
+    out << "# all-to-all: every rank sends m bytes to each other rank; the steps below are bytes received per rank.\n";
+    for (size_t i = 0; i < cal.a2a_seconds.size(); ++i)
+        out << "#   received " << cal.a2a_received_bytes[i] / 1024.0 << " KiB in " << cal.a2a_seconds[i] * 1e6
+            << " us\n";
+    out << "# point to point " << cal.p2p_bytes_per_s * 8 / 1e9 << " Gbit/s; " << blas_config() << "\n";
+    out << cluster_to_toml(cluster);
+    out << "source = \"prophet profile --calibrate\"\n";
+    out << extra_toml;
+    write_file_atomically(path, out.str());  // a unique temporary renamed over `path`
 }
 
 }  // namespace prophet

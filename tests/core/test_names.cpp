@@ -27,7 +27,7 @@ const NameCase kNames[] = {
     {"del\x7f", false, false, "\\x7f"},
     {"../../../x", true, false, "'/'"},
     {"a/b", true, false, "'/'"},
-    {"a\\b", true, false, "'\\'"},
+    {"a\\b", true, true, ""},  // a file name character on Linux; the writers quote it
     {"..", true, false, "start with '.'"},
     {".", true, false, "start with '.'"},
     {".hidden", true, false, "start with '.'"},

@@ -330,6 +330,19 @@ TEST_F(CheckpointTest, WithoutLatestTheHighestCompleteStepIsUsed) {
     EXPECT_EQ(load_checkpoint(dir_).step, 12);
 }
 
+// issue 26 item 3: `latest` was written through the fixed name .latest.tmp opened with create+truncate, so a
+// symlink planted there made a save overwrite its target
+TEST_F(CheckpointTest, SymlinkAtTheOldLatestTemporaryIsLeftAlone) {
+    fs::create_directories(dir_);
+    const std::string victim = root_ + "/victim";
+    { std::ofstream(victim) << "victim's bytes\n"; }
+    fs::create_symlink(victim, dir_ + "/.latest.tmp");
+    save(1, make_model(14));
+    EXPECT_EQ(read_file(victim), "victim's bytes\n");
+    EXPECT_TRUE(fs::is_symlink(dir_ + "/.latest.tmp"));
+    EXPECT_EQ(read_file(dir_ + "/latest"), "step-00000001\n");
+}
+
 TEST_F(CheckpointTest, LoadingWritesNothing) {
     save(1, make_model(12));
     save(2, make_model(13));
