@@ -4,7 +4,8 @@ paragraph stating what they show, every number in it computed here from the stor
 
 Headlines (each only where the store has the data):
   speedup     `prophet sweep` points' speedup_vs_static per policy (real: static median step / policy median step
-              of the same seed; sim: static / policy mean iteration time), mean ± sd over points and n; sim sweeps
+              of the same seed; sim: static / policy mean iteration time), mean ± sd over the finite values, n
+              over every point and `invalid` the points whose value is NaN or inf ("n/a" when none is finite); sim sweeps
               with several clusters get one row per cluster and policy, pooled over traces and seeds;
   validation  real sweep points' sim_error = (simulated - measured) / measured step time, with the config the
               simulator was calibrated on (validate_calibrated_on) beside the one it was validated on (the analytic
@@ -22,9 +23,17 @@ import common as C  # noqa: E402
 pd = C.pd
 
 
+def _finite(series):
+    """The finite values of a series: NaN (a failed or invalid measurement) and ±inf (a zero denominator) left out."""
+    s = pd.to_numeric(series, errors="coerce")
+    return s[s.abs() != float("inf")].dropna()
+
+
 def _pm(series):
-    """'mean ± sd' of a series (no sd for a single value)."""
-    s = series.dropna()
+    """'mean ± sd' of a series' finite values (no sd for a single value); 'n/a' when it has none."""
+    s = _finite(series)
+    if s.empty:
+        return "n/a"
     return C.mean_pm_sd(s.mean(), s.std(ddof=1) if len(s) > 1 else None)
 
 
@@ -32,7 +41,12 @@ def speedup_table(con, experiment):
     """One row per (experiment, setting, policy other than static): speedup mean ± sd, n, min, max; and the frame
     behind it (columns experiment, setting, policy, speedup_vs_static, backend)."""
     import fig_speedup  # its frame: model-engine ratios, calibrated planner scales only
-    df = fig_speedup.speedup_frame(con, experiment)
+    return speedup_summary(fig_speedup.speedup_frame(con, experiment))
+
+
+def speedup_summary(df):
+    """speedup_table's result from fig_speedup's frame (columns experiment, backend, cluster, policy,
+    speedup_vs_static; optional point.ranks, ablate.variant)."""
     if df.empty:
         return pd.DataFrame(), df
     if "ablate.variant" in df.columns:
@@ -46,8 +60,10 @@ def speedup_table(con, experiment):
     rows = []
     for (exp, setting, policy), g in df.groupby(["experiment", "setting", "policy"], sort=False):
         v = g["speedup_vs_static"]
+        finite = _finite(v)
+        # n counts every point; invalid ones (NaN or inf) are counted apart, never dropped silently
         rows.append({"experiment": exp, "setting": setting, "policy": policy, "speedup over static": _pm(v),
-                     "n": int(v.count()), "min": v.min(), "max": v.max()})
+                     "n": len(v), "invalid": len(v) - len(finite), "min": finite.min(), "max": finite.max()})
     t = pd.DataFrame(rows)
     order = {p: i for i, p in enumerate(C.policy_order(t["policy"]))}
     t = t.sort_values(["experiment", "setting", "policy"], key=lambda s: s.map(order) if s.name == "policy" else s)
@@ -123,10 +139,15 @@ def _speedup_sentence(exp, g, raw):
     for _, r in g.iterrows():
         where = "" if g["setting"].nunique() == 1 else f" on {r['setting']}"
         d = raw[(raw["experiment"] == exp) & (raw["policy"] == r["policy"]) & (raw["setting"] == r["setting"])]
-        v = d["speedup_vs_static"]
+        v = _finite(d["speedup_vs_static"])
+        n = len(d)
+        invalid = f" ({n - len(v)} of {n} points had no finite speedup: NaN or inf, left out)" if len(v) < n else ""
+        if v.empty:
+            parts.append(f"{r['policy']}{where} has no speedup over static to report (n/a: all {n} points NaN or inf)")
+            continue
         spread = " (its sd spans 1.0)" if len(v) > 1 and abs(v.mean() - 1) <= v.std(ddof=1) else ""
         parts.append(f"{r['policy']}{where} ran at {r['speedup over static']}x static's speed, faster than static "
-                     f"in {int((v > 1).sum())} of {len(v)} points{spread}")
+                     f"in {int((v > 1).sum())} of {n} points{spread}{invalid}")
     kind = "real training" if real else "the simulator"
     text = f"In {exp} ({kind}), " + "; ".join(parts[:6])
     if len(parts) > 6:
@@ -222,7 +243,8 @@ def build(con, experiment=None):
     tables = {}
     for title, t, name, note in (
             ("Speedup over static", sp, "summary_speedup",
-             "mean ± sd over seeds (and traces, pooled, for a simulated cluster); min / max over the same points"),
+             "mean ± sd over seeds (and traces, pooled, for a simulated cluster); min / max over the same points; n "
+             "counts every point, invalid those whose speedup is NaN or inf (left out of the mean; n/a: none finite)"),
             ("Simulator validation (held out where 'calibrated on' says so)", va, "summary_validation",
              "sim error = (simulated - measured) / measured step time, mean ± sd over runs"),
             ("Ablation", ab, "summary_ablation", "speedup of each variant over 'none' of the same seed, mean ± sd"),
