@@ -4,9 +4,10 @@ paragraph stating what they show, every number in it computed here from the stor
 
 Headlines (each only where the store has the data):
   speedup     `prophet sweep` points' speedup_vs_static per policy (real: static median step / policy median step
-              of the same seed; sim: static / policy mean iteration time), mean ± sd over points and n, the 95%
-              interval and its verdict (significance.py); sim sweeps with several clusters get one row per cluster
-              and policy, pooled over traces and seeds;
+              of the same seed; sim: static / policy mean iteration time), mean ± sd over the finite values, n
+              over every point and `invalid` the points whose value is NaN or inf ("n/a" when none is
+              finite), the 95% interval over the finite values and its verdict (significance.py); sim
+              sweeps with several clusters get one row per cluster and policy, pooled over traces and seeds;
   activity    real sweeps: what each policy did in its children's steps (policy_activity.py); a policy that never
               left static's placement is said to, instead of given a speedup;
   validation  real sweep points' sim_error = (simulated - measured) / measured step time, with the config the
@@ -27,9 +28,17 @@ import significance as S  # noqa: E402
 pd = C.pd
 
 
+def _finite(series):
+    """The finite values of a series: NaN (a failed or invalid measurement) and ±inf (a zero denominator) left out."""
+    s = pd.to_numeric(series, errors="coerce")
+    return s[s.abs() != float("inf")].dropna()
+
+
 def _pm(series):
-    """'mean ± sd' of a series (no sd for a single value)."""
-    s = series.dropna()
+    """'mean ± sd' of a series' finite values (no sd for a single value); 'n/a' when it has none."""
+    s = _finite(series)
+    if s.empty:
+        return "n/a"
     return C.mean_pm_sd(s.mean(), s.std(ddof=1) if len(s) > 1 else None)
 
 
@@ -37,7 +46,12 @@ def speedup_table(con, experiment):
     """One row per (experiment, setting, policy other than static): speedup mean ± sd, n, min, max; and the frame
     behind it (columns experiment, setting, policy, speedup_vs_static, backend)."""
     import fig_speedup  # its frame: model-engine ratios, calibrated planner scales only
-    df = fig_speedup.speedup_frame(con, experiment)
+    return speedup_summary(fig_speedup.speedup_frame(con, experiment))
+
+
+def speedup_summary(df):
+    """speedup_table's result from fig_speedup's frame (columns experiment, backend, cluster, policy,
+    speedup_vs_static; optional point.ranks, ablate.variant)."""
     if df.empty:
         return pd.DataFrame(), df
     if "ablate.variant" in df.columns:
@@ -51,10 +65,12 @@ def speedup_table(con, experiment):
     rows = []
     for (exp, setting, policy), g in df.groupby(["experiment", "setting", "policy"], sort=False):
         v = g["speedup_vs_static"]
-        centre, low, high = S.speedup_interval(v)
+        finite = _finite(v)
+        centre, low, high = S.speedup_interval(finite)
+        # n counts every point; invalid ones (NaN or inf) are counted apart, never dropped silently
         rows.append({"experiment": exp, "setting": setting, "policy": policy, "speedup over static": _pm(v),
                      "95% CI (geo. mean)": S.interval_text(centre, low, high), "verdict": S.verdict(low, high),
-                     "n": int(v.count()), "min": v.min(), "max": v.max()})
+                     "n": len(v), "invalid": len(v) - len(finite), "min": finite.min(), "max": finite.max()})
     t = pd.DataFrame(rows)
     order = {p: i for i, p in enumerate(C.policy_order(t["policy"]))}
     t = t.sort_values(["experiment", "setting", "policy"], key=lambda s: s.map(order) if s.name == "policy" else s)
@@ -144,8 +160,13 @@ def _speedup_part(exp, r, raw, activity, where):
     did = _activity_row(activity, exp, r["setting"], r["policy"])
     if did is not None and A.all_static(did):
         return A.activity_sentence(did) + f"{where}: no speedup is stated"
-    centre, low, high = S.speedup_interval(d["speedup_vs_static"])
+    v, n = _finite(d["speedup_vs_static"]), len(d)
+    if v.empty:
+        return f"{r['policy']}{where} has no speedup over static to report (n/a: all {n} points NaN or inf)"
+    centre, low, high = S.speedup_interval(v)
     text = S.speedup_phrase(r["policy"], "static", centre, low, high) + where
+    if len(v) < n:
+        text += f" ({n - len(v)} of {n} points had no finite speedup: NaN or inf, left out)"
     if did is not None:
         text += ": " + A.activity_sentence(did, _activity_row(activity, exp, r["setting"], "static"))
     return text
@@ -262,7 +283,8 @@ def build(con, experiment=None):
     tables = {}
     for title, t, name, note in (
             ("Speedup over static", sp, "summary_speedup",
-             "mean ± sd over seeds (and traces, pooled, for a simulated cluster); min / max over the same points; "
+             "mean ± sd over seeds (and traces, pooled, for a simulated cluster); min / max over the same points; n "
+             "counts every point, invalid those whose speedup is NaN or inf (left out of the mean; n/a: none finite); "
              "95% CI: Student's t on the log of the paired per-seed ratios, as a geometric mean [low, high] "
              "(docs/reports.md \"Significance\"); verdict: faster / slower only when the interval excludes 1.0"),
             ("What the policies did (real runs)", activity, "summary_activity",

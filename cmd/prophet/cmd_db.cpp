@@ -44,16 +44,19 @@ CLI::App* add_db_check_command(CLI::App* db, DbCheckArgs& args) {
     cmd->add_option("--stale-after", args.stale_after_s,
                     "seconds without a heartbeat after which a run that cannot be probed (another host, or recorded "
                     "before schema 2) is lost")
-        ->check(CLI::NonNegativeNumber)
+        ->check(non_negative_number("60"))
         ->capture_default_str();
     cmd->add_flag("--json", args.json, "one JSON object on stdout");
     cmd->footer(
-        "A `running` run is judged by the process that writes it (runs.host, runs.pid):\n"
-        "  alive  its process runs on this host: never touched, however old its heartbeat;\n"
-        "  lost   its process is gone from this host, or it runs elsewhere and its heartbeat is older than\n"
-        "         --stale-after;\n"
+        "A `running` run is judged by the lock its process holds (<store>.runlocks/<run>.lock), else by that\n"
+        "process (runs.host, runs.pid):\n"
+        "  alive  its lock is held (from any PID namespace: a container sharing this host name), or, for a run\n"
+        "         recorded without a lock, its process runs on this host: never touched, however old its heartbeat;\n"
+        "  lost   its lock is free on this host, or (no lock) its process is gone from this host, or it runs\n"
+        "         elsewhere and its heartbeat is older than --stale-after;\n"
         "  fresh  it runs elsewhere and its heartbeat is recent.\n"
-        "Every trace is read back and checked against its meta (a damaged one is named; --repair leaves it).\n"
+        "Every table and index of the schema must be there, and every trace is read back and checked against its\n"
+        "meta (a damaged one is named; --repair leaves it).\n"
         "Exit 0 when the store is sound and no run is lost (or --repair closed them), 5 otherwise or when the file\n"
         "is missing, corrupt or not a prophet store. Opening a schema-1 store migrates it to schema 2.\n"
         "`prophet sweep` reaps lost runs the same way before it starts. docs/reliability.md, docs/store.md.\n"
@@ -70,7 +73,7 @@ int run_db_check(const DbCheckArgs& args) {
     const auto stale_after_ms = static_cast<int64_t>(args.stale_after_s * 1000);
     StoreHealth health = check_store(store, stale_after_ms);
     std::vector<RunVerdict> repaired;
-    if (args.repair && health.integrity == "ok") {
+    if (args.repair && health.integrity == "ok" && health.missing_objects.empty()) {
         repaired = reap_lost_runs(store, stale_after_ms);
         health = check_store(store, stale_after_ms);
     }
@@ -80,6 +83,7 @@ int run_db_check(const DbCheckArgs& args) {
                               {"schema_version", health.schema_version},
                               {"opened_at_version", health.opened_at_version},
                               {"integrity", health.integrity},
+                              {"missing_schema", health.missing_objects},
                               {"ok", ok}};
         out["status_counts"] = nlohmann::json::object();
         for (const auto& [status, n] : health.status_counts) out["status_counts"][status] = n;
@@ -95,6 +99,7 @@ int run_db_check(const DbCheckArgs& args) {
         if (health.opened_at_version > 0 && health.opened_at_version < health.schema_version)
             schema += " (migrated from " + std::to_string(health.opened_at_version) + ")";
         std::printf("store %s: %s, integrity %s\n", health.path.c_str(), schema.c_str(), health.integrity.c_str());
+        for (const std::string& object : health.missing_objects) std::printf("missing from the schema: %s\n", object.c_str());
         std::printf("runs: %s\n", counts_line(health).c_str());
         std::printf("traces: %lld, %zu unreadable\n", static_cast<long long>(health.traces), health.bad_traces.size());
         for (const std::string& problem : health.bad_traces) std::printf("bad trace: %s\n", problem.c_str());
@@ -108,6 +113,14 @@ int run_db_check(const DbCheckArgs& args) {
     if (health.integrity != "ok") {
         std::fprintf(stderr, "prophet db check: %s is damaged (%s); fix: restore it from a backup\n",
                      health.path.c_str(), health.integrity.c_str());
+        return kExitDatabase;
+    }
+    if (!health.missing_objects.empty()) {
+        std::string objects;
+        for (const std::string& o : health.missing_objects) objects += (objects.empty() ? "" : ", ") + o;
+        std::fprintf(stderr, "prophet db check: %s lacks part of its schema (%s): a table was dropped or the file was "
+                             "cut; fix: restore it from a backup (the rows of a dropped table are gone)\n",
+                     health.path.c_str(), objects.c_str());
         return kExitDatabase;
     }
     if (!health.bad_traces.empty()) {

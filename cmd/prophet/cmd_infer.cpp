@@ -201,6 +201,7 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
                              bytes, serve::percentile(path_ms, 50), run.measured.front().token_path_ms.size());
             }
             store->finish_run(run_id, "finished", 0, "");
+            require_recorded(*store, {run_id}, "run " + run_id);
             simulate_on_clusters(*store, run_id, config, args, settings, run, comm->size());
             store->checkpoint();
         }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,7 +47,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& args) {
                      "trace: generator .toml (experiments/traces/), binary trace file, or run:<id> / trace:<id> (required)");
     plan->add_option("-k,--cluster", args.cluster, "cluster file (experiments/clusters/) (required)")
         ->check(CLI::ExistingFile);
-    plan->add_option("-p,--policy", args.policy, "policy name or all (sets balance.policy)");
+    plan->add_option("-p,--policy", args.policy,
+                     "policy name, all, or a comma-separated list such as static,prophet (sets balance.policy)");
     add_common_options(plan, args.common);
     plan->footer(
         "Policies: static deepspeed fastermoe prophet prophet-oracle eplb moetuner top2 top3 exhaustive "
@@ -79,6 +82,39 @@ Loaded load_any_trace(const std::string& spec, const std::string& store_path) {
     }
     validate_trace(out.trace, spec);
     return out;
+}
+
+// The device count a generator .toml declares, read without generating the trace (minutes at DeepSeek-V3 scale),
+// so that a cluster of another size fails first. 0 when `spec` is not a generator .toml.
+int declared_generator_devices(const std::string& spec) {
+    const std::string ext = ".toml";
+    if (is_store_reference(spec) || spec.size() < ext.size() || spec.compare(spec.size() - ext.size(), ext.size(), ext))
+        return 0;
+    Config generator(trace_generator_schema(), "trace generator " + spec);
+    generator.merge_toml_file(spec);
+    return generator.has("trace.num_devices") ? static_cast<int>(generator.get_int("trace.num_devices")) : 0;
+}
+
+// --policy: one name, `all`, or a comma-separated list (what users type: static,prophet). Each name of a list is
+// checked like balance.policy; the list is recorded as balance.policy's value. Returns the listed policies (empty
+// for one name or `all`, which balance.policy holds).
+std::vector<std::string> apply_policy_option(Config& config, const std::string& text) {
+    if (text.find(',') == std::string::npos) {
+        config.apply_set("balance.policy=" + text);
+        return {};
+    }
+    std::vector<std::string> listed;
+    std::stringstream parts(text);
+    for (std::string name; std::getline(parts, name, ',');) {
+        if (name.empty() || name == "all")
+            throw Error(kExitUsage, "usage error: --policy " + text + ": a list names policies (e.g. static,prophet); " +
+                                        (name.empty() ? "an empty name" : "`all` is not one") + " is not allowed");
+        Config probe = config;
+        probe.apply_set("balance.policy=" + name);  // a config error naming the bad one
+        if (std::find(listed.begin(), listed.end(), name) == listed.end()) listed.push_back(name);
+    }
+    config.set("balance.policy", text, "--policy");
+    return listed;
 }
 
 // One policy under every system model. Planners with a cost objective (plans_with_cost_eq) plan once per
@@ -279,15 +315,18 @@ int run_plan(const PlanArgs& args) {
     if (args.trace.empty() || args.cluster.empty())
         throw Error(kExitUsage, "usage error: prophet plan needs --trace FILE and --cluster FILE (see prophet plan --help)");
     Config config = resolve_config(schema, args.common);
-    if (!args.policy.empty()) config.apply_set("balance.policy=" + args.policy);
+    const std::vector<std::string> listed = args.policy.empty() ? std::vector<std::string>{}
+                                                                : apply_policy_option(config, args.policy);
     const BalanceOptions options = balance_options_from(config);
     const std::string store_path = config.get_string("store.path");
 
-    // ---- inputs, all validated before anything is written -----------------------------------------------
+    // ---- inputs, all validated before anything is written; the cheap checks before the trace is generated --
+    const ClusterSpec cluster = load_cluster_file(args.cluster);
+    if (const int declared = declared_generator_devices(args.trace); declared > 0)
+        check_trace_devices(cluster, args.cluster, declared, args.trace);
     Loaded loaded = load_any_trace(args.trace, store_path);
     const Trace& trace = loaded.trace;
     const TraceMeta& meta = trace.meta;
-    const ClusterSpec cluster = load_cluster_file(args.cluster);
     const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
                            meta.d_model,     meta.d_ffn,       meta.seq_len};
     const CostModel cost = cost_model_for_trace(cluster, args.cluster, shape, args.trace, config,
@@ -298,6 +337,8 @@ int run_plan(const PlanArgs& args) {
     const bool all = chosen == "all";
     if (all)
         policies = policy_names();
+    else if (!listed.empty())
+        policies = listed;
     else
         policies = {chosen};
 
@@ -445,6 +486,7 @@ int run_plan(const PlanArgs& args) {
         put_bound_metrics(store, run_id, bounds, times, meta.num_layers, meta.num_experts);
         store.finish_run(run_id, "finished", 0, "");
     });
+    require_recorded(store, {run_id}, "run " + run_id);
     const double elapsed_s = (now_ns() - started) * 1e-9;
 
     if (args.common.json) {

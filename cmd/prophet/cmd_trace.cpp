@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -108,6 +109,10 @@ int run_trace(const TraceArgs& args) {
     const std::string& input = args.inputs[0];
     if ((args.action == "convert" || args.action == "export") && args.output.empty())
         throw Error(kExitUsage, "usage error: prophet trace " + args.action + " needs --out FILE");
+    std::error_code ec;
+    if (!args.output.empty() && std::filesystem::is_directory(args.output, ec))
+        throw Error(kExitUsage, "usage error: --out " + args.output + " is a directory; give the file to write, e.g. " +
+                                    (std::filesystem::path(args.output) / "trace.ptrace").string());
     const auto write = [&](const Trace& trace) {
         if (args.format == "csv")
             write_trace_csv(trace, args.output);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "kernels/blas.h"
+#include "model/checkpoint.h"
 #include "train/calibrate.h"
 #include "train/calibrate_ops.h"
 #include "train/device.h"
@@ -209,6 +211,9 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
     const bool root = ctx.comm->rank() == 0;
     const TrainSettings& s = ctx.settings;
     const int D = ctx.comm->size();
+    // rank 0 writes the checkpoints: it holds the directory's lock until the loop ends (exit 4 when in use)
+    std::optional<FileLock> checkpoint_lock;
+    if (save && root) checkpoint_lock = lock_checkpoint_dir(checkpoint_dir);
     trainer.set_record_transitions(record_transitions);
     LoopResult result;
     std::vector<Placement> previous;
@@ -372,6 +377,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
                          ctx->run_id.c_str(), r.steps.size(), summary["final_loss"].get<double>(),
                          summary["median_step_ms"].get<double>(), summary["median_tokens_per_s"].get<double>());
             ctx->store->finish_run(ctx->run_id, "finished", 0, "");
+            require_recorded(*ctx->store, {ctx->run_id}, "run " + ctx->run_id);  // exit 5 if its rows are lost
             ctx->store->checkpoint();
         }
     } catch (...) {  // every exception is recorded with rank and step; main then aborts MPI (exit code != 0)
@@ -468,6 +474,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         if (root) {
             if (args.common.json) std::printf("%s\n", out.dump().c_str());
             ctx->store->finish_run(ctx->run_id, "finished", 0, "");
+            require_recorded(*ctx->store, {ctx->run_id}, "run " + ctx->run_id);
         }
     } catch (...) {  // every exception is recorded with rank and step; main then aborts MPI (exit code != 0)
         const Error e = current_exception_as_error();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,7 +30,29 @@ Config resolve_config(const Schema& schema, const CommonArgs& args) {
     for (const std::string& path : args.config_files) config.merge_toml_file(path);
     for (const std::string& assignment : args.sets) config.apply_set(assignment);
     config.check_required();
+    // an empty store.path given on purpose (--set store.path=) is a mistake, never "use the default"
+    if (config.has("store.path") && config.get_string("store.path").empty())
+        throw_config_error("store.path", "\"\"", "must name a file (given empty in " + config.source("store.path") + ")",
+                           "--set store.path=results/prophet.db, or leave store.path out for the default");
     return config;
+}
+
+CLI::Validator non_negative_number(const std::string& example) {
+    return CLI::Validator(
+        [example](std::string& text) -> std::string {
+            double value = 0;
+            size_t used = 0;
+            try {
+                value = std::stod(text, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used == 0 || used != text.size() || !std::isfinite(value))
+                return "'" + text + "' is not a number; give a number >= 0, e.g. " + example;
+            if (value < 0) return text + " is negative; give a number >= 0, e.g. " + example;
+            return "";
+        },
+        "NUMBER >= 0");
 }
 
 int report_start_error(const Error& e, int world_rank) {

@@ -22,8 +22,12 @@ struct CommonArgs {
 };
 
 void add_common_options(CLI::App* command, CommonArgs& args);
-// defaults < --config files < --set; throws prophet::Error (exit 3) on any bad key or value
+// defaults < --config files < --set; throws prophet::Error (exit 3) on any bad key or value, and on a store.path
+// given empty
 Config resolve_config(const Schema& schema, const CommonArgs& args);
+// A CLI11 check for an option taking a number >= 0: "abc" is "not a number", -1 is "negative", each with
+// `example` ("60") as the fix. Usage errors (exit 2).
+CLI::Validator non_negative_number(const std::string& example);
 // prints every key of the schema (for --help-config)
 void print_schema(const Schema& schema, const std::string& command);
 

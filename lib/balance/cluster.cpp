@@ -34,11 +34,11 @@ const Schema& cluster_schema() {
         s.add_float("cluster.a2a_latency_us", 0.0, 0.0, 1e6, "fixed latency added to each all-to-all, us");
         s.add_required("cluster.trans_gbit_s", ValueType::kFloat, 0, std::nullopt,
                        "Trans (parameter broadcast) bandwidth B̄, Gbit/s", true);
-        s.add_float("cluster.agg_gbit_s", -1.0, -1.0, 1e6, "Agg (gradient reduce) bandwidth, Gbit/s (-1: trans_gbit_s)");
+        s.add_float("cluster.agg_gbit_s", -1.0, -1.0, 1e6, "Agg (gradient reduce) bandwidth, Gbit/s (-1: trans_gbit_s; 0 is an error)");
         s.add_float("cluster.intra_node_gbit_s", -1.0, -1.0, 1e7,
-                    "topology: per-pair bandwidth inside a node, Gbit/s (-1: largest a2a step)");
+                    "topology: per-pair bandwidth inside a node, Gbit/s (-1: largest a2a step; 0 is an error)");
         s.add_float("cluster.inter_node_gbit_s", -1.0, -1.0, 1e7,
-                    "topology: per-pair bandwidth across nodes, Gbit/s (-1: largest a2a step)");
+                    "topology: per-pair bandwidth across nodes, Gbit/s (-1: largest a2a step; 0 is an error)");
         s.add_float("cluster.node_nic_gbit_s", 0.0, 0.0, 1e7,
                     "topology: each network interface of a node, shared by the inter-node traffic of the devices on "
                     "its rail, Gbit/s per direction (0: no limit)");
@@ -117,6 +117,17 @@ bool describes_topology(const Config& config) {
     return false;
 }
 
+// A bandwidth whose -1 means a default (`meaning`): any other value must be a rate > 0. 0 Gbit/s is no link at
+// all, never a silent "use the default".
+double rate_or_default(const Config& config, const char* key, const std::string& meaning, const std::string& origin) {
+    const double gbit = config.get_float(key);
+    if (gbit == -1.0 || gbit > 0) return gbit;
+    const std::string name = std::string(key).substr(std::string("cluster.").size());
+    throw_config_error(key, value_to_toml(gbit), "must be > 0 Gbit/s, or -1 for " + meaning + " (" + origin + ")",
+                       "write the link's bandwidth, e.g. " + name + " = 100.0, or -1 (or leave " + name +
+                           " out) for " + meaning);
+}
+
 void read_topology(const Config& config, const std::string& origin, ClusterSpec& c) {
     c.topology = config.has("cluster.topology") ? config.get_bool("cluster.topology") : describes_topology(config);
     c.chain_broadcast = config.get_string("cluster.trans_broadcast") == "chain";
@@ -172,11 +183,11 @@ ClusterSpec cluster_from_config(const Config& config, const std::string& origin)
             i < kib.size() ? kib[i] * 1024.0 : std::numeric_limits<double>::infinity(), gbit[i] * kGbit});
     c.a2a_latency_s = config.get_float("cluster.a2a_latency_us") * 1e-6;
     c.trans_bytes_per_s = config.get_float("cluster.trans_gbit_s") * kGbit;
-    const double agg = config.get_float("cluster.agg_gbit_s");
+    const double agg = rate_or_default(config, "cluster.agg_gbit_s", "trans_gbit_s", origin);
     c.agg_bytes_per_s = agg > 0 ? agg * kGbit : c.trans_bytes_per_s;
     const double fastest = gbit.back() * kGbit;
-    const double intra = config.get_float("cluster.intra_node_gbit_s");
-    const double inter = config.get_float("cluster.inter_node_gbit_s");
+    const double intra = rate_or_default(config, "cluster.intra_node_gbit_s", "the largest a2a_gbit_s", origin);
+    const double inter = rate_or_default(config, "cluster.inter_node_gbit_s", "the largest a2a_gbit_s", origin);
     c.intra_node_bytes_per_s = intra > 0 ? intra * kGbit : fastest;
     c.inter_node_bytes_per_s = inter > 0 ? inter * kGbit : fastest;
     c.node_nic_bytes_per_s = config.get_float("cluster.node_nic_gbit_s") * kGbit;
@@ -204,6 +215,12 @@ ClusterSpec load_cluster_file(const std::string& path) {
     return cluster_from_config(config, path);
 }
 
+ClusterSpec load_cluster_text(const std::string& text, const std::string& origin) {
+    Config config(cluster_schema(), "cluster file " + origin);
+    config.merge_toml_string(text, origin, {"ops"});
+    return cluster_from_config(config, origin);
+}
+
 std::string cluster_to_toml(const ClusterSpec& c) {
     std::ostringstream out;
     out.precision(6);
@@ -221,9 +238,11 @@ std::string cluster_to_toml(const ClusterSpec& c) {
     out << "]\n";
     out << "a2a_latency_us = " << c.a2a_latency_s * 1e6 << "\n";
     out << "trans_gbit_s = " << c.trans_bytes_per_s / kGbit << "\n";
-    out << "agg_gbit_s = " << c.agg_bytes_per_s / kGbit << "\n";
-    out << "intra_node_gbit_s = " << c.intra_node_bytes_per_s / kGbit << "\n";
-    out << "inter_node_gbit_s = " << c.inter_node_bytes_per_s / kGbit << "\n";
+    // -1 (the default) where no rate was measured: 0 would not read back (rate_or_default)
+    const auto rate = [](double bytes_per_s) { return bytes_per_s > 0 ? bytes_per_s / kGbit : -1.0; };
+    out << "agg_gbit_s = " << rate(c.agg_bytes_per_s) << "\n";
+    out << "intra_node_gbit_s = " << rate(c.intra_node_bytes_per_s) << "\n";
+    out << "inter_node_gbit_s = " << rate(c.inter_node_bytes_per_s) << "\n";
     out << "node_nic_gbit_s = " << c.node_nic_bytes_per_s / kGbit << "\n";
     // the topology keys and the explicit flag: what is read back is what was written (topology = false keeps a
     // calibrated file on the flat model)

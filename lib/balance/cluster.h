@@ -71,6 +71,8 @@ struct ClusterSpec {
 
 const Schema& cluster_schema();
 ClusterSpec load_cluster_file(const std::string& path);
+// The same from the text of a cluster file; `origin` names it in errors.
+ClusterSpec load_cluster_text(const std::string& text, const std::string& origin);
 ClusterSpec cluster_from_config(const Config& config, const std::string& origin);
 std::string cluster_to_toml(const ClusterSpec& cluster);  // what `prophet profile --calibrate` writes
 

@@ -30,7 +30,7 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     s.add_float("balance.capacity_factor", 0.0, 0.0, 1e6,
                 "capacity cf*k*S_local/E per expert and device (0: none): static reports the tokens it would drop; "
                 "deepspeed drops them and pads every expert to it (0: pads to the largest count, dropless)");
-    s.add_int("balance.eplb_redundant_slots", -1, -1, 1 << 20, "eplb: extra expert slots in total (-1: one per device)");
+    s.add_int("balance.eplb_redundant_slots", -1, -1, 1 << 20, "eplb: extra expert slots in total (-1: one per device, at most E * (D - 1), so none on one device)");
     s.add_string("balance.eplb_mode", "global", {"global", "hierarchical"}, "eplb: replicate globally or within nodes");
     s.add_int("balance.eplb_groups", 1, 1, 1 << 20, "eplb hierarchical: groups of consecutive experts");
     s.add_string("balance.ilp_objective", "minmax", {"minmax", "sumdev"}, "moetuner ILP 1 objective");
@@ -108,14 +108,19 @@ void add_cost_model_keys(Schema& s, const std::string& scale_note) {
                  "compute (the block-wise scheduler), or chunks filling both windows (the paper's max(0, T - window))");
 }
 
+void check_trace_devices(const ClusterSpec& cluster, const std::string& cluster_origin, int trace_devices,
+                         const std::string& trace_origin) {
+    if (cluster.num_devices != trace_devices)
+        throw_input_error(trace_origin,
+                          "the trace has D = " + std::to_string(trace_devices) + " devices but the cluster " +
+                              cluster_origin + " has num_devices = " + std::to_string(cluster.num_devices),
+                          "use a cluster file with num_devices = " + std::to_string(trace_devices) +
+                              " or a trace recorded on " + std::to_string(cluster.num_devices) + " devices");
+}
+
 CostModel cost_model_for_trace(const ClusterSpec& cluster, const std::string& cluster_origin, const TraceShape& t,
                                const std::string& trace_origin, const Config& c, const std::string& dims_fix) {
-    if (cluster.num_devices != t.num_devices)
-        throw_input_error(trace_origin,
-                          "the trace has D = " + std::to_string(t.num_devices) + " devices but the cluster " +
-                              cluster_origin + " has num_devices = " + std::to_string(cluster.num_devices),
-                          "use a cluster file with num_devices = " + std::to_string(t.num_devices) +
-                              " or a trace recorded on " + std::to_string(cluster.num_devices) + " devices");
+    check_trace_devices(cluster, cluster_origin, t.num_devices, trace_origin);
     if (t.num_experts % t.num_devices != 0)
         throw_input_error(trace_origin,
                           "E = " + std::to_string(t.num_experts) + " experts is not divisible by D = " +

@@ -27,6 +27,9 @@ struct TraceShape {
     int d_model = 0, d_ffn = 0, seq_len = 0;  // 0 = unknown
 };
 
+// The trace's device count against the cluster's; an input error (exit 3) naming both files when they differ.
+void check_trace_devices(const ClusterSpec& cluster, const std::string& cluster_origin, int trace_devices,
+                         const std::string& trace_origin);
 // Checks the trace against the cluster (same D; E divisible by D) with errors (exit 3) naming trace_origin and
 // cluster_origin, then builds the cost model from the cluster, the trace's dimensions and the plan.* overrides
 // of `config` (the keys of add_cost_model_keys). dims_fix says how to set plan.d_model where the caller is.

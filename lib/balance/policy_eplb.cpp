@@ -163,7 +163,10 @@ void validate_eplb(const std::vector<double>& loads, int num_layers, int num_dev
     for (double v : loads)
         if (!std::isfinite(v) || v < 0)
             throw_config_error("eplb.loads", std::to_string(v), "loads must be finite and >= 0", "");
-    const std::string r = std::to_string(options.eplb_redundant_slots);
+    // the value as the user gave it, or the default's resolved value named as such
+    const std::string r = options.eplb_redundant_slots == -1
+                              ? "-1 (the default, one per device: " + std::to_string(redundant) + ")"
+                              : std::to_string(options.eplb_redundant_slots);
     if (redundant < 0)
         throw_config_error("balance.eplb_redundant_slots", r, "must be >= 0 or -1 (= D)", "");
     const int slots = num_experts + redundant;
@@ -211,7 +214,8 @@ std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layer
 std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layers, int num_devices, int num_experts,
                                  int num_nodes, const BalanceOptions& options, EplbReport* report) {
     const int L = num_layers, D = num_devices, E = num_experts;
-    const int redundant = options.eplb_redundant_slots == -1 ? D : options.eplb_redundant_slots;
+    // the default: one slot per device, at most E * (D - 1) (none on one device: a copy needs another device)
+    const int redundant = options.eplb_redundant_slots == -1 ? std::min(D, E * (D - 1)) : options.eplb_redundant_slots;
     validate_eplb(loads, L, D, E, num_nodes, options, redundant);
     const int slots = E + redundant;           // S
     const int slots_per_device = slots / D;    // S / D

@@ -2,6 +2,7 @@
 // thread, in front of any communicator.
 #include "comm/comm_paced.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -35,21 +36,60 @@ struct PacedSend {
     std::exception_ptr error;
 };
 
+// The egress queue, shared by the communicator, its wire thread and the send requests (which may outlive neither
+// but may be destroyed during an exception's unwinding in any order).
+struct Wire {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::shared_ptr<PacedSend>> queue;
+    bool stopping = false;
+
+    // Takes `send` off the queue if the wire thread has not taken it yet; false when it has (it is posted, or
+    // being posted). The wire thread is woken: the send it sleeps for may be this one.
+    bool withdraw(const std::shared_ptr<PacedSend>& send) {
+        bool withdrawn = false;
+        {
+            std::lock_guard lock(mutex);
+            const auto it = std::find(queue.begin(), queue.end(), send);
+            if (it != queue.end()) {
+                queue.erase(it);
+                withdrawn = true;
+            }
+        }
+        cv.notify_all();
+        return withdrawn;
+    }
+};
+
 class PacedSendRequest final : public CommRequest {
   public:
-    explicit PacedSendRequest(std::shared_ptr<PacedSend> send) : send_(std::move(send)) {}
+    PacedSendRequest(std::shared_ptr<PacedSend> send, std::shared_ptr<Wire> wire, int rank, double timeout_s)
+        : send_(std::move(send)), wire_(std::move(wire)), rank_(rank), timeout_s_(timeout_s) {}
+    // Never waits for a send still queued (its release may be hours away on a slow link, and the destruction
+    // happens while an error unwinds): it is withdrawn. A posted one is waited for, as the inner request needs.
     ~PacedSendRequest() override {
+        if (done_ || wire_->withdraw(send_)) return;
         try {
             wait();
         } catch (...) {
             // a destructor must not throw; wait() reported the failure to whoever called it
         }
     }
+    // Bounded by comm.timeout_s (0 = none), like every blocking call: a send the emulated link cannot release in
+    // time is withdrawn and the wait throws the timeout error (exit 6).
     void wait() override {
         if (done_) return;
         done_ = true;
         std::unique_lock lock(send_->mutex);
-        send_->cv.wait(lock, [&] { return send_->posted; });
+        const auto posted = [&] { return send_->posted; };
+        if (timeout_s_ <= 0) {
+            send_->cv.wait(lock, posted);
+        } else if (!send_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s_), posted)) {
+            lock.unlock();
+            if (wire_->withdraw(send_)) throw timeout_error();
+            lock.lock();
+            send_->cv.wait(lock, posted);  // the wire thread took it meanwhile: it posts it now
+        }
         if (send_->error) std::rethrow_exception(send_->error);
         CommHandle inner = std::move(send_->inner);
         lock.unlock();
@@ -67,28 +107,44 @@ class PacedSendRequest final : public CommRequest {
     }
 
   private:
+    Error timeout_error() const {
+        return comm_detail::timeout_error(
+            rank_, "isend", timeout_s_,
+            " waiting for the emulated link to send " + std::to_string(send_->bytes) + " bytes to rank " +
+                std::to_string(send_->dst) + " (comm.link_gbps is too slow for comm.timeout_s)");
+    }
+
     std::shared_ptr<PacedSend> send_;
+    std::shared_ptr<Wire> wire_;
+    int rank_ = 0;
+    double timeout_s_ = 0;
     bool done_ = false;
 };
 
 class PacedComm final : public ForwardingCommunicator {
   public:
-    PacedComm(Communicator* inner, LinkEmulation link) : ForwardingCommunicator(inner), link_(link) {
+    PacedComm(Communicator* inner, LinkEmulation link)
+        : ForwardingCommunicator(inner), link_(link), wire_(std::make_shared<Wire>()) {
         PROPHET_ASSERT(inner != nullptr);
-        PROPHET_ASSERT_MSG(link.bytes_per_s > 0 && link.latency_s >= 0,
-                           "link emulation needs a rate > 0 bytes/s and a latency >= 0 s");
-        wire_ = std::thread([this] { wire_loop(); });
+        PROPHET_ASSERT_MSG(link.bytes_per_s > 0 && link.latency_s >= 0 && link.timeout_s >= 0,
+                           "link emulation needs a rate > 0 bytes/s, a latency >= 0 s and a timeout >= 0 s");
+        wire_thread_ = std::thread([this] { wire_loop(); });
     }
     ~PacedComm() override {
         {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
+            std::lock_guard lock(wire_->mutex);
+            wire_->stopping = true;
         }
-        cv_.notify_all();
-        wire_.join();
+        wire_->cv.notify_all();
+        wire_thread_.join();
     }
 
-    // rank .. broadcast, set_timeout_s: forwarded (the small collectives are not paced)
+    // rank .. broadcast: forwarded (the small collectives are not paced)
+
+    void set_timeout_s(double seconds) override {
+        inner_->set_timeout_s(seconds);
+        link_.timeout_s = seconds;  // for the sends posted from now on
+    }
 
     void all_to_all_v(const void* send, const size_t* send_bytes, const size_t* send_offsets, void* recv,
                       const size_t* recv_bytes, const size_t* recv_offsets) override {
@@ -126,7 +182,7 @@ class PacedComm final : public ForwardingCommunicator {
         send->dst = dst;
         send->tag = tag;
         {
-            std::lock_guard lock(mutex_);
+            std::lock_guard lock(wire_->mutex);
             const Clock::time_point now = Clock::now();
             const auto wire = std::chrono::duration_cast<Clock::duration>(
                 std::chrono::duration<double>((double)bytes / link_.bytes_per_s));
@@ -134,10 +190,10 @@ class PacedComm final : public ForwardingCommunicator {
                 std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(link_.latency_s));
             egress_free_ = std::max(egress_free_, now) + wire;
             send->release = egress_free_ + latency;
-            queue_.push_back(send);
+            wire_->queue.push_back(send);
         }
-        cv_.notify_all();
-        return std::make_unique<PacedSendRequest>(std::move(send));
+        wire_->cv.notify_all();
+        return std::make_unique<PacedSendRequest>(std::move(send), wire_, rank(), link_.timeout_s);
     }
 
     CommHandle broadcast_subset_async(void* data, size_t bytes, int root, const std::vector<int>& ranks,
@@ -150,15 +206,21 @@ class PacedComm final : public ForwardingCommunicator {
     }
 
   private:
-    // Sleeps until the head of the queue is due, then posts it to the inner communicator.
+    // Sleeps until the head of the queue is due, then posts it to the inner communicator. A send withdrawn while
+    // it sleeps wakes it for the next head; on stopping, the sends still queued fail instead of being sent.
     void wire_loop() {
-        std::unique_lock lock(mutex_);
+        Wire& w = *wire_;
+        std::unique_lock lock(w.mutex);
         for (;;) {
-            cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-            if (queue_.empty()) return;  // stopping and drained
-            std::shared_ptr<PacedSend> send = queue_.front();
-            if (cv_.wait_until(lock, send->release, [&] { return false; })) continue;
-            queue_.pop_front();
+            w.cv.wait(lock, [&] { return w.stopping || !w.queue.empty(); });
+            if (w.stopping) {
+                fail_queued(w);
+                return;
+            }
+            std::shared_ptr<PacedSend> send = w.queue.front();
+            const auto head_changed = [&] { return w.stopping || w.queue.empty() || w.queue.front() != send; };
+            if (w.cv.wait_until(lock, send->release, head_changed)) continue;
+            w.queue.pop_front();
             lock.unlock();
             CommHandle inner;
             std::exception_ptr error;
@@ -167,24 +229,33 @@ class PacedComm final : public ForwardingCommunicator {
             } catch (...) {
                 error = std::current_exception();
             }
-            {
-                std::lock_guard send_lock(send->mutex);
-                send->inner = std::move(inner);
-                send->error = error;
-                send->posted = true;
-            }
-            send->cv.notify_all();
+            settle(*send, std::move(inner), error);
             lock.lock();
         }
     }
 
+    static void settle(PacedSend& send, CommHandle inner, std::exception_ptr error) {
+        {
+            std::lock_guard send_lock(send.mutex);
+            send.inner = std::move(inner);
+            send.error = error;
+            send.posted = true;
+        }
+        send.cv.notify_all();
+    }
+
+    // w.mutex held
+    static void fail_queued(Wire& w) {
+        const auto closed = std::make_exception_ptr(
+            Error(kExitDistributed, "the emulated link was closed before this send left (its communicator ended)"));
+        for (const std::shared_ptr<PacedSend>& send : w.queue) settle(*send, nullptr, closed);
+        w.queue.clear();
+    }
+
     LinkEmulation link_;
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    std::deque<std::shared_ptr<PacedSend>> queue_;
-    Clock::time_point egress_free_{};
-    bool stopping_ = false;
-    std::thread wire_;
+    std::shared_ptr<Wire> wire_;
+    Clock::time_point egress_free_{};  // guarded by wire_->mutex
+    std::thread wire_thread_;
 };
 
 }  // namespace

@@ -13,6 +13,9 @@
 // (barrier, all_gather, broadcast, all_reduce: control messages and the dense data-parallel gradient sum), which go
 // straight to the inner communicator. Messages to this rank itself are not paced. docs/scheduler.md says more.
 //
+// Every wait on a paced send is bounded by the timeout (LinkEmulation::timeout_s, set_timeout_s): a link too slow
+// for it ends the job with exit 6 like a hung peer. A send request destroyed unwaited is withdrawn from the queue.
+//
 // Thread safety: like the inner communicator, plus: isend/irecv/all_to_all_v may be called from one extra thread
 // (a communication thread) concurrently with the main thread, provided the inner communicator allows that (the
 // in-process LocalGroup does; MPI needs MPI_THREAD_MULTIPLE).
@@ -27,6 +30,8 @@ namespace prophet {
 struct LinkEmulation {
     double bytes_per_s = 0;  // egress rate per rank; <= 0: no pacing
     double latency_s = 0;    // per message
+    double timeout_s = 0;    // a wait for a queued send gives up after it (exit 6), as comm.timeout_s; 0 = none.
+                             // set_timeout_s on the paced communicator sets it too.
 };
 
 // Wraps inner (not owned; must outlive the result).

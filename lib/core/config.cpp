@@ -98,16 +98,36 @@ std::string choices_text(const std::vector<std::string>& choices) {
     return text;
 }
 
-// Converts a parsed TOML node to the key's type, or throws a config error naming key, value and rule.
-Value convert(const KeySpec& spec, const toml::node& node, const std::string& shown) {
+// A value the fix hint can show for a number key: its default when that is allowed (a required key's placeholder
+// default may not be), else its bound.
+std::string example_number(const KeySpec& spec) {
+    const bool integral = spec.type == ValueType::kInt || spec.type == ValueType::kIntList;
+    if (const double* d = std::get_if<double>(&spec.default_value); d && number_ok(spec, *d)) return format_double(*d);
+    if (const int64_t* i = std::get_if<int64_t>(&spec.default_value); i && number_ok(spec, static_cast<double>(*i)))
+        return std::to_string(*i);
+    const double x = spec.min ? *spec.min + (spec.min_exclusive ? 1 : 0) : spec.max.value_or(1);
+    return integral ? std::to_string(static_cast<int64_t>(x)) : format_double(x);
+}
+
+// The fix for a bad value of `spec` from `origin` ("--set", or the file or text it was read from): where the user
+// wrote it, in that syntax.
+std::string value_fix(const KeySpec& spec, const std::string& origin, const std::string& example) {
+    if (origin == "--set") return "e.g. --set " + spec.key + "=" + example;
+    const size_t dot = spec.key.rfind('.');
+    const std::string table = dot == std::string::npos ? "" : " under [" + spec.key.substr(0, dot) + "]";
+    return "write e.g. " + spec.key.substr(dot + 1) + " = " + example + table + " in " + origin;
+}
+
+// Converts a parsed TOML node from `origin` to the key's type, or throws a config error naming key, value, rule
+// and a fix in the syntax of the origin.
+Value convert(const KeySpec& spec, const toml::node& node, const std::string& shown, const std::string& origin) {
     auto type_error = [&](const std::string& expected) -> Value {
         throw_config_error(spec.key, shown, "must be " + expected,
-                           "write it as e.g. " + spec.key + " = " + value_to_toml(spec.default_value));
+                           value_fix(spec, origin, value_to_toml(spec.default_value)));
     };
     auto check_number = [&](double x) {
         if (!number_ok(spec, x))
-            throw_config_error(spec.key, shown, bounds_rule(spec),
-                               "e.g. --set " + spec.key + "=" + value_to_toml(spec.default_value));
+            throw_config_error(spec.key, shown, bounds_rule(spec), value_fix(spec, origin, example_number(spec)));
     };
     auto check_choice = [&](const std::string& s) {
         if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), s) == spec.choices.end())
@@ -363,7 +383,7 @@ void Config::merge_toml_string(const std::string& text, const std::string& origi
             }
             const std::string shown = toml_node_text(node);
             const KeySpec& spec = spec_or_throw(key, shown);
-            values_[key] = Entry{convert(spec, node, shown), origin};
+            values_[key] = Entry{convert(spec, node, shown, origin), origin};
         }
     };
     walk(table, "");
@@ -393,13 +413,13 @@ void Config::apply_set(const std::string& assignment) {
         ok = false;
     }
     if (ok) {
-        values_[key] = Entry{convert(spec, *parsed.get("v"), raw), "--set"};
+        values_[key] = Entry{convert(spec, *parsed.get("v"), raw, "--set"), "--set"};
         return;
     }
     // a bare word is a string (e.g. --set balance.policy=prophet)
     if (spec.type == ValueType::kString) {
         toml::value<std::string> node(raw);
-        values_[key] = Entry{convert(spec, node, raw), "--set"};
+        values_[key] = Entry{convert(spec, node, raw, "--set"), "--set"};
         return;
     }
     throw_config_error(key, raw, "is not a valid " + type_name(spec.type) + " value",

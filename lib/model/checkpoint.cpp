@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <new>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -468,6 +470,42 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const std::vec
     // a unique temporary created exclusively, renamed over `latest`, directory synced (core/atomic_file.h)
     write_file_atomically((fs::path(dir) / kLatestFile).string(), name + "\n");
     return final_dir;
+}
+
+std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep) {
+    std::vector<std::string> removed;
+    if (keep <= 0) return removed;
+    std::error_code ec;
+    std::string latest = fs::exists(fs::path(dir) / kLatestFile, ec) ? read_text_file((fs::path(dir) / kLatestFile).string()) : "";
+    while (!latest.empty() && (latest.back() == '\n' || latest.back() == '\r' || latest.back() == ' ')) latest.pop_back();
+    std::vector<std::pair<int64_t, std::string>> steps;  // (step, name) of every real step directory
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        const int64_t step = step_of_name(name);
+        if (step >= 0 && entry.symlink_status(ec).type() == fs::file_type::directory) steps.emplace_back(step, name);
+    }
+    std::sort(steps.begin(), steps.end(), std::greater<>());  // newest first
+    for (size_t i = static_cast<size_t>(keep); i < steps.size(); ++i) {
+        if (steps[i].second == latest) continue;
+        const std::string path = (fs::path(dir) / steps[i].second).string();
+        fs::remove_all(path, ec);
+        if (ec) io_error(path, "cannot remove an old checkpoint (train.keep_checkpoints)", ec.value());
+        removed.push_back(path);
+    }
+    return removed;
+}
+
+FileLock lock_checkpoint_dir(const std::string& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) io_error(dir, "cannot create the checkpoint directory", ec.value());
+    const std::string path = (fs::path(dir) / ".lock").string();
+    std::optional<FileLock> lock = FileLock::try_acquire(path, kExitResource);
+    if (!lock)
+        throw Error(kExitResource, "resource error: checkpoint directory " + dir + " is in use: another run writes it "
+                                   "(it holds " + path + "); fix: set train.checkpoint_dir to another directory, or "
+                                   "wait for that run to end");
+    return std::move(*lock);
 }
 
 std::string resolve_checkpoint(const std::string& path) {

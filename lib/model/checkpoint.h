@@ -8,7 +8,8 @@
 //   dir/step-00000100/state.json     step, RNG states (hex), config_hash, data position, prophet version
 // A save writes dir/.tmp-step-00000100, fsyncs every file and the directory, renames it into place and then
 // replaces `latest` through a temporary file and a rename, so a crash at any point leaves the previous checkpoint
-// loadable. One process writes a given directory at a time.
+// loadable. One process writes a given directory at a time (lock_checkpoint_dir); prune_checkpoints keeps the
+// newest few step directories.
 //
 // Loading never writes. Every defect of a file is a prophet::Error with exit code 3 naming the file: "truncated"
 // (header length or data_offsets beyond the end of the file, data size not matching the shape), "not a
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/file_lock.h"
 #include "core/rng.h"
 
 namespace prophet {
@@ -109,6 +111,18 @@ std::string checkpoint_dir_name(int64_t step);
 std::string save_checkpoint(const std::string& dir, int64_t step, const std::vector<TensorView>& tensors,
                             const std::vector<TensorView>& optimizer_tensors,
                             const std::map<std::string, RngState>& rng_states, const CheckpointMeta& meta);
+
+// Keeps the newest `keep` step directories of checkpoint directory `dir` (by step number) and the one `latest`
+// names, and removes the other step-N directories; `keep` = 0 keeps every one. Only real directories named
+// step-<digits> are touched (never a symbolic link, a .tmp- directory of a save in progress, or another file).
+// Returns the directories removed. Call it after save_checkpoint, from the one process writing `dir`.
+std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep);
+
+// The exclusive lock on checkpoint directory `dir` (dir/.lock; the directory is created if needed), held by the
+// run that writes it for as long as the FileLock lives. A second run writing the same directory would interleave
+// steps and move `latest` backwards: it gets prophet::Error exit 4 (the directory is in use) naming the
+// directory and the fix.
+FileLock lock_checkpoint_dir(const std::string& dir);
 
 // `path` is a checkpoint directory (uses `latest`; without it, the highest complete step-N) or a step directory.
 std::string resolve_checkpoint(const std::string& path);

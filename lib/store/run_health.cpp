@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "core/error.h"
+#include "store/run_lock.h"
 
 namespace prophet {
 
@@ -57,16 +59,27 @@ std::string format_utc_ms(int64_t ms) {
 }
 
 RunVerdict judge_running_run(const RunRow& run, int64_t now_ms, int64_t stale_after_ms, const std::string& host,
-                             const std::function<bool(int64_t)>& gone) {
+                             const std::function<bool(int64_t)>& gone, LockState lock) {
     RunVerdict v;
     v.run = run;
     const int64_t last = run.heartbeat_ms.value_or(run.started_ms);
     v.silent_ms = std::max<int64_t>(0, now_ms - last);
     const std::string since = "last heartbeat " + format_utc_ms(last) + " (" + std::to_string(v.silent_ms / 1000) +
                               " s ago)";
-    const bool here = !run.host.empty() && run.host == host && run.pid.has_value();
-    if (here) {
-        const std::string process = "pid " + std::to_string(*run.pid) + " on " + run.host;
+    const bool same_host = !run.host.empty() && run.host == host;
+    const bool here = same_host && run.pid.has_value();
+    const std::string process = run.pid ? "pid " + std::to_string(*run.pid) + " on " + run.host : "no pid recorded";
+    if (lock == LockState::kHeld) {  // whatever the pid says: from another PID namespace it says nothing
+        v.liveness = RunLiveness::kAlive;
+        v.reason = "alive: its run lock is held (" + process + "); " + since;
+        return v;
+    }
+    if (lock == LockState::kFree && same_host) {
+        v.liveness = RunLiveness::kLost;
+        v.reason = "lost: its run lock is free: the process that held it (" + process + ") is gone; " + since;
+        return v;
+    }
+    if (here && lock == LockState::kAbsent) {  // a run recorded before run locks: its pid is all there is
         if (gone(*run.pid)) {
             v.liveness = RunLiveness::kLost;
             v.reason = "lost: its process (" + process + ") is gone; " + since;
@@ -91,7 +104,7 @@ RunVerdict judge_running_run(const RunRow& run, int64_t now_ms, int64_t stale_af
 }
 
 bool StoreHealth::ok() const {
-    if (integrity != "ok" || !bad_traces.empty()) return false;
+    if (integrity != "ok" || !missing_objects.empty() || !bad_traces.empty()) return false;
     return std::none_of(running.begin(), running.end(),
                         [](const RunVerdict& v) { return v.liveness == RunLiveness::kLost; });
 }
@@ -112,7 +125,9 @@ std::vector<RunVerdict> judge_running(Store& store, int64_t stale_after_ms) {
     const std::string host = current_host();
     const int64_t now = wall_ms();
     std::vector<RunVerdict> verdicts;
-    for (const RunRow& row : rows) verdicts.push_back(judge_running_run(row, now, stale_after_ms, host));
+    for (const RunRow& row : rows)
+        verdicts.push_back(judge_running_run(row, now, stale_after_ms, host, process_gone,
+                                             probe_run_lock(store.path(), row.run_id)));
     return verdicts;
 }
 
@@ -124,6 +139,8 @@ StoreHealth check_store(Store& store, int64_t stale_after_ms) {
     h.schema_version = store.schema_version();
     h.opened_at_version = store.opened_at_version();
     h.integrity = store.integrity_check();
+    h.missing_objects = store.missing_schema_objects();
+    if (!h.missing_objects.empty()) return h;  // reading the runs or traces could fail on the very table missing
     std::map<std::string, int64_t> counts;
     for (const RunRow& row : store.list_runs(RunFilter{})) ++counts[row.status];
     h.status_counts.assign(counts.begin(), counts.end());
@@ -143,7 +160,11 @@ std::vector<RunVerdict> reap_lost_runs(Store& store, int64_t stale_after_ms) {
     std::vector<RunVerdict> reaped;
     for (RunVerdict& v : judge_running(store, stale_after_ms)) {
         // mark_lost writes only if the run is still running: a run that finished since it was judged keeps its end
-        if (v.liveness == RunLiveness::kLost && store.mark_lost(v.run.run_id, v.reason)) reaped.push_back(std::move(v));
+        if (v.liveness == RunLiveness::kLost && store.mark_lost(v.run.run_id, v.reason)) {
+            std::error_code ec;  // its lock file, free since its writer ended: nobody locks a lost run again
+            std::filesystem::remove(run_lock_path(store.path(), v.run.run_id), ec);
+            reaped.push_back(std::move(v));
+        }
     }
     return reaped;
 }

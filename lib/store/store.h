@@ -186,6 +186,16 @@ class Store {
     Trace load_trace(const std::string& trace_or_run_id);  // a trace_id, or the latest trace of a run; exit 3 if none
     std::vector<TraceRow> list_traces(const std::string& run_id = "");  // newest first
 
+    // Whether the rows of `run_ids` are there for every other process (issue 26 item 9): each run read back through
+    // a fresh connection must match this connection's view (status, metric and event counts), and the -wal and
+    // -shm files must still be the ones this connection wrote through when it began its first run. One line per
+    // problem; empty = all there. Call it before checkpoint(), at the end of a run or sweep.
+    std::vector<std::string> verify_recorded(const std::vector<std::string>& run_ids);
+
+    // The tables and indexes of the current schema that this file lacks ("table events", "index events_by_run"),
+    // sorted; empty when it has them all. A dropped table passes integrity_check but fails every command that
+    // reads it.
+    std::vector<std::string> missing_schema_objects();
     std::string integrity_check(bool quick = false);  // "ok" or the problems found
     int schema_version();                              // PRAGMA user_version (kStoreSchemaVersion once open)
     int opened_at_version() const;                     // user_version before open migrated it; 0 = new file
@@ -195,5 +205,14 @@ class Store {
     explicit Store(std::unique_ptr<StoreImpl> impl);
     std::unique_ptr<StoreImpl> impl_;
 };
+
+// Whether `path` is a file holding a schema: false for a missing or empty file, or an empty SQLite database
+// (nothing to read, and Store::open would write a schema into it); true for anything else, even a file that is not
+// SQLite (Store::open then names the problem). Opens the file read-only; writes nothing.
+bool has_store_schema(const std::string& path);
+
+// Store::verify_recorded, throwing prophet::Error (exit 5) that names `what` ("run 0123...", "sweep nightly"),
+// every problem and the fix when there is one.
+void require_recorded(Store& store, const std::vector<std::string>& run_ids, const std::string& what);
 
 }  // namespace prophet

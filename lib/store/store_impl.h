@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/file_lock.h"
 
 namespace prophet {
 
@@ -48,6 +49,16 @@ inline uint64_t splitmix64(uint64_t x) {
 // 16 lowercase hex chars: 8 bytes of /dev/urandom, or time, pid and a counter mixed when that is unavailable.
 std::string random_id();
 
+// (device, inode) of a file, to tell whether the file at a path is still the one opened earlier
+struct FileIdentity {
+    uint64_t device = 0, inode = 0;
+    bool exists = false;
+    bool operator==(const FileIdentity& o) const {
+        return exists == o.exists && device == o.device && inode == o.inode;
+    }
+};
+FileIdentity file_identity(const std::string& path);  // exists = false when stat fails
+
 inline bool is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
 
 }  // namespace store_detail
@@ -60,6 +71,9 @@ struct StoreImpl {
     std::unordered_map<std::string, sqlite3_stmt*> statements;
     int txn_depth = 0;
     int opened_at_version = 0;  // user_version the file had when opened (0: new), before any migration
+    std::unordered_map<std::string, FileLock> run_locks;
+    // the -wal and -shm files this connection wrote through when it began its first run (Store::verify_recorded)
+    store_detail::FileIdentity wal_identity, shm_identity;  // run_id -> its lock, for the runs begun here and running
 
     ~StoreImpl() {
         for (auto& [sql, stmt] : statements) sqlite3_finalize(stmt);

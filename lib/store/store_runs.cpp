@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "store/store.h"
 #include "store/store_impl.h"
+#include "store/run_lock.h"
 
 namespace prophet {
 
@@ -70,6 +71,8 @@ std::string this_host() {
 
 std::string Store::begin_run(const RunInfo& info) {
     std::string run_id = random_id();
+    // locked before the row exists: a reaper never sees this run `running` with a free lock while it lives
+    FileLock lock = lock_run(impl_->path, run_id);
     int64_t now = now_ms();
     impl_->transaction([&] {
         Stmt s(*impl_,
@@ -85,6 +88,11 @@ std::string Store::begin_run(const RunInfo& info) {
         s.text_or_null(this_host()).i64(::getpid());  // the writer: a reaper never reaps it while it lives
         s.run();
     });
+    impl_->run_locks.emplace(run_id, std::move(lock));
+    if (!impl_->wal_identity.exists) {  // the files exist once the row is written
+        impl_->wal_identity = file_identity(impl_->path + "-wal");
+        impl_->shm_identity = file_identity(impl_->path + "-shm");
+    }
     return run_id;
 }
 
@@ -103,6 +111,13 @@ void Store::finish_run(const std::string& run_id, const std::string& status, int
             throw Error(kExitDatabase, impl_->message("finish_run", ("no run " + run_id).c_str()));
         }
     });
+    // released once the end is written (inside an outer transaction too: mark_lost re-reads the status before it
+    // writes, so a reaper that sees the free lock first still finds the run ended)
+    auto lock = impl_->run_locks.find(run_id);
+    if (lock != impl_->run_locks.end()) {
+        lock->second.release_and_remove();
+        impl_->run_locks.erase(lock);
+    }
 }
 
 void Store::heartbeat(const std::string& run_id) {

@@ -144,6 +144,7 @@ SweepProgress read_progress(const SweepSpec& spec, const std::vector<SweepPoint>
     stores.insert(stores.end(), progress.shards.begin(), progress.shards.end());
     std::set<std::string> finished, failed;  // point hashes
     for (const std::string& path : stores) {
+        if (!has_store_schema(path)) continue;  // an empty file: no runs, and a status never writes a schema
         Store store = Store::open(path);
         for (const RunRow& row : store.list_runs(spec.name)) {
             if (row.info.command != "sweep") continue;

@@ -318,7 +318,12 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     // the per-op replay validation of every finished point's child (held out), once the points this run added are in
     if (real && store && summary.ran > 0 && !spec.validate_cluster.empty())
         summary.validation_run_id = detail::replay_validate_points(*store, spec, points, options);
-    if (store) store->checkpoint();
+    if (store) {
+        std::vector<std::string> recorded = summary.run_ids;  // every point this sweep recorded is there for others
+        if (!summary.validation_run_id.empty()) recorded.push_back(summary.validation_run_id);
+        require_recorded(*store, recorded, "sweep " + spec.name);
+        store->checkpoint();
+    }
     return summary;
 }
 

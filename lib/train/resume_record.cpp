@@ -3,10 +3,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "store/run_health.h"
+#include "store/run_lock.h"
 
 namespace prophet {
 
@@ -41,12 +43,16 @@ std::string close_resumed_run(Store& store, const std::string& checkpoint_path, 
         return "";
     }
     const RunRow old = store.get_run(old_run);
-    const bool alive = old.status == "running" && old.pid && old.host == current_host() && !process_gone(*old.pid);
+    // alive as db check judges it (its run lock held, or its pid here), never by the heartbeat's age
+    const bool alive = old.status == "running" &&
+                       judge_running_run(old, 0, std::numeric_limits<int64_t>::max(), current_host(), process_gone,
+                                         probe_run_lock(store.path(), old_run))
+                               .liveness == RunLiveness::kAlive;
     store.link_resume(old_run, new_run, from_step, !alive);
     if (alive)
         std::fprintf(stderr, "prophet: run %s, whose checkpoint this run continues, still runs (pid %lld); left "
                              "running\n",
-                     old_run.c_str(), static_cast<long long>(*old.pid));
+                     old_run.c_str(), static_cast<long long>(old.pid.value_or(-1)));
     else
         std::fprintf(stderr, "prophet: run %s (%s) resumed by %s\n", old_run.c_str(),
                      old.status == "running" ? "was running, now resumed" : old.status.c_str(), new_run.c_str());

@@ -2,9 +2,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
 #include "balance/cluster.h"
 #include "balance/options.h"
 #include "core/error.h"
+#include "train/default_cluster.h"
 
 namespace prophet {
 
@@ -37,6 +42,9 @@ const Schema& train_schema() {
         s.add_int("train.threads", 1, 1, 256, "BLAS threads per rank");
         s.add_string("train.checkpoint_dir", "", {}, "where --save writes checkpoints (empty: results/ckpt/<run_id>)");
         s.add_int("train.save_every", 0, 0, 1e12, "checkpoint every N steps (0: at the end only, with --save)");
+        s.add_int("train.keep_checkpoints", 3, 0, 1e9,
+                  "step directories kept in the checkpoint directory: the newest N (and the one `latest` names); "
+                  "older ones are removed after each save (0: keep every one)");
         s.add_string("device.kind", "cpu", {"cpu", "cuda"},
                      "where the model computes: cpu (every rank, MPI) or cuda (a GPU per rank, ranks of a host "
                      "sharing its GPUs round-robin; exit 4 when no CUDA device is usable; docs/gpu.md)");
@@ -50,8 +58,9 @@ const Schema& train_schema() {
         s.add_string("routing.trace", "", {},
                      "routing trace for routing.source = \"trace\": a .ptrace, a CSV trace or a generator .toml");
         add_balance_keys(s, /*allow_all=*/false, "static");
-        s.add_string("balance.cluster", "experiments/clusters/cpu-local.toml", {},
-                     "cluster file of the planner's cost model (num_devices is taken from the run)");
+        s.add_string("balance.cluster", kDefaultClusterPath, {},
+                     "cluster file of the planner's cost model (num_devices is taken from the run); the default is "
+                     "built into prophet, a path given is read relative to the working directory");
         s.add_string("comm.backend", "mpi", {"mpi", "nccl"},
                      "the ranks' communicator: mpi (the MPI world on host buffers; cuda ranks may share a GPU) or "
                      "nccl (device.kind = cuda, one rank per GPU, bootstrapped over MPI; docs/gpu.md)");
@@ -87,6 +96,26 @@ const Schema& train_schema() {
     }();
     return schema;
 }
+
+namespace {
+
+// The planner's cluster: the built-in copy of the default, or the file balance.cluster names (an error naming
+// balance.cluster when it cannot be read).
+ClusterSpec planner_cluster(const Config& c) {
+    const std::string path = c.get_string("balance.cluster");
+    if (c.source("balance.cluster") == "default" && path == kDefaultClusterPath)
+        return load_cluster_text(kDefaultClusterToml, std::string(kDefaultClusterPath) + " (built into prophet)");
+    if (!std::ifstream(path))
+        throw_config_error("balance.cluster", "\"" + path + "\"",
+                           std::string("cannot read the cluster file (") + std::strerror(errno) +
+                               "; a relative path is read from "
+                           "the working directory)",
+                           "give an existing cluster file (experiments/clusters/), or leave balance.cluster out for "
+                           "the built-in default");
+    return load_cluster_file(path);
+}
+
+}  // namespace
 
 TrainSettings train_settings_from(const Config& c, int world_size) {
     TrainSettings t;
@@ -138,6 +167,7 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.threads = static_cast<int>(c.get_int("train.threads"));
     t.checkpoint_dir = c.get_string("train.checkpoint_dir");
     t.save_every = c.get_int("train.save_every");
+    t.keep_checkpoints = c.get_int("train.keep_checkpoints");
     t.record_loads = c.get_bool("train.record_loads");
     // GpuModel routes with its own gate: the recorded routing (model.route_override) exists on the CPU model only
     if (c.get_string("routing.source") == "trace" && c.get_string("device.kind") == "cuda")
@@ -157,7 +187,7 @@ TrainSettings train_settings_from(const Config& c, int world_size) {
     t.balance = balance_options_from(c);
     t.profile_iterations = static_cast<int>(std::max<int64_t>(1, c.get_int("balance.profile_iterations")));
     t.cluster_path = c.get_string("balance.cluster");
-    ClusterSpec cluster = load_cluster_file(t.cluster_path);
+    ClusterSpec cluster = planner_cluster(c);
     cluster.num_devices = D;
     if (cluster.devices_per_node > D || D % cluster.devices_per_node != 0) cluster.devices_per_node = D;
     t.cost.cluster = cluster;

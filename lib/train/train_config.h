@@ -26,6 +26,7 @@ struct TrainSettings {
     int threads = 1;  // BLAS threads per rank
     std::string checkpoint_dir;
     int64_t save_every = 0;  // 0: only at the end when checkpoint_dir is set
+    int64_t keep_checkpoints = 3;  // newest step directories kept after each save; 0: all
     std::string policy;
     BalanceOptions balance;
     int profile_iterations = 1;  // eplb/moetuner: static for this many iterations, then plan once

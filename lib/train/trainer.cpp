@@ -45,7 +45,8 @@ void require_thread_multiple(const Communicator& comm, const std::string& featur
 std::unique_ptr<Communicator> paced_if_asked(Communicator& comm, const TrainSettings& settings) {
     if (settings.link_gbps <= 0) return nullptr;
     require_thread_multiple(comm, "comm.link_gbps (the emulated link's wire thread calls MPI)");
-    return make_paced_communicator(&comm, LinkEmulation{settings.link_gbps * 1e9 / 8, settings.link_latency_us * 1e-6});
+    return make_paced_communicator(
+        &comm, LinkEmulation{settings.link_gbps * 1e9 / 8, settings.link_latency_us * 1e-6, settings.comm_timeout_s});
 }
 
 }  // namespace
@@ -339,6 +340,7 @@ std::string Trainer::save(const std::string& dir, const std::string& run_id) {
         // the run has no stochastic operation after initialisation; the seed's generator is kept for the record
         const std::map<std::string, RngState> rngs = {{"init", rng_state(Rng(settings_.model.seed))}};
         written = save_checkpoint(dir, next_step_ - 1, tensors, optimizer, rngs, meta);
+        prune_checkpoints(dir, settings_.keep_checkpoints);  // after `latest` moved: never the newest
     }
     comm_.barrier();
     return written;

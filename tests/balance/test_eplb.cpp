@@ -124,6 +124,27 @@ TEST(Eplb, DefaultRedundancyIsOneSlotPerDevice) {
     EXPECT_EQ(report.slots_per_device, 3);
 }
 
+// Issue 26 item 11: the default (-1) is resolved before it is validated: on one device there is nothing to
+// replicate (0 redundant slots, no error), and where the resolved default cannot work the message says it is the
+// default, with its value, instead of blaming a "-1" the user never set. Rows: D, E, redundant slots resolved.
+TEST(Eplb, DefaultRedundancyIsResolvedBeforeItIsChecked) {
+    struct Case {
+        int D, E, slots;
+    };
+    for (const Case c : {Case{1, 4, 4}, Case{1, 1, 1}, Case{2, 1, 2}, Case{4, 8, 12}}) {
+        EplbReport report;
+        EXPECT_NO_THROW(plan_eplb(std::vector<double>(c.E, 1.0), 1, c.D, c.E, 1, BalanceOptions(), &report))
+            << "D=" << c.D << " E=" << c.E;
+        EXPECT_EQ(report.physical_slots, c.slots) << "D=" << c.D << " E=" << c.E;
+    }
+    try {
+        plan_eplb(std::vector<double>(5, 1.0), 1, 4, 5, 1, BalanceOptions());  // 5 + 4 slots over 4 devices
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("the default, one per device: 4"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Eplb, ZipfBalanceBeatsContiguousLayout) {
     const int L = 4, D = 8, E = 64;
     const auto loads = zipf_layers(L, E, 1.0, 7);

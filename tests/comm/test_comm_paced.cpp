@@ -6,10 +6,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <vector>
 #include <thread>
 
 #include "comm/comm.h"
 #include "comm/comm_paced.h"
+#include "core/error.h"
 #include "comm_checks.h"
 #include "core/timer.h"
 
@@ -75,4 +78,50 @@ TEST(PacedComm, AMessageTakesAtLeastItsWireTime) {
         }
         c.barrier();
     });
+}
+
+// Issue 26 item 8: the timeout bounds a wait on the emulated link. At 1 byte/s a 1000-byte message would leave in
+// 17 minutes; a wait with a 0.3 s timeout throws exit 6 well before, and so does an all-to-all; a request
+// destroyed unwaited (an error unwinding) does not wait for the link either, nor does the communicator's end.
+TEST(PacedComm, TimeoutBoundsTheWaitsOnASlowLink) {
+    struct Case {
+        const char* name;
+        std::function<void(Communicator&, std::vector<char>&)> call;
+        bool throws;
+    };
+    const Case cases[] = {
+        {"isend wait", [](Communicator& c, std::vector<char>& buf) { c.isend(buf.data(), 1000, 1, 7)->wait(); },
+         true},
+        {"all_to_all_v",
+         [](Communicator& c, std::vector<char>& buf) {
+             const size_t bytes[2] = {c.rank() == 0 ? 0u : 1000u, c.rank() == 0 ? 1000u : 0u};
+             const size_t offsets[2] = {0, 1000};
+             std::vector<char> out(2000);
+             c.all_to_all_v(buf.data(), bytes, offsets, out.data(), bytes, offsets);
+         },
+         true},
+        {"unwaited isend", [](Communicator& c, std::vector<char>& buf) { c.isend(buf.data(), 1000, 1, 8); }, false},
+    };
+    for (const Case& k : cases) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto inner = make_local_group(2);
+        inner[0]->set_timeout_s(0.3);
+        {
+            auto paced = make_paced_communicator(inner[0].get(), LinkEmulation{1.0, 0.0});
+            paced->set_timeout_s(0.3);
+            std::vector<char> buf(2000, 'x');
+            if (k.throws) {
+                try {
+                    k.call(*paced, buf);
+                    ADD_FAILURE() << k.name << ": no timeout";
+                } catch (const Error& e) {
+                    EXPECT_EQ(e.exit_code(), kExitDistributed) << k.name << ": " << e.what();
+                    EXPECT_NE(std::string(e.what()).find("timed out after 0.3"), std::string::npos) << e.what();
+                }
+            } else {
+                k.call(*paced, buf);
+            }
+        }  // the communicator ends with nothing queued
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0) << k.name;
+    }
 }

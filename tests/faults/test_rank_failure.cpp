@@ -130,6 +130,42 @@ TEST_F(RankFailure, HungRankEndsTheJobWithExitSixAfterTheTimeout) {
     EXPECT_EQ(store.get_metrics(runs[0].run_id, "loss").size(), 4u) << "steps 0..3 finished";
 }
 
+// Processes whose command line holds `needle` (a test's own temporary directory): what is left of a job.
+static std::vector<std::string> processes_naming(const std::string& needle) {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(getpid())) continue;
+        std::ifstream in(entry.path() / "cmdline");
+        std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (cmdline.find(needle) != std::string::npos) found.push_back(name);
+    }
+    return found;
+}
+
+// Issue 26 item 8: comm.timeout_s bounds the waits on the emulated (paced) link too. At 1e-6 Gbit/s a step's
+// all-to-all would take days; each rank gives up after 2 s, the job ends with exit 6, the run is recorded failed
+// and no rank outlives mpirun.
+TEST_F(RankFailure, PacedLinkSlowerThanTheTimeoutEndsWithExitSix) {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const auto t0 = std::chrono::steady_clock::now();
+    const CliResult r = prophet::testing::run_prophet(
+        "timeout -s KILL 60 mpirun --allow-run-as-root --oversubscribe -np 2",
+        "train --config experiments/train/main-2rank.toml --set train.steps=3 --set comm.link_gbps=1e-6 "
+        "--set comm.timeout_s=2 --set store.path=" + db_,
+        dir_);
+    EXPECT_EQ(r.exit_code, prophet::kExitDistributed) << r.err;
+    EXPECT_LT(seconds_since(t0), 40.0) << r.err;
+    EXPECT_NE(r.err.find("timed out after 2"), std::string::npos) << r.err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_TRUE(processes_naming(dir_.string()).empty()) << "a rank outlived mpirun";
+    prophet::Store store = prophet::Store::open(db_);
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "failed") << runs[0].error;
+    EXPECT_EQ(runs[0].exit_code.value_or(-1), prophet::kExitDistributed) << runs[0].error;
+}
+
 // The store holds one run, failed with exit code 1 by an injected `debug.fail_mode=error` on `rank` at `step`, and
 // exactly one `failure` event, written by that rank.
 static void expect_injected_error_recorded(const std::string& db, const CliResult& r, int rank, int64_t step) {

@@ -467,5 +467,59 @@ TEST_F(CheckpointTest, InspectListsTensorsWithoutReadingData) {
     EXPECT_NE(text.find("step 6, optimizer step 7"), std::string::npos) << text;
 }
 
+// Issue 26 item 17: train.keep_checkpoints. Rows: steps saved (in this order), keep, the step directories left.
+// `latest` names the last step saved; a step saved again after newer ones (a resume from an older checkpoint)
+// stays because `latest` names it, and a symbolic link or a .tmp- directory is never touched.
+TEST_F(CheckpointTest, PruneKeepsTheNewestStepsAndLatest) {
+    struct Case {
+        std::vector<int64_t> saved;
+        int64_t keep;
+        std::vector<std::string> left;
+    };
+    const Case cases[] = {
+        {{1, 2, 3, 4, 5}, 3, {"step-00000003", "step-00000004", "step-00000005"}},
+        {{1, 2, 3}, 0, {"step-00000001", "step-00000002", "step-00000003"}},
+        {{1, 2, 3}, 1, {"step-00000003"}},
+        {{4, 5, 6, 2}, 2, {"step-00000002", "step-00000005", "step-00000006"}},
+    };
+    const Model model = make_model(3);
+    for (const Case& c : cases) {
+        fs::remove_all(dir_);
+        for (int64_t step : c.saved) {
+            save(step, model);
+            prune_checkpoints(dir_, c.keep);
+        }
+        std::vector<std::string> left;
+        for (const fs::directory_entry& entry : fs::directory_iterator(dir_))
+            if (entry.is_directory()) left.push_back(entry.path().filename().string());
+        std::sort(left.begin(), left.end());
+        EXPECT_EQ(left, c.left) << "keep " << c.keep;
+        EXPECT_EQ(load_checkpoint(dir_).step, c.saved.back());
+    }
+    // what is not a step directory of this checkpoint stays, however old
+    fs::remove_all(dir_);
+    save(5, model);
+    fs::create_directories(root_ + "/elsewhere/step-00000001");
+    fs::create_directory_symlink(root_ + "/elsewhere/step-00000001", dir_ + "/step-00000001");
+    fs::create_directories(dir_ + "/.tmp-step-00000002");
+    save(6, model);
+    EXPECT_TRUE(prune_checkpoints(dir_, 1).size() == 1u);  // step 5 only
+    EXPECT_TRUE(fs::exists(root_ + "/elsewhere/step-00000001"));
+    EXPECT_TRUE(fs::is_symlink(dir_ + "/step-00000001"));
+    EXPECT_TRUE(fs::exists(dir_ + "/.tmp-step-00000002"));
+}
+
+TEST_F(CheckpointTest, ASecondWriterOfOneDirectoryIsRefusedWithExitFour) {
+    const FileLock first = lock_checkpoint_dir(dir_);
+    try {
+        lock_checkpoint_dir(dir_);
+        ADD_FAILURE() << "a second lock on " << dir_;
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_code(), kExitResource) << e.what();
+        EXPECT_NE(std::string(e.what()).find("is in use"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("train.checkpoint_dir"), std::string::npos) << e.what();
+    }
+}
+
 }  // namespace
 }  // namespace prophet

@@ -1,6 +1,7 @@
 // test_run_health.cpp: lost runs: the judgement of a `running` run, the reaper with real dead and live processes,
 // --resume links, and the migration of a schema-1 store (lib/store/run_health.h, lib/store/schema.cpp).
 #include "store/run_health.h"
+#include "store/run_lock.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -224,6 +225,79 @@ TEST_F(RunHealthTest, ListRunsFiltersByExperimentStatusAndPolicy) {
     EXPECT_EQ(ids({"y", "running", "", 0}), std::vector<std::string>{c});
     EXPECT_TRUE(ids({"y", "", "prophet", 0}).empty());
     EXPECT_EQ(ids({"", "", "", 1}).size(), 1u);
+}
+
+// A pid that names no process here: a child this test started and reaped. A run written from another PID
+// namespace (a container with host networking: same host name, its own pids) looks exactly like this.
+int64_t reaped_pid() {
+    const pid_t child = fork();
+    if (child == 0) _exit(0);
+    int status = 0;
+    waitpid(child, &status, 0);
+    return child;
+}
+
+// Issue 26 item 7: a live run is never reaped because its pid means nothing here.
+TEST_F(RunHealthTest, ARunHoldingItsLockIsNotReapedWhenItsPidLooksGone) {
+    Store store = Store::open(db_);
+    const std::string live = store.begin_run(info_of("other-namespace"));
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
+    const std::string sql = "UPDATE runs SET pid = " + std::to_string(reaped_pid()) + " WHERE run_id = '" + live + "'";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    ASSERT_TRUE(process_gone(*store.get_run(live).pid));
+
+    EXPECT_TRUE(reap_lost_runs(store, kDefaultStaleAfterS * 1000).empty());
+    EXPECT_EQ(store.get_run(live).status, "running");
+    const StoreHealth health = check_store(store, kDefaultStaleAfterS * 1000);
+    ASSERT_EQ(health.running.size(), 1u);
+    EXPECT_EQ(health.running[0].liveness, RunLiveness::kAlive) << health.running[0].reason;
+}
+
+TEST_F(RunHealthTest, ADeadWritersRunLockIsFreeAndItsRunLost) {
+    const std::string dead = run_of_dead_process();
+    EXPECT_EQ(probe_run_lock(db_, dead), LockState::kFree);  // the file stays; the kernel released the lock
+    Store store = Store::open(db_);
+    const std::vector<RunVerdict> reaped = reap_lost_runs(store, kDefaultStaleAfterS * 1000);
+    ASSERT_EQ(reaped.size(), 1u);
+    EXPECT_NE(reaped[0].reason.find("run lock is free"), std::string::npos) << reaped[0].reason;
+    EXPECT_EQ(probe_run_lock(db_, dead), LockState::kAbsent) << "the reaper removes the lost run's lock file";
+}
+
+TEST_F(RunHealthTest, FinishRunRemovesItsLock) {
+    Store store = Store::open(db_);
+    const std::string id = store.begin_run(info_of("e"));
+    EXPECT_EQ(probe_run_lock(db_, id), LockState::kHeld);
+    store.finish_run(id, "finished", 0, "");
+    EXPECT_EQ(probe_run_lock(db_, id), LockState::kAbsent);
+}
+
+// The judgement by lock state, one row per case: a held lock wins over any pid or heartbeat; a free lock on this
+// host is death; no lock file falls back to the pid (here) or the heartbeat (elsewhere).
+TEST(JudgeRunningRun, ByLockState) {
+    struct Case {
+        const char* host;
+        LockState lock;
+        bool pid_gone;
+        int64_t silent_ms;
+        RunLiveness expected;
+    };
+    const Case cases[] = {
+        {"here", LockState::kHeld, true, 86400000, RunLiveness::kAlive},
+        {"elsewhere", LockState::kHeld, true, 86400000, RunLiveness::kAlive},
+        {"here", LockState::kFree, false, 0, RunLiveness::kLost},
+        {"elsewhere", LockState::kFree, false, 0, RunLiveness::kFresh},
+        {"elsewhere", LockState::kFree, false, 60001, RunLiveness::kLost},
+        {"here", LockState::kAbsent, false, 86400000, RunLiveness::kAlive},
+        {"here", LockState::kAbsent, true, 0, RunLiveness::kLost},
+    };
+    for (const Case& c : cases) {
+        const RunRow row = running_row(c.host, 42, 1000);
+        const auto gone = [&](int64_t) { return c.pid_gone; };
+        const RunVerdict v = judge_running_run(row, 1000 + c.silent_ms, 60000, "here", gone, c.lock);
+        EXPECT_EQ(v.liveness, c.expected) << c.host << " " << lock_state_name(c.lock) << ": " << v.reason;
+    }
 }
 
 // A store written by schema 1 (before host, pid, resumed_by and the statuses lost / resumed).

@@ -127,6 +127,27 @@ TEST_F(Sweep, SmokeSweepIsResumable) {
     EXPECT_EQ(runs_in_store("smoke"), 6);
 }
 
+// Issue 26 item 9: the sweep reads its points back at the end; their -wal and -shm files removed after the first
+// point, the later points never reach the store others read, and the sweep fails with exit 5 saying so.
+TEST_F(Sweep, PointsLostWithTheWalFailTheSweep) {
+    const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");
+    SweepOptions o = options();
+    bool removed = false;
+    o.log = [&](const std::string& line) {
+        if (!removed && line.find("ETA") != std::string::npos)
+            removed = fs::remove(db_ + "-wal") && fs::remove(db_ + "-shm");
+    };
+    try {
+        run_sweep(spec, o);
+        ADD_FAILURE() << "the sweep ended as if every point were recorded";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_code(), kExitDatabase) << e.what();
+        EXPECT_NE(std::string(e.what()).find("sweep smoke ended, but its rows are not all in"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_TRUE(removed);
+}
+
 // engine sim: per-layer metrics (step 0, layer = block index), L rows each, and RB = 1 for static itself
 TEST_F(Sweep, SimPointRecordsPerLayerMetrics) {
     const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");  // tiny-e4-d4: L = 2
