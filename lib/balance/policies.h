@@ -51,6 +51,11 @@ struct BalanceOptions {
     bool ilp2_traffic = true;
     // top-n broadcast baseline (Fig 15)
     int broadcast_top = 2;
+    // external (external_policy.h): the command (split without a shell), its reply deadline, and its role:
+    // online (per iteration and layer, from the previous iteration's counts) or offline (once, from the window)
+    std::string external_command;
+    double external_timeout_s = 10.0;
+    bool external_offline = false;
 };
 
 // The routing rule a policy runs under: its paper's (paper_route_rule) when balance.route_to = auto, else the
@@ -134,12 +139,13 @@ std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loa
                                            int num_experts, const std::vector<double>& link_cost,
                                            const BalanceOptions& options, IlpReport* report = nullptr);
 
-// Names accepted by balance.policy / --policy, in report order.
+// Names accepted by balance.policy / --policy, in report order (the registry's rows, policy_registry.h).
 const std::vector<std::string>& policy_names();
 
-// The cost equation that describes the system a policy belongs to: 8 for prophet and prophet-oracle (Pro-Prophet
-// runs its block-wise scheduler, which hides Trans and Agg behind compute), 6 for every other (their systems move
-// parameters on the critical path). `prophet plan` reports this as the policy's predicted time.
+// The cost equation that describes the system a policy belongs to (its registry row): 8 for prophet and
+// prophet-oracle (Pro-Prophet runs its block-wise scheduler, which hides Trans and Agg behind compute), 6 for every
+// other (their systems move parameters on the critical path). `prophet plan` reports this as the policy's
+// predicted time.
 int system_cost_eq(const std::string& policy);
 
 // ==== added by the EPLB / MoETuner implementation (policy_eplb.cpp, policy_moetuner.cpp) ===================
