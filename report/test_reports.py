@@ -21,6 +21,7 @@ fig_speedup's bars are the store's means; `prophet report` on a missing store ex
 one 0 with "nothing to report". Last line: "N passed, M failed".
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -340,6 +341,20 @@ def check_report_command(c, prophet, tmp, empty, db):
             "prophet report --experiment A B: a report of those two", f"exit {r.returncode}: {r.stderr[-300:]}")
 
 
+def check_policy_colours(c, prophet):
+    """common.py takes its policy order from the registry (no list of its own) and gives a policy one colour."""
+    os.environ["PROPHET_BINARY"] = prophet
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+    names = [row["name"] for row in json.loads(run([prophet, "policies", "--json"]).stdout)["policies"]]
+    c.check(common.registry_policies() == names and "deepspeed" in names,
+            "report order is `prophet policies --json`'s, deepspeed included", str(common.registry_policies()))
+    alone, together = common.palette(["deepspeed"]), common.palette(list(reversed(names)))
+    c.check(alone["deepspeed"] == together["deepspeed"] and len(set(together.values())) == len(names),
+            "deepspeed has one colour in every figure, every policy its own", str(together))
+    c.check("POLICY_ORDER" not in open(common.__file__).read(), "report/common.py keeps no policy list of its own")
+
+
 def nonempty(path):
     return os.path.isfile(path) and os.path.getsize(path) > 0
 
@@ -369,6 +384,7 @@ def main():
         check_layout(c, db, vdb, os.path.join(tmp, "figs-layout"))
         check_speedup_values(c, db, os.path.join(tmp, "figs-values"))
         check_truth_band(c, prophet, tmp)
+        check_policy_colours(c, prophet)
         # deterministic output: rebuild one figure and compare bytes
         out2 = os.path.join(tmp, "figs2")
         for name in ("fig_speedup", "fig_train"):
