@@ -7,10 +7,15 @@ gives byte-identical files) and prints the table behind the figure as markdown o
 missing prints one line starting with ``NO_DATA_PREFIX`` and exits 0 without writing a figure.
 """
 import argparse
+import functools
+import json
 import os
+import shutil
 import sqlite3
+import subprocess
 import sys
 import urllib.parse
+import zlib
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
@@ -53,9 +58,10 @@ PNG_METADATA = {"Software": None}
 PDF_METADATA = {"CreationDate": None, "Producer": None, "Creator": None}
 SD_NOTE = "mean \u00b1 sd across seeds"
 
-# Fixed policy order and colours so that every figure uses the same colour for a policy.
-POLICY_ORDER = ["static", "fastermoe", "prophet", "prophet-oracle", "eplb", "moetuner", "moetuner-joint", "top2",
-                "top3", "exhaustive"]
+# Policy order and colours come from prophet's policy registry (`prophet policies --json`), so that every figure
+# gives a policy the same colour and a new policy needs no edit here (docs/policies.md).
+REGISTRY_ENV = "PROPHET_POLICIES_JSON"  # a file holding `prophet policies --json`'s output
+BINARY_ENV = "PROPHET_BINARY"           # the prophet binary to ask (`prophet report` sets it to itself)
 
 
 def parse_args(description, experiment=True, argv=None, extra=None):
@@ -323,23 +329,45 @@ def stem(path):
     return base[:-5] if base.endswith(".toml") else base
 
 
+def _registry_text():
+    """`prophet policies --json`'s text: from $PROPHET_POLICIES_JSON, else by running $PROPHET_BINARY, prophet on
+    PATH or build/prophet beside report/; None when none of them is there (a store alone)."""
+    path = os.environ.get(REGISTRY_ENV)
+    if path:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for binary in (os.environ.get(BINARY_ENV), shutil.which("prophet"), os.path.join(here, "..", "build", "prophet")):
+        if binary and os.access(binary, os.X_OK):
+            done = subprocess.run([binary, "policies", "--json"], capture_output=True, text=True, timeout=60)
+            if done.returncode == 0:
+                return done.stdout
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def registry_policies():
+    """The registry's policy names in report order ([] when no registry could be read)."""
+    text = _registry_text()
+    if text is None:
+        return []
+    return [row["name"] for row in json.loads(text)["policies"]]
+
+
 def policy_order(policies):
-    present = [p for p in POLICY_ORDER if p in set(policies)]
-    return present + sorted(p for p in set(policies) if p not in POLICY_ORDER and isinstance(p, str))
+    """The given policies in the registry's order; names it does not know (or all, without a registry) sorted."""
+    known = registry_policies()
+    present = [p for p in known if p in set(policies)]
+    return present + sorted(p for p in set(policies) if p not in known and isinstance(p, str))
 
 
 def palette(policies):
-    base = sns.color_palette("tab10", len(POLICY_ORDER))
-    colors = dict(zip(POLICY_ORDER, base))
+    """One colour per policy, the same in every figure: its registry row's (tab10, then Dark2); a name outside
+    the registry (or every name, without one) gets a colour fixed by its name."""
+    base = sns.color_palette("tab10", 10) + sns.color_palette("Dark2", 8)
+    colors = {p: base[i % len(base)] for i, p in enumerate(registry_policies())}
     extra = sns.color_palette("Set2", 8)
-    out, k = {}, 0
-    for p in policies:
-        if p in colors:
-            out[p] = colors[p]
-        else:
-            out[p] = extra[k % len(extra)]
-            k += 1
-    return out
+    return {p: colors[p] if p in colors else extra[zlib.crc32(str(p).encode()) % len(extra)] for p in policies}
 
 
 def setup_style():

@@ -24,6 +24,7 @@ fixture has no overlapping tick labels, legend entries or panel titles (layout_c
 fig_speedup's bars are the store's means; `prophet report` on a missing store exits 5 with one line, on an empty
 one 0 with "nothing to report". Each test prints PASS/FAIL per check and fails naming every check that missed.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -484,6 +485,20 @@ def check_read_only_store(c, prophet, tmp, db):
             os.chmod(ro_dir, 0o755)
 
 
+def check_policy_colours(c, prophet):
+    """common.py takes its policy order from the registry (no list of its own) and gives a policy one colour."""
+    os.environ["PROPHET_BINARY"] = prophet
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+    names = [row["name"] for row in json.loads(run([prophet, "policies", "--json"]).stdout)["policies"]]
+    c.check(common.registry_policies() == names and "deepspeed" in names,
+            "report order is `prophet policies --json`'s, deepspeed included", str(common.registry_policies()))
+    alone, together = common.palette(["deepspeed"]), common.palette(list(reversed(names)))
+    c.check(alone["deepspeed"] == together["deepspeed"] and len(set(together.values())) == len(names),
+            "deepspeed has one colour in every figure, every policy its own", str(together))
+    c.check("POLICY_ORDER" not in open(common.__file__).read(), "report/common.py keeps no policy list of its own")
+
+
 def nonempty(path):
     return os.path.isfile(path) and os.path.getsize(path) > 0
 
@@ -662,6 +677,13 @@ def test_corrupt_store(prophet, fixture, hostile):
 def test_read_only_store(prophet, fixture, hostile):
     c = Checker()
     check_read_only_store(c, prophet, fixture["tmp"], hostile["store"])
+    c.assert_passed()
+
+
+
+def test_policy_colours(prophet):
+    c = Checker()
+    check_policy_colours(c, prophet)
     c.assert_passed()
 
 

@@ -15,6 +15,7 @@
 #include "balance/evaluate.h"
 #include "balance/moves.h"
 #include "balance/options.h"
+#include "balance/policy_registry.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "plan_bound.h"
@@ -287,6 +288,12 @@ nlohmann::json locality_json(const Trace& trace, const std::vector<PolicyModels>
     return j;
 }
 
+// A run that failed before recording: its row with status failed and the error, in one transaction.
+void record_failed_run(const std::string& store_path, const RunInfo& info, const Error& e) {
+    Store store = Store::open(store_path);
+    store.transaction([&] { store.finish_run(store.begin_run(info), "failed", e.exit_code(), e.what()); });
+}
+
 PolicyModels evaluate_models(const std::string& name, const TraceView& view, const CostModel& cost,
                              const EvalSettings& settings, bool allow_skip) {
     PolicyModels m;
@@ -336,7 +343,7 @@ int run_plan(const PlanArgs& args) {
     const std::string& chosen = config.get_string("balance.policy");
     const bool all = chosen == "all";
     if (all)
-        policies = policy_names();
+        policies = policies_for_all();
     else if (!listed.empty())
         policies = listed;
     else
@@ -383,12 +390,18 @@ int run_plan(const PlanArgs& args) {
 
     std::vector<PolicyModels> scores;
     const int64_t started = now_ns();
-    for (size_t i = 0; i < policies.size(); ++i) {
-        std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, policies.size(), policies[i].c_str());
-        scores.push_back(evaluate_models(policies[i], view, cost, settings, /*allow_skip=*/all));
-        PolicyModels& m = scores.back();
-        if (!m.skipped()) m.sim = simulate_column(m.system(), view, cost, settings);
-        if (!m.skipped()) m.moves = owner_moves_of(m.system(), cost, meta.num_layers, kTrainingStateCopies);
+    try {
+        for (size_t i = 0; i < policies.size(); ++i) {
+            std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, policies.size(), policies[i].c_str());
+            scores.push_back(evaluate_models(policies[i], view, cost, settings, /*allow_skip=*/all));
+            PolicyModels& m = scores.back();
+            if (!m.skipped()) m.sim = simulate_column(m.system(), view, cost, settings);
+            if (!m.skipped()) m.moves = owner_moves_of(m.system(), cost, meta.num_layers, kTrainingStateCopies);
+        }
+    } catch (...) {  // e.g. an external policy's bad reply (3) or timeout (6): a failed run, nothing else of it
+        const Error e = current_exception_as_error();
+        record_failed_run(store_path, make_run_info("plan", config, args.common), e);
+        throw e;
     }
     std::vector<std::string> served;
     for (const PolicyModels& m : scores)

@@ -100,6 +100,7 @@ int run_report(const ReportArgs& args) {
     }
     if (args.section != "all") command += " --section " + shell_quoted(args.section);
     if (args.quiet) command += " >/dev/null 2>&1";
+    setenv("PROPHET_BINARY", self_binary().c_str(), 1);  // report/common.py asks it for the policy registry
     std::fflush(stdout);
     std::fflush(stderr);
     const int code = exit_code_of(std::system(command.c_str()));

@@ -9,6 +9,7 @@
 #include "cmd_db.h"
 #include "cmd_db_merge.h"
 #include "cmd_plan.h"
+#include "cmd_policies.h"
 #include "cmd_runs.h"
 #include "cmd_report.h"
 #include "cmd_sweep.h"
@@ -41,6 +42,8 @@ int main(int argc, char** argv) {
 #endif
     cli::PlanArgs plan_args;
     CLI::App* plan = cli::add_plan_command(app, plan_args);
+    cli::PoliciesArgs policies_args;
+    CLI::App* policies = cli::add_policies_command(app, policies_args);
     cli::TraceArgs trace_args;
     CLI::App* trace = cli::add_trace_command(app, trace_args);
     cli::TrainArgs train_args;
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (plan->parsed()) return cli::run_plan(plan_args);
+        if (policies->parsed()) return cli::run_policies(policies_args);
         if (trace->parsed()) return cli::run_trace(trace_args);
         if (sweep->parsed()) return cli::run_sweep_command(sweep_args);
         if (ablate->parsed()) return cli::run_ablate(ablate_args);

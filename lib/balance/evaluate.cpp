@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "balance/device_load.h"
-#include "balance/policy_flow.h"
+#include "balance/policy_registry.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/timer.h"
@@ -77,11 +77,6 @@ std::string gap_text(double objective, double bound) {
 
 }  // namespace
 
-bool plans_with_cost_eq(const std::string& policy) {
-    return policy == "prophet" || policy == "prophet-oracle" || policy == "fastermoe" || policy == "exhaustive" ||
-           policy == "flow";
-}
-
 std::string ilp_status(const IlpReport& r, bool joint) {
     if (joint) return std::string("joint ILP ") + (r.ilp2_optimal ? "optimal" : gap_text(r.ilp1_objective + r.ilp2_objective, r.ilp1_bound));
     std::string s = "ILP 1 ";
@@ -97,14 +92,97 @@ std::string ilp_status(const IlpReport& r, bool joint) {
     return s;
 }
 
+namespace {
+
+// The profiling window summed for an offline policy: loads [L][E] and, when the trace has them, transitions
+// [L-1][E][E], over the first settings.profile_iterations iterations (all when 0).
+struct Window {
+    int iterations = 0;
+    std::vector<double> loads, transitions;
+};
+
+Window profile_window(const TraceView& trace, int profile_iterations) {
+    const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
+    Window w;
+    w.iterations = profile_iterations > 0 ? std::min(profile_iterations, I) : I;
+    w.loads.assign(static_cast<size_t>(L) * E, 0.0);
+    for (int it = 0; it < w.iterations; ++it)
+        for (int l = 0; l < L; ++l) {
+            const int64_t* c = trace.layer(it, l);
+            for (int d = 0; d < D; ++d)
+                for (int e = 0; e < E; ++e) w.loads[static_cast<size_t>(l) * E + e] += c[static_cast<size_t>(d) * E + e];
+        }
+    if (trace.transitions && L > 1) {
+        w.transitions.assign(static_cast<size_t>(L - 1) * E * E, 0.0);
+        for (int it = 0; it < w.iterations; ++it)
+            for (size_t i = 0; i < w.transitions.size(); ++i)
+                w.transitions[i] += trace.transitions[static_cast<size_t>(it) * (L - 1) * E * E + i];
+    }
+    return w;
+}
+
+// An offline policy's placements [L], planned once from the window; its note and solver status go to out.
+std::vector<Placement> plan_offline(const PolicyRow& row, const TraceView& trace, const CostModel& cost,
+                                    const EvalSettings& settings, const BalanceOptions& o, PolicySession& session,
+                                    PolicyScore& out, double* us_per_layer) {
+    const int L = trace.num_layers, D = trace.num_devices;
+    const Window w = profile_window(trace, settings.profile_iterations);
+    const std::vector<double> link_cost = link_costs(cost, D);
+    WindowPlanRequest request;
+    request.window_iterations = w.iterations;
+    request.loads = &w.loads;
+    request.transitions = &w.transitions;
+    request.link_cost = &link_cost;
+    request.num_layers = L;
+    request.num_devices = D;
+    request.num_experts = trace.num_experts;
+    request.num_nodes = settings.num_nodes;
+    request.options = &o;
+    WindowPlanReport report;
+    const int64_t t0 = now_ns();
+    std::vector<Placement> placements = row.plan_window(request, session, &report);
+    *us_per_layer = (now_ns() - t0) * 1e-3 / L;
+    out.note = report.note;
+    out.solver_status = report.solver_status;
+    if (settings.profile_iterations == 0 || settings.profile_iterations >= trace.num_iterations)
+        out.note += std::string(out.note.empty() ? "" : "; ") + "in-sample: planned on the iterations it is scored on";
+    return placements;
+}
+
+// Plans layer s.layer of iteration s.iteration into s.placement and s.plan_us. done: the scores so far
+// (iteration-major; the previous iteration's placement is the one in force). Returns false when it ran
+// unplanned: static on iteration 0 of a policy that plans from the previous iteration (there is none).
+bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, const TraceView& trace,
+                      const std::vector<LayerScore>& done, const std::vector<Placement>& offline, double offline_us,
+                      const CostModel& lcost, const BalanceOptions& o, int repeats, PolicySession& session) {
+    const int L = trace.num_layers, D = trace.num_devices, E = trace.num_experts, it = s.iteration, l = s.layer;
+    if (input == PolicyInput::kProfileWindow) {
+        s.placement = offline[l];
+        s.plan_us = offline_us;
+        return true;
+    }
+    if (input == PolicyInput::kPreviousIteration && it == 0) {
+        s.placement = plan_static(D, E);
+        return false;
+    }
+    LayerPlanRequest request;
+    request.iteration = it;
+    request.layer = l;
+    request.counts = input == PolicyInput::kPreviousIteration ? trace.layer(it - 1, l) : trace.layer(it, l);
+    request.current = it > 0 ? &done[done.size() - L].placement : nullptr;
+    request.num_devices = D;
+    request.num_experts = E;
+    request.cost = &lcost;
+    request.options = &o;
+    s.placement = timed(repeats, [&] { return row.plan_layer(request, session); }, &s.plan_us);
+    return true;
+}
+
+}  // namespace
+
 PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                             const EvalSettings& settings, bool allow_skip) {
-    const auto& names = policy_names();
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-        std::string list;
-        for (const auto& n : names) list += (list.empty() ? "" : "|") + n;
-        throw_config_error("balance.policy", name, "unknown policy", "pick one of " + list + " (or all)");
-    }
+    const PolicyRow& row = policy_row(name);
     const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
     BalanceOptions o = settings.options;
     o.route_rule = effective_route_rule(name, settings.options);
@@ -122,7 +200,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
                            "record the trace with transitions (trace.record_transitions = true) or --set "
                            "balance.token_path=home");
     out.token_path = token_path_name(layer_to_layer && trace.transitions ? path : TokenPath::kHome);
-    out.planned_cost_eq = plans_with_cost_eq(name) ? o.cost_eq : 0;
+    out.planned_cost_eq = row.plans_with_cost_eq ? o.cost_eq : 0;
 
     auto skip_or_throw = [&](const prophet::Error& e) {
         if (!allow_skip) throw;
@@ -130,55 +208,23 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
         out.note = e.what();
     };
 
-    // offline policies: plan once from the profiling window
-    std::vector<Placement> offline;
+    PolicySession session(o, cost, L, E);  // an external policy's process lives for this run
+    const PolicyInput input = policy_input(row, o);
+    std::vector<Placement> offline;  // offline policies: planned once from the profiling window
     double offline_us_per_layer = 0;
-    if (name == "eplb" || name == "moetuner" || name == "moetuner-joint") {
-        const int window = settings.profile_iterations > 0 ? std::min(settings.profile_iterations, I) : I;
-        std::vector<double> loads(static_cast<size_t>(L) * E, 0.0);  // [L][E]
-        for (int it = 0; it < window; ++it)
-            for (int l = 0; l < L; ++l) {
-                const int64_t* c = trace.layer(it, l);
-                for (int d = 0; d < D; ++d)
-                    for (int e = 0; e < E; ++e) loads[static_cast<size_t>(l) * E + e] += c[static_cast<size_t>(d) * E + e];
-            }
-        std::vector<double> transitions;  // [L-1][E][E]
-        if (trace.transitions && L > 1) {
-            transitions.assign(static_cast<size_t>(L - 1) * E * E, 0.0);
-            for (int it = 0; it < window; ++it)
-                for (size_t i = 0; i < transitions.size(); ++i)
-                    transitions[i] += trace.transitions[static_cast<size_t>(it) * (L - 1) * E * E + i];
-        }
-        std::vector<double> link_cost(static_cast<size_t>(D) * D, 0.0);
-        for (int a = 0; a < D; ++a)
-            for (int b = 0; b < D; ++b)
-                if (a != b) link_cost[static_cast<size_t>(a) * D + b] = 1.0 / cost.cluster.link_bytes_per_s(a, b);
+    if (input == PolicyInput::kProfileWindow) {
         try {
-            const int64_t t0 = now_ns();
-            if (name == "eplb") {
-                offline = plan_eplb(loads, L, D, E, settings.num_nodes, o);
-            } else {
-                IlpReport report;
-                offline = name == "moetuner" ? plan_moetuner(loads, transitions, L, D, E, link_cost, o, &report)
-                                             : plan_moetuner_joint(loads, transitions, L, D, E, link_cost, o, &report);
-                if (!report.ilp2_exact && name == "moetuner")
-                    out.note = "ILP 2 solved by greedy + local search (D > balance.ilp2_exact_max_devices)";
-                out.solver_status = ilp_status(report, name == "moetuner-joint");
-            }
-            offline_us_per_layer = (now_ns() - t0) * 1e-3 / L;
+            offline = plan_offline(row, trace, cost, settings, o, session, out, &offline_us_per_layer);
         } catch (const prophet::Error& e) {
             skip_or_throw(e);
             return out;
         }
-        if (settings.profile_iterations == 0 || settings.profile_iterations >= I)
-            out.note += std::string(out.note.empty() ? "" : "; ") + "in-sample: planned on the iterations it is scored on";
     }
 
-    std::vector<FlowPlanner> flow_planners;  // flow: one per layer, planning from the batches it has seen
-    if (name == "flow") flow_planners.assign(L, FlowPlanner(D, E, o));
     std::vector<double> plan_us_all;
     // layer 0 has no window for its transfers (CostModel::first_block): planned and scored so
     const CostModel first_layer = model_for_layer(cost, 0), later_layer = model_for_layer(cost, 1);
+    const int repeats = row.plan_once_per_layer ? 1 : settings.plan_repeats;
     for (int it = 0; it < I; ++it) {
         for (int l = 0; l < L; ++l) {
             const CostModel& lcost = l == 0 ? first_layer : later_layer;
@@ -186,50 +232,21 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             LayerScore s;
             s.iteration = it;
             s.layer = l;
-            std::vector<int64_t> dispatched;  // deepspeed: the padded counts it computes and sends
+            bool planned = true;
             try {
-                if (name == "deepspeed") {
-                    s.placement = timed(settings.plan_repeats, [&] { return plan_static(D, E); }, &s.plan_us);
-                    dispatched = deepspeed_dispatch_counts(current, D, E, o.capacity_factor, &s.dropped_tokens);
-                } else if (name == "static") {
-                    s.placement = timed(settings.plan_repeats, [&] { return plan_static(D, E); }, &s.plan_us);
-                    s.dropped_tokens = static_dropped_tokens(current, D, E, o.capacity_factor);
-                } else if (name == "fastermoe") {
-                    s.placement = timed(settings.plan_repeats, [&] { return plan_fastermoe(current, D, E, lcost, o); },
-                                        &s.plan_us);
-                } else if (name == "prophet") {
-                    if (it == 0) {
-                        s.placement = plan_static(D, E);  // no previous iteration to predict from
-                    } else {
-                        const int64_t* previous = trace.layer(it - 1, l);
-                        s.placement = timed(settings.plan_repeats,
-                                            [&] { return plan_prophet(previous, D, E, lcost, o); }, &s.plan_us);
-                    }
-                } else if (name == "prophet-oracle") {
-                    s.placement = timed(settings.plan_repeats, [&] { return plan_prophet(current, D, E, lcost, o); },
-                                        &s.plan_us);
-                } else if (name == "top2" || name == "top3") {
-                    const int n = name == "top2" ? 2 : 3;
-                    s.placement = timed(settings.plan_repeats, [&] { return plan_broadcast_top(current, D, E, n); },
-                                        &s.plan_us);
-                } else if (name == "flow") {
-                    FlowPlanner& planner = flow_planners[l];
-                    s.placement = timed(1, [&] { return planner.plan(lcost); }, &s.plan_us);
-                    planner.observe(current);
-                } else if (name == "exhaustive") {
-                    s.placement = timed(1, [&] { return plan_exhaustive(current, D, E, lcost, o); }, &s.plan_us);
-                } else {
-                    s.placement = offline[l];
-                    s.plan_us = offline_us_per_layer;
-                }
+                planned = plan_layer_score(s, row, input, trace, out.layers, offline, offline_us_per_layer, lcost, o,
+                                           repeats, session);
             } catch (const prophet::Error& e) {
                 skip_or_throw(e);
                 return out;
             }
+            // deepspeed: the padded counts it computes and sends; static: the tokens a capacity would drop
+            std::vector<int64_t> dispatched;
+            if (row.dispatch) dispatched = row.dispatch(current, D, E, o, &s.dropped_tokens);
             const std::string problem = check_placement(s.placement, o.max_replicas_per_device);
             PROPHET_ASSERT_MSG(problem.empty(), "policy " + name + " returned an invalid placement: " + problem);
             score_layer(s, dispatched.empty() ? current : dispatched.data(), D, E, lcost, o);
-            if (!((name == "prophet" || name == "flow") && it == 0)) plan_us_all.push_back(s.plan_us);
+            if (planned) plan_us_all.push_back(s.plan_us);
             out.layers.push_back(std::move(s));
         }
         if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, o.route_rule);

@@ -1,9 +1,11 @@
 // evaluate.h: runs one policy over a whole routing trace (plain arrays) and scores every (iteration, layer).
 //
-// Who sees what: `prophet` plans iteration j from iteration j-1's counts (iteration 0 uses the static
-// placement); `prophet-oracle`, `fastermoe`, `top2`, `top3` and `exhaustive` plan on the current counts;
-// `eplb` and `moetuner` plan once from the profiling window (the first `profile_iterations` iterations, all
-// when 0: in-sample) and keep that placement. Every placement is then scored on the iteration's actual counts.
+// Who sees what is the policy's registry row (policy_registry.h): `prophet` plans iteration j from iteration j-1's
+// counts (iteration 0 uses the static placement); `prophet-oracle`, `fastermoe`, `top2`, `top3` and `exhaustive`
+// plan on the current counts; `eplb` and `moetuner` plan once from the profiling window (the first
+// `profile_iterations` iterations, all when 0: in-sample) and keep that placement; `external` as
+// balance.external_role says, its process started once per call. Every placement is then scored on the
+// iteration's actual counts.
 #pragma once
 
 #include <cstdint>
@@ -76,7 +78,7 @@ struct PolicyScore {
     std::string solver_status;        // moetuner*: "ILP 1 optimal; ILP 2 time limit, gap 3.1%" etc.; else ""
 };
 
-// Does the policy's planner optimise a cost equation (BalanceOptions::cost_eq)?
+// Does the policy's planner optimise a cost equation (BalanceOptions::cost_eq)? Its registry row says.
 bool plans_with_cost_eq(const std::string& policy);
 
 // "optimal" or "time limit, gap x%" per ILP stage (joint: the one ILP of moetuner-joint)

@@ -49,7 +49,16 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
               "flow: 0 = a placement's transfers recur every iteration (training: they are in its predicted time); "
               "H > 0 = moves are one-off (serving): keep the current placement unless H batches of gain pay for them");
     s.add_int("balance.profile_iterations", 0, 0, 1 << 30,
-              "eplb/moetuner: plan from the first N iterations (0: all, in-sample)");
+              "eplb/moetuner/offline external: plan from the first N iterations (0: all, in-sample)");
+    s.add_string("balance.external", "", {},
+                 "external: the policy's command and arguments, split into words without a shell ('...' and "
+                 "\"...\" quote, \\ escapes; docs/policies.md), started once per run, spoken to in line-delimited "
+                 "JSON");
+    s.add_float("balance.external_timeout_s", 10.0, 0.001, 86400.0,
+                "external: seconds each reply may take (past it: exit 6, the run failed)");
+    s.add_string("balance.external_role", "online", {"online", "offline"},
+                 "external: online = asked per iteration and layer with the previous iteration's counts; offline = "
+                 "asked once with the profiling window's [layers][experts] weight");
 }
 
 BalanceOptions balance_options_from(const Config& c) {
@@ -81,6 +90,9 @@ BalanceOptions balance_options_from(const Config& c) {
     o.flow_z = c.get_float("balance.flow_z");
     o.flow_decay = c.get_float("balance.flow_decay");
     o.flow_horizon = static_cast<int>(c.get_int("balance.flow_horizon"));
+    o.external_command = c.get_string("balance.external");
+    o.external_timeout_s = c.get_float("balance.external_timeout_s");
+    o.external_offline = c.get_string("balance.external_role") == "offline";
     return o;
 }
 

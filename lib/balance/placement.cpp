@@ -76,11 +76,6 @@ const char* route_rule_name(RouteRule rule) {
     return "?";
 }
 
-RouteRule paper_route_rule(const std::string& policy) {
-    if (policy == "flow") return RouteRule::kFlow;
-    return policy == "eplb" ? RouteRule::kEvenSplit : RouteRule::kOwner;
-}
-
 void keep_replicas_within_groups(Placement& p, const std::vector<int>& group_of_device) {
     PROPHET_ASSERT(group_of_device.size() == static_cast<size_t>(p.num_devices));
     for (int e = 0; e < p.num_experts; ++e)

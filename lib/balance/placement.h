@@ -59,8 +59,9 @@ struct Placement {
 enum class RouteRule { kOwner, kLeastLoaded, kEvenSplit, kFlow };
 RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded" | "even_split" | "flow"
 const char* route_rule_name(RouteRule rule);
-// The rule each policy's own paper uses: even split for eplb (DeepSeek EPLB), flow for flow, the owner rule for every other
-// (Pro-Prophet, FasterMoE, the top-n broadcast, MoETuner and static EP compute a device's own tokens locally).
+// The rule each policy's own paper uses (its registry row, policy_registry.cpp): even split for eplb (DeepSeek
+// EPLB), the routing LP for flow, the owner rule for every other (Pro-Prophet, FasterMoE, the top-n broadcast,
+// MoETuner and static EP compute a device's own tokens locally). Unknown names: the owner rule.
 RouteRule paper_route_rule(const std::string& policy);
 
 // Host-aware restriction: removes every replica of e on a device whose group (host) differs from its owner's.

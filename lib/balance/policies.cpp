@@ -66,17 +66,6 @@ int argmax(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-const std::vector<std::string>& policy_names() {
-    static const std::vector<std::string> names = {"static",   "deepspeed", "fastermoe",  "prophet",
-                                                   "prophet-oracle", "eplb", "moetuner", "top2",
-                                                   "top3",     "exhaustive", "moetuner-joint", "flow"};
-    return names;
-}
-
-int system_cost_eq(const std::string& policy) {
-    return policy == "prophet" || policy == "prophet-oracle" || policy == "flow" ? 8 : 6;
-}
-
 Placement plan_static(int num_devices, int num_experts) { return Placement::make_static(num_devices, num_experts); }
 
 int64_t static_dropped_tokens(const int64_t* counts, int num_devices, int num_experts, double capacity_factor) {

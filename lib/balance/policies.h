@@ -56,6 +56,11 @@ struct BalanceOptions {
     double flow_z = 1.0;                    // ewma: mean + flow_z * standard deviation
     double flow_decay = 0.5;                // ewma: weight of the old statistics per batch
     int flow_horizon = 0;                   // > 0: batches a one-off move must pay back within (serving)
+    // external (external_policy.h): the command (split without a shell), its reply deadline, and its role:
+    // online (per iteration and layer, from the previous iteration's counts) or offline (once, from the window)
+    std::string external_command;
+    double external_timeout_s = 10.0;
+    bool external_offline = false;
 };
 
 // The routing rule a policy runs under: its paper's (paper_route_rule) when balance.route_to = auto, else the
@@ -139,12 +144,13 @@ std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loa
                                            int num_experts, const std::vector<double>& link_cost,
                                            const BalanceOptions& options, IlpReport* report = nullptr);
 
-// Names accepted by balance.policy / --policy, in report order.
+// Names accepted by balance.policy / --policy, in report order (the registry's rows, policy_registry.h).
 const std::vector<std::string>& policy_names();
 
-// The cost equation that describes the system a policy belongs to: 8 for prophet and prophet-oracle (Pro-Prophet
-// runs its block-wise scheduler, which hides Trans and Agg behind compute), 6 for every other (their systems move
-// parameters on the critical path). `prophet plan` reports this as the policy's predicted time.
+// The cost equation that describes the system a policy belongs to (its registry row): 8 for prophet and
+// prophet-oracle (Pro-Prophet runs its block-wise scheduler, which hides Trans and Agg behind compute), 6 for every
+// other (their systems move parameters on the critical path). `prophet plan` reports this as the policy's
+// predicted time.
 int system_cost_eq(const std::string& policy);
 
 // ==== added by the EPLB / MoETuner implementation (policy_eplb.cpp, policy_moetuner.cpp) ===================

@@ -55,9 +55,6 @@ TokenPath parse_token_path(const std::string& name) {
 
 const char* token_path_name(TokenPath path) { return path == TokenPath::kHome ? "home" : "layer_to_layer"; }
 
-TokenPath paper_token_path(const std::string& policy) {
-    return policy == "moetuner" || policy == "moetuner-joint" ? TokenPath::kLayerToLayer : TokenPath::kHome;
-}
 
 TokenPathFlow layer_to_layer_flow(const int64_t* counts, const int64_t* transitions,
                                   const std::vector<Placement>& placements, RouteRule rule) {

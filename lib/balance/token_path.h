@@ -34,7 +34,8 @@ namespace prophet {
 enum class TokenPath { kHome, kLayerToLayer };
 TokenPath parse_token_path(const std::string& name);  // "home" | "layer_to_layer" (exit 3 naming balance.token_path)
 const char* token_path_name(TokenPath path);
-// The dispatch of each policy's own paper: layer_to_layer for moetuner and moetuner-joint, home for every other.
+// The dispatch of each policy's own paper (its registry row): layer_to_layer for moetuner and moetuner-joint,
+// home for every other (and unknown names).
 TokenPath paper_token_path(const std::string& policy);
 
 // The layer-to-layer traffic of one batch (iteration): every transfer of the forward pass.

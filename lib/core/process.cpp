@@ -18,6 +18,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/process_internal.h"
 
 namespace prophet {
 
@@ -26,50 +27,6 @@ namespace {
 // The process group of the child run_child is waiting for (0: none); read by the signal handler.
 std::atomic<pid_t> g_child_group{0};
 volatile sig_atomic_t g_stop_signal = 0;
-
-// argv[0] as execv needs it: as given when it holds a '/', else the first executable match on PATH; "" if none.
-std::string resolve_program(const std::string& name) {
-    if (name.find('/') != std::string::npos) return name;
-    const char* path = std::getenv("PATH");
-    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-    size_t begin = 0;
-    while (begin <= dirs.size()) {
-        const size_t end = std::min(dirs.find(':', begin), dirs.size());
-        const std::string dir = end > begin ? dirs.substr(begin, end - begin) : ".";
-        const std::string candidate = dir + "/" + name;
-        struct stat st {};
-        if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0)
-            return candidate;
-        begin = end + 1;
-    }
-    return "";
-}
-
-// In the forked child, before exec: only async-signal-safe calls.
-[[noreturn]] void exec_child(const char* program, char* const* argv, pid_t parent, int in_fd, int out_fd,
-                             int err_fd) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(128 + SIGTERM);  // the parent died before the prctl
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGTERM, &dfl, nullptr);
-    sigaction(SIGINT, &dfl, nullptr);
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &ign, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    dup2(in_fd, 0);
-    dup2(out_fd, 1);
-    dup2(err_fd, 2);
-    execv(program, argv);
-    const char* message = "cannot run the child: exec failed\n";
-    ssize_t ignored = write(2, message, std::strlen(message));
-    (void)ignored;
-    _exit(127);
-}
 
 void forward_stop(int signal_number) {
     if (g_stop_signal != 0) {  // the second one: end as the default action would
@@ -87,6 +44,52 @@ void forward_stop(int signal_number) {
 struct sigaction g_previous_term, g_previous_int;
 
 }  // namespace
+
+std::string find_program(const std::string& name) {
+    if (name.find('/') != std::string::npos) return name;
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t begin = 0;
+    while (begin <= dirs.size()) {
+        const size_t end = std::min(dirs.find(':', begin), dirs.size());
+        const std::string dir = end > begin ? dirs.substr(begin, end - begin) : ".";
+        const std::string candidate = dir + "/" + name;
+        struct stat st {};
+        if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        begin = end + 1;
+    }
+    return "";
+}
+
+void exec_child(const char* program, char* const* argv, pid_t parent, int in_fd, int out_fd, int err_fd,
+                bool close_other_fds) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(128 + SIGTERM);  // the parent died before the prctl
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTERM, &dfl, nullptr);
+    sigaction(SIGINT, &dfl, nullptr);
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    if (close_other_fds) {  // whatever this process opened without O_CLOEXEC stays out of the child
+        const long open_max = sysconf(_SC_OPEN_MAX);
+        for (int fd = 3; fd < (open_max > 0 && open_max < 65536 ? open_max : 65536); ++fd) close(fd);
+    }
+    execv(program, argv);
+    const char* message = "cannot run the child: exec failed\n";
+    ssize_t ignored = write(2, message, std::strlen(message));
+    (void)ignored;
+    _exit(127);
+}
 
 StopSignalForwarder::StopSignalForwarder() {
     g_stop_signal = 0;
@@ -106,7 +109,7 @@ int StopSignalForwarder::received() { return g_stop_signal; }
 
 ChildResult run_child(const std::vector<std::string>& args, const ChildOptions& options) {
     ChildResult r;
-    const std::string program = args.empty() ? "" : resolve_program(args[0]);
+    const std::string program = args.empty() ? "" : find_program(args[0]);
     if (program.empty()) {
         r.exit_code = 127;
         r.err = "cannot run " + (args.empty() ? std::string("(no command)") : args[0]) + ": not found on PATH";
@@ -121,7 +124,7 @@ ChildResult run_child(const std::vector<std::string>& args, const ChildOptions& 
     const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     const pid_t parent = getpid();
     const pid_t pid = fork();
-    if (pid == 0) exec_child(program.c_str(), argv.data(), parent, null_fd, out_pipe[1], err_pipe[1]);
+    if (pid == 0) exec_child(program.c_str(), argv.data(), parent, null_fd, out_pipe[1], err_pipe[1], false);
     const int fork_errno = errno;
     if (null_fd >= 0) close(null_fd);
     close(out_pipe[1]);

@@ -54,7 +54,9 @@ ServeRun run_serving(Communicator& comm, const ServeSettings& settings, const Ba
     }
 
     const int num_nodes = std::max(1, D / std::max(1, s.cost.cluster.devices_per_node));
-    ServingPlanner planner(s.policy, p, s.cost, s.balance, num_nodes);
+    RootBroadcast root;  // an external policy: one process, on rank 0
+    if (D > 1) root = {comm.rank(), [&comm](void* data, size_t bytes) { comm.broadcast(data, bytes, 0); }};
+    ServingPlanner planner(s.policy, p, s.cost, s.balance, num_nodes, root);
     run.offline_plan_s = planner.offline_plan_s();
     run.ilp = planner.ilp_report();
     run.offline = planner.offline();

@@ -1,15 +1,19 @@
 // serving_planner.h: the placement of every MoE layer during an inference run, per policy.
 //
-// Offline policies plan once, before the measured batches, from the routing profile of data A:
+// Offline policies (plans_offline, policy_registry.h) plan once, before the measured batches, with their registry
+// row's window planner on the routing profile of data A:
 //   eplb            plan_eplb on the profiled loads [L][E]
 //   moetuner        plan_moetuner (two-stage ILP) on the loads and the layer-to-layer transitions [L-1][E][E],
 //                   with link cost 1 / bandwidth of the cluster file's links
 //   moetuner-joint  plan_moetuner_joint on the same inputs (small instances only)
+//   external        (balance.external_role = offline) the external process, asked once with the loads
 // Every other policy runs as in training (PolicyRunner): `static` always, `prophet` from the previous batch's
 // counts (the first measured batch sees the last profiled one), the rest from the current batch's counts.
+// An external policy runs on rank 0 only when a RootBroadcast is given (several ranks).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,15 +35,17 @@ struct RoutingProfile {
     std::vector<double> expert_loads() const;
 };
 
-bool is_offline_policy(const std::string& policy);  // eplb, moetuner, moetuner-joint
-
-// link_cost[a*D + b] = 1 / bandwidth of the link a -> b (s/byte), 0 on the diagonal: MoETuner's B[g1,g2]
-std::vector<double> link_costs(const CostModel& cost, int num_devices);
+// Several ranks: this rank and a broadcast of rank 0's bytes to every rank (a collective), so that an external
+// policy runs on rank 0 only. Empty broadcast: every rank plans for itself.
+struct RootBroadcast {
+    int rank = 0;
+    std::function<void(void*, size_t)> broadcast;
+};
 
 class ServingPlanner {
   public:
     ServingPlanner(std::string policy, const RoutingProfile& profile, const CostModel& cost,
-                   const BalanceOptions& options, int num_nodes);
+                   const BalanceOptions& options, int num_nodes, const RootBroadcast& root = {});
 
     // The placement of `layer` for the batch whose global counts ([D*E]) are `counts`; every rank calls it with
     // identical inputs and gets the same answer.
@@ -54,7 +60,7 @@ class ServingPlanner {
   private:
     std::string policy_;
     std::vector<Placement> offline_;        // [L] offline policies
-    std::unique_ptr<PolicyRunner> online_;  // the other policies
+    std::unique_ptr<PolicyRunner> online_;  // online policies (null for offline ones once planned)
     int64_t iteration_ = 0;
     double offline_plan_s_ = 0;
     IlpReport ilp_;

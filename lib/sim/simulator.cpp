@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "balance/policy_registry.h"
 #include "core/error.h"
 #include "sim/engine.h"
 
@@ -26,8 +27,8 @@ const char* split_rule_name(SplitRule rule) {
 }
 
 ScheduleKind system_schedule(const std::string& policy) {
-    if (policy == "fastermoe") return ScheduleKind::kFasterMoE;
-    return system_cost_eq(policy) == 8 ? ScheduleKind::kBlockwise : ScheduleKind::kNone;
+    const PolicyRow* row = find_policy(policy);
+    return row ? parse_schedule_kind(row->system_schedule) : ScheduleKind::kNone;
 }
 
 namespace {
@@ -360,15 +361,21 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
 
 TraceView dispatched_view(const std::string& policy, const TraceView& trace, const BalanceOptions& options,
                           std::vector<int64_t>* storage) {
-    if (policy != "deepspeed") return trace;
+    const PolicyRow* row = find_policy(policy);
+    if (!row || !row->dispatch) return trace;
     const int I = trace.num_iterations, L = trace.num_layers;
     const size_t per_layer = static_cast<size_t>(trace.num_devices) * trace.num_experts;
+    int64_t dropped = 0;
+    // a dispatch pads every layer or none (static only reports drops): none keeps the trace's counts
+    if (I == 0 || L == 0 ||
+        row->dispatch(trace.layer(0, 0), trace.num_devices, trace.num_experts, options, &dropped).empty())
+        return trace;
     storage->resize(static_cast<size_t>(I) * L * per_layer);
     for (int it = 0; it < I; ++it)
         for (int l = 0; l < L; ++l) {
-            const std::vector<int64_t> one = deepspeed_dispatch_counts(trace.layer(it, l), trace.num_devices,
-                                                                       trace.num_experts, options.capacity_factor,
-                                                                       nullptr);
+            const std::vector<int64_t> one =
+                row->dispatch(trace.layer(it, l), trace.num_devices, trace.num_experts, options, &dropped);
+            PROPHET_ASSERT(one.size() == per_layer);
             std::copy(one.begin(), one.end(), storage->begin() + (static_cast<size_t>(it) * L + l) * per_layer);
         }
     TraceView view = trace;
@@ -391,7 +398,7 @@ SimResult simulate_score(const PolicyScore& s, const TraceView& trace, const Cos
     PROPHET_ASSERT(s.layers.size() == static_cast<size_t>(I) * L);
     std::vector<std::vector<Placement>> placements(I);
     std::vector<double> plan(static_cast<size_t>(I) * L, 0.0);
-    const bool offline = name == "eplb" || name == "moetuner" || name == "moetuner-joint";
+    const bool offline = plans_offline(name, settings.options);  // planned before the run: no Plan op time
     for (const LayerScore& ls : s.layers) {
         placements[ls.iteration].push_back(ls.placement);
         plan[static_cast<size_t>(ls.iteration) * L + ls.layer] = offline ? 0.0 : ls.plan_us * 1e-6;

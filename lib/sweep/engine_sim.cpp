@@ -108,22 +108,13 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
                                 const EvalSettings& settings, const std::string& schedule,
                                 PolicyScore* score = nullptr) {
     PolicyScore s = evaluate_policy(policy, view, d.belief, settings, /*allow_skip=*/false);
-    const int I = view.num_iterations, L = view.num_layers;
-    std::vector<std::vector<Placement>> placements(I);
-    std::vector<double> plan(static_cast<size_t>(I) * L, 0.0);
-    const bool offline = policy == "eplb" || policy == "moetuner" || policy == "moetuner-joint";
-    for (const LayerScore& ls : s.layers) {
-        placements[ls.iteration].push_back(ls.placement);
-        plan[static_cast<size_t>(ls.iteration) * L + ls.layer] = offline ? 0.0 : ls.plan_us * 1e-6;
-    }
     sim::SimOptions o;
     o.schedule = schedule == "system" ? sim::system_schedule(policy) : sim::parse_schedule_kind(schedule);
-    o.route_rule = effective_route_rule(policy, settings.options);
     o.dense = d.dense;
     o.record_timeline = false;
-    std::vector<int64_t> padded;  // deepspeed simulates its padded slots
-    sim::SimResult r = sim::simulate(sim::dispatched_view(policy, view, settings.options, &padded), placements,
-                                     d.truth, o, &plan);
+    o.plan_s = -1;  // each layer's measured planning time (offline policies: none, they plan before the run)
+    // simulate_score routes by the policy's rule and simulates deepspeed's padded slots
+    sim::SimResult r = sim::simulate_score(s, view, d.truth, settings, o);
     if (score) *score = std::move(s);
     return r;
 }

@@ -1,8 +1,9 @@
 #include "train/policy_runner.h"
 
+#include <exception>
+
 #include <nlohmann/json.hpp>
 
-#include "balance/policy_flow.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -10,6 +11,8 @@ namespace prophet {
 PolicyRunner::PolicyRunner(std::string policy, int num_layers, int num_devices, int num_experts, CostModel cost,
                            BalanceOptions options, int profile_iterations, int num_nodes)
     : policy_(std::move(policy)),
+      row_(&policy_row(policy_)),
+      input_(policy_input(*row_, options)),
       L_(num_layers),
       D_(num_devices),
       E_(num_experts),
@@ -17,15 +20,51 @@ PolicyRunner::PolicyRunner(std::string policy, int num_layers, int num_devices, 
       options_(std::move(options)),
       profile_iterations_(profile_iterations < 1 ? 1 : profile_iterations),
       num_nodes_(num_nodes) {
-    const auto& names = policy_names();
-    if (std::find(names.begin(), names.end(), policy_) == names.end())
-        throw_config_error("balance.policy", policy_, "unknown policy", "see prophet train --help-config");
+    session_ = std::make_unique<PolicySession>(options_, cost_, L_, E_);
     window_.assign(static_cast<size_t>(L_) * D_ * E_, 0);
 }
 
+PolicyRunner::~PolicyRunner() = default;
+
+bool PolicyRunner::plans_in_own_process() const { return row_->external_process; }
+
+void PolicyRunner::set_root_broadcast(int rank, std::function<void(void*, size_t)> broadcast) {
+    rank_ = rank;
+    broadcast_ = std::move(broadcast);
+}
+
+std::vector<Placement> PolicyRunner::from_root(const std::function<std::vector<Placement>()>& plan, int count) {
+    if (!broadcast_ || !row_->external_process) return plan();
+    std::vector<Placement> out;
+    int32_t ok = 1;
+    std::exception_ptr failure;
+    if (rank_ == 0) {
+        try {
+            out = plan();
+        } catch (...) {
+            failure = std::current_exception();
+            ok = 0;
+        }
+    }
+    broadcast_(&ok, sizeof ok);  // every rank learns whether rank 0's policy failed before waiting for a placement
+    if (failure) std::rethrow_exception(failure);
+    if (!ok)
+        throw Error(kExitDistributed, "distributed failure: the external policy on rank 0 failed (rank 0 reports "
+                                      "why); fix: see rank 0's error");
+    if (rank_ != 0) out.assign(count, Placement::make_static(D_, E_));
+    for (Placement& p : out) {
+        PROPHET_ASSERT(p.owner.size() == static_cast<size_t>(E_) && p.replica.size() == static_cast<size_t>(E_) * D_);
+        broadcast_(p.owner.data(), p.owner.size() * sizeof(int));
+        broadcast_(p.replica.data(), p.replica.size());
+    }
+    return out;
+}
+
 Placement PolicyRunner::plan(int64_t iteration, int layer, const int64_t* counts) {
-    (void)iteration;
-    return within_hosts(policy_plan(layer, counts));
+    Placement p = from_root([&] { return std::vector<Placement>{policy_plan(iteration, layer, counts)}; }, 1)[0];
+    if (in_force_.empty()) in_force_.assign(L_, Placement::make_static(D_, E_));
+    in_force_[layer] = p;
+    return within_hosts(std::move(p));
 }
 
 Placement PolicyRunner::within_hosts(Placement placement) const {
@@ -33,44 +72,37 @@ Placement PolicyRunner::within_hosts(Placement placement) const {
     return placement;
 }
 
-Placement PolicyRunner::policy_plan(int layer, const int64_t* counts) {
-    if (policy_ == "static") return plan_static(D_, E_);
-    if (policy_ == "prophet") {
-        if (previous_.empty()) return plan_static(D_, E_);
-        return plan_prophet(previous_.data() + static_cast<size_t>(layer) * D_ * E_, D_, E_, cost_, options_);
+Placement PolicyRunner::plan_layer(int64_t iteration, int layer, const int64_t* counts) const {
+    LayerPlanRequest request;
+    request.iteration = iteration;
+    request.layer = layer;
+    request.counts = counts;
+    request.current = in_force_.empty() ? nullptr : &in_force_[layer];
+    request.num_devices = D_;
+    request.num_experts = E_;
+    request.cost = &cost_;
+    request.options = &options_;
+    return row_->plan_layer(request, *session_);
+}
+
+Placement PolicyRunner::policy_plan(int64_t iteration, int layer, const int64_t* counts) {
+    switch (input_) {
+        case PolicyInput::kCurrentIteration: return plan_layer(iteration, layer, counts);
+        case PolicyInput::kPreviousIteration:
+            if (previous_.empty()) return plan_static(D_, E_);
+            return plan_layer(iteration, layer, previous_.data() + static_cast<size_t>(layer) * D_ * E_);
+        case PolicyInput::kProfileWindow: break;
     }
-    if (policy_ == "prophet-oracle") return plan_prophet(counts, D_, E_, cost_, options_);
-    if (policy_ == "flow") {  // the previous batch's counts, weights at home; the executor's owner rule routes
-        if (previous_.empty()) return plan_static(D_, E_);
-        return plan_flow(previous_.data() + static_cast<size_t>(layer) * D_ * E_, D_, E_, cost_, options_,
-                         plan_static(D_, E_));
-    }
-    if (policy_ == "fastermoe") return plan_fastermoe(counts, D_, E_, cost_, options_);
-    if (policy_ == "top2") return plan_broadcast_top(counts, D_, E_, 2);
-    if (policy_ == "top3") return plan_broadcast_top(counts, D_, E_, 3);
-    if (policy_ == "exhaustive") return plan_exhaustive(counts, D_, E_, cost_, options_);
-    // offline policies
     if (offline_.empty()) return plan_static(D_, E_);
     return offline_[layer];
 }
 
-bool PolicyRunner::plans_online() const {
-    return policy_ != "static" && policy_ != "eplb" && policy_ != "moetuner" && policy_ != "moetuner-joint";
-}
+bool PolicyRunner::plans_online() const { return input_ != PolicyInput::kProfileWindow; }
 
 Placement PolicyRunner::plan_next(int layer, const int64_t* counts) const {
-    (void)layer;
-    return within_hosts(policy_plan_next(counts));
-}
-
-Placement PolicyRunner::policy_plan_next(const int64_t* counts) const {
-    if (policy_ == "prophet" || policy_ == "prophet-oracle") return plan_prophet(counts, D_, E_, cost_, options_);
-    if (policy_ == "flow") return plan_flow(counts, D_, E_, cost_, options_, plan_static(D_, E_));
-    if (policy_ == "fastermoe") return plan_fastermoe(counts, D_, E_, cost_, options_);
-    if (policy_ == "top2") return plan_broadcast_top(counts, D_, E_, 2);
-    if (policy_ == "top3") return plan_broadcast_top(counts, D_, E_, 3);
-    if (policy_ == "exhaustive") return plan_exhaustive(counts, D_, E_, cost_, options_);
-    return plan_static(D_, E_);
+    PROPHET_ASSERT_MSG(!row_->external_process, "plan_next runs on the planner thread; external policies refuse it");
+    if (!plans_online()) return plan_static(D_, E_);
+    return within_hosts(plan_layer(-1, layer, counts));
 }
 
 Placement PolicyRunner::plan_from_previous(int layer) const {
@@ -80,9 +112,10 @@ Placement PolicyRunner::plan_from_previous(int layer) const {
 }
 
 void PolicyRunner::end_iteration(int64_t iteration, const std::vector<int64_t>& counts) {
+    (void)iteration;
     PROPHET_ASSERT(counts.size() == static_cast<size_t>(L_) * D_ * E_);
     previous_ = counts;
-    if (offline_.empty() && (policy_ == "eplb" || policy_ == "moetuner" || policy_ == "moetuner-joint")) {
+    if (offline_.empty() && input_ == PolicyInput::kProfileWindow) {
         for (size_t i = 0; i < counts.size(); ++i) window_[i] += counts[i];
         if (++window_iterations_ >= profile_iterations_) plan_offline();
     }
@@ -95,17 +128,28 @@ void PolicyRunner::plan_offline() {
             for (int e = 0; e < E_; ++e)
                 loads[static_cast<size_t>(l) * E_ + e] +=
                     static_cast<double>(window_[(static_cast<size_t>(l) * D_ + d) * E_ + e]);
-    if (policy_ == "eplb") {
-        offline_ = plan_eplb(loads, L_, D_, E_, num_nodes_, options_);
-        return;
-    }
-    std::vector<double> link_cost(static_cast<size_t>(D_) * D_, 0.0);
-    for (int a = 0; a < D_; ++a)
-        for (int b = 0; b < D_; ++b)
-            if (a != b) link_cost[static_cast<size_t>(a) * D_ + b] = 1.0 / cost_.cluster.link_bytes_per_s(a, b);
     const std::vector<double> no_transitions;  // a real run's transitions come from `prophet profile`
-    offline_ = policy_ == "moetuner" ? plan_moetuner(loads, no_transitions, L_, D_, E_, link_cost, options_)
-                                     : plan_moetuner_joint(loads, no_transitions, L_, D_, E_, link_cost, options_);
+    offline_ = plan_window(loads, no_transitions, static_cast<int>(window_iterations_), nullptr);
+}
+
+std::vector<Placement> PolicyRunner::plan_window(const std::vector<double>& loads,
+                                                 const std::vector<double>& transitions, int window_iterations,
+                                                 IlpReport* ilp) {
+    const std::vector<double> link_cost = link_costs(cost_, D_);
+    WindowPlanRequest request;
+    request.window_iterations = window_iterations;
+    request.loads = &loads;
+    request.transitions = &transitions;
+    request.link_cost = &link_cost;
+    request.num_layers = L_;
+    request.num_devices = D_;
+    request.num_experts = E_;
+    request.num_nodes = num_nodes_;
+    request.options = &options_;
+    WindowPlanReport report;
+    std::vector<Placement> out = from_root([&] { return row_->plan_window(request, *session_, &report); }, L_);
+    if (ilp) *ilp = report.ilp;
+    return out;
 }
 
 std::string PolicyRunner::save_state() const {

@@ -2,17 +2,22 @@
 //
 // Called by the expert-parallel executor after the counts exchange, with this iteration's global D x E counts;
 // every rank calls it with identical inputs, so every rank derives the same placement without communicating.
-// `prophet` plans iteration j from iteration j-1's counts (iteration 0: static); `prophet-oracle`, `fastermoe`,
-// `top2`, `top3` and `exhaustive` plan on the current counts; `eplb`, `moetuner` and `moetuner-joint` run static
-// for the first `profile_iterations` iterations, then plan once from those iterations' counts and keep the result.
+// What a policy plans from is its registry row's input (policy_registry.h): the previous iteration's counts
+// (`prophet`; iteration 0: static), the current ones (`prophet-oracle`, `fastermoe`, `top2`, ...), or, offline
+// (`eplb`, `moetuner`, `moetuner-joint`), static for the first `profile_iterations` iterations, then one plan from
+// those iterations' counts, kept. An external policy (a process of its own) runs on rank 0 only when
+// set_root_broadcast was called: rank 0 plans and broadcasts the placement (and whether it failed) to the others.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "balance/cost_model.h"
 #include "balance/policies.h"
+#include "balance/policy_registry.h"
 
 namespace prophet {
 
@@ -20,6 +25,7 @@ class PolicyRunner {
   public:
     PolicyRunner(std::string policy, int num_layers, int num_devices, int num_experts, CostModel cost,
                  BalanceOptions options, int profile_iterations, int num_nodes);
+    ~PolicyRunner();
 
     // The placement of `layer` for `iteration`; counts [D*E] are this iteration's global counts.
     Placement plan(int64_t iteration, int layer, const int64_t* counts);
@@ -36,7 +42,18 @@ class PolicyRunner {
     // After every layer of an iteration has run: remember its counts ([L][D][E]) for the next iteration.
     void end_iteration(int64_t iteration, const std::vector<int64_t>& counts);
 
+    // An offline policy's placements [L] from a window's loads [L][E] and transitions [L-1][E][E] (may be empty)
+    // summed over window_iterations (serving's profile); *ilp: the solver's report (moetuner*), may be nullptr.
+    std::vector<Placement> plan_window(const std::vector<double>& loads, const std::vector<double>& transitions,
+                                       int window_iterations, IlpReport* ilp);
+
     const std::string& policy() const { return policy_; }
+    // True for a policy planned in a process of its own (external): plan_next must not run on a second thread,
+    // and with several ranks only rank 0 may plan (set_root_broadcast).
+    bool plans_in_own_process() const;
+    // Several ranks: `broadcast(data, bytes)` copies rank 0's bytes to every rank (a collective every rank calls in
+    // the same order, as plan() and end_iteration() are). External policies then plan on rank 0 only.
+    void set_root_broadcast(int rank, std::function<void(void*, size_t)> broadcast);
     // Host-aware placement (comm.replicas_within_host): every placement returned from now on keeps replicas on
     // their owner's host. host_of_rank: [D] host index of each rank; empty: no restriction.
     void set_rank_hosts(std::vector<int> host_of_rank) { host_of_rank_ = std::move(host_of_rank); }
@@ -49,11 +66,18 @@ class PolicyRunner {
 
   private:
     void plan_offline();
-    Placement policy_plan(int layer, const int64_t* counts);  // plan() before the host restriction
-    Placement policy_plan_next(const int64_t* counts) const;  // plan_next() before it
+    Placement policy_plan(int64_t iteration, int layer, const int64_t* counts);  // plan() before the host restriction
+    Placement plan_layer(int64_t iteration, int layer, const int64_t* counts) const;  // the row's online planner
+    // rank 0 runs plan(); every rank gets its placements [count] (a failure on rank 0 fails every rank)
+    std::vector<Placement> from_root(const std::function<std::vector<Placement>()>& plan, int count);
     Placement within_hosts(Placement placement) const;
 
     std::string policy_;
+    const PolicyRow* row_;
+    PolicyInput input_;
+    std::unique_ptr<PolicySession> session_;  // an external policy's process (started on its first plan)
+    int rank_ = 0;
+    std::function<void(void*, size_t)> broadcast_;  // empty: every rank plans for itself
     int L_, D_, E_;
     CostModel cost_;
     BalanceOptions options_;
@@ -64,6 +88,7 @@ class PolicyRunner {
     std::vector<int64_t> window_;       // [L][D][E] counts summed over the profiling window
     int64_t window_iterations_ = 0;
     std::vector<Placement> offline_;    // [L] once planned
+    std::vector<Placement> in_force_;   // [L] the last placement plan() returned per layer (empty: none yet)
 };
 
 }  // namespace prophet

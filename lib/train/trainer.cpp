@@ -65,6 +65,15 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     policy_ = std::make_unique<PolicyRunner>(settings_.policy, m.L, D, m.E, settings_.cost, settings_.balance,
                                              settings_.profile_iterations, num_nodes);
     if (settings_.replicas_within_host) policy_->set_rank_hosts(gather_rank_hosts(comm_));  // collective
+    if (policy_->plans_in_own_process()) {  // external: one process, on rank 0; the others get its placements
+        if (settings_.schedule_blockwise)
+            throw_config_error("schedule.mode", "blockwise",
+                               "plans ahead on a second thread, and an external policy answers on one pipe",
+                               "--set schedule.mode=none (or fastermoe) with balance.policy = external");
+        if (D > 1) policy_->set_root_broadcast(comm_.rank(), [this](void* data, size_t bytes) {
+            comm_.broadcast(data, bytes, 0);
+        });
+    }
     executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, *model_, settings_.balance.route_rule);
     executor_->set_placement_provider(
         [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });
