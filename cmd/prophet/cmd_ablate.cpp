@@ -93,6 +93,162 @@ double run_mean(Store& store, const std::string& run_id, const std::string& key,
     return n ? sum / n : std::nan("");
 }
 
+// The variants --variants names (all when empty), in the paper's order; an unknown name is a usage error.
+std::vector<const Variant*> chosen_variants(const std::vector<std::string>& names) {
+    std::vector<const Variant*> chosen;
+    for (const Variant& v : variants())
+        if (names.empty() || std::find(names.begin(), names.end(), v.name) != names.end()) chosen.push_back(&v);
+    for (const std::string& name : names) {
+        bool known = false;
+        for (const Variant& v : variants()) known |= name == v.name;
+        if (!known)
+            throw Error(kExitUsage, "usage error: --variants: unknown variant '" + name +
+                                        "'; allowed: none, planner, scheduler, planner+scheduler, full");
+    }
+    return chosen;
+}
+
+// One recorded child run: its means over the steps after the warmup.
+struct Row {
+    std::string run_id;
+    int64_t seed;
+    double step_ms, trans_exposed, agg_exposed, trans, agg;
+};
+
+// The state of one `prophet ablate`: where runs are recorded and how far it got.
+struct Ablation {
+    const AblateArgs& args;
+    Store& store;
+    std::string ablate_id, experiment, store_path, binary;
+    int total = 0, done = 0, failed = 0;
+    int64_t t_start = 0;
+    std::map<std::string, std::vector<Row>> rows = {};  // variant -> runs
+};
+
+// `prophet train` of variant v at `seed`: one rank pinned per core, or --oversubscribe unpinned when ranks
+// outnumber cores (docs/testbed.md)
+std::vector<std::string> child_command(const Ablation& a, const Variant& v, int64_t seed) {
+    std::vector<std::string> cmd = mpirun_launcher(a.args.ranks, usable_cores());
+    cmd.push_back(a.binary);
+    cmd.push_back("train");
+    for (const std::string& f : a.args.common.config_files) {
+        cmd.push_back("--config");
+        cmd.push_back(f);
+    }
+    auto set = [&](const std::string& kv) {
+        cmd.push_back("--set");
+        cmd.push_back(kv);
+    };
+    for (const std::string& s : a.args.common.sets) set(s);
+    for (const std::string& s : v.sets) set(s);
+    set("run.seed=" + std::to_string(seed));
+    set("run.experiment=" + value_to_toml(Value(a.experiment)));  // a TOML string, escaped
+    set("store.path=" + value_to_toml(Value(a.store_path)));
+    cmd.push_back("--json");
+    if (a.args.timeline) cmd.push_back("--timeline");
+    return cmd;
+}
+
+// The run id of a child's --json summary line ("" when there is none).
+std::string summary_run_id(const std::string& out) {
+    std::string run_id;
+    std::istringstream lines(out);
+    std::string line;
+    while (std::getline(lines, line)) {
+        const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("summary", false)) run_id = j.value("run_id", "");
+    }
+    return run_id;
+}
+
+// Runs variant v once at `seed`, tags the child's run with the variant and keeps its means; a failed child is
+// counted and reported, a stop signal ends the ablation.
+void run_variant(Ablation& a, const Variant& v, int64_t seed) {
+    const ChildResult r = run_child(child_command(a, v, seed));  // core/process.h, as the sweep runs its points
+    if (const int stop = StopSignalForwarder::received())
+        throw Error(128 + stop, "prophet ablate: stopped by signal " + std::to_string(stop) +
+                                    " (forwarded to the running child, whose run records itself killed); "
+                                    "the runs finished before are in the store");
+    ++a.done;
+    const std::string run_id = summary_run_id(r.out);
+    const double elapsed_s = static_cast<double>(now_ns() - a.t_start) * 1e-9;
+    const double eta_s = elapsed_s / a.done * (a.total - a.done);
+    if (r.exit_code != 0 || run_id.empty()) {
+        ++a.failed;
+        std::fprintf(stderr, "[%d/%d] seed %lld %s: FAILED (exit %d)\n%s", a.done, a.total,
+                     static_cast<long long>(seed), v.name, r.exit_code, tail_lines(r.err, 5).c_str());
+        return;
+    }
+    a.store.put_params(run_id, {{"ablate.variant", v.name}, {"ablate.id", a.ablate_id}});
+    const int warmup = a.args.warmup;
+    Row row{run_id,
+            seed,
+            run_mean(a.store, run_id, "step_ms", warmup),
+            run_mean(a.store, run_id, "trans_exposed_ms", warmup),
+            run_mean(a.store, run_id, "agg_exposed_ms", warmup),
+            run_mean(a.store, run_id, "trans_ms", warmup),
+            run_mean(a.store, run_id, "agg_ms", warmup)};
+    a.rows[v.name].push_back(row);
+    std::fprintf(stderr,
+                 "[%d/%d] seed %lld %-17s %8.2f ms/step  exposed Trans %6.2f Agg %6.2f ms  (run %s, ETA %.0f s)\n",
+                 a.done, a.total, static_cast<long long>(seed), v.name, row.step_ms, row.trans_exposed, row.agg_exposed,
+                 run_id.c_str(), eta_s);
+}
+
+// The table (or the --json variants array, returned) of mean ± sd across seeds per variant; the speedup over
+// none is taken per seed first.
+nlohmann::json print_variant_table(Ablation& a, const std::vector<const Variant*>& chosen, int64_t steps) {
+    const AblateArgs& args = a.args;
+    std::map<int64_t, double> none_ms;
+    for (const Row& r : a.rows["none"]) none_ms[r.seed] = r.step_ms;
+    nlohmann::json out = nlohmann::json::array();
+    if (!args.common.json) {
+        std::printf(
+            "prophet ablate: %d runs (%d failed), %d seeds, %d ranks, %lld steps each (first %d left out); "
+            "mean ± sd across seeds\n",
+            a.done, a.failed, args.seeds, args.ranks, static_cast<long long>(steps), args.warmup);
+        std::printf(
+            "| variant | runs | step ms | x none | exposed Trans ms | exposed Agg ms | Trans ms | Agg ms | "
+            "paper Fig 14 (k=1 / k=2, incremental) |\n|---|---|---|---|---|---|---|---|---|\n");
+    }
+    for (const Variant* v : chosen) {
+        const std::vector<Row>& rs = a.rows[v->name];
+        std::vector<double> ms, speed, te, ae, tb, ab;
+        for (const Row& r : rs) {
+            ms.push_back(r.step_ms);
+            if (none_ms.count(r.seed)) speed.push_back(none_ms[r.seed] / r.step_ms);
+            te.push_back(r.trans_exposed);
+            ae.push_back(r.agg_exposed);
+            tb.push_back(r.trans);
+            ab.push_back(r.agg);
+        }
+        const auto paper = kPaperIncremental.find(v->name);
+        char paper_text[64] = "";
+        if (paper != kPaperIncremental.end())
+            std::snprintf(paper_text, sizeof paper_text, "%.2fx / %.2fx", paper->second.first, paper->second.second);
+        const Stat s_ms = mean_sd(ms), s_sp = mean_sd(speed), s_te = mean_sd(te), s_ae = mean_sd(ae),
+                   s_tb = mean_sd(tb), s_ab = mean_sd(ab);
+        const int runs = static_cast<int>(rs.size());
+        if (args.common.json) {
+            out.push_back({{"variant", v->name},
+                           {"runs", runs},
+                           {"step_ms_mean", s_ms.mean},
+                           {"step_ms_sd", s_ms.sd},
+                           {"speedup_mean", s_sp.mean},
+                           {"speedup_sd", s_sp.sd},
+                           {"trans_exposed_ms_mean", s_te.mean},
+                           {"agg_exposed_ms_mean", s_ae.mean},
+                           {"trans_ms_mean", s_tb.mean},
+                           {"agg_ms_mean", s_ab.mean}});
+        } else {
+            std::printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", v->name, runs, pm(s_ms).c_str(),
+                        s_sp.n ? pm(s_sp, 3).c_str() : "-", pm(s_te).c_str(), pm(s_ae).c_str(), pm(s_tb).c_str(),
+                        pm(s_ab).c_str(), paper_text);
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 CLI::App* add_ablate_command(CLI::App& app, AblateArgs& args) {
@@ -128,17 +284,7 @@ int run_ablate(const AblateArgs& args) {
         print_schema(train_schema(), "ablate");
         return kExitOk;
     }
-    std::vector<const Variant*> chosen;
-    for (const Variant& v : variants())
-        if (args.variants.empty() || std::find(args.variants.begin(), args.variants.end(), v.name) != args.variants.end())
-            chosen.push_back(&v);
-    for (const std::string& name : args.variants) {
-        bool known = false;
-        for (const Variant& v : variants()) known |= name == v.name;
-        if (!known)
-            throw Error(kExitUsage, "usage error: --variants: unknown variant '" + name +
-                                        "'; allowed: none, planner, scheduler, planner+scheduler, full");
-    }
+    const std::vector<const Variant*> chosen = chosen_variants(args.variants);
     // every variant's config must be valid before anything runs
     Config base = resolve_config(train_schema(), args.common);
     for (const Variant* v : chosen) {
@@ -150,11 +296,13 @@ int run_ablate(const AblateArgs& args) {
     // the train default ("train") becomes "ablate"; a label set in the config is kept
     const std::string label = base.get_string("run.experiment");
     const std::string experiment = label.empty() || label == "train" ? "ablate" : label;
-    const int total = args.seeds * (int)chosen.size();
+    const int total = args.seeds * static_cast<int>(chosen.size());
+    const int64_t steps = base.get_int("train.steps");
     if (args.common.dry_run) {
-        std::printf("dry run: would run %d variants x %d seeds = %d runs of %lld steps on %d rank(s), recording into %s\n",
-                    (int)chosen.size(), args.seeds, total, (long long)base.get_int("train.steps"), args.ranks,
-                    store_path.c_str());
+        std::printf(
+            "dry run: would run %d variants x %d seeds = %d runs of %lld steps on %d rank(s), recording into %s\n",
+            static_cast<int>(chosen.size()), args.seeds, total, static_cast<long long>(steps), args.ranks,
+            store_path.c_str());
         return kExitOk;
     }
     std::filesystem::create_directories(std::filesystem::path(store_path).parent_path().empty()
@@ -165,120 +313,22 @@ int run_ablate(const AblateArgs& args) {
     info.experiment = experiment;
     info.world_size = args.ranks;
     info.seed = args.first_seed;
-    const std::string ablate_id = store.begin_run(info);
-
-    const std::string binary = self_binary();
-    struct Row {
-        std::string run_id;
-        int64_t seed;
-        double step_ms, trans_exposed, agg_exposed, trans, agg;
-    };
-    std::map<std::string, std::vector<Row>> rows;  // variant -> runs
-    int done = 0, failed = 0;
-    const int64_t t_start = now_ns();
+    Ablation a{args, store, store.begin_run(info), experiment, store_path, self_binary(), total};
+    a.t_start = now_ns();
     const StopSignalForwarder forwarder;  // SIGTERM / SIGINT reach the running child's process group
-    for (int i = 0; i < args.seeds; ++i) {
-        const int64_t seed = args.first_seed + i;
-        for (const Variant* v : chosen) {
-            // one rank pinned per core, or --oversubscribe unpinned when ranks outnumber cores (docs/testbed.md)
-            std::vector<std::string> cmd = mpirun_launcher(args.ranks, usable_cores());
-            cmd.push_back(binary);
-            cmd.push_back("train");
-            for (const std::string& f : args.common.config_files) {
-                cmd.push_back("--config");
-                cmd.push_back(f);
-            }
-            auto set = [&](const std::string& kv) {
-                cmd.push_back("--set");
-                cmd.push_back(kv);
-            };
-            for (const std::string& s : args.common.sets) set(s);
-            for (const std::string& s : v->sets) set(s);
-            set("run.seed=" + std::to_string(seed));
-            set("run.experiment=" + value_to_toml(Value(experiment)));  // a TOML string, escaped
-            set("store.path=" + value_to_toml(Value(store_path)));
-            cmd.push_back("--json");
-            if (args.timeline) cmd.push_back("--timeline");
-            const ChildResult r = run_child(cmd);  // core/process.h, as the sweep runs its points
-            if (const int stop = StopSignalForwarder::received())
-                throw Error(128 + stop, "prophet ablate: stopped by signal " + std::to_string(stop) +
-                                            " (forwarded to the running child, whose run records itself killed); "
-                                            "the runs finished before are in the store");
-            ++done;
-            std::string run_id;
-            std::istringstream lines(r.out);
-            std::string line;
-            while (std::getline(lines, line)) {
-                const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-                if (j.is_object() && j.value("summary", false)) run_id = j.value("run_id", "");
-            }
-            const double elapsed_s = (now_ns() - t_start) * 1e-9;
-            const double eta_s = elapsed_s / done * (total - done);
-            if (r.exit_code != 0 || run_id.empty()) {
-                ++failed;
-                std::fprintf(stderr, "[%d/%d] seed %lld %s: FAILED (exit %d)\n%s", done, total, (long long)seed,
-                             v->name, r.exit_code, tail_lines(r.err, 5).c_str());
-                continue;
-            }
-            store.put_params(run_id, {{"ablate.variant", v->name}, {"ablate.id", ablate_id}});
-            Row row{run_id,
-                    seed,
-                    run_mean(store, run_id, "step_ms", args.warmup),
-                    run_mean(store, run_id, "trans_exposed_ms", args.warmup),
-                    run_mean(store, run_id, "agg_exposed_ms", args.warmup),
-                    run_mean(store, run_id, "trans_ms", args.warmup),
-                    run_mean(store, run_id, "agg_ms", args.warmup)};
-            rows[v->name].push_back(row);
-            std::fprintf(stderr, "[%d/%d] seed %lld %-17s %8.2f ms/step  exposed Trans %6.2f Agg %6.2f ms  (run %s, ETA %.0f s)\n",
-                         done, total, (long long)seed, v->name, row.step_ms, row.trans_exposed, row.agg_exposed,
-                         run_id.c_str(), eta_s);
-        }
-    }
-
-    // speedup over none per seed, then mean ± sd across seeds
-    std::map<int64_t, double> none_ms;
-    for (const Row& r : rows["none"]) none_ms[r.seed] = r.step_ms;
-    nlohmann::json out = nlohmann::json::array();
-    if (!args.common.json) {
-        std::printf("prophet ablate: %d runs (%d failed), %d seeds, %d ranks, %lld steps each (first %d left out); "
-                    "mean ± sd across seeds\n",
-                    done, failed, args.seeds, args.ranks, (long long)base.get_int("train.steps"), args.warmup);
-        std::printf("| variant | runs | step ms | x none | exposed Trans ms | exposed Agg ms | Trans ms | Agg ms | "
-                    "paper Fig 14 (k=1 / k=2, incremental) |\n|---|---|---|---|---|---|---|---|---|\n");
-    }
-    for (const Variant* v : chosen) {
-        const std::vector<Row>& rs = rows[v->name];
-        std::vector<double> ms, speed, te, ae, tb, ab;
-        for (const Row& r : rs) {
-            ms.push_back(r.step_ms);
-            if (none_ms.count(r.seed)) speed.push_back(none_ms[r.seed] / r.step_ms);
-            te.push_back(r.trans_exposed);
-            ae.push_back(r.agg_exposed);
-            tb.push_back(r.trans);
-            ab.push_back(r.agg);
-        }
-        const auto paper = kPaperIncremental.find(v->name);
-        char paper_text[64] = "";
-        if (paper != kPaperIncremental.end())
-            std::snprintf(paper_text, sizeof paper_text, "%.2fx / %.2fx", paper->second.first, paper->second.second);
-        const Stat s_ms = mean_sd(ms), s_sp = mean_sd(speed), s_te = mean_sd(te), s_ae = mean_sd(ae),
-                   s_tb = mean_sd(tb), s_ab = mean_sd(ab);
-        if (args.common.json) {
-            out.push_back({{"variant", v->name}, {"runs", (int)rs.size()}, {"step_ms_mean", s_ms.mean},
-                           {"step_ms_sd", s_ms.sd}, {"speedup_mean", s_sp.mean}, {"speedup_sd", s_sp.sd},
-                           {"trans_exposed_ms_mean", s_te.mean}, {"agg_exposed_ms_mean", s_ae.mean},
-                           {"trans_ms_mean", s_tb.mean}, {"agg_ms_mean", s_ab.mean}});
-        } else {
-            std::printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", v->name, (int)rs.size(), pm(s_ms).c_str(),
-                        s_sp.n ? pm(s_sp, 3).c_str() : "-", pm(s_te).c_str(), pm(s_ae).c_str(), pm(s_tb).c_str(),
-                        pm(s_ab).c_str(), paper_text);
-        }
-    }
-    if (args.common.json) std::printf("%s\n", nlohmann::json{{"ablate_id", ablate_id}, {"store", store_path},
-                                                             {"failed", failed}, {"variants", out}}.dump().c_str());
-    store.finish_run(ablate_id, failed ? "failed" : "finished", failed ? kExitRunFailed : 0,
+    for (int i = 0; i < args.seeds; ++i)
+        for (const Variant* v : chosen) run_variant(a, *v, args.first_seed + i);
+    const nlohmann::json out = print_variant_table(a, chosen, steps);
+    const int failed = a.failed;
+    if (args.common.json)
+        std::printf(
+            "%s\n",
+            nlohmann::json{{"ablate_id", a.ablate_id}, {"store", store_path}, {"failed", failed}, {"variants", out}}
+                .dump()
+                .c_str());
+    store.finish_run(a.ablate_id, failed ? "failed" : "finished", failed ? kExitRunFailed : 0,
                      failed ? std::to_string(failed) + " of " + std::to_string(total) + " runs failed" : "");
-    std::fprintf(stderr, "prophet ablate: run %s recorded in %s\n", ablate_id.c_str(), store_path.c_str());
+    std::fprintf(stderr, "prophet ablate: run %s recorded in %s\n", a.ablate_id.c_str(), store_path.c_str());
     return failed ? kExitRunFailed : kExitOk;
 }
 

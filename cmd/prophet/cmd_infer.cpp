@@ -79,6 +79,118 @@ void simulate_on_clusters(Store& store, const std::string& parent, const Config&
     }
 }
 
+// Root: opens the store and begins the run (its params: the config and the BLAS build); returns the run id.
+std::string begin_inference_run(Store& store, const Config& config, const CommonArgs& args,
+                                const serve::ServeSettings& settings, const Communicator& comm) {
+    std::string run_id;
+    RunInfo info = make_run_info("profile --inference", config, args);
+    info.experiment = settings.base.experiment;
+    info.seed = settings.base.seed;
+    info.world_size = comm.size();
+    info.backend = std::string("cpu-") + comm.name();
+    store.transaction([&] {
+        run_id = store.begin_run(info);
+        auto params = config.flat();
+        params.emplace_back("blas", blas_config());
+        store.put_params(run_id, params);
+    });
+    std::fprintf(stderr, "prophet: inference run %s: %d rank(s), policy %s, %s\n", run_id.c_str(), comm.size(),
+                 settings.base.policy.c_str(),
+                 settings.out_of_sample ? "out-of-sample (data B)" : "in-sample (data A)");
+    return run_id;
+}
+
+// The --json summary line prophet sweep's real engine reads (median_step_ms = median forward time).
+void print_summary_json(const std::string& run_id, const serve::ServeSettings& settings, const serve::ServeRun& run,
+                        const serve::RunTails& tails, int ranks, double median_ms, double final_loss) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (size_t l = 0; l < tails.expert.size(); ++l)
+        layers.push_back({{"layer", l}, {"expert", tail_json(tails.expert[l])}, {"a2a", tail_json(tails.a2a[l])}});
+    const double tokens = static_cast<double>(settings.base.model.B) * settings.base.model.T;
+    const nlohmann::json summary = {{"summary", true},
+                                    {"run_id", run_id},
+                                    {"policy", settings.base.policy},
+                                    {"ranks", ranks},
+                                    {"steps", run.measured.size()},
+                                    {"out_of_sample", settings.out_of_sample},
+                                    {"final_loss", final_loss},
+                                    {"median_step_ms", median_ms},
+                                    {"median_tokens_per_s", tokens / (median_ms * 1e-3)},
+                                    {"offline_plan_s", run.offline_plan_s},
+                                    {"layers", layers},
+                                    {"expert_sum", tail_json(tails.expert_sum)},
+                                    {"a2a_sum", tail_json(tails.a2a_sum)},
+                                    {"layer_sum", tail_json(tails.layer_sum)},
+                                    {"forward", tail_json(tails.forward)}};
+    std::printf("%s\n", summary.dump().c_str());
+}
+
+// When the run moved tokens between layers (balance.token_path): bytes and median time per batch, on stderr.
+void print_token_path(const serve::ServeRun& run) {
+    if (run.measured.front().token_path_ms.empty()) return;
+    std::vector<double> path_ms;
+    double bytes = 0;
+    for (const serve::BatchResult& b : run.measured) {
+        path_ms.push_back(0);
+        for (size_t l = 0; l < b.token_path_ms.size(); ++l) {
+            path_ms.back() += b.token_path_ms[l];
+            bytes += static_cast<double>(b.token_path_bytes[l]) / static_cast<double>(run.measured.size());
+        }
+    }
+    std::fprintf(stderr,
+                 "prophet: layer-to-layer token path moved on the ranks after each forward: %.4g bytes "
+                 "and median %.3f ms per batch over its %zu layer boundaries\n",
+                 bytes, serve::percentile(path_ms, 50), run.measured.front().token_path_ms.size());
+}
+
+// Root, after serving: records the run, prints its tails (or the JSON summary), then the simulated clusters.
+void finish_inference_run(Store& store, const std::string& run_id, const Config& config, const CommonArgs& args,
+                          const serve::ServeSettings& settings, const serve::ServeRun& run, int ranks) {
+    serve::record_serve_run(store, run_id, settings, run);
+    const serve::RunTails tails = serve::run_tails(run);
+    std::vector<double> forward, loss;
+    for (const serve::BatchResult& b : run.measured) forward.push_back(b.forward_ms), loss.push_back(b.loss);
+    const double median_ms = serve::percentile(forward, 50);
+    if (args.json) {
+        print_summary_json(run_id, settings, run, tails, ranks, median_ms, loss.back());
+    } else {
+        print_tails(tails, stdout);
+    }
+    std::fprintf(stderr, "prophet: run %s finished: %zu measured batches, median forward %.3f ms\n", run_id.c_str(),
+                 run.measured.size(), median_ms);
+    print_token_path(run);
+    store.finish_run(run_id, "finished", 0, "");
+    require_recorded(store, {run_id}, "run " + run_id);
+    simulate_on_clusters(store, run_id, config, args, settings, run, ranks);
+    store.checkpoint();
+}
+
+// Inside the catch of run_inference: the error with its rank on stderr, recorded on the run (by the failure
+// watch, or directly before it exists); returns the exit code.
+int record_inference_failure(int rank, FailureWatch* watch, Store* store, const std::string& run_id) {
+    const Error e = current_exception_as_error();
+    std::fprintf(stderr, "prophet: rank %d: %s\n", rank, e.what());
+    if (watch) {
+        watch->record_failure(e.exit_code(), e.what(), watch->step());
+    } else if (store && !run_id.empty()) {
+        try {
+            store->finish_run(run_id, "failed", e.exit_code(), e.what());
+        } catch (const std::exception&) {
+            // the original error is what the user needs to see
+        }
+    }
+    return e.exit_code();
+}
+
+void print_dry_run(const serve::ServeSettings& settings, int world_size) {
+    std::printf(
+        "dry run: would profile %d batches, then serve %d + %d batches (%s) on %d rank(s) with "
+        "balance.policy=%s, recording into %s\n",
+        settings.profile_iterations, settings.warmup, settings.iterations,
+        settings.out_of_sample ? "out-of-sample, data B" : "in-sample, data A", world_size,
+        settings.base.policy.c_str(), settings.base.store_path.c_str());
+}
+
 }  // namespace
 
 void add_inference_flag(CLI::App* profile) {
@@ -107,12 +219,7 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
         return report_start_error(current_exception_as_error(), world_rank);
     }
     if (args.dry_run) {
-        if (root_env)
-            std::printf("dry run: would profile %d batches, then serve %d + %d batches (%s) on %d rank(s) with "
-                        "balance.policy=%s, recording into %s\n",
-                        settings.profile_iterations, settings.warmup, settings.iterations,
-                        settings.out_of_sample ? "out-of-sample, data B" : "in-sample, data A", world_size,
-                        settings.base.policy.c_str(), settings.base.store_path.c_str());
+        if (root_env) print_dry_run(settings, world_size);
         return kExitOk;
     }
     bool is_mpi = false;
@@ -126,20 +233,7 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
     try {
         if (root) {
             store = std::make_unique<Store>(Store::open(settings.base.store_path));
-            RunInfo info = make_run_info("profile --inference", config, args);
-            info.experiment = settings.base.experiment;
-            info.seed = settings.base.seed;
-            info.world_size = comm->size();
-            info.backend = std::string("cpu-") + comm->name();
-            store->transaction([&] {
-                run_id = store->begin_run(info);
-                auto params = config.flat();
-                params.emplace_back("blas", blas_config());
-                store->put_params(run_id, params);
-            });
-            std::fprintf(stderr, "prophet: inference run %s: %d rank(s), policy %s, %s\n", run_id.c_str(),
-                         comm->size(), settings.base.policy.c_str(),
-                         settings.out_of_sample ? "out-of-sample (data B)" : "in-sample (data A)");
+            run_id = begin_inference_run(*store, config, args, settings, *comm);
         }
         // every rank learns the run id, so that any rank can record a failure (FailureWatch::record_failure)
         char id[32] = {0};
@@ -157,67 +251,9 @@ int run_inference(const CommonArgs& args, int world_size, int world_rank, int* a
                 std::fprintf(stderr, "  batch %4d | forward %8.3f ms | loss %.4f\n", index, b.forward_ms, b.loss);
         };
         const serve::ServeRun run = serve::run_serving(*comm, settings, progress);
-        if (root) {
-            serve::record_serve_run(*store, run_id, settings, run);
-            const serve::RunTails tails = serve::run_tails(run);
-            std::vector<double> forward, loss;
-            for (const serve::BatchResult& b : run.measured) forward.push_back(b.forward_ms), loss.push_back(b.loss);
-            const double median_ms = serve::percentile(forward, 50);
-            if (args.json) {
-                nlohmann::json layers = nlohmann::json::array();
-                for (size_t l = 0; l < tails.expert.size(); ++l)
-                    layers.push_back({{"layer", l}, {"expert", tail_json(tails.expert[l])},
-                                      {"a2a", tail_json(tails.a2a[l])}});
-                const double tokens = static_cast<double>(settings.base.model.B) * settings.base.model.T;
-                // the summary line prophet sweep's real engine reads (median_step_ms = median forward time)
-                const nlohmann::json summary = {
-                    {"summary", true}, {"run_id", run_id}, {"policy", settings.base.policy},
-                    {"ranks", comm->size()}, {"steps", run.measured.size()},
-                    {"out_of_sample", settings.out_of_sample}, {"final_loss", loss.back()},
-                    {"median_step_ms", median_ms}, {"median_tokens_per_s", tokens / (median_ms * 1e-3)},
-                    {"offline_plan_s", run.offline_plan_s}, {"layers", layers},
-                    {"expert_sum", tail_json(tails.expert_sum)}, {"a2a_sum", tail_json(tails.a2a_sum)},
-                    {"layer_sum", tail_json(tails.layer_sum)},
-                    {"forward", tail_json(tails.forward)}};
-                std::printf("%s\n", summary.dump().c_str());
-            } else {
-                print_tails(tails, stdout);
-            }
-            std::fprintf(stderr, "prophet: run %s finished: %zu measured batches, median forward %.3f ms\n",
-                         run_id.c_str(), run.measured.size(), median_ms);
-            if (!run.measured.front().token_path_ms.empty()) {
-                std::vector<double> path_ms;
-                double bytes = 0;
-                for (const serve::BatchResult& b : run.measured) {
-                    path_ms.push_back(0);
-                    for (size_t l = 0; l < b.token_path_ms.size(); ++l) {
-                        path_ms.back() += b.token_path_ms[l];
-                        bytes += static_cast<double>(b.token_path_bytes[l]) / run.measured.size();
-                    }
-                }
-                std::fprintf(stderr,
-                             "prophet: layer-to-layer token path moved on the ranks after each forward: %.4g bytes "
-                             "and median %.3f ms per batch over its %zu layer boundaries\n",
-                             bytes, serve::percentile(path_ms, 50), run.measured.front().token_path_ms.size());
-            }
-            store->finish_run(run_id, "finished", 0, "");
-            require_recorded(*store, {run_id}, "run " + run_id);
-            simulate_on_clusters(*store, run_id, config, args, settings, run, comm->size());
-            store->checkpoint();
-        }
+        if (root) finish_inference_run(*store, run_id, config, args, settings, run, comm->size());
     } catch (...) {  // every exception is recorded with rank and step; main then aborts MPI (exit code != 0)
-        const Error e = current_exception_as_error();
-        std::fprintf(stderr, "prophet: rank %d: %s\n", comm->rank(), e.what());
-        if (watch) {
-            watch->record_failure(e.exit_code(), e.what(), watch->step());
-        } else if (store && !run_id.empty()) {
-            try {
-                store->finish_run(run_id, "failed", e.exit_code(), e.what());
-            } catch (const std::exception&) {
-                // the original error is what the user needs to see
-            }
-        }
-        return e.exit_code();
+        return record_inference_failure(comm->rank(), watch.get(), store.get(), run_id);
     }
     comm->barrier();
     return kExitOk;

@@ -57,6 +57,33 @@ void GpuModel::allocate(int B) {
     B_ = B;
 }
 
+// Layer l's experts on this GPU, without an executor (dropless: dispatch = the top-K selection): layout,
+// permute, the grouped expert GEMMs, unpermute into branch_ [N,C]. ln2 [N,C], expert_idx and gate_w [N,K].
+void GpuModel::moe_forward_local(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w) {
+    const ModelConfig& cfg = config_;
+    const int C = cfg.C, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
+    const ParamLayout& lay = layout_;
+    const size_t NK = static_cast<size_t>(N) * K;
+    int* offsets = offsets_.data() + static_cast<size_t>(l) * (E + 1);
+    int* slot = assignment_slot_.data() + l * NK;
+    float* mx = moe_x_.data() + l * NK * C;
+    float* pre = moe_pre_.data() + l * NK * F;
+    float* act = moe_act_.data() + l * NK * F;
+    float* y = moe_y_.data() + l * NK * C;
+    events_.begin(OpKind::kFec, l);
+    moe_layout(ctx_, offsets, slot, slot_token_.data() + l * NK, expert_idx, N, K, E);
+    offsets_host_[l] = moe_offsets_to_host(ctx_, offsets, E);
+    ExpertPointers w;
+    for (int e = 0; e < E; e++) {
+        w.w1.push_back(param(lay.expert_w1[static_cast<size_t>(l) * E + e]));
+        w.w2.push_back(param(lay.expert_w2[static_cast<size_t>(l) * E + e]));
+    }
+    moe_permute(ctx_, mx, ln2, slot, N, K, C);
+    moe_experts_forward(ctx_, pre, act, y, mx, offsets_host_[l], w.w1.data(), w.w2.data(), C, F);
+    moe_unpermute(ctx_, branch_.data(), y, gate_w, slot, N, K, C);
+    events_.end();
+}
+
 double GpuModel::forward(const int* inputs, const int* targets, int B, double loss_denominator) {
     const ModelConfig& cfg = config_;
     const int V = cfg.V, T = cfg.T, C = cfg.C, NH = cfg.NH, L = cfg.L, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
@@ -88,12 +115,6 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
         float* gate_logits = gate_logits_.data() + (size_t)l * N * E;
         float* gate_w = gate_w_.data() + l * NK;
         int* expert_idx = expert_idx_.data() + l * NK;
-        int* offsets = offsets_.data() + (size_t)l * (E + 1);
-        int* slot = assignment_slot_.data() + l * NK;
-        float* mx = moe_x_.data() + l * NK * C;
-        float* pre = moe_pre_.data() + l * NK * F;
-        float* act = moe_act_.data() + l * NK * F;
-        float* y = moe_y_.data() + l * NK * C;
 
         // attention branch: x + proj(attn(ln1(x)))
         events_.begin(OpKind::kAttn, l);
@@ -114,18 +135,7 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
         if (executor_ != nullptr) {
             moe_forward_staged(l, N, ln2, expert_idx, gate_w);  // the executor records its own (host) ops
         } else {
-            events_.begin(OpKind::kFec, l);
-            moe_layout(ctx_, offsets, slot, slot_token_.data() + l * NK, expert_idx, N, K, E);
-            offsets_host_[l] = moe_offsets_to_host(ctx_, offsets, E);
-            ExpertPointers w;
-            for (int e = 0; e < E; e++) {
-                w.w1.push_back(param(lay.expert_w1[(size_t)l * E + e]));
-                w.w2.push_back(param(lay.expert_w2[(size_t)l * E + e]));
-            }
-            moe_permute(ctx_, mx, ln2, slot, N, K, C);
-            moe_experts_forward(ctx_, pre, act, y, mx, offsets_host_[l], w.w1.data(), w.w2.data(), C, F);
-            moe_unpermute(ctx_, branch_.data(), y, gate_w, slot, N, K, C);
-            events_.end();
+            moe_forward_local(l, N, ln2, expert_idx, gate_w);
         }
         residual_forward(ctx_, residual_moe_.data() + l * NC, residual_attn, branch_.data(), NC);
         flops += 2.0 * N * C * (3.0 * C + C + E) + 2.0 * 2.0 * B * NH * (double)T * T * (C / NH) +

@@ -71,6 +71,7 @@ class GpuModel {
     void allocate(int B);
     // the MoE layer through executor_ (host-staged); forward fills offsets_host_[l] with the local counts
     void moe_forward_staged(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w);
+    void moe_forward_local(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w);
     void moe_backward_staged(int l, int N);
 
     Context& ctx_;

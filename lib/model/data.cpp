@@ -64,6 +64,79 @@ std::vector<double> normalised(std::vector<double> weights) {
 // ---------------------------------------------------------------------------------------------------------
 // DataConfig
 
+namespace {
+
+// data.source = "file": a path, a known file format, and a vocabulary that holds a byte.
+void validate_file_source(const DataConfig& c) {
+    if (c.path.empty())
+        throw_config_error("data.path", "\"\"", "must name a file when data.source = \"file\"",
+                           "set data.path = \"path/to/corpus.txt\" or use data.source = \"generated\"");
+    if (c.file_format != "bytes" && c.file_format != "uint16" && c.file_format != "int32")
+        throw_config_error("data.file_format", quote(c.file_format), "must be \"bytes\", \"uint16\" or \"int32\"",
+                           "use \"bytes\" for any file read byte by byte (vocab 256), \"uint16\" or \"int32\" for "
+                           "little-endian token files");
+    if (c.file_format == "bytes" && c.vocab_size < 256)
+        throw_config_error("data.vocab_size", std::to_string(c.vocab_size),
+                           "must be >= 256 when data.file_format = \"bytes\" (one token per byte)",
+                           "set data.vocab_size = 256");
+}
+
+// data.mixture (not empty): one finite, non-negative weight per topic, not all 0.
+void validate_mixture(const DataConfig& c) {
+    if (static_cast<int64_t>(c.mixture.size()) != c.num_topics)
+        throw_config_error("data.mixture", list_text(c.mixture),
+                           "must have data.num_topics = " + std::to_string(c.num_topics) + " weights (has " +
+                               std::to_string(c.mixture.size()) + ")",
+                           "give one weight per topic, or leave data.mixture empty for a uniform mixture");
+    double sum = 0.0;
+    for (double w : c.mixture) {
+        if (!std::isfinite(w) || w < 0.0)
+            throw_config_error("data.mixture", list_text(c.mixture), "every weight must be finite and >= 0",
+                               "use non-negative weights, e.g. [0.4, 0.3, 0.2, 0.1]");
+        sum += w;
+    }
+    if (!(sum > 0.0))
+        throw_config_error("data.mixture", list_text(c.mixture), "weights must not all be 0",
+                           "give at least one topic a positive weight");
+}
+
+// data.shift_steps strictly increasing, and data.shift_mixtures (when given) one valid mixture per shift.
+void validate_shifts(const DataConfig& c) {
+    for (size_t k = 0; k < c.shift_steps.size(); ++k) {
+        if (c.shift_steps[k] < 1 || (k > 0 && c.shift_steps[k] <= c.shift_steps[k - 1]))
+            throw_config_error("data.shift_steps", list_text(c.shift_steps), "must be strictly increasing steps >= 1",
+                               "list the steps in increasing order, e.g. [1000, 2000]");
+    }
+    if (!c.shift_mixtures.empty()) {
+        const size_t expected = c.shift_steps.size() * static_cast<size_t>(c.num_topics);
+        if (c.shift_mixtures.size() != expected)
+            throw_config_error(
+                "data.shift_mixtures", list_text(c.shift_mixtures),
+                "must hold len(data.shift_steps) x data.num_topics = " + std::to_string(c.shift_steps.size()) + " x " +
+                    std::to_string(c.num_topics) + " = " + std::to_string(expected) + " weights (has " +
+                    std::to_string(c.shift_mixtures.size()) + ")",
+                "give one mixture per shift step, concatenated, or leave it empty to rotate the "
+                "mixture by one topic at each shift");
+        for (size_t k = 0; k < c.shift_steps.size(); ++k) {
+            double sum = 0.0;
+            for (int64_t t = 0; t < c.num_topics; ++t) {
+                const double w = c.shift_mixtures[k * static_cast<size_t>(c.num_topics) + static_cast<size_t>(t)];
+                if (!std::isfinite(w) || w < 0.0)
+                    throw_config_error("data.shift_mixtures", list_text(c.shift_mixtures),
+                                       "every weight must be finite and >= 0", "use non-negative weights");
+                sum += w;
+            }
+            if (!(sum > 0.0))
+                throw_config_error("data.shift_mixtures", list_text(c.shift_mixtures),
+                                   "the mixture of shift " + std::to_string(k) + " (step " +
+                                       std::to_string(c.shift_steps[k]) + ") is all zeros",
+                                   "give at least one topic a positive weight in every shift");
+        }
+    }
+}
+
+}  // namespace
+
 void DataConfig::validate() const {
     if (source != "generated" && source != "file")
         throw_config_error("data.source", quote(source), "must be \"generated\" or \"file\"",
@@ -72,17 +145,7 @@ void DataConfig::validate() const {
         throw_config_error("data.vocab_size", std::to_string(vocab_size), "must be in [2, 2147483647]",
                            "set data.vocab_size = 256 for byte-level data");
     if (source == "file") {
-        if (path.empty())
-            throw_config_error("data.path", "\"\"", "must name a file when data.source = \"file\"",
-                               "set data.path = \"path/to/corpus.txt\" or use data.source = \"generated\"");
-        if (file_format != "bytes" && file_format != "uint16" && file_format != "int32")
-            throw_config_error("data.file_format", quote(file_format), "must be \"bytes\", \"uint16\" or \"int32\"",
-                               "use \"bytes\" for any file read byte by byte (vocab 256), \"uint16\" or \"int32\" for "
-                               "little-endian token files");
-        if (file_format == "bytes" && vocab_size < 256)
-            throw_config_error("data.vocab_size", std::to_string(vocab_size),
-                               "must be >= 256 when data.file_format = \"bytes\" (one token per byte)",
-                               "set data.vocab_size = 256");
+        validate_file_source(*this);
         return;
     }
     if (vocab_size > kMaxGeneratedVocab)
@@ -95,57 +158,11 @@ void DataConfig::validate() const {
     if (doc_len < 1)
         throw_config_error("data.doc_len", std::to_string(doc_len), "must be >= 1 (mean document length in tokens)",
                            "set data.doc_len = 256");
-    if (!mixture.empty()) {
-        if (static_cast<int64_t>(mixture.size()) != num_topics)
-            throw_config_error("data.mixture", list_text(mixture),
-                               "must have data.num_topics = " + std::to_string(num_topics) + " weights (has " +
-                                   std::to_string(mixture.size()) + ")",
-                               "give one weight per topic, or leave data.mixture empty for a uniform mixture");
-        double sum = 0.0;
-        for (double w : mixture) {
-            if (!std::isfinite(w) || w < 0.0)
-                throw_config_error("data.mixture", list_text(mixture), "every weight must be finite and >= 0",
-                                   "use non-negative weights, e.g. [0.4, 0.3, 0.2, 0.1]");
-            sum += w;
-        }
-        if (!(sum > 0.0))
-            throw_config_error("data.mixture", list_text(mixture), "weights must not all be 0",
-                               "give at least one topic a positive weight");
-    }
+    if (!mixture.empty()) validate_mixture(*this);
     if (!std::isfinite(drift_rate) || drift_rate < 0.0)
         throw_config_error("data.drift_rate", number(drift_rate), "must be finite and >= 0 (0 = no drift)",
                            "set data.drift_rate = 0.01 for a slow drift, or 0");
-    for (size_t k = 0; k < shift_steps.size(); ++k) {
-        if (shift_steps[k] < 1 || (k > 0 && shift_steps[k] <= shift_steps[k - 1]))
-            throw_config_error("data.shift_steps", list_text(shift_steps), "must be strictly increasing steps >= 1",
-                               "list the steps in increasing order, e.g. [1000, 2000]");
-    }
-    if (!shift_mixtures.empty()) {
-        const size_t expected = shift_steps.size() * static_cast<size_t>(num_topics);
-        if (shift_mixtures.size() != expected)
-            throw_config_error(
-                "data.shift_mixtures", list_text(shift_mixtures),
-                "must hold len(data.shift_steps) x data.num_topics = " + std::to_string(shift_steps.size()) + " x " +
-                    std::to_string(num_topics) + " = " + std::to_string(expected) + " weights (has " +
-                    std::to_string(shift_mixtures.size()) + ")",
-                "give one mixture per shift step, concatenated, or leave it empty to rotate the "
-                "mixture by one topic at each shift");
-        for (size_t k = 0; k < shift_steps.size(); ++k) {
-            double sum = 0.0;
-            for (int64_t t = 0; t < num_topics; ++t) {
-                const double w = shift_mixtures[k * static_cast<size_t>(num_topics) + static_cast<size_t>(t)];
-                if (!std::isfinite(w) || w < 0.0)
-                    throw_config_error("data.shift_mixtures", list_text(shift_mixtures),
-                                       "every weight must be finite and >= 0", "use non-negative weights");
-                sum += w;
-            }
-            if (!(sum > 0.0))
-                throw_config_error("data.shift_mixtures", list_text(shift_mixtures),
-                                   "the mixture of shift " + std::to_string(k) + " (step " +
-                                       std::to_string(shift_steps[k]) + ") is all zeros",
-                                   "give at least one topic a positive weight in every shift");
-        }
-    }
+    validate_shifts(*this);
     if (dominant_topic < -1 || dominant_topic >= num_topics)
         throw_config_error("data.dominant_topic", std::to_string(dominant_topic),
                            "must be -1 (none) or a topic in [0, " + std::to_string(num_topics - 1) + "]",

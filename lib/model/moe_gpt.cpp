@@ -199,10 +199,119 @@ int64_t mark_start(const Model<Float>& model) {
 
 }  // namespace
 
+namespace {
+
+// capacity limit (static-EP baseline only): each expert takes at most `capacity` of this rank's assignments, first
+// choices (k = 0) of all tokens before second choices, tokens in order within each k. dispatch_idx [N,K]: the
+// dropped ones become -1; returns how many were dropped.
+int64_t drop_over_capacity(double capacity_factor, int N, int K, int E, int* dispatch_idx) {
+    int64_t dropped = 0;
+    const int64_t capacity = static_cast<int64_t>(std::ceil(capacity_factor * N * K / E));
+    std::vector<int64_t> fill(E, 0);  // [E]
+    for (int k = 0; k < K; k++) {
+        for (int n = 0; n < N; n++) {
+            int& e = dispatch_idx[static_cast<size_t>(n) * K + k];
+            if (fill[e] < capacity) {
+                fill[e]++;
+            } else {
+                e = -1;
+                dropped++;
+            }
+        }
+    }
+    return dropped;
+}
+
+// auxiliary load-balancing loss (Switch Transformer): coef * E * sum_e f_e P_e with f_e this rank's fraction of
+// assignments to e (a constant for the gradient) and P_e its mean full-softmax probability, weighted by
+// N / loss_denominator so the ranks' shares sum to the token-weighted mean. gate_probs [N,E] (written),
+// gate_logits [N,E], counts [E].
+template <typename Float>
+double aux_balance_loss(const ModelConfig& cfg, Float* gate_probs, const Float* gate_logits, const int64_t* counts,
+                        int N, double loss_denominator) {
+    const int E = cfg.E, K = cfg.K;
+    softmax_forward(gate_probs, gate_logits, N, E);
+    double sum = 0.0;
+    for (int e = 0; e < E; e++) {
+        double P_e = 0.0;
+        for (int n = 0; n < N; n++) P_e += gate_probs[static_cast<size_t>(n) * E + e];
+        P_e /= N;
+        const double f_e = static_cast<double>(counts[e]) / (static_cast<double>(N) * K);
+        sum += f_e * P_e;
+    }
+    return cfg.aux_loss_coef * E * sum * (static_cast<double>(N) / loss_denominator);
+}
+
+// Block l of the forward on the activations of B sequences: attention branch, routing, the executor's experts,
+// the MoE residual. *cursor: the timeline's compute-lane mark (mark_compute). Returns the block's auxiliary loss.
+template <typename Float>
+double block_forward(Model<Float>& model, int l, int B, double loss_denominator, int64_t* cursor) {
+    const ModelConfig& cfg = model.config;
+    const int T = cfg.T, C = cfg.C, NH = cfg.NH, E = cfg.E, K = cfg.K;
+    const int N = B * T;
+    Activations<Float>& a = model.acts;
+    const ParamLayout& lay = model.layout;
+    model.executor->block_forward_begin(l);  // records what it waits for itself (plan_wait)
+    *cursor = mark_start(model);
+    const LayerTensorIdx& p = lay.layers[l];
+    const Float* x = l == 0 ? a.encoded : a.residual_moe + static_cast<size_t>(l - 1) * N * C;  // [N,C]
+    Float* ln1 = a.ln1 + static_cast<size_t>(l) * N * C;                                        // [N,C]
+    Float* ln1_mean = a.ln1_mean + static_cast<size_t>(l) * N;                                  // [N]
+    Float* ln1_rstd = a.ln1_rstd + static_cast<size_t>(l) * N;                                  // [N]
+    Float* qkv = a.qkv + static_cast<size_t>(l) * N * 3 * C;                                    // [N,3C]
+    Float* att = a.att + static_cast<size_t>(l) * B * NH * T * T;                               // [B,NH,T,T]
+    Float* atty = a.atty + static_cast<size_t>(l) * N * C;                                      // [N,C]
+    Float* residual_attn = a.residual_attn + static_cast<size_t>(l) * N * C;                    // [N,C]
+    Float* ln2 = a.ln2 + static_cast<size_t>(l) * N * C;                                        // [N,C]
+    Float* ln2_mean = a.ln2_mean + static_cast<size_t>(l) * N;                                  // [N]
+    Float* ln2_rstd = a.ln2_rstd + static_cast<size_t>(l) * N;                                  // [N]
+    Float* gate_logits = a.gate_logits + static_cast<size_t>(l) * N * E;                        // [N,E]
+    Float* gate_probs = a.gate_probs + static_cast<size_t>(l) * N * E;                          // [N,E]
+    Float* gate_w = a.gate_w + static_cast<size_t>(l) * N * K;                                  // [N,K]
+    int* expert_idx = a.expert_idx + static_cast<size_t>(l) * N * K;                            // [N,K]
+    int* dispatch_idx = a.dispatch_idx + static_cast<size_t>(l) * N * K;                        // [N,K]
+    Float* residual_moe = a.residual_moe + static_cast<size_t>(l) * N * C;                      // [N,C]
+
+    // attention branch: x + proj(attn(ln1(x)))
+    layernorm_forward(ln1, ln1_mean, ln1_rstd, x, model.param(p.ln1_w), model.param(p.ln1_b), N, C);
+    matmul_forward(qkv, ln1, model.param(p.qkv_w), model.param(p.qkv_b), N, C, 3 * C);
+    attention_forward(atty, att, qkv, B, T, C, NH);
+    matmul_forward(a.branch, atty, model.param(p.proj_w), model.param(p.proj_b), N, C, C);
+    residual_forward(residual_attn, x, a.branch, static_cast<size_t>(N) * C);
+    mark(model, OpKind::kAttn, l, cursor);
+
+    // MoE branch: route (gate logits, top-K, gate weights), then the executor computes the experts
+    layernorm_forward(ln2, ln2_mean, ln2_rstd, residual_attn, model.param(p.ln2_w), model.param(p.ln2_b), N, C);
+    matmul_forward(gate_logits, ln2, model.param(p.gate_w), static_cast<const Float*>(nullptr), N, C, E);
+    gate_topk_forward(expert_idx, gate_w, gate_logits, N, E, K);
+    if (model.route_override) model.route_override(l, N, K, expert_idx);
+
+    int64_t* counts = model.routing_counts.data() + static_cast<size_t>(l) * E;  // [E]
+    std::fill_n(counts, E, 0);
+    for (int i = 0; i < N * K; i++) counts[expert_idx[i]]++;
+
+    std::copy_n(expert_idx, static_cast<size_t>(N) * K, dispatch_idx);
+    model.num_dropped[l] = 0;
+    if (cfg.capacity_factor > 0.0)
+        model.num_dropped[l] = drop_over_capacity(cfg.capacity_factor, N, K, E, dispatch_idx);
+
+    const double aux_loss =
+        cfg.aux_loss_coef > 0.0 ? aux_balance_loss(cfg, gate_probs, gate_logits, counts, N, loss_denominator) : 0.0;
+
+    mark(model, OpKind::kGate, l, cursor);
+    model.executor->forward(l, N, ln2, dispatch_idx, gate_w, a.branch);
+    *cursor = mark_start(model);
+    residual_forward(residual_moe, residual_attn, a.branch, static_cast<size_t>(N) * C);
+    mark(model, OpKind::kAttn, l, cursor);  // the MoE residual add: the block's last non-expert op
+    return aux_loss;
+}
+
+}  // namespace
+
 template <typename Float>
 double model_forward(Model<Float>& model, const int* inputs, const int* targets, int B, double loss_denominator) {
     const ModelConfig& cfg = model.config;
-    const int V = cfg.V, T = cfg.T, C = cfg.C, NH = cfg.NH, L = cfg.L, E = cfg.E, K = cfg.K;
+    const int V = cfg.V, T = cfg.T, C = cfg.C, L = cfg.L;
     const int N = B * T;
     PROPHET_ASSERT(inputs != nullptr && targets != nullptr);
     PROPHET_ASSERT(B >= 1 && loss_denominator > 0.0);
@@ -218,88 +327,7 @@ double model_forward(Model<Float>& model, const int* inputs, const int* targets,
     mark(model, OpKind::kEmbed, -1, &cursor);
 
     double aux_loss = 0.0;
-    for (int l = 0; l < L; l++) {
-        model.executor->block_forward_begin(l);  // records what it waits for itself (plan_wait)
-        cursor = mark_start(model);
-        const LayerTensorIdx& p = lay.layers[l];
-        const Float* x = l == 0 ? a.encoded : a.residual_moe + (size_t)(l - 1) * N * C;  // [N,C]
-        Float* ln1 = a.ln1 + (size_t)l * N * C;                                           // [N,C]
-        Float* ln1_mean = a.ln1_mean + (size_t)l * N;                                     // [N]
-        Float* ln1_rstd = a.ln1_rstd + (size_t)l * N;                                     // [N]
-        Float* qkv = a.qkv + (size_t)l * N * 3 * C;                                       // [N,3C]
-        Float* att = a.att + (size_t)l * B * NH * T * T;                                  // [B,NH,T,T]
-        Float* atty = a.atty + (size_t)l * N * C;                                         // [N,C]
-        Float* residual_attn = a.residual_attn + (size_t)l * N * C;                       // [N,C]
-        Float* ln2 = a.ln2 + (size_t)l * N * C;                                           // [N,C]
-        Float* ln2_mean = a.ln2_mean + (size_t)l * N;                                     // [N]
-        Float* ln2_rstd = a.ln2_rstd + (size_t)l * N;                                     // [N]
-        Float* gate_logits = a.gate_logits + (size_t)l * N * E;                           // [N,E]
-        Float* gate_probs = a.gate_probs + (size_t)l * N * E;                             // [N,E]
-        Float* gate_w = a.gate_w + (size_t)l * N * K;                                     // [N,K]
-        int* expert_idx = a.expert_idx + (size_t)l * N * K;                               // [N,K]
-        int* dispatch_idx = a.dispatch_idx + (size_t)l * N * K;                           // [N,K]
-        Float* residual_moe = a.residual_moe + (size_t)l * N * C;                         // [N,C]
-
-        // attention branch: x + proj(attn(ln1(x)))
-        layernorm_forward(ln1, ln1_mean, ln1_rstd, x, model.param(p.ln1_w), model.param(p.ln1_b), N, C);
-        matmul_forward(qkv, ln1, model.param(p.qkv_w), model.param(p.qkv_b), N, C, 3 * C);
-        attention_forward(atty, att, qkv, B, T, C, NH);
-        matmul_forward(a.branch, atty, model.param(p.proj_w), model.param(p.proj_b), N, C, C);
-        residual_forward(residual_attn, x, a.branch, (size_t)N * C);
-        mark(model, OpKind::kAttn, l, &cursor);
-
-        // MoE branch: route (gate logits, top-K, gate weights), then the executor computes the experts
-        layernorm_forward(ln2, ln2_mean, ln2_rstd, residual_attn, model.param(p.ln2_w), model.param(p.ln2_b), N, C);
-        matmul_forward(gate_logits, ln2, model.param(p.gate_w), (const Float*)nullptr, N, C, E);
-        gate_topk_forward(expert_idx, gate_w, gate_logits, N, E, K);
-        if (model.route_override) model.route_override(l, N, K, expert_idx);
-
-        int64_t* counts = model.routing_counts.data() + (size_t)l * E;  // [E]
-        std::fill_n(counts, E, 0);
-        for (int i = 0; i < N * K; i++) counts[expert_idx[i]]++;
-
-        // capacity limit (static-EP baseline only): each expert takes at most `capacity` of this rank's
-        // assignments, first choices (k = 0) of all tokens before second choices, tokens in order within each k
-        std::copy_n(expert_idx, (size_t)N * K, dispatch_idx);
-        model.num_dropped[l] = 0;
-        if (cfg.capacity_factor > 0.0) {
-            const int64_t capacity = (int64_t)std::ceil(cfg.capacity_factor * N * K / E);
-            std::vector<int64_t> fill(E, 0);  // [E]
-            for (int k = 0; k < K; k++) {
-                for (int n = 0; n < N; n++) {
-                    int& e = dispatch_idx[(size_t)n * K + k];
-                    if (fill[e] < capacity) {
-                        fill[e]++;
-                    } else {
-                        e = -1;
-                        model.num_dropped[l]++;
-                    }
-                }
-            }
-        }
-
-        // auxiliary load-balancing loss (Switch Transformer): coef * E * sum_e f_e P_e with f_e this rank's
-        // fraction of assignments to e (a constant for the gradient) and P_e its mean full-softmax probability,
-        // weighted by N / loss_denominator so the ranks' shares sum to the token-weighted mean
-        if (cfg.aux_loss_coef > 0.0) {
-            softmax_forward(gate_probs, gate_logits, N, E);
-            double sum = 0.0;
-            for (int e = 0; e < E; e++) {
-                double P_e = 0.0;
-                for (int n = 0; n < N; n++) P_e += gate_probs[(size_t)n * E + e];
-                P_e /= N;
-                const double f_e = double(counts[e]) / (double(N) * K);
-                sum += f_e * P_e;
-            }
-            aux_loss += cfg.aux_loss_coef * E * sum * (double(N) / loss_denominator);
-        }
-
-        mark(model, OpKind::kGate, l, &cursor);
-        model.executor->forward(l, N, ln2, dispatch_idx, gate_w, a.branch);
-        cursor = mark_start(model);
-        residual_forward(residual_moe, residual_attn, a.branch, (size_t)N * C);
-        mark(model, OpKind::kAttn, l, &cursor);  // the MoE residual add: the block's last non-expert op
-    }
+    for (int l = 0; l < L; l++) aux_loss += block_forward(model, l, B, loss_denominator, &cursor);
 
     const Float* x_last = a.residual_moe + (size_t)(L - 1) * N * C;  // [N,C]
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x_last, model.param(lay.ln_f_w), model.param(lay.ln_f_b), N, C);

@@ -284,25 +284,49 @@ void ExpertParallelExecutor::finish_backward() {
 void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int* expert_idx, const float* gate_w,
                                      float* out) {
     PROPHET_ASSERT(layer >= 0 && layer < L_ && N >= 0);
-    const int D = D_, E = E_, K = K_, C = C_, F = F_, r = rank();
+    layers_[layer].stats = MoeLayerStats{};
+    forward_layout(layer, N, expert_idx);
+    const int64_t fastermoe_trans = forward_trans(layer);
+    forward_dispatch(layer, h);
+    MoeLayerStats& stats = layers_[layer].stats;
+    // FasterMoE: the replicas' parameters are read by the expert compute below, so Trans(l) must be complete
+    if (fastermoe_trans != 0) {
+        carried_trans_wait_ms_[layer] = 0;
+        wait_transfer(true, layer, fastermoe_trans);
+        stats.trans_exposed_ms = carried_trans_wait_ms_[layer];
+        trans_ticket_[layer] = 0;
+    }
+    // ---- block-wise: the next layer's placement, and the part of its Trans that goes beside this FEC
+    int64_t next_fec_ticket = 0;
+    if (schedule_.mode == EpScheduleMode::kBlockwise && layer + 1 < L_) {
+        fetch_ahead(layer + 1);
+        next_plan_wait_ms_ = carried_plan_wait_ms_;
+        next_fec_ticket =
+            submit_transfer(true, layer + 1, 2, trans_parts_[layer + 1].beside_expert, &ahead_placement_[layer + 1]);
+    }
+    forward_experts(layer);
+    if (next_fec_ticket != 0) {
+        // NOTE: waited before the combine all-to-all, so the transfer never shares the links with it
+        wait_transfer(true, layer + 1, next_fec_ticket);
+    }
+    forward_combine(layer, N, gate_w, out);
+}
+
+// Layout + notify, the placement (blocking and FasterMoE: planned on this step's counts; block-wise: fetched
+// before the layer, the next step's started), then the dispatch layout.
+void ExpertParallelExecutor::forward_layout(int layer, int N, const int* expert_idx) {
+    const int D = D_, E = E_, K = K_, r = rank();
     const bool blockwise = schedule_.mode == EpScheduleMode::kBlockwise;
-    const bool fastermoe = schedule_.mode == EpScheduleMode::kFasterMoE;
     LayerState& st = layers_[layer];
     MoeLayerStats& stats = st.stats;
-    stats = MoeLayerStats{};
-    float* const* params = storage_.params.data() + (size_t)layer * E;  // [E]
-    int64_t t0 = now_ns();
-
-    // ---- layout + notify
+    const int64_t t0 = now_ns();
     local_counts_.resize(E);
     moe_layout_count(N, K, E, expert_idx, local_counts_.data());
-    stats.counts.resize((size_t)D * E);
+    stats.counts.resize(static_cast<size_t>(D) * E);
     moe_notify(comm_, E, local_counts_.data(), stats.counts.data());
     stats.layout_ms = ms_since(t0);
     record(OpKind::kLayout, layer, t0, now_ns());
 
-    // ---- plan (blocking and FasterMoE: on this step's counts; block-wise: fetched before the layer, next step's
-    // started)
     int64_t t1 = now_ns();
     if (blockwise) {
         stats.placement = ahead_placement_[layer];
@@ -321,179 +345,194 @@ void ExpertParallelExecutor::forward(int layer, int N, const float* h, const int
     if (!blockwise) check_same_placement(layer, stats.placement);
     moe_layout_build(r, D, E, N, K, expert_idx, stats.counts.data(), stats.destination.data(), &st.layout);
     const MoeDispatchLayout& lo = st.layout;
-    const int64_t M_send = lo.num_send_rows, M_recv = lo.num_recv_rows;
     stats.layout_ms += ms_since(t1);
-    stats.rows_sent = M_send - lo.send_rows[r];
-    stats.rows_received = M_recv - lo.recv_rows[r];
-    stats.rows_computed = M_recv;
+    stats.rows_sent = lo.num_send_rows - lo.send_rows[r];
+    stats.rows_received = lo.num_recv_rows - lo.recv_rows[r];
+    stats.rows_computed = lo.num_recv_rows;
     record(OpKind::kLayout, layer, t1, now_ns());
+}
 
-    // ---- Trans: inline, or wait for this layer's parts (block-wise), or launch it whole beside the dispatch
-    // all-to-all (FasterMoE: its shadow broadcast overlaps the token sends)
-    t1 = now_ns();
-    int64_t fastermoe_trans = 0;
-    if (fastermoe) {
-        fastermoe_trans = submit_transfer(true, layer, 0, moe_moving_experts(stats.placement), &stats.placement);
-    } else if (blockwise) {
+// Trans of layer's placement: inline, or wait for this layer's parts (block-wise), or launch it whole beside the
+// dispatch all-to-all (FasterMoE: its shadow broadcast overlaps the token sends; returns its ticket, else 0).
+int64_t ExpertParallelExecutor::forward_trans(int layer) {
+    MoeLayerStats& stats = layers_[layer].stats;
+    const int64_t t1 = now_ns();
+    if (schedule_.mode == EpScheduleMode::kFasterMoE)
+        return submit_transfer(true, layer, 0, moe_moving_experts(stats.placement), &stats.placement);
+    if (schedule_.mode == EpScheduleMode::kBlockwise) {
         const double before = carried_trans_wait_ms_[layer];
         wait_transfer(true, layer, trans_ticket_[layer]);
         stats.trans_exposed_ms += carried_trans_wait_ms_[layer] - before;
-    } else {
-        if (resident_replicas_ && last_trans_.empty()) last_trans_.assign(L_, Placement{});
-        compute_->params_to_host(layer, staged_experts(stats.placement, r, StageSet::kTransSend));
-        moe_trans(comm_, stats.placement, params, 2 * (size_t)C * F, kTagTrans, nullptr,
-                  resident_replicas_ ? &last_trans_[layer] : nullptr);
-        compute_->params_from_host(layer, staged_experts(stats.placement, r, StageSet::kTransReceive));
-        if (resident_replicas_) last_trans_[layer] = stats.placement;
-        stats.trans_ms = ms_since(t1);
-        stats.trans_exposed_ms = stats.trans_ms;
-        if (timeline_ != nullptr) timeline_->add(OpKind::kTrans, OpLane::kCompute, layer, 0, t1, now_ns());
+        return 0;
     }
+    const int r = rank();
+    float* const* params = storage_.params.data() + static_cast<size_t>(layer) * E_;  // [E]
+    if (resident_replicas_ && last_trans_.empty()) last_trans_.assign(L_, Placement{});
+    compute_->params_to_host(layer, staged_experts(stats.placement, r, StageSet::kTransSend));
+    moe_trans(comm_, stats.placement, params, 2 * static_cast<size_t>(C_) * F_, kTagTrans, nullptr,
+              resident_replicas_ ? &last_trans_[layer] : nullptr);
+    compute_->params_from_host(layer, staged_experts(stats.placement, r, StageSet::kTransReceive));
+    if (resident_replicas_) last_trans_[layer] = stats.placement;
+    stats.trans_ms = ms_since(t1);
+    stats.trans_exposed_ms = stats.trans_ms;
+    if (timeline_ != nullptr) timeline_->add(OpKind::kTrans, OpLane::kCompute, layer, 0, t1, now_ns());
+    return 0;
+}
 
-    // ---- dispatch
-    t1 = now_ns();
-    send_.resize((size_t)M_send * C);
-    recv_.resize((size_t)M_recv * C);
-    st.x.resize((size_t)M_recv * C);
+// Dispatch: h [N,C] packed by destination, exchanged, sorted by expert into the layer's x [M_recv,C].
+void ExpertParallelExecutor::forward_dispatch(int layer, const float* h) {
+    const int C = C_;
+    LayerState& st = layers_[layer];
+    const MoeDispatchLayout& lo = st.layout;
+    const int64_t t1 = now_ns();
+    send_.resize(static_cast<size_t>(lo.num_send_rows) * C);
+    recv_.resize(static_cast<size_t>(lo.num_recv_rows) * C);
+    st.x.resize(static_cast<size_t>(lo.num_recv_rows) * C);
     moe_dispatch_pack(lo, C, h, send_.data());
-    int64_t t2 = now_ns();
+    const int64_t t2 = now_ns();
     record(OpKind::kPack, layer, t1, t2);
     moe_dispatch_exchange(comm_, lo, C, send_.data(), recv_.data());
-    int64_t t3 = now_ns();
+    const int64_t t3 = now_ns();
     record(OpKind::kDispatch, layer, t2, t3);
     moe_dispatch_sort(lo, C, recv_.data(), st.x.data());
     record(OpKind::kPack, layer, t3, now_ns());
-    stats.dispatch_fwd_ms = ms_since(t1);
+    st.stats.dispatch_fwd_ms = ms_since(t1);
+}
 
-    // FasterMoE: the replicas' parameters are read by the expert compute below, so Trans(l) must be complete
-    if (fastermoe_trans != 0) {
-        carried_trans_wait_ms_[layer] = 0;
-        wait_transfer(true, layer, fastermoe_trans);
-        stats.trans_exposed_ms = carried_trans_wait_ms_[layer];
-        trans_ticket_[layer] = 0;
-    }
-
-    // ---- block-wise: the next layer's placement, and the part of its Trans that goes beside this FEC
-    int64_t next_fec_ticket = 0;
-    if (blockwise && layer + 1 < L_) {
-        fetch_ahead(layer + 1);
-        next_plan_wait_ms_ = carried_plan_wait_ms_;
-        next_fec_ticket = submit_transfer(true, layer + 1, 2, trans_parts_[layer + 1].beside_expert,
-                                          &ahead_placement_[layer + 1]);
-    }
-
-    // ---- experts
-    t1 = now_ns();
-    sorted_.resize((size_t)M_recv * C);
+// The experts this rank holds over their rows: x [M_recv,C] -> sorted_ [M_recv,C].
+void ExpertParallelExecutor::forward_experts(int layer) {
+    LayerState& st = layers_[layer];
+    const MoeDispatchLayout& lo = st.layout;
+    const int64_t t1 = now_ns();
+    sorted_.resize(static_cast<size_t>(lo.num_recv_rows) * C_);
     if (identity_experts_) {
         std::copy(st.x.begin(), st.x.end(), sorted_.begin());
     } else {
-        for (int e = 0; e < E; e++)
-            PROPHET_ASSERT_MSG(lo.expert_offsets[e + 1] == lo.expert_offsets[e] || stats.placement.holds(e, r),
+        for (int e = 0; e < E_; e++)
+            PROPHET_ASSERT_MSG(lo.expert_offsets[e + 1] == lo.expert_offsets[e] || st.stats.placement.holds(e, rank()),
                                "rows routed to a rank that does not hold the expert");
         compute_->forward(layer, lo.expert_offsets, st.x.data(), sorted_.data());
     }
-    stats.expert_fwd_ms = ms_since(t1);
+    st.stats.expert_fwd_ms = ms_since(t1);
     record(OpKind::kFec, layer, t1, now_ns());
-    if (next_fec_ticket != 0) {
-        // NOTE: waited before the combine all-to-all, so the transfer never shares the links with it
-        wait_transfer(true, layer + 1, next_fec_ticket);
-    }
+}
 
-    // ---- combine
-    t1 = now_ns();
-    st.y_src.resize((size_t)M_send * C);
+// Combine: the rows back to their sources, then out [N,C] = the gate-weighted sum over k.
+void ExpertParallelExecutor::forward_combine(int layer, int N, const float* gate_w, float* out) {
+    const int C = C_;
+    LayerState& st = layers_[layer];
+    const MoeDispatchLayout& lo = st.layout;
+    const int64_t t1 = now_ns();
+    st.y_src.resize(static_cast<size_t>(lo.num_send_rows) * C);
     moe_combine_unsort(lo, C, sorted_.data(), recv_.data());
-    t2 = now_ns();
+    const int64_t t2 = now_ns();
     record(OpKind::kPack, layer, t1, t2);
     moe_combine_exchange(comm_, lo, C, recv_.data(), st.y_src.data());
-    t3 = now_ns();
+    const int64_t t3 = now_ns();
     record(OpKind::kCombine, layer, t2, t3);
-    st.gate_w.assign(gate_w, gate_w + (size_t)N * K);
+    st.gate_w.assign(gate_w, gate_w + static_cast<size_t>(N) * K_);
     moe_combine_reduce(lo, C, st.gate_w.data(), st.y_src.data(), out);
     record(OpKind::kUnpack, layer, t3, now_ns());
-    stats.combine_fwd_ms = ms_since(t1);
+    st.stats.combine_fwd_ms = ms_since(t1);
 }
 
 void ExpertParallelExecutor::backward(int layer, int N, const float* dout, float* dh, float* dgate_w) {
     PROPHET_ASSERT(layer >= 0 && layer < L_);
-    const int E = E_, C = C_, F = F_;
     const bool blockwise = schedule_.mode == EpScheduleMode::kBlockwise;
-    const bool fastermoe = schedule_.mode == EpScheduleMode::kFasterMoE;
     LayerState& st = layers_[layer];
-    MoeLayerStats& stats = st.stats;
-    const MoeDispatchLayout& lo = st.layout;
-    PROPHET_ASSERT_MSG(lo.num_tokens == N, "backward called with a different N than forward");
-    const int64_t M_send = lo.num_send_rows, M_recv = lo.num_recv_rows;
-    float* const* grads = storage_.grads.data() + (size_t)layer * E;    // [E]
+    PROPHET_ASSERT_MSG(st.layout.num_tokens == N, "backward called with a different N than forward");
 
     // block-wise: Agg(l+1)'s part beside BNEC(l+1) must be done before this layer's all-to-alls
     if (blockwise && layer + 1 < L_) wait_transfer(false, layer + 1, agg_ticket_[layer + 1]);
-
-    // ---- combine backward at the source, then dispatch dy to where each row was computed
-    int64_t t0 = now_ns();
-    send_.resize((size_t)M_send * C);
-    recv_.resize((size_t)M_recv * C);
-    sorted_.resize((size_t)M_recv * C);
-    moe_combine_reduce_backward(lo, C, st.gate_w.data(), dout, st.y_src.data(), dgate_w, send_.data());
-    int64_t t1 = now_ns();
-    record(OpKind::kPack, layer, t0, t1);
-    moe_dispatch_exchange(comm_, lo, C, send_.data(), recv_.data());
-    int64_t t2 = now_ns();
-    record(OpKind::kDispatchBwd, layer, t1, t2);
-    moe_dispatch_sort(lo, C, recv_.data(), sorted_.data());
-    record(OpKind::kPack, layer, t2, now_ns());
-    stats.dispatch_bwd_ms = ms_since(t0);
+    backward_dispatch(layer, dout, dgate_w);
 
     // block-wise: the rest of Agg(l+1) beside this BEC
     int64_t prev_bec_ticket = 0;
     if (blockwise && layer + 1 < L_)
-        prev_bec_ticket = submit_transfer(false, layer + 1, 2, std::move(agg_pending_[layer + 1]),
-                                          &ahead_placement_[layer + 1]);
-
-    // ---- experts backward
-    t0 = now_ns();
-    dx_sorted_.resize((size_t)M_recv * C);
-    if (identity_experts_) {
-        std::copy(sorted_.begin(), sorted_.end(), dx_sorted_.begin());
-    } else {
-        compute_->backward(layer, lo.expert_offsets, st.x.data(), sorted_.data(), dx_sorted_.data());
-    }
-    stats.expert_bwd_ms = ms_since(t0);
-    record(OpKind::kBec, layer, t0, now_ns());
+        prev_bec_ticket =
+            submit_transfer(false, layer + 1, 2, std::move(agg_pending_[layer + 1]), &ahead_placement_[layer + 1]);
+    backward_experts(layer);
     if (prev_bec_ticket != 0) wait_transfer(false, layer + 1, prev_bec_ticket);
 
     // FasterMoE: Agg(l) whole beside the combine all-to-all below (its reduce to the owner overlaps the backward
     // all-to-all); the gradients are complete once the expert backward above has run
     const int64_t fastermoe_agg =
-        fastermoe ? submit_transfer(false, layer, 0, moe_moving_experts(stats.placement), &stats.placement) : 0;
+        schedule_.mode == EpScheduleMode::kFasterMoE
+            ? submit_transfer(false, layer, 0, moe_moving_experts(st.stats.placement), &st.stats.placement)
+            : 0;
+    backward_combine(layer, dh);
+    backward_agg(layer, fastermoe_agg);
+}
 
-    // ---- combine dx back to the sources
-    t0 = now_ns();
+// Combine backward at the source (dout [N,C] -> dgate_w and the rows' dy), then dy dispatched to where each row
+// was computed, sorted by expert into sorted_ [M_recv,C].
+void ExpertParallelExecutor::backward_dispatch(int layer, const float* dout, float* dgate_w) {
+    const int C = C_;
+    LayerState& st = layers_[layer];
+    const MoeDispatchLayout& lo = st.layout;
+    const int64_t t0 = now_ns();
+    send_.resize(static_cast<size_t>(lo.num_send_rows) * C);
+    recv_.resize(static_cast<size_t>(lo.num_recv_rows) * C);
+    sorted_.resize(static_cast<size_t>(lo.num_recv_rows) * C);
+    moe_combine_reduce_backward(lo, C, st.gate_w.data(), dout, st.y_src.data(), dgate_w, send_.data());
+    const int64_t t1 = now_ns();
+    record(OpKind::kPack, layer, t0, t1);
+    moe_dispatch_exchange(comm_, lo, C, send_.data(), recv_.data());
+    const int64_t t2 = now_ns();
+    record(OpKind::kDispatchBwd, layer, t1, t2);
+    moe_dispatch_sort(lo, C, recv_.data(), sorted_.data());
+    record(OpKind::kPack, layer, t2, now_ns());
+    st.stats.dispatch_bwd_ms = ms_since(t0);
+}
+
+// The experts' backward: sorted_ dy [M_recv,C] -> dx_sorted_ [M_recv,C] (and the experts' gradients).
+void ExpertParallelExecutor::backward_experts(int layer) {
+    LayerState& st = layers_[layer];
+    const int64_t t0 = now_ns();
+    dx_sorted_.resize(static_cast<size_t>(st.layout.num_recv_rows) * C_);
+    if (identity_experts_) {
+        std::copy(sorted_.begin(), sorted_.end(), dx_sorted_.begin());
+    } else {
+        compute_->backward(layer, st.layout.expert_offsets, st.x.data(), sorted_.data(), dx_sorted_.data());
+    }
+    st.stats.expert_bwd_ms = ms_since(t0);
+    record(OpKind::kBec, layer, t0, now_ns());
+}
+
+// dx back to the sources: dh [N,C] = the sum over k of each token's rows.
+void ExpertParallelExecutor::backward_combine(int layer, float* dh) {
+    const int C = C_;
+    LayerState& st = layers_[layer];
+    const MoeDispatchLayout& lo = st.layout;
+    const int64_t t0 = now_ns();
     moe_combine_unsort(lo, C, dx_sorted_.data(), recv_.data());
-    t1 = now_ns();
+    const int64_t t1 = now_ns();
     record(OpKind::kPack, layer, t0, t1);
     moe_combine_exchange(comm_, lo, C, recv_.data(), send_.data());
-    t2 = now_ns();
+    const int64_t t2 = now_ns();
     record(OpKind::kCombineBwd, layer, t1, t2);
     moe_dispatch_pack_backward(lo, C, send_.data(), dh);
     record(OpKind::kUnpack, layer, t2, now_ns());
-    stats.combine_bwd_ms = ms_since(t0);
+    st.stats.combine_bwd_ms = ms_since(t0);
+}
 
-    // ---- Agg: inline, or split: beside BNEC(l) now, the rest beside BEC(l-1) (layer 0: all beside BNEC(0)), or
-    // (FasterMoE) wait for it here: what follows block l's backward waits for both the all-to-all and Agg(l)
-    t0 = now_ns();
-    if (fastermoe) {
+// Agg: inline, or split: beside BNEC(l) now, the rest beside BEC(l-1) (layer 0: all beside BNEC(0)), or
+// (FasterMoE) wait for it here: what follows block l's backward waits for both the all-to-all and Agg(l)
+void ExpertParallelExecutor::backward_agg(int layer, int64_t fastermoe_agg) {
+    MoeLayerStats& stats = layers_[layer].stats;
+    const int64_t t0 = now_ns();
+    if (schedule_.mode == EpScheduleMode::kFasterMoE) {
         wait_transfer(false, layer, fastermoe_agg);
         agg_ticket_[layer] = 0;  // waited: finish_backward has nothing left to wait for here
-    } else if (blockwise) {
+    } else if (schedule_.mode == EpScheduleMode::kBlockwise) {
         TransferParts parts = split_layer(layer, ahead_placement_[layer], schedule_.bnec_s);  // BNEC(l) window
         agg_pending_[layer] = std::move(parts.beside_expert);
         submit_transfer(false, layer, 1, std::move(parts.beside_nec), &ahead_placement_[layer]);
     } else {
+        float* const* grads = storage_.grads.data() + static_cast<size_t>(layer) * E_;  // [E]
         const std::vector<uint8_t> members = staged_experts(stats.placement, rank(), StageSet::kAggMembers);
         compute_->grads_to_host(layer, members);
-        moe_agg(comm_, stats.placement, grads, 2 * (size_t)C * F, kTagAgg);
+        moe_agg(comm_, stats.placement, grads, 2 * static_cast<size_t>(C_) * F_, kTagAgg);
         compute_->grads_from_host(layer, members);
         stats.agg_ms = ms_since(t0);
         stats.agg_exposed_ms = stats.agg_ms;

@@ -194,6 +194,16 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     int64_t submit_transfer(bool trans, int layer, int part, std::vector<uint8_t> only, const Placement* placement);
     void wait_transfer(bool trans, int layer, int64_t ticket);
     void record(OpKind kind, int block, int64_t start_ns, int64_t end_ns, int part = 0);
+    // the steps of forward() and backward(), in order (each records its ops and its part of the layer's stats)
+    void forward_layout(int layer, int N, const int* expert_idx);
+    int64_t forward_trans(int layer);  // FasterMoE's Trans ticket, else 0
+    void forward_dispatch(int layer, const float* h);
+    void forward_experts(int layer);
+    void forward_combine(int layer, int N, const float* gate_w, float* out);
+    void backward_dispatch(int layer, const float* dout, float* dgate_w);
+    void backward_experts(int layer);
+    void backward_combine(int layer, float* dh);
+    void backward_agg(int layer, int64_t fastermoe_agg);
 
     Communicator* comm_;
     int L_, E_, K_, C_, F_, D_;

@@ -21,22 +21,13 @@ void moe_notify(Communicator* comm, int E, const int64_t* num_tokens_per_expert,
     comm->all_gather(num_tokens_per_expert, sizeof(int64_t) * (size_t)E, counts);
 }
 
-void moe_layout_build(int rank, int D, int E, int N, int K, const int* expert_idx, const int64_t* counts,
-                      const int* destination, MoeDispatchLayout* layout) {
-    PROPHET_ASSERT(rank >= 0 && rank < D && E > 0 && K > 0 && N >= 0);
-    MoeDispatchLayout& lo = *layout;
-    lo.num_ranks = D;
-    lo.rank = rank;
-    lo.num_experts = E;
-    lo.num_tokens = N;
-    lo.top_k = K;
-    const int64_t* my_counts = counts + (size_t)rank * E;  // [E]
-    for (int e = 0; e < E; e++) {
-        const int d = destination[(size_t)rank * E + e];
-        PROPHET_ASSERT_MSG(d >= 0 && d < D, "routing destination out of range");
-    }
+namespace {
 
-    // ---- send side: slots by destination, then expert, then (token, k)
+// The send side of the layout: slots by destination, then expert, then (token, k). my_counts [E], destination
+// [D,E], expert_idx [N*K].
+void layout_send_side(MoeDispatchLayout& lo, int rank, const int* expert_idx, const int64_t* my_counts,
+                      const int* destination) {
+    const int D = lo.num_ranks, E = lo.num_experts, N = lo.num_tokens, K = lo.top_k;
     lo.send_rows.assign(D, 0);
     for (int e = 0; e < E; e++) lo.send_rows[destination[(size_t)rank * E + e]] += my_counts[e];
     lo.send_offsets.assign(D + 1, 0);
@@ -66,8 +57,12 @@ void moe_layout_build(int rank, int D, int E, int N, int K, const int* expert_id
     }
     for (int e = 0; e < E; e++)
         PROPHET_ASSERT_MSG(fill[e] == end[e], "expert_idx has fewer assignments than this rank's row of counts");
+}
 
-    // ---- receive side: recv rows by source, then expert; sorted rows by expert, then source
+// The receive side: recv rows by source, then expert; sorted rows by expert, then source. counts [D,E],
+// destination [D,E].
+void layout_recv_side(MoeDispatchLayout& lo, int rank, const int64_t* counts, const int* destination) {
+    const int D = lo.num_ranks, E = lo.num_experts;
     lo.recv_rows.assign(D, 0);
     lo.expert_offsets.assign(E + 1, 0);
     for (int src = 0; src < D; src++)
@@ -106,6 +101,26 @@ void moe_layout_build(int rank, int D, int E, int N, int K, const int* expert_id
             recv_next[src] += seg.rows;
             lo.segments.push_back(seg);
         }
+}
+
+}  // namespace
+
+void moe_layout_build(int rank, int D, int E, int N, int K, const int* expert_idx, const int64_t* counts,
+                      const int* destination, MoeDispatchLayout* layout) {
+    PROPHET_ASSERT(rank >= 0 && rank < D && E > 0 && K > 0 && N >= 0);
+    MoeDispatchLayout& lo = *layout;
+    lo.num_ranks = D;
+    lo.rank = rank;
+    lo.num_experts = E;
+    lo.num_tokens = N;
+    lo.top_k = K;
+    const int64_t* my_counts = counts + static_cast<size_t>(rank) * E;  // [E]
+    for (int e = 0; e < E; e++) {
+        const int d = destination[static_cast<size_t>(rank) * E + e];
+        PROPHET_ASSERT_MSG(d >= 0 && d < D, "routing destination out of range");
+    }
+    layout_send_side(lo, rank, expert_idx, my_counts, destination);
+    layout_recv_side(lo, rank, counts, destination);
 }
 
 }  // namespace prophet

@@ -97,20 +97,15 @@ std::vector<ReplayOp> parse_timeline_payload(const std::string& json, int rank, 
     return ops;
 }
 
-ReplayGraph build_replay_graph(const std::vector<ReplayOp>& in, int num_ranks, bool blockwise,
-                               const std::string& where) {
-    PROPHET_ASSERT(num_ranks >= 1);
-    ReplayGraph g;
-    g.num_ranks = num_ranks;
-    g.ops = in;
-    // record order within a lane is start order: sort (rank, lane, start) so lanes are contiguous
-    std::stable_sort(g.ops.begin(), g.ops.end(), [](const ReplayOp& a, const ReplayOp& b) {
-        return std::tie(a.rank, a.lane, a.start_us) < std::tie(b.rank, b.lane, b.start_us);
-    });
+namespace {
+
+using LaneOps = std::vector<std::vector<std::vector<int>>>;  // [rank][lane] op indices in lane order
+using UnitKey = std::tuple<int, int, int, int, int>;         // (lane, kind, block, part, occurrence)
+
+// Each op's lane (ops sorted by rank, lane, start), and its dependence on the op before it on that lane.
+LaneOps order_lanes(ReplayGraph& g, int num_ranks, const std::string& where) {
     const int n = static_cast<int>(g.ops.size());
-    g.deps.assign(n, {});
-    // [rank][lane] op indices in lane order
-    std::vector<std::vector<std::vector<int>>> lanes(num_ranks, std::vector<std::vector<int>>(3));
+    LaneOps lanes(num_ranks, std::vector<std::vector<int>>(3));
     for (int i = 0; i < n; ++i) {
         const ReplayOp& op = g.ops[i];
         if (op.rank < 0 || op.rank >= num_ranks)
@@ -120,6 +115,13 @@ ReplayGraph build_replay_graph(const std::vector<ReplayOp>& in, int num_ranks, b
         if (!lane.empty()) g.deps[i].push_back(lane.back());
         lane.push_back(i);
     }
+    return lanes;
+}
+
+// Dependences across lanes: an op off the compute lane was submitted by the main thread (the compute-lane op that
+// ended last before it started); a wait ends when the op it awaits ends.
+void add_cross_lane_deps(ReplayGraph& g, const LaneOps& lanes) {
+    const int n = static_cast<int>(g.ops.size());
     // the compute-lane op of `rank` that ended last at or before t (-1: none)
     auto compute_before = [&](int rank, double t) {
         int best = -1;
@@ -142,9 +144,12 @@ ReplayGraph build_replay_graph(const std::vector<ReplayOp>& in, int num_ranks, b
             if (best >= 0) g.deps[i].push_back(best);
         }
     }
-    // units: a collective op is matched over ranks by (lane, kind, block, part, occurrence on its lane)
-    using Key = std::tuple<int, int, int, int, int>;
-    std::map<Key, std::vector<int>> groups;
+}
+
+// The candidate units: a collective op is matched over ranks by (lane, kind, block, part, occurrence on its lane).
+std::map<UnitKey, std::vector<int>> collective_groups(const ReplayGraph& g, const LaneOps& lanes, int num_ranks,
+                                                      bool blockwise) {
+    std::map<UnitKey, std::vector<int>> groups;
     for (int r = 0; r < num_ranks; ++r)
         for (int lane = 0; lane < 3; ++lane) {
             std::map<std::tuple<int, int, int>, int> seen;
@@ -161,6 +166,13 @@ ReplayGraph build_replay_graph(const std::vector<ReplayOp>& in, int num_ranks, b
                 if (collective) groups[{lane, static_cast<int>(op.kind), op.block, op.part, occurrence}].push_back(ops[k]);
             }
         }
+    return groups;
+}
+
+// g.unit, g.members, g.collective: a unit per group whose members' spans all overlap, one per op otherwise.
+void assign_units(ReplayGraph& g, const std::map<UnitKey, std::vector<int>>& groups, int num_ranks,
+                  const std::string& where) {
+    const int n = static_cast<int>(g.ops.size());
     g.unit.assign(n, -1);
     for (const auto& [key, members] : groups) {
         const ReplayOp& first = g.ops[members.front()];
@@ -190,6 +202,24 @@ ReplayGraph build_replay_graph(const std::vector<ReplayOp>& in, int num_ranks, b
             g.members.push_back({i});
             g.collective.push_back(0);
         }
+}
+
+}  // namespace
+
+ReplayGraph build_replay_graph(const std::vector<ReplayOp>& in, int num_ranks, bool blockwise,
+                               const std::string& where) {
+    PROPHET_ASSERT(num_ranks >= 1);
+    ReplayGraph g;
+    g.num_ranks = num_ranks;
+    g.ops = in;
+    // record order within a lane is start order: sort (rank, lane, start) so lanes are contiguous
+    std::stable_sort(g.ops.begin(), g.ops.end(), [](const ReplayOp& a, const ReplayOp& b) {
+        return std::tie(a.rank, a.lane, a.start_us) < std::tie(b.rank, b.lane, b.start_us);
+    });
+    g.deps.assign(g.ops.size(), {});
+    const LaneOps lanes = order_lanes(g, num_ranks, where);
+    add_cross_lane_deps(g, lanes);
+    assign_units(g, collective_groups(g, lanes, num_ranks, blockwise), num_ranks, where);
     return g;
 }
 

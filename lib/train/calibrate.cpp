@@ -93,129 +93,144 @@ void static_ep_step_masks(const Model<float>& model, int rank, int D, std::vecto
     }
 }
 
+namespace {
+
+// ---- all-to-all by message size, point to point, Trans and Agg of one expert ----
+void calibrate_communication(Communicator& comm, const ModelConfig& m, Calibration* cal) {
+    const int D = comm.size();
+    const int C = m.C, F = m.hidden_size();
+    for (size_t per_peer : {1024ul, 4096ul, 16384ul, 65536ul, 262144ul, 1048576ul}) {
+        // nothing to self: the model's R_i counts other devices only
+        cal->a2a_received_bytes.push_back(static_cast<double>(per_peer) * (D - 1));
+        cal->a2a_seconds.push_back(time_a2a(comm, per_peer));
+    }
+    {
+        const size_t bytes = 4u << 20;
+        cal->p2p_bytes_per_s = static_cast<double>(bytes) / time_p2p(comm, bytes);
+    }
+    const size_t count = 2 * static_cast<size_t>(C) * F;  // one expert's w1 + w2
+    std::vector<float> expert(count, 0.5f);
+    std::vector<int> everyone(D);
+    for (int r = 0; r < D; ++r) everyone[r] = r;
+    const double bytes = static_cast<double>(count) * sizeof(float);
+    const double t_trans = time_collective(
+        comm, [&] { comm.broadcast_subset_async(expert.data(), count * sizeof(float), 0, everyone, 7302)->wait(); });
+    const double t_agg =
+        time_collective(comm, [&] { comm.reduce_sum_subset_async(expert.data(), count, 0, everyone, 7303)->wait(); });
+    cal->trans_bytes_per_s = (D - 1) * bytes / (D * t_trans);
+    cal->agg_bytes_per_s = (D - 1) * bytes / (D * t_agg);
+}
+
+// ---- expert FFN throughput at this rank's token count, and the wait of an all-to-all that follows compute with
+// no barrier between, as in a step: ranks that share cores reach it at different times, and a rank descheduled
+// for a time slice holds up the others. A chain of kChain (FFN, all-to-all) pairs after one barrier, as a step's
+// blocks run them: wait = (chain - kChain (FFN alone + all-to-all alone)) / kChain, slowest rank, medians; the
+// cost model adds it to every all-to-all (a2a_latency_us). Message: this rank's M K routed rows of C floats
+// spread evenly over the D ranks.
+void calibrate_expert_compute(Communicator& comm, const ModelConfig& m, Calibration* cal) {
+    const int D = comm.size();
+    const int C = m.C, F = m.hidden_size();
+    const int M = (m.B / D) * m.T;
+    std::vector<float> x(static_cast<size_t>(M) * C, 0.01f), w1(static_cast<size_t>(C) * F, 0.02f),
+        w2(static_cast<size_t>(F) * C, 0.02f), pre(static_cast<size_t>(M) * F), act(pre.size()),
+        y(static_cast<size_t>(M) * C);
+    auto ffn = [&] {
+        gemm<float>(false, false, M, F, C, 1.0f, x.data(), C, w1.data(), F, 0.0f, pre.data(), F);
+        gelu_forward<float>(act.data(), pre.data(), pre.size());
+        gemm<float>(false, false, M, C, F, 1.0f, act.data(), F, w2.data(), C, 0.0f, y.data(), C);
+    };
+    const double t = time_collective(comm, ffn);
+    cal->expert_flops_per_s = 4.0 * M * C * F / t;
+
+    constexpr int kChain = 16;
+    const size_t per_peer = std::max<size_t>(1, static_cast<size_t>(M) * m.K * C * sizeof(float) / D);
+    std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
+    std::vector<size_t> bytes(D, per_peer), offsets(D);
+    for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
+    bytes[comm.rank()] = 0;
+    auto a2a = [&] {
+        comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
+    };
+    const double alone = time_collective(comm, a2a);
+    const double chained = time_collective(comm, [&] {
+        for (int i = 0; i < kChain; ++i) {
+            ffn();
+            a2a();
+        }
+    });
+    cal->a2a_wait_s = std::max(0.0, chained / kChain - t - alone);
+}
+
+// ---- non-expert block time per layer (forward, backward): the model with a timed local executor, medians
+void calibrate_non_expert(Communicator& comm, Model<float>& model, TimedExecutor& timed, const TrainSettings& settings,
+                          Calibration* cal) {
+    const ModelConfig& m = settings.model;
+    const int D = comm.size();
+    auto data = make_data_source(settings.data, m.T, m.B);
+    const int B_local = m.B / D;
+    std::vector<int32_t> inputs(static_cast<size_t>(B_local) * m.T), targets(inputs.size());
+    const auto [first, last] = rank_sequences(m.B, comm.rank(), D);
+    data->batch(0, first, last, inputs.data(), targets.data());
+    std::vector<double> fnec, bnec;
+    for (int r = 0; r < kWarmup + kRepeats; ++r) {
+        timed.forward_s = timed.backward_s = 0;
+        model_zero_grad(model);
+        comm.barrier();
+        const int64_t t0 = now_ns();
+        model_forward(model, inputs.data(), targets.data(), B_local, static_cast<double>(m.B) * m.T);
+        const int64_t t1 = now_ns();
+        model_backward(model);
+        const int64_t t2 = now_ns();
+        double times[2] = {(static_cast<double>(t1 - t0) * 1e-9 - timed.forward_s) / m.L,
+                           (static_cast<double>(t2 - t1) * 1e-9 - timed.backward_s) / m.L};
+        comm.all_reduce_max(times, 2);
+        if (r >= kWarmup) {
+            fnec.push_back(times[0]);
+            bnec.push_back(times[1]);
+        }
+    }
+    cal->fnec_s = median(fnec);
+    cal->bnec_s = median(bnec);
+}
+
+// ---- the step's tail, as Trainer::step runs it after the last backward block: the dense-gradient all-reduce,
+// the global gradient norm (its all-reduce), AdamW on the dense tensors and this rank's home experts under static
+// EP (experts [r E/D, (r+1) E/D)), the loss all-reduce, and the next step's zero-grad. The first repeat reduces
+// the last backward's gradients, later ones the zeros zero-grad left: the same work.
+void calibrate_step_tail(Communicator& comm, Model<float>& model, const TrainSettings& settings, Calibration* cal) {
+    std::vector<char> skip, include;
+    static_ep_step_masks(model, comm.rank(), comm.size(), &skip, &include);
+    cal->step_tail_s = time_collective(comm, [&] {
+        Span<float> dense = model_dense_grads(model);
+        comm.all_reduce_sum(dense.data, dense.size);
+        double norm_sq = grad_norm_sq(model, &include);
+        comm.all_reduce_sum(&norm_sq, 1);
+        const double clip = grad_clip_scale(std::sqrt(norm_sq), settings.grad_clip);
+        adamw_step(model, settings.lr.max_lr, settings.adamw, clip, &skip);
+        double loss = 1.0;
+        comm.all_reduce_sum(&loss, 1);
+        model_zero_grad(model);
+    });
+}
+
+}  // namespace
+
 Calibration calibrate_machine(Communicator& comm, const Model<float>& trained, const TrainSettings& settings) {
     const int D = comm.size();
     if (D < 2)
-        throw Error(kExitConfig, "calibration needs at least 2 ranks to measure communication; fix: mpirun -np 2 "
-                                 "(or more) prophet profile --calibrate ...");
+        throw Error(kExitConfig,
+                    "calibration needs at least 2 ranks to measure communication; fix: mpirun -np 2 "
+                    "(or more) prophet profile --calibrate ...");
     Calibration cal;
     cal.num_ranks = D;
-    const ModelConfig& m = settings.model;
-    const int C = m.C, F = m.hidden_size();
-
-    // ---- all-to-all by message size ----
-    for (size_t per_peer : {1024ul, 4096ul, 16384ul, 65536ul, 262144ul, 1048576ul}) {
-        // nothing to self: the model's R_i counts other devices only
-        cal.a2a_received_bytes.push_back(static_cast<double>(per_peer) * (D - 1));
-        cal.a2a_seconds.push_back(time_a2a(comm, per_peer));
-    }
-
-    // ---- point to point, Trans and Agg of one expert ----
-    {
-        const size_t bytes = 4u << 20;
-        cal.p2p_bytes_per_s = bytes / time_p2p(comm, bytes);
-    }
-    {
-        const size_t count = 2 * static_cast<size_t>(C) * F;  // one expert's w1 + w2
-        std::vector<float> expert(count, 0.5f);
-        std::vector<int> everyone(D);
-        for (int r = 0; r < D; ++r) everyone[r] = r;
-        const double bytes = static_cast<double>(count) * sizeof(float);
-        const double t_trans = time_collective(comm, [&] {
-            comm.broadcast_subset_async(expert.data(), count * sizeof(float), 0, everyone, 7302)->wait();
-        });
-        const double t_agg = time_collective(
-            comm, [&] { comm.reduce_sum_subset_async(expert.data(), count, 0, everyone, 7303)->wait(); });
-        cal.trans_bytes_per_s = (D - 1) * bytes / (D * t_trans);
-        cal.agg_bytes_per_s = (D - 1) * bytes / (D * t_agg);
-    }
-
-    // ---- expert FFN throughput at this rank's token count ----
-    {
-        const int M = (m.B / D) * m.T;
-        std::vector<float> x(static_cast<size_t>(M) * C, 0.01f), w1(static_cast<size_t>(C) * F, 0.02f),
-            w2(static_cast<size_t>(F) * C, 0.02f), pre(static_cast<size_t>(M) * F), act(pre.size()),
-            y(static_cast<size_t>(M) * C);
-        auto ffn = [&] {
-            gemm<float>(false, false, M, F, C, 1.0f, x.data(), C, w1.data(), F, 0.0f, pre.data(), F);
-            gelu_forward<float>(act.data(), pre.data(), pre.size());
-            gemm<float>(false, false, M, C, F, 1.0f, act.data(), F, w2.data(), C, 0.0f, y.data(), C);
-        };
-        const double t = time_collective(comm, ffn);
-        cal.expert_flops_per_s = 4.0 * M * C * F / t;
-
-        // ---- the wait of an all-to-all that follows compute with no barrier between, as in a step: ranks that
-        // share cores reach it at different times, and a rank descheduled for a time slice holds up the others.
-        // A chain of kChain (FFN, all-to-all) pairs after one barrier, as a step's blocks run them:
-        // wait = (chain - kChain (FFN alone + all-to-all alone)) / kChain, slowest rank, medians; the cost model
-        // adds it to every all-to-all (a2a_latency_us). Message: this rank's M K routed rows of C floats spread
-        // evenly over the D ranks.
-        constexpr int kChain = 16;
-        const size_t per_peer = std::max<size_t>(1, static_cast<size_t>(M) * m.K * C * sizeof(float) / D);
-        std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
-        std::vector<size_t> bytes(D, per_peer), offsets(D);
-        for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
-        bytes[comm.rank()] = 0;
-        auto a2a = [&] {
-            comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
-        };
-        const double alone = time_collective(comm, a2a);
-        const double chained = time_collective(comm, [&] {
-            for (int i = 0; i < kChain; ++i) {
-                ffn();
-                a2a();
-            }
-        });
-        cal.a2a_wait_s = std::max(0.0, chained / kChain - t - alone);
-    }
-
-    // ---- non-expert block time: the model with a timed local executor ----
+    calibrate_communication(comm, settings.model, &cal);
+    calibrate_expert_compute(comm, settings.model, &cal);
     {
         Model<float> model(trained.config);
         TimedExecutor timed(model.local_executor.get());
         model_set_executor(model, static_cast<MoeExecutor<float>*>(&timed));
-        auto data = make_data_source(settings.data, m.T, m.B);
-        const int B_local = m.B / D;
-        std::vector<int32_t> inputs(static_cast<size_t>(B_local) * m.T), targets(inputs.size());
-        const auto [first, last] = rank_sequences(m.B, comm.rank(), D);
-        data->batch(0, first, last, inputs.data(), targets.data());
-        std::vector<double> fnec, bnec;
-        for (int r = 0; r < kWarmup + kRepeats; ++r) {
-            timed.forward_s = timed.backward_s = 0;
-            model_zero_grad(model);
-            comm.barrier();
-            const int64_t t0 = now_ns();
-            model_forward(model, inputs.data(), targets.data(), B_local, static_cast<double>(m.B) * m.T);
-            const int64_t t1 = now_ns();
-            model_backward(model);
-            const int64_t t2 = now_ns();
-            double times[2] = {((t1 - t0) * 1e-9 - timed.forward_s) / m.L, ((t2 - t1) * 1e-9 - timed.backward_s) / m.L};
-            comm.all_reduce_max(times, 2);
-            if (r >= kWarmup) {
-                fnec.push_back(times[0]);
-                bnec.push_back(times[1]);
-            }
-        }
-        cal.fnec_s = median(fnec);
-        cal.bnec_s = median(bnec);
-
-        // ---- the step's tail, as Trainer::step runs it after the last backward block: the dense-gradient
-        // all-reduce, the global gradient norm (its all-reduce), AdamW on the dense tensors and this rank's home
-        // experts under static EP (experts [r E/D, (r+1) E/D)), the loss all-reduce, and the next step's zero-grad.
-        // The first repeat reduces the last backward's gradients, later ones the zeros zero-grad left: the same work.
-        std::vector<char> skip, include;
-        static_ep_step_masks(model, comm.rank(), D, &skip, &include);
-        cal.step_tail_s = time_collective(comm, [&] {
-            Span<float> dense = model_dense_grads(model);
-            comm.all_reduce_sum(dense.data, dense.size);
-            double norm_sq = grad_norm_sq(model, &include);
-            comm.all_reduce_sum(&norm_sq, 1);
-            const double clip = grad_clip_scale(std::sqrt(norm_sq), settings.grad_clip);
-            adamw_step(model, settings.lr.max_lr, settings.adamw, clip, &skip);
-            double loss = 1.0;
-            comm.all_reduce_sum(&loss, 1);
-            model_zero_grad(model);
-        });
+        calibrate_non_expert(comm, model, timed, settings, &cal);
+        calibrate_step_tail(comm, model, settings, &cal);
     }
     calibrate_on_device(comm, trained, settings, &cal);  // device.kind = cuda: the GPU's compute figures
     return cal;
