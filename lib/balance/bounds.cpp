@@ -277,23 +277,25 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     const double share = l2l_share(layer, num_layers);
     const TopologyLimits topo = m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{};
 
-    // n = 0: the static placement, exactly (no replica, so every routing rule sends every token to its owner)
-    const CostBreakdown fixed = predict_layer(m, compute_flow(counts, D, E, home, RouteRule::kOwner), home);
-    LayerBound b;
-    b.eq6_s = fixed.eq6_s, b.eq8_s = fixed.eq8_s, b.fastermoe_s = fixed.fastermoe_s, b.sim_s = fixed.eq6_s;
-    b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;
-    Terms zero;  // its exact terms on the home path; on layer_to_layer only its compute is exact
-    zero.fec = fixed.fec_s;
-    zero.a2a = fixed.a2a_s;
-    zero.a2a_l2l = share * a2a_bound(m, topo, u.sent(0), u.across(0));
-    take_min(b, m, zero, 0);
-
-    // n >= 1 receivers: replicas at most D * cap; held non-home pairs at most replicas + moved owners
+    // n = receivers a transfer reaches: replicas only, at most D * cap. An owner away from its home pays no
+    // per-iteration Trans/Agg (its weights move once: cost_model.h), so up to E moved owners add held non-home
+    // pairs for free: the all-to-all bound takes n + E pairs (at most max_pairs), compute only the replicas.
     const int cap = budget.max_replicas_per_device;
     const int64_t max_receivers = static_cast<int64_t>(E) * (D - 1);
     const int64_t max_extra = cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap) : max_receivers;
     const int64_t max_pairs = cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap + E) : max_receivers;
     const std::vector<int64_t> curve = compute_curve(w, D, u.total, max_extra);
+    LayerBound b;
+    b.eq6_s = b.eq8_s = b.fastermoe_s = b.sim_s = kUnlimited;
+    b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;
+    // n = 0: no replica, owners anywhere (no routing choice: every token goes to its expert's one holder)
+    const int64_t owner_pairs = std::min<int64_t>(E, max_pairs);
+    Terms zero;
+    zero.fec = static_cast<double>(curve[0]) * per_token_s;
+    zero.a2a = a2a_bound(m, topo, u.sent(owner_pairs), u.across(owner_pairs));
+    zero.a2a_l2l = share * zero.a2a;
+    take_min(b, m, zero, 0);
+
     const int64_t last_pair = std::min(max_pairs, static_cast<int64_t>(u.gain.size()) - 1);
     // n in blocks [n, last]: one past kExactReceivers, blocks of n / kBlocksPerDoubling receivers; a block takes
     // compute and all-to-all at its last n and the transfers at its first (each term's best over the block), so it
@@ -302,7 +304,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     for (int64_t n = 1, last = 1; n <= max_receivers; n = last + 1) {
         last = std::min(max_receivers, n < kExactReceivers ? n : n + n / kBlocksPerDoubling - 1);
         const int64_t x = std::min<int64_t>({last, max_extra, static_cast<int64_t>(curve.size()) - 1});
-        const int64_t k = std::min(last, max_pairs);
+        const int64_t k = std::min(last + E, max_pairs);
         Terms t;
         t.fec = static_cast<double>(curve[static_cast<size_t>(x)]) * per_token_s;
         t.a2a = a2a_bound(m, topo, u.sent(k), u.across(k));

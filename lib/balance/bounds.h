@@ -2,21 +2,21 @@
 // allows, under each system model `prophet plan` reports (docs/bounds.md gives the proofs).
 //
 // Inputs: one layer's counts[d*E + e] (tokens device d routes to expert e), the cost model, and the budget
-// (balance.max_replicas_per_device). A placement's *receivers* n = sum_e receivers(e) (placement.h: replica holders
-// plus an owner away from the static home) decide every term the placement can improve:
+// (balance.max_replicas_per_device). A placement's *receivers* n = its replicas (placement.h; an owner away from
+// its static home moves once and pays no per-iteration Trans/Agg: cost_model.h) decide every term it can improve:
 //   compute   max_i H_i >= max(ceil(total / D), max_e ceil(w_e / h_e)) with sum_e (h_e - 1) <= min(n, D * cap),
 //             h_e <= D (each holder computes at most max_i H_i of e's w_e tokens); the best h for a given number
 //             of extra holders is the greedy that always adds one to the expert of largest w_e / h_e.
-//   a2a       a device keeps local only the tokens of experts it holds: it holds its home experts plus at most n
-//             (D * cap + E with a cap: replicas plus moved owners) other (device, expert) pairs, so at least
-//             S(n) = total - home tokens - the n largest non-home counts leave their device; Eq 1's busiest
+//   a2a       a device keeps local only the tokens of experts it holds: it holds its home experts plus at most
+//             k = n + E other (device, expert) pairs (replicas plus up to E moved owners), so at least
+//             S(k) = total - home tokens - the k largest non-home counts leave their device; Eq 1's busiest
 //             receiver gets >= ceil(S / D) of them, the topology's devices drain them at most at the sum of their
 //             ingress capacities.
 //   transfer  n >= 1 receivers move >= n experts (flat Eqs 4-5: >= n + ceil(n / (D - 1)) counted with the sender),
 //             at least one expert over the cheapest path (topology), n over all devices' ingress.
 // Each model's time is nondecreasing in every term (Eq 8's credit and FasterMoE's overlap subtract at most what a
 // larger term adds), so each model evaluated at the terms' bounds for a given n bounds every placement with n
-// receivers; the layer's bound is the minimum over n, with n = 0 the static placement's exact time.
+// receivers; the layer's bound is the minimum over n (n = 0: owners anywhere, no replica, no transfer).
 // The layer_to_layer token path (token_path.h) moves tokens home only into layer 0 and out of layer L-1; its bound
 // keeps half the home bound's all-to-all there (a2a = (in + out) / 2) and none between layers.
 // The simulator's column overlaps Trans/Agg with compute or its all-to-alls under the blockwise and fastermoe
