@@ -79,12 +79,13 @@ TEST_F(StoreReadOnly, ReadsAStoreInAWritableDirectory) {
 TEST_F(StoreReadOnly, ReadsAStoreInADirectoryNobodyMayWrite) {
     if (!lock()) GTEST_SKIP() << "chattr +i refused here";
     EXPECT_NE(store_detail::read_only_uri(db_).find("?immutable=1"), std::string::npos);
+    const std::vector<std::string> before = entries();  // the store and the writer's run-lock directory
     {
         Store store = Store::open_read_only(db_);
         ASSERT_EQ(store.list_runs("ro").size(), 1u);
         EXPECT_EQ(store.integrity_check(), "ok");
     }
-    EXPECT_EQ(entries(), std::vector<std::string>{"store.db"});  // no -wal or -shm made
+    EXPECT_EQ(entries(), before);  // no -wal or -shm made
     std::string message;
     EXPECT_EQ(exit_code_of([&] { Store::open(db_); }, &message), kExitDatabase) << "a writing open must still fail";
 }
