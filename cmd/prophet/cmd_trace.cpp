@@ -95,14 +95,16 @@ int run_engine_import(const TraceArgs& args) {
 int run_trace(const TraceArgs& args) {
     const bool engine = is_engine_format(args.format);
     if (engine && args.action != "import")
-        throw Error(kExitUsage, "usage error: --format " + args.format + " is an engine format: only prophet trace "
-                                "import reads it (convert and export write binary or csv)");
+        throw Error(kExitUsage, "usage error: --format " + args.format +
+                                    " is an engine format: only prophet trace "
+                                    "import reads it (convert and export write binary or csv)");
     if (engine) return run_engine_import(args);
     const bool import_only = args.devices != 0 || args.top_k != 0 || args.rescale_tokens != 0 || args.ep_size != 0 ||
                              args.etp_size != 1 || args.pp_size != 1;
     if (import_only)
-        throw Error(kExitUsage, "usage error: --devices, --top-k, --rescale-tokens, --ep-size, --etp-size and "
-                                "--pp-size apply to prophet trace import --format ENGINE only");
+        throw Error(kExitUsage,
+                    "usage error: --devices, --top-k, --rescale-tokens, --ep-size, --etp-size and "
+                    "--pp-size apply to prophet trace import --format ENGINE only");
     if (args.inputs.size() != 1)
         throw Error(kExitUsage, "usage error: prophet trace " + args.action + " takes one input, got " +
                                     std::to_string(args.inputs.size()));

@@ -218,7 +218,8 @@ std::vector<Metric> run_point(const PointData& d, const std::string& engine, con
         // the lower bounds of the planner's cost model (balance/bounds.h), on the policy's token path
         const TraceBounds b = trace_bounds(view, d.belief, BoundBudget{d.settings.options.max_replicas_per_device});
         const bool l2l = p.token_path == "layer_to_layer";
-        const double eq6 = (l2l ? b.mean.eq6_l2l_s : b.mean.eq6_s) * 1e3, eq8 = (l2l ? b.mean.eq8_l2l_s : b.mean.eq8_s) * 1e3;
+        const double eq6 = (l2l ? b.mean.eq6_l2l_s : b.mean.eq6_s) * 1e3,
+                     eq8 = (l2l ? b.mean.eq8_l2l_s : b.mean.eq8_s) * 1e3;
         m.push_back({"bound_eq6_ms", 0, eq6});
         m.push_back({"bound_eq8_ms", 0, eq8});
         m.push_back({"gap_eq6", 0, gap_to_bound(p.mean_eq6_ms, eq6)});

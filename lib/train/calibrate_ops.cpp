@@ -87,8 +87,8 @@ double attention_rate(Communicator& comm, const ModelConfig& m) {
 double link_message_seconds(Communicator& comm, const TrainSettings& settings) {
     const bool has_link = settings.link_gbps > 0;
     if (!has_link && comm.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE") return 0.0;
-    const LinkEmulation link{(has_link ? settings.link_gbps : 1.0) * 1e9 / 8, has_link ? settings.link_latency_us * 1e-6 : 0.0,
-                             settings.comm_timeout_s};
+    const LinkEmulation link{(has_link ? settings.link_gbps : 1.0) * 1e9 / 8,
+                             has_link ? settings.link_latency_us * 1e-6 : 0.0, settings.comm_timeout_s};
     std::unique_ptr<Communicator> wrapper = has_link ? nullptr : make_paced_communicator(&comm, link);
     Communicator& paced = has_link ? comm : *wrapper;
     const int peers = comm.size() - 1;
