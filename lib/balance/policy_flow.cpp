@@ -178,6 +178,16 @@ std::vector<int> replica_schedule(int limit) {
     return r;
 }
 
+// seconds to copy in, once, the expert weights `next` holds that `current` does not (Eq 4's rate:
+// bytes / (D * B_trans))
+double one_off_transfer_s(const Placement& next, const Placement& current, const CostModel& cost) {
+    const int D = current.num_devices, E = current.num_experts;
+    int added = 0;
+    for (int e = 0; e < E; ++e)
+        for (int d = 0; d < D; ++d) added += next.holds(e, d) && !current.holds(e, d);
+    return added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
+}
+
 }  // namespace
 
 Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
@@ -229,13 +239,8 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     // transfer gate (serving, flow_horizon > 0): keep the current placement unless the gain over the horizon pays
     // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
     if (o.flow_horizon > 0) {
-        int added = 0;
-        for (int e = 0; e < E; ++e)
-            for (int d = 0; d < D; ++d) added += best.holds(e, d) && !current.holds(e, d);
-        const double one_off =
-            added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
         const double current_s = score(current);
-        if ((current_s - best_s) * o.flow_horizon <= one_off) {
+        if ((current_s - best_s) * o.flow_horizon <= one_off_transfer_s(best, current, cost)) {
             best = current, best_s = current_s, best_r = current.num_replicas(), rep.kept_current = true;
             rep.repacked = false;
         }
