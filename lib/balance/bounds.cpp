@@ -135,7 +135,8 @@ double transfer_bound(const CostModel& m, const TopologyLimits& topo, int64_t n,
     double t = std::max(drain_bound(eb, topo.best_path), bulk) / m.bandwidth_scale + topo.min_latency;
     if (m.trans_broadcast == TransBroadcast::kChain) {
         // the chain's own rate: some device receives (forwards) at least ceil(n / D) copies
-        const double copies = static_cast<double>((n + D - 1) / D) * eb;
+        const int64_t per_device = (n + D - 1) / D;  // ceil(n / D), whole copies
+        const double copies = static_cast<double>(per_device) * eb;
         t = std::max(t, copies / (collective * m.bandwidth_scale));
     }
     return t;

@@ -46,7 +46,7 @@ struct Accumulated {
 
 int rank_of_file(const std::string& path) {
     const std::string name = std::filesystem::path(path).filename().string();
-    const std::string_view digits = std::string_view(name).substr(std::min<size_t>(4, name.size()));
+    const std::string_view digits = std::string_view{name}.substr(std::min<size_t>(4, name.size()));
     const size_t dot = digits.find('.');
     if (!name.starts_with("rank") || dot == 0 || dot == std::string_view::npos || dot > 6 ||
         digits.substr(dot) != ".jsonl" || digits.substr(0, dot).find_first_not_of("0123456789") != std::string::npos)

@@ -41,7 +41,11 @@ void add_gemm_tables(Communicator& comm, const ModelConfig& m, sim::OpTables& t)
     shapes.emplace_back(GemmOp::kNT, V, C);
     shapes.emplace_back(GemmOp::kNN, C, V);
     shapes.emplace_back(GemmOp::kTN, C, V);
-    for (const auto& [op, n, k] : shapes) {
+    for (const std::tuple<GemmOp, int, int>& shape : shapes) {
+        // named copies, not structured bindings: the lambdas below capture them, which C++20 allows but clang
+        // (clang-tidy) accepts only from version 16
+        const GemmOp op = std::get<0>(shape);
+        const int n = std::get<1>(shape), k = std::get<2>(shape);
         if (std::any_of(t.gemms.begin(), t.gemms.end(),
                         [&](const sim::GemmTable& g) { return g.op == op && g.n == n && g.k == k; }))
             continue;
