@@ -99,7 +99,8 @@ int run_db_check(const DbCheckArgs& args) {
         if (health.opened_at_version > 0 && health.opened_at_version < health.schema_version)
             schema += " (migrated from " + std::to_string(health.opened_at_version) + ")";
         std::printf("store %s: %s, integrity %s\n", health.path.c_str(), schema.c_str(), health.integrity.c_str());
-        for (const std::string& object : health.missing_objects) std::printf("missing from the schema: %s\n", object.c_str());
+        for (const std::string& object : health.missing_objects)
+            std::printf("missing from the schema: %s\n", object.c_str());
         std::printf("runs: %s\n", counts_line(health).c_str());
         std::printf("traces: %lld, %zu unreadable\n", static_cast<long long>(health.traces), health.bad_traces.size());
         for (const std::string& problem : health.bad_traces) std::printf("bad trace: %s\n", problem.c_str());
@@ -118,8 +119,9 @@ int run_db_check(const DbCheckArgs& args) {
     if (!health.missing_objects.empty()) {
         std::string objects;
         for (const std::string& o : health.missing_objects) objects += (objects.empty() ? "" : ", ") + o;
-        std::fprintf(stderr, "prophet db check: %s lacks part of its schema (%s): a table was dropped or the file was "
-                             "cut; fix: restore it from a backup (the rows of a dropped table are gone)\n",
+        std::fprintf(stderr,
+                     "prophet db check: %s lacks part of its schema (%s): a table was dropped or the file was "
+                     "cut; fix: restore it from a backup (the rows of a dropped table are gone)\n",
                      health.path.c_str(), objects.c_str());
         return kExitDatabase;
     }

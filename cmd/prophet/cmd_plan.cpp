@@ -108,7 +108,8 @@ std::vector<std::string> apply_policy_option(Config& config, const std::string& 
     std::stringstream parts(text);
     for (std::string name; std::getline(parts, name, ',');) {
         if (name.empty() || name == "all")
-            throw Error(kExitUsage, "usage error: --policy " + text + ": a list names policies (e.g. static,prophet); " +
+            throw Error(kExitUsage, "usage error: --policy " + text +
+                                        ": a list names policies (e.g. static,prophet); " +
                                         (name.empty() ? "an empty name" : "`all` is not one") + " is not allowed");
         Config probe = config;
         probe.apply_set("balance.policy=" + name);  // a config error naming the bad one
@@ -252,9 +253,10 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
         if (!m.eq8.solver_status.empty())
             std::printf("# solver: %s: %s\n", m.name().c_str(), m.eq8.solver_status.c_str());
         if (const MoveCost& mv = m.moves; mv.experts > 0)
-            std::printf("# one-off moves: %s: %d experts change owner over the trace, %.4g bytes (weights and AdamW "
-                        "state), %.4g ms in all; not in the columns, which charge Trans/Agg to replicas only\n",
-                        m.name().c_str(), mv.experts, mv.bytes, mv.seconds * 1e3);
+            std::printf(
+                "# one-off moves: %s: %d experts change owner over the trace, %.4g bytes (weights and AdamW "
+                "state), %.4g ms in all; not in the columns, which charge Trans/Agg to replicas only\n",
+                m.name().c_str(), mv.experts, mv.bytes, mv.seconds * 1e3);
         if (m.eq8.token_path != "home")
             std::printf("# token path: %s: %s (all-to-all from layer l's expert device to layer l+1's): %.4g bytes and "
                         "%.4g ms per all-to-all (mean of a layer's two directions)\n",
@@ -322,8 +324,8 @@ int run_plan(const PlanArgs& args) {
     if (args.trace.empty() || args.cluster.empty())
         throw Error(kExitUsage, "usage error: prophet plan needs --trace FILE and --cluster FILE (see prophet plan --help)");
     Config config = resolve_config(schema, args.common);
-    const std::vector<std::string> listed = args.policy.empty() ? std::vector<std::string>{}
-                                                                : apply_policy_option(config, args.policy);
+    const std::vector<std::string> listed =
+        args.policy.empty() ? std::vector<std::string>{} : apply_policy_option(config, args.policy);
     const BalanceOptions options = balance_options_from(config);
     const std::string store_path = config.get_string("store.path");
 
@@ -526,17 +528,19 @@ int run_plan(const PlanArgs& args) {
         out["policies"] = nlohmann::json::array();
         for (size_t i = 0, t = 0; i < scores.size(); ++i) {
             out["policies"].push_back(score_json(scores[i], static_times));
-            if (!scores[i].skipped()) add_policy_bound_json(out["policies"].back(), times[t++], bounds, meta.num_experts);
+            if (!scores[i].skipped())
+                add_policy_bound_json(out["policies"].back(), times[t++], bounds, meta.num_experts);
         }
         out["locality"] = locality_json(trace, scores, static_times);
         out["regime"] = config.get_string("balance.regime");
         if (serving.enabled) out["serving"] = serving_json(serving);
         std::printf("%s\n", out.dump(2).c_str());
     } else {
-        std::printf("# prophet plan | trace %s | cluster %s | run %s | regime %s | means over %d iterations x %d "
-                    "layers\n",
-                    meta.source.c_str(), cluster.name.c_str(), run_id.c_str(),
-                    config.get_string("balance.regime").c_str(), meta.num_iterations, meta.num_layers);
+        std::printf(
+            "# prophet plan | trace %s | cluster %s | run %s | regime %s | means over %d iterations x %d "
+            "layers\n",
+            meta.source.c_str(), cluster.name.c_str(), run_id.c_str(), config.get_string("balance.regime").c_str(),
+            meta.num_iterations, meta.num_layers);
         print_table(scores, static_times);
         print_bound_tables(bounds, times, static_times.eq6_ms, meta.num_experts, max_replicas);
         if (serving.enabled) print_serving(serving);

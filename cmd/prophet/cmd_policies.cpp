@@ -11,8 +11,9 @@ namespace prophet::cli {
 
 CLI::App* add_policies_command(CLI::App& app, PoliciesArgs& args) {
     CLI::App* cmd = app.add_subcommand(
-        "policies", "list the balancing policies (the registry): what each plans from, its system's schedule and "
-                    "cost equation, routing rule, token path and size limits");
+        "policies",
+        "list the balancing policies (the registry): what each plans from, its system's schedule and "
+        "cost equation, routing rule, token path and size limits");
     cmd->add_flag("--json", args.json, "print the registry as JSON (schema_version 1; report/common.py reads it)");
     return cmd;
 }
@@ -30,9 +31,10 @@ int run_policies(const PoliciesArgs& args) {
                     r.system_cost_eq, route_rule_name(r.route_rule), token_path_name(r.token_path),
                     r.size_limits[0] ? r.size_limits : "-", r.description);
     }
-    std::printf("# plans from: the counts the policy sees (profile_window: offline, once); schedule and eq: the "
-                "simulator's schedule and the cost equation of the policy's system; route and path: its paper's "
-                "routing rule and token path (balance.route_to / balance.token_path = auto); docs/policies.md\n");
+    std::printf(
+        "# plans from: the counts the policy sees (profile_window: offline, once); schedule and eq: the "
+        "simulator's schedule and the cost equation of the policy's system; route and path: its paper's "
+        "routing rule and token path (balance.route_to / balance.token_path = auto); docs/policies.md\n");
     return kExitOk;
 }
 

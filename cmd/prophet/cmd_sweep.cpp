@@ -71,8 +71,9 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
         "run a grid of (cluster, trace, policy, seed, config) points with the simulator, the cost model or real "
         "prophet train child processes (engine = \"real\"); resumable");
     sweep->add_option("file", args.file, "sweep file (experiments/sweeps/*.toml)")->check(CLI::ExistingFile);
-    sweep->add_option("--max-points", args.max_points,
-                      "stop after this many points have run (resume later); default: no limit")
+    sweep
+        ->add_option("--max-points", args.max_points,
+                     "stop after this many points have run (resume later); default: no limit")
         ->check(non_negative_number("10"));
     sweep->add_flag("--no-report", args.no_report,
                     "do not build <dir of store>/REPORT.md (prophet report) at the end");

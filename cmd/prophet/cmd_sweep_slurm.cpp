@@ -41,6 +41,27 @@ nlohmann::json progress_json(const sweep::SweepProgress& p) {
             {"shards", p.shards}};
 }
 
+// a resubmission while the sweep's jobs are still queued would run their points twice
+void check_none_queued(const sweep::SweepSpec& spec) {
+    bool available = false;
+    const std::vector<std::string> queued = sweep::queued_jobs(spec, &available);
+    if (!queued.empty())
+        throw Error(kExitUsage, "prophet sweep: " + std::to_string(queued.size()) + " job(s) named " +
+                                    sweep::job_name(spec) + " are still in the queue (first: " + queued[0] +
+                                    "); wait for them (prophet sweep --status) or scancel them, then resubmit");
+}
+
+// writes the job's sbatch script into shard_dir as <sweep name>-<unix seconds>.sbatch; returns its path
+std::string write_batch_script(const sweep::SweepSpec& spec, const sweep::BatchJob& job, const std::string& shard_dir) {
+    fs::create_directories(shard_dir);
+    const auto stamp =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    check_file_name("sweep.name", spec.name);  // a file name in shard_dir: no separator, no leading dot
+    const std::string script_path = shard_dir + "/" + spec.name + "-" + std::to_string(stamp) + ".sbatch";
+    write_file_atomically(script_path, job.script);
+    return script_path;
+}
+
 }  // namespace
 
 int run_sweep_slurm(const SweepArgs& args, const sweep::SweepSpec& spec, const std::string& store_path) {
@@ -49,14 +70,7 @@ int run_sweep_slurm(const SweepArgs& args, const sweep::SweepSpec& spec, const s
     const std::vector<sweep::SweepPoint> points = sweep::expand_points(spec);
     sweep::SweepProgress progress = sweep::read_progress(spec, points, store_path, shard_dir);
     const std::vector<int> to_run = unfinished(progress);
-    if (!args.common.dry_run) {
-        bool available = false;
-        const std::vector<std::string> queued = sweep::queued_jobs(spec, &available);
-        if (!queued.empty())
-            throw Error(kExitUsage, "prophet sweep: " + std::to_string(queued.size()) + " job(s) named " +
-                                        sweep::job_name(spec) + " are still in the queue (first: " + queued[0] +
-                                        "); wait for them (prophet sweep --status) or scancel them, then resubmit");
-    }
+    if (!args.common.dry_run) check_none_queued(spec);
     if (to_run.empty()) {
         const int64_t added = args.common.dry_run ? 0 : merge_shards(progress, store_path);
         if (args.common.json)
@@ -81,13 +95,7 @@ int run_sweep_slurm(const SweepArgs& args, const sweep::SweepSpec& spec, const s
             std::printf("%s", job.script.c_str());
         return kExitOk;
     }
-    fs::create_directories(shard_dir);
-    const auto stamp = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-    check_file_name("sweep.name", spec.name);  // a file name in shard_dir: no separator, no leading dot
-    const std::string script_path = shard_dir + "/" + spec.name + "-" + std::to_string(stamp) + ".sbatch";
-    write_file_atomically(script_path, job.script);
+    const std::string script_path = write_batch_script(spec, job, shard_dir);
     std::fprintf(stderr, "prophet sweep: %s: submitting %zu of %zu points as %zu array task(s): %s\n",
                  spec.name.c_str(), to_run.size(), points.size(), job.tasks.size(), script_path.c_str());
     const std::string job_id = sweep::submit_batch(script_path, args.wait);

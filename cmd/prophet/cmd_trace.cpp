@@ -90,29 +90,112 @@ int run_engine_import(const TraceArgs& args) {
     return kExitOk;
 }
 
-}  // namespace
-
-int run_trace(const TraceArgs& args) {
-    const bool engine = is_engine_format(args.format);
-    if (engine && args.action != "import")
-        throw Error(kExitUsage, "usage error: --format " + args.format + " is an engine format: only prophet trace "
-                                "import reads it (convert and export write binary or csv)");
-    if (engine) return run_engine_import(args);
+// the usage checks of the binary/csv actions (info, convert, import, export): one input, --out where written
+void check_trace_args(const TraceArgs& args) {
     const bool import_only = args.devices != 0 || args.top_k != 0 || args.rescale_tokens != 0 || args.ep_size != 0 ||
                              args.etp_size != 1 || args.pp_size != 1;
     if (import_only)
-        throw Error(kExitUsage, "usage error: --devices, --top-k, --rescale-tokens, --ep-size, --etp-size and "
-                                "--pp-size apply to prophet trace import --format ENGINE only");
+        throw Error(kExitUsage,
+                    "usage error: --devices, --top-k, --rescale-tokens, --ep-size, --etp-size and "
+                    "--pp-size apply to prophet trace import --format ENGINE only");
     if (args.inputs.size() != 1)
         throw Error(kExitUsage, "usage error: prophet trace " + args.action + " takes one input, got " +
                                     std::to_string(args.inputs.size()));
-    const std::string& input = args.inputs[0];
     if ((args.action == "convert" || args.action == "export") && args.output.empty())
         throw Error(kExitUsage, "usage error: prophet trace " + args.action + " needs --out FILE");
     std::error_code ec;
     if (!args.output.empty() && std::filesystem::is_directory(args.output, ec))
         throw Error(kExitUsage, "usage error: --out " + args.output + " is a directory; give the file to write, e.g. " +
                                     (std::filesystem::path(args.output) / "trace.ptrace").string());
+}
+
+// what prophet trace info reports beyond the header: locality and skew
+struct TraceInfoStats {
+    std::vector<double> js;  // [(I-1)*L], iteration-major: JS divergence of consecutive iterations, nats
+    double js_mean = 0, js_max = 0;
+    std::vector<double> js_layer;  // [L]: mean of js over consecutive iterations
+    double top_share = 0;          // heaviest expert's share of iteration 0's assignments, mean over layers
+};
+
+TraceInfoStats trace_info_stats(const Trace& trace) {
+    const TraceMeta& m = trace.meta;
+    TraceInfoStats s;
+    s.js = consecutive_js_divergence(trace);
+    for (double v : s.js) {
+        s.js_mean += v / static_cast<double>(s.js.size());
+        s.js_max = std::max(s.js_max, v);
+    }
+    // locality per layer: mean JS divergence of consecutive iterations (js is [(I-1)*L], iteration-major)
+    s.js_layer.assign(m.num_layers, 0.0);
+    const int pairs = m.num_iterations - 1;
+    for (int i = 0; i < pairs; ++i)
+        for (int l = 0; l < m.num_layers; ++l) s.js_layer[l] += s.js[static_cast<size_t>(i) * m.num_layers + l] / pairs;
+    // skew of the first iteration: the heaviest expert's share of the token-expert assignments (uniform 1/E),
+    // averaged over layers
+    for (int l = 0; l < m.num_layers; ++l) {
+        const std::vector<int64_t> loads = expert_loads(trace, 0, l);
+        int64_t total = 0, top = 0;
+        for (int64_t v : loads) {
+            total += v;
+            top = std::max(top, v);
+        }
+        s.top_share += total > 0 ? static_cast<double>(top) / total / m.num_layers : 0.0;
+    }
+    return s;
+}
+
+void print_trace_info_json(const Trace& trace, const TraceInfoStats& s) {
+    const TraceMeta& m = trace.meta;
+    nlohmann::json j = {{"source", m.source},
+                        {"iterations", m.num_iterations},
+                        {"layers", m.num_layers},
+                        {"devices", m.num_devices},
+                        {"experts", m.num_experts},
+                        {"top_k", m.top_k},
+                        {"tokens_per_iteration", m.tokens_per_iteration},
+                        {"d_model", m.d_model},
+                        {"d_ffn", m.d_ffn},
+                        {"seq_len", m.seq_len},
+                        {"has_transitions", trace.has_transitions()},
+                        {"js_divergence_mean", s.js_mean},
+                        {"js_divergence_max", s.js_max},
+                        {"top_expert_share_iter0", s.top_share},
+                        {"top_expert_share_uniform", 1.0 / m.num_experts},
+                        {"js_divergence_per_layer", s.js_layer},
+                        {"js_divergence", s.js}};
+    std::printf("%s\n", j.dump(2).c_str());
+}
+
+void print_trace_info_text(const Trace& trace, const TraceInfoStats& s) {
+    const TraceMeta& m = trace.meta;
+    std::printf("source                %s\n", m.source.c_str());
+    std::printf("shape                 I=%d iterations x L=%d layers x D=%d devices x E=%d experts, top-%d\n",
+                m.num_iterations, m.num_layers, m.num_devices, m.num_experts, m.top_k);
+    std::printf("tokens per iteration  %lld\n", static_cast<long long>(m.tokens_per_iteration));
+    std::printf("model dims            C=%d F=%d T=%d\n", m.d_model, m.d_ffn, m.seq_len);
+    std::printf("transitions           %s\n", trace.has_transitions() ? "recorded" : "none");
+    std::printf("heaviest expert share %.3f of the assignments (iteration 0, mean over layers; uniform = 1/E = %.3f)\n",
+                s.top_share, 1.0 / m.num_experts);
+    std::printf("JS divergence         consecutive iterations: mean %.4g, max %.4g (nats, max ln 2)\n", s.js_mean,
+                s.js_max);
+    if (m.num_iterations - 1 > 0) {
+        std::printf("JS per layer          ");
+        for (int l = 0; l < m.num_layers; ++l) std::printf("%s%.3g", l ? " " : "", s.js_layer[l]);
+        std::printf("  (mean over consecutive iterations: how well the previous iteration predicts the next)\n");
+    }
+}
+
+}  // namespace
+
+int run_trace(const TraceArgs& args) {
+    const bool engine = is_engine_format(args.format);
+    if (engine && args.action != "import")
+        throw Error(kExitUsage, "usage error: --format " + args.format +
+                                    " is an engine format: only prophet trace "
+                                    "import reads it (convert and export write binary or csv)");
+    if (engine) return run_engine_import(args);
+    check_trace_args(args);
+    const std::string& input = args.inputs[0];
     const auto write = [&](const Trace& trace) {
         if (args.format == "csv")
             write_trace_csv(trace, args.output);
@@ -141,65 +224,11 @@ int run_trace(const TraceArgs& args) {
         return kExitOk;
     }
     // info
-    const TraceMeta& m = trace.meta;
-    const std::vector<double> js = consecutive_js_divergence(trace);
-    double js_mean = 0, js_max = 0;
-    for (double v : js) {
-        js_mean += v / static_cast<double>(js.size());
-        js_max = std::max(js_max, v);
-    }
-    // locality per layer: mean JS divergence of consecutive iterations (js is [(I-1)*L], iteration-major)
-    std::vector<double> js_layer(m.num_layers, 0.0);
-    const int pairs = m.num_iterations - 1;
-    for (int i = 0; i < pairs; ++i)
-        for (int l = 0; l < m.num_layers; ++l) js_layer[l] += js[static_cast<size_t>(i) * m.num_layers + l] / pairs;
-    // skew of the first iteration: the heaviest expert's share of the token-expert assignments (uniform 1/E),
-    // averaged over layers
-    double top_share = 0;
-    for (int l = 0; l < m.num_layers; ++l) {
-        const std::vector<int64_t> loads = expert_loads(trace, 0, l);
-        int64_t total = 0, top = 0;
-        for (int64_t v : loads) {
-            total += v;
-            top = std::max(top, v);
-        }
-        top_share += total > 0 ? static_cast<double>(top) / total / m.num_layers : 0.0;
-    }
-    if (args.json) {
-        nlohmann::json j = {{"source", m.source},
-                            {"iterations", m.num_iterations},
-                            {"layers", m.num_layers},
-                            {"devices", m.num_devices},
-                            {"experts", m.num_experts},
-                            {"top_k", m.top_k},
-                            {"tokens_per_iteration", m.tokens_per_iteration},
-                            {"d_model", m.d_model},
-                            {"d_ffn", m.d_ffn},
-                            {"seq_len", m.seq_len},
-                            {"has_transitions", trace.has_transitions()},
-                            {"js_divergence_mean", js_mean},
-                            {"js_divergence_max", js_max},
-                            {"top_expert_share_iter0", top_share},
-                            {"top_expert_share_uniform", 1.0 / m.num_experts},
-                            {"js_divergence_per_layer", js_layer},
-                            {"js_divergence", js}};
-        std::printf("%s\n", j.dump(2).c_str());
-        return kExitOk;
-    }
-    std::printf("source                %s\n", m.source.c_str());
-    std::printf("shape                 I=%d iterations x L=%d layers x D=%d devices x E=%d experts, top-%d\n",
-                m.num_iterations, m.num_layers, m.num_devices, m.num_experts, m.top_k);
-    std::printf("tokens per iteration  %lld\n", static_cast<long long>(m.tokens_per_iteration));
-    std::printf("model dims            C=%d F=%d T=%d\n", m.d_model, m.d_ffn, m.seq_len);
-    std::printf("transitions           %s\n", trace.has_transitions() ? "recorded" : "none");
-    std::printf("heaviest expert share %.3f of the assignments (iteration 0, mean over layers; uniform = 1/E = %.3f)\n",
-                top_share, 1.0 / m.num_experts);
-    std::printf("JS divergence         consecutive iterations: mean %.4g, max %.4g (nats, max ln 2)\n", js_mean, js_max);
-    if (pairs > 0) {
-        std::printf("JS per layer          ");
-        for (int l = 0; l < m.num_layers; ++l) std::printf("%s%.3g", l ? " " : "", js_layer[l]);
-        std::printf("  (mean over consecutive iterations: how well the previous iteration predicts the next)\n");
-    }
+    const TraceInfoStats stats = trace_info_stats(trace);
+    if (args.json)
+        print_trace_info_json(trace, stats);
+    else
+        print_trace_info_text(trace, stats);
     return kExitOk;
 }
 

@@ -11,11 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd_infer.h"
-#include "progress.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "kernels/blas.h"
 #include "model/checkpoint.h"
+#include "progress.h"
+#include "trace/trace.h"
 #include "train/calibrate.h"
 #include "train/calibrate_ops.h"
 #include "train/device.h"
@@ -25,9 +26,8 @@
 #include "train/resume_record.h"
 #include "train/routing_trace.h"
 #include "train/testbed_record.h"
-#include "train/trainer.h"
 #include "train/traffic.h"
-#include "trace/trace.h"
+#include "train/trainer.h"
 
 namespace prophet::cli {
 

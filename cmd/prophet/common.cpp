@@ -32,7 +32,8 @@ Config resolve_config(const Schema& schema, const CommonArgs& args) {
     config.check_required();
     // an empty store.path given on purpose (--set store.path=) is a mistake, never "use the default"
     if (config.has("store.path") && config.get_string("store.path").empty())
-        throw_config_error("store.path", "\"\"", "must name a file (given empty in " + config.source("store.path") + ")",
+        throw_config_error("store.path", "\"\"",
+                           "must name a file (given empty in " + config.source("store.path") + ")",
                            "--set store.path=results/prophet.db, or leave store.path out for the default");
     return config;
 }

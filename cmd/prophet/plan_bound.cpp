@@ -40,21 +40,22 @@ std::vector<std::pair<const char*, double>> practitioner_metrics(const PolicySco
 void print_bound_tables(const TraceBounds& bounds, const std::vector<PolicyTimes>& policies, double static_eq6_ms,
                         int num_experts, int max_replicas_per_device) {
     const ModelBounds home = bounds_for(bounds, false), l2l = bounds_for(bounds, true);
-    std::printf("  %-15s %9.3f %7s %9.3f %7s %9.3f %7s %9.3f   (lower bound: no placement or routing within the "
-                "budget is faster; static/bound under Eq 6 %.3f)\n",
-                "bound", home.eq6_ms, "", home.eq8_ms, "", home.fastermoe_ms, "", home.sim_ms,
-                home.eq6_ms > 0 ? static_eq6_ms / home.eq6_ms : 0.0);
+    std::printf(
+        "  %-15s %9.3f %7s %9.3f %7s %9.3f %7s %9.3f   (lower bound: no placement or routing within the "
+        "budget is faster; static/bound under Eq 6 %.3f)\n",
+        "bound", home.eq6_ms, "", home.eq8_ms, "", home.fastermoe_ms, "", home.sim_ms,
+        home.eq6_ms > 0 ? static_eq6_ms / home.eq6_ms : 0.0);
     bool any_l2l = false;
     for (const PolicyTimes& p : policies) any_l2l = any_l2l || p.layer_to_layer;
     if (any_l2l)
         std::printf("  %-15s %9.3f %7s %9.3f %7s %9.3f   (the layer_to_layer token path's bound)\n", "bound (l2l)",
                     l2l.eq6_ms, "", l2l.eq8_ms, "", l2l.fastermoe_ms);
-    std::printf("# bound: means over iterations and layers, replica budget %s per device, %.1f us per layer; "
-                "compute >= %.0f tokens on the busiest device, one all-to-all >= %.4g ms, one replica's Trans >= "
-                "%.4g ms (docs/bounds.md)\n",
-                max_replicas_per_device > 0 ? std::to_string(max_replicas_per_device).c_str() : "unlimited",
-                bounds.median_us, bounds.mean.compute_tokens, bounds.mean.a2a_s * 1e3,
-                bounds.mean.one_transfer_s * 1e3);
+    std::printf(
+        "# bound: means over iterations and layers, replica budget %s per device, %.1f us per layer; "
+        "compute >= %.0f tokens on the busiest device, one all-to-all >= %.4g ms, one replica's Trans >= "
+        "%.4g ms (docs/bounds.md)\n",
+        max_replicas_per_device > 0 ? std::to_string(max_replicas_per_device).c_str() : "unlimited", bounds.median_us,
+        bounds.mean.compute_tokens, bounds.mean.a2a_s * 1e3, bounds.mean.one_transfer_s * 1e3);
     std::printf("# %-15s %7s %7s %7s %7s %8s %8s %7s %8s %10s %10s %9s\n", "policy", "gapEq6", "gapEq8", "gapF",
                 "gapSim", "balanced", "max/mean", "slots", "moved", "moved", "extra mem", "plan");
     std::printf("# %-15s %7s %7s %7s %7s %8s %8s %7s %8s %10s %10s %9s\n", "", "", "", "", "", "mean/max", "", "",
@@ -66,10 +67,11 @@ void print_bound_tables(const TraceBounds& bounds, const std::vector<PolicyTimes
                     g.eq6, g.eq8, g.fastermoe, g.sim, m[0].second, m[1].second, m[3].second, m[4].second,
                     m[5].second / 1e6, m[6].second / 1e6, m[7].second);
     }
-    std::printf("# gap* = predicted / bound - 1 under each model (layer_to_layer policies against that path's "
-                "bound); balanced = mean/max device load (vLLM/SGLang), moved = expert copies and bytes Trans sends "
-                "per layer, extra mem = replica weights + gradients on the fullest device per iteration; metrics of "
-                "the policy's own system's planning\n");
+    std::printf(
+        "# gap* = predicted / bound - 1 under each model (layer_to_layer policies against that path's "
+        "bound); balanced = mean/max device load (vLLM/SGLang), moved = expert copies and bytes Trans sends "
+        "per layer, extra mem = replica weights + gradients on the fullest device per iteration; metrics of "
+        "the policy's own system's planning\n");
 }
 
 nlohmann::json bound_json(const TraceBounds& bounds, int max_replicas_per_device) {
@@ -101,23 +103,29 @@ void add_policy_bound_json(nlohmann::json& policy, const PolicyTimes& times, con
 void put_bound_metrics(Store& store, const std::string& run_id, const TraceBounds& bounds,
                        const std::vector<PolicyTimes>& policies, int num_layers, int num_experts) {
     const ModelBounds home = bounds_for(bounds, false);
-    for (const auto& [key, v] : {std::pair<const char*, double>{"eq6_ms", home.eq6_ms}, {"eq8_ms", home.eq8_ms},
-                                 {"fastermoe_sys_ms", home.fastermoe_ms}, {"sim_ms", home.sim_ms},
+    for (const auto& [key, v] : {std::pair<const char*, double>{"eq6_ms", home.eq6_ms},
+                                 {"eq8_ms", home.eq8_ms},
+                                 {"fastermoe_sys_ms", home.fastermoe_ms},
+                                 {"sim_ms", home.sim_ms},
                                  {"plan_us", bounds.median_us}})
         store.put_metric(run_id, std::string("plan.bound.") + key, 0, v);
     for (size_t i = 0; i < bounds.layers.size(); ++i) {
         const LayerBound& b = bounds.layers[i];
         const int64_t it = static_cast<int64_t>(i) / num_layers;
         const int l = static_cast<int>(i % num_layers);
-        for (const auto& [key, v] : {std::pair<const char*, double>{"eq6_ms", b.eq6_s}, {"eq8_ms", b.eq8_s},
-                                     {"fastermoe_sys_ms", b.fastermoe_s}, {"sim_ms", b.sim_s}})
+        for (const auto& [key, v] : {std::pair<const char*, double>{"eq6_ms", b.eq6_s},
+                                     {"eq8_ms", b.eq8_s},
+                                     {"fastermoe_sys_ms", b.fastermoe_s},
+                                     {"sim_ms", b.sim_s}})
             store.put_metric(run_id, std::string("plan.bound.") + key, it, v * 1e3, l);
     }
     for (const PolicyTimes& p : policies) {
         const Gaps g = gaps_of(p, bounds);
         const std::string prefix = "plan." + p.name + ".";
-        for (const auto& [key, v] : {std::pair<const char*, double>{"gap_eq6", g.eq6}, {"gap_eq8", g.eq8},
-                                     {"gap_fastermoe_sys", g.fastermoe}, {"gap_sim", g.sim}})
+        for (const auto& [key, v] : {std::pair<const char*, double>{"gap_eq6", g.eq6},
+                                     {"gap_eq8", g.eq8},
+                                     {"gap_fastermoe_sys", g.fastermoe},
+                                     {"gap_sim", g.sim}})
             store.put_metric(run_id, prefix + key, 0, v);
         for (const auto& [key, v] : practitioner_metrics(*p.score, num_experts))
             if (std::string(key) != "max_mean_load" && std::string(key) != "plan_us")  // cmd_plan stores those

@@ -34,12 +34,9 @@ nlohmann::json serving_json(const PlanServing& serving) {
                         {"window", serving.settings.window},
                         {"policies", nlohmann::json::array()}};
     for (const ServingScore& s : serving.scores) {
-        nlohmann::json p = {{"name", s.name},
-                            {"layer_ms", s.mean_layer_ms},
-                            {"balancedness", s.mean_balancedness},
-                            {"stall_ms", s.stall_ms},
-                            {"amortised_ms", s.amortised_ms},
-                            {"rebalances", nlohmann::json::array()}};
+        nlohmann::json p = {
+            {"name", s.name},         {"layer_ms", s.mean_layer_ms},    {"balancedness", s.mean_balancedness},
+            {"stall_ms", s.stall_ms}, {"amortised_ms", s.amortised_ms}, {"rebalances", nlohmann::json::array()}};
         for (const RebalanceRecord& r : s.rebalances)
             p["rebalances"].push_back({{"at_iteration", r.at_iteration},
                                        {"window", {r.window_begin, r.window_end}},
@@ -55,9 +52,10 @@ nlohmann::json serving_json(const PlanServing& serving) {
 }
 
 void print_serving(const PlanServing& serving) {
-    std::printf("# serving: rebalance every %d iterations on the previous %d; per MoE layer: forward 2 A2A + FEC, no "
-                "Trans/Agg; stall = sending new copies once per rebalance, amortised over I x L\n",
-                serving.settings.rebalance_every, serving.settings.window);
+    std::printf(
+        "# serving: rebalance every %d iterations on the previous %d; per MoE layer: forward 2 A2A + FEC, no "
+        "Trans/Agg; stall = sending new copies once per rebalance, amortised over I x L\n",
+        serving.settings.rebalance_every, serving.settings.window);
     double static_ms = 0;
     for (const ServingScore& s : serving.scores)
         if (s.name == "static") static_ms = s.mean_layer_ms;
@@ -69,10 +67,11 @@ void print_serving(const PlanServing& serving) {
                     s.amortised_ms, s.rebalances.size());
     for (const ServingScore& s : serving.scores)
         for (const RebalanceRecord& r : s.rebalances)
-            std::printf("# rebalance: %s at %d (planned on [%d, %d)): balancedness predicted %.3f, realised %.3f; "
-                        "%d copies, %.4g bytes, stall %.3f ms\n",
-                        s.name.c_str(), r.at_iteration, r.window_begin, r.window_end, r.predicted_balancedness,
-                        r.realised_balancedness, r.copies_moved, r.bytes_moved, r.stall_s * 1e3);
+            std::printf(
+                "# rebalance: %s at %d (planned on [%d, %d)): balancedness predicted %.3f, realised %.3f; "
+                "%d copies, %.4g bytes, stall %.3f ms\n",
+                s.name.c_str(), r.at_iteration, r.window_begin, r.window_end, r.predicted_balancedness,
+                r.realised_balancedness, r.copies_moved, r.bytes_moved, r.stall_s * 1e3);
 }
 
 }  // namespace prophet::cli

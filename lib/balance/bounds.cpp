@@ -26,9 +26,9 @@ double sum_of_links(int peers, double rate) { return peers > 0 ? peers * rate : 
 // receive (send) over every resource on its paths, and the fastest single path and cheapest latency of any pair.
 struct TopologyLimits {
     double ingress_sum = 0, egress_sum = 0;  // sum over devices of their ingress (egress) capacity, bytes/s
-    double remote_sum = kUnlimited;          // sum over nodes of the inter-node bytes/s they can take in (one node: none)
-    double best_path = 0;                    // fastest single-pair path, bytes/s (kUnlimited: no limit)
-    double min_latency = 0;                  // cheapest latency of a link class some pair uses
+    double remote_sum = kUnlimited;  // sum over nodes of the inter-node bytes/s they can take in (one node: none)
+    double best_path = 0;            // fastest single-pair path, bytes/s (kUnlimited: no limit)
+    double min_latency = 0;          // cheapest latency of a link class some pair uses
 };
 
 // One device's capacity on one side: NVLink peers through its NVLink port, PCIe peers and inter-node peers (the
@@ -36,11 +36,13 @@ struct TopologyLimits {
 double device_capacity(const ClusterSpec& cl, int nv_peers, int pcie_peers, int remote_peers, double gpu_limit) {
     const double nv = std::min(rate_or_unlimited(cl.nvlink_bytes_per_s),
                                sum_of_links(nv_peers, rate_or_unlimited(cl.nvlink_bytes_per_s)));
-    const double remote = remote_peers > 0 ? std::min(sum_of_links(remote_peers, rate_or_unlimited(cl.inter_node_bytes_per_s)),
-                                                      rate_or_unlimited(cl.node_nic_bytes_per_s))
-                                           : 0.0;
+    const double remote = remote_peers > 0
+                              ? std::min(sum_of_links(remote_peers, rate_or_unlimited(cl.inter_node_bytes_per_s)),
+                                         rate_or_unlimited(cl.node_nic_bytes_per_s))
+                              : 0.0;
     const double host_links = sum_of_links(pcie_peers, rate_or_unlimited(cl.intra_node_bytes_per_s)) + remote;
-    const double host = pcie_peers + remote_peers > 0 ? std::min(rate_or_unlimited(cl.pcie_bytes_per_s), host_links) : 0.0;
+    const double host =
+        pcie_peers + remote_peers > 0 ? std::min(rate_or_unlimited(cl.pcie_bytes_per_s), host_links) : 0.0;
     return std::min(rate_or_unlimited(gpu_limit), nv + host);
 }
 
@@ -58,12 +60,12 @@ TopologyLimits topology_limits(const ClusterSpec& cl) {
         t.egress_sum += device_capacity(cl, peers[0], peers[1], peers[2], cl.gpu_injection_bytes_per_s);
     }
     // a single pair's path: the pair link, the port of its class at both ends, injection, ejection, NICs
-    const double ends = std::min(rate_or_unlimited(cl.gpu_injection_bytes_per_s), rate_or_unlimited(cl.gpu_ejection_bytes_per_s));
+    const double ends =
+        std::min(rate_or_unlimited(cl.gpu_injection_bytes_per_s), rate_or_unlimited(cl.gpu_ejection_bytes_per_s));
     const double host = rate_or_unlimited(cl.pcie_bytes_per_s);
-    const double path[3] = {rate_or_unlimited(cl.nvlink_bytes_per_s),
-                            std::min(rate_or_unlimited(cl.intra_node_bytes_per_s), host),
-                            std::min({rate_or_unlimited(cl.inter_node_bytes_per_s), host,
-                                      rate_or_unlimited(cl.node_nic_bytes_per_s)})};
+    const double path[3] = {
+        rate_or_unlimited(cl.nvlink_bytes_per_s), std::min(rate_or_unlimited(cl.intra_node_bytes_per_s), host),
+        std::min({rate_or_unlimited(cl.inter_node_bytes_per_s), host, rate_or_unlimited(cl.node_nic_bytes_per_s)})};
     t.min_latency = kUnlimited;
     for (LC c : {LC::kNvlink, LC::kIntraNode, LC::kInterNode}) {
         const int k = static_cast<int>(c);
@@ -79,8 +81,8 @@ TopologyLimits topology_limits(const ClusterSpec& cl) {
         const int remote_peers = D - cl.devices_per_node;
         const double per_device = std::min(rate_or_unlimited(cl.pcie_bytes_per_s),
                                            sum_of_links(remote_peers, rate_or_unlimited(cl.inter_node_bytes_per_s)));
-        const double per_node = std::min(cl.devices_per_node * per_device,
-                                         cl.nics_per_node * rate_or_unlimited(cl.node_nic_bytes_per_s));
+        const double per_node =
+            std::min(cl.devices_per_node * per_device, cl.nics_per_node * rate_or_unlimited(cl.node_nic_bytes_per_s));
         t.remote_sum = nodes * per_node;
     }
     return t;
@@ -133,7 +135,8 @@ double transfer_bound(const CostModel& m, const TopologyLimits& topo, int64_t n,
     double t = std::max(drain_bound(eb, topo.best_path), bulk) / m.bandwidth_scale + topo.min_latency;
     if (m.trans_broadcast == TransBroadcast::kChain) {
         // the chain's own rate: some device receives (forwards) at least ceil(n / D) copies
-        const double copies = static_cast<double>((n + D - 1) / D) * eb;
+        const int64_t per_device = (n + D - 1) / D;  // ceil(n / D), whole copies
+        const double copies = static_cast<double>(per_device) * eb;
         t = std::max(t, copies / (collective * m.bandwidth_scale));
     }
     return t;
@@ -196,7 +199,8 @@ std::vector<int64_t> node_gain(const int64_t* counts, const Placement& home, con
     auto node = [&](int d) { return std::min(cl.node_of(d), nodes - 1); };
     std::vector<int64_t> per_node(static_cast<size_t>(nodes) * E, 0);  // [nodes][E]
     for (int d = 0; d < D; ++d)
-        for (int e = 0; e < E; ++e) per_node[static_cast<size_t>(node(d)) * E + e] += counts[static_cast<size_t>(d) * E + e];
+        for (int e = 0; e < E; ++e)
+            per_node[static_cast<size_t>(node(d)) * E + e] += counts[static_cast<size_t>(d) * E + e];
     std::vector<int> home_node(E);
     for (int e = 0; e < E; ++e) home_node[e] = node(home.owner[e]);
     return gain_beyond_home(per_node.data(), nodes, E, home_node, node_local);
@@ -248,7 +252,9 @@ struct Unavoidable {
     int64_t total = 0, home_local = 0, node_local = 0;
     std::vector<int64_t> gain, node_gain;  // prefix sums (local_gain, node_gain)
     int64_t sent(int64_t k) const { return total - home_local - gain[std::min<size_t>(k, gain.size() - 1)]; }
-    int64_t across(int64_t k) const { return total - node_local - node_gain[std::min<size_t>(k, node_gain.size() - 1)]; }
+    int64_t across(int64_t k) const {
+        return total - node_local - node_gain[std::min<size_t>(k, node_gain.size() - 1)];
+    }
 };
 
 Placement home_placement(int D, int E) {
@@ -283,7 +289,8 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     const int cap = budget.max_replicas_per_device;
     const int64_t max_receivers = static_cast<int64_t>(E) * (D - 1);
     const int64_t max_extra = cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap) : max_receivers;
-    const int64_t max_pairs = cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap + E) : max_receivers;
+    const int64_t max_pairs =
+        cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap + E) : max_receivers;
     const std::vector<int64_t> curve = compute_curve(w, D, u.total, max_extra);
     LayerBound b;
     b.eq6_s = b.eq8_s = b.fastermoe_s = b.sim_s = kUnlimited;

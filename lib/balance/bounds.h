@@ -37,13 +37,13 @@ struct BoundBudget {
 
 // Lower bounds, seconds per MoE layer, each the minimum over placements of that model's time.
 struct LayerBound {
-    double eq6_s = 0, eq8_s = 0, fastermoe_s = 0, sim_s = 0;  // home token path
+    double eq6_s = 0, eq8_s = 0, fastermoe_s = 0, sim_s = 0;   // home token path
     double eq6_l2l_s = 0, eq8_l2l_s = 0, fastermoe_l2l_s = 0;  // layer_to_layer token path
     // components, for the report: with the whole budget (as many receivers as help) and with none
-    double compute_tokens = 0;      // bound on max_i H_i with the whole budget (tokens)
-    double a2a_s = 0;               // bound on one home-path all-to-all with the whole budget
-    double one_transfer_s = 0;      // bound on Trans for a single receiver (what any replica costs)
-    int64_t eq6_receivers = 0;      // the receivers n at which the Eq 6 bound is reached (0: static)
+    double compute_tokens = 0;  // bound on max_i H_i with the whole budget (tokens)
+    double a2a_s = 0;           // bound on one home-path all-to-all with the whole budget
+    double one_transfer_s = 0;  // bound on Trans for a single receiver (what any replica costs)
+    int64_t eq6_receivers = 0;  // the receivers n at which the Eq 6 bound is reached (0: static)
 };
 
 // counts [D*E]; `model` must be the layer's (model_for_layer: first_block for layer 0). layer in [0, num_layers).

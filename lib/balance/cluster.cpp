@@ -34,7 +34,8 @@ const Schema& cluster_schema() {
         s.add_float("cluster.a2a_latency_us", 0.0, 0.0, 1e6, "fixed latency added to each all-to-all, us");
         s.add_required("cluster.trans_gbit_s", ValueType::kFloat, 0, std::nullopt,
                        "Trans (parameter broadcast) bandwidth B̄, Gbit/s", true);
-        s.add_float("cluster.agg_gbit_s", -1.0, -1.0, 1e6, "Agg (gradient reduce) bandwidth, Gbit/s (-1: trans_gbit_s; 0 is an error)");
+        s.add_float("cluster.agg_gbit_s", -1.0, -1.0, 1e6,
+                    "Agg (gradient reduce) bandwidth, Gbit/s (-1: trans_gbit_s; 0 is an error)");
         s.add_float("cluster.intra_node_gbit_s", -1.0, -1.0, 1e7,
                     "topology: per-pair bandwidth inside a node, Gbit/s (-1: largest a2a step; 0 is an error)");
         s.add_float("cluster.inter_node_gbit_s", -1.0, -1.0, 1e7,
@@ -123,9 +124,9 @@ double rate_or_default(const Config& config, const char* key, const std::string&
     const double gbit = config.get_float(key);
     if (gbit == -1.0 || gbit > 0) return gbit;
     const std::string name = std::string(key).substr(std::string("cluster.").size());
-    throw_config_error(key, value_to_toml(gbit), "must be > 0 Gbit/s, or -1 for " + meaning + " (" + origin + ")",
-                       "write the link's bandwidth, e.g. " + name + " = 100.0, or -1 (or leave " + name +
-                           " out) for " + meaning);
+    throw_config_error(
+        key, value_to_toml(gbit), "must be > 0 Gbit/s, or -1 for " + meaning + " (" + origin + ")",
+        "write the link's bandwidth, e.g. " + name + " = 100.0, or -1 (or leave " + name + " out) for " + meaning);
 }
 
 void read_topology(const Config& config, const std::string& origin, ClusterSpec& c) {

@@ -110,7 +110,8 @@ Window profile_window(const TraceView& trace, int profile_iterations) {
         for (int l = 0; l < L; ++l) {
             const int64_t* c = trace.layer(it, l);
             for (int d = 0; d < D; ++d)
-                for (int e = 0; e < E; ++e) w.loads[static_cast<size_t>(l) * E + e] += c[static_cast<size_t>(d) * E + e];
+                for (int e = 0; e < E; ++e)
+                    w.loads[static_cast<size_t>(l) * E + e] += c[static_cast<size_t>(d) * E + e];
         }
     if (trace.transitions && L > 1) {
         w.transitions.assign(static_cast<size_t>(L - 1) * E * E, 0.0);
@@ -174,7 +175,8 @@ bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, co
     request.num_experts = E;
     request.cost = &lcost;
     request.options = &o;
-    s.placement = timed(repeats, [&] { return row.plan_layer(request, session); }, &s.plan_us);
+    s.placement = timed(
+        repeats, [&] { return row.plan_layer(request, session); }, &s.plan_us);
     return true;
 }
 

@@ -63,8 +63,8 @@ struct PolicyScore {
     double mean_a2a_ms = 0;           // one all-to-all (CostBreakdown::a2a_s; layer_to_layer: the mean of in and out)
     double mean_a2a_bytes = 0, mean_trans_bytes = 0, mean_agg_bytes = 0, mean_replicas = 0;
     double median_plan_us = 0;
-    double mean_balancedness = 0;     // vLLM / SGLang balancedness, mean over layers
-    double mean_experts_moved = 0;    // expert copies moved per layer (Trans; Agg moves as many gradients back)
+    double mean_balancedness = 0;   // vLLM / SGLang balancedness, mean over layers
+    double mean_experts_moved = 0;  // expert copies moved per layer (Trans; Agg moves as many gradients back)
     // the most replica memory one device holds in one iteration: sum over layers of its replicas x 2 expert_bytes
     // (weights by Trans + their gradient for Agg), max over devices and iterations
     double extra_memory_bytes_per_device = 0;

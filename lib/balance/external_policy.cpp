@@ -17,8 +17,8 @@ using nlohmann::json;
 const char* kFix = "the reply must follow schema v1 (docs/policies.md, \"External policies\")";
 
 [[noreturn]] void bad_reply(const std::string& what, const std::string& field, const std::string& problem) {
-    throw Error(kExitConfig, "external policy error: " + what + ": reply field " + field + " " + problem +
-                                 "; fix: " + kFix);
+    throw Error(kExitConfig,
+                "external policy error: " + what + ": reply field " + field + " " + problem + "; fix: " + kFix);
 }
 
 // The reply line as a JSON object of `type` holding exactly the fields `type` and `payload`.
@@ -37,8 +37,9 @@ json reply_object(const std::string& line, const std::string& type, const std::s
             bad_reply(what, item.key(), "is unknown (a v1 \"" + type + "\" reply holds type and " + payload + ")");
     const auto t = j.find("type");
     if (t == j.end() || !t->is_string() || t->get<std::string>() != type)
-        bad_reply(what, "type", t == j.end() ? "is missing (must be \"" + type + "\")"
-                                             : "is " + t->dump() + ", must be \"" + type + "\"");
+        bad_reply(
+            what, "type",
+            t == j.end() ? "is missing (must be \"" + type + "\")" : "is " + t->dump() + ", must be \"" + type + "\"");
     if (!j.contains(payload)) bad_reply(what, payload, "is missing");
     return j;
 }
@@ -47,9 +48,10 @@ json reply_object(const std::string& line, const std::string& type, const std::s
 Placement holders_to_placement(const json& holders, const std::string& field, int D, int E, int max_replicas,
                                const std::string& what) {
     if (!holders.is_array() || holders.size() != static_cast<size_t>(E))
-        bad_reply(what, field, holders.is_array() ? "has " + std::to_string(holders.size()) + " entries, needs " +
-                                                        std::to_string(E) + " (one list of devices per expert)"
-                                                  : "is not an array of " + std::to_string(E) + " lists of devices");
+        bad_reply(what, field,
+                  holders.is_array() ? "has " + std::to_string(holders.size()) + " entries, needs " +
+                                           std::to_string(E) + " (one list of devices per expert)"
+                                     : "is not an array of " + std::to_string(E) + " lists of devices");
     std::vector<int> owners(E);
     std::vector<std::vector<int>> lists(E);
     for (int e = 0; e < E; ++e) {
@@ -74,9 +76,10 @@ Placement holders_to_placement(const json& holders, const std::string& field, in
         const std::vector<int> per_device = p.replicas_per_device();
         for (int d = 0; d < D; ++d)
             if (per_device[d] > max_replicas)
-                bad_reply(what, field, "puts " + std::to_string(per_device[d]) + " replicas on device " +
-                                           std::to_string(d) + ", over its " + std::to_string(max_replicas) +
-                                           " slots (balance.max_replicas_per_device)");
+                bad_reply(what, field,
+                          "puts " + std::to_string(per_device[d]) + " replicas on device " + std::to_string(d) +
+                              ", over its " + std::to_string(max_replicas) +
+                              " slots (balance.max_replicas_per_device)");
     }
     const std::string problem = check_placement(p, max_replicas);
     if (!problem.empty()) bad_reply(what, field, "is not a valid placement: " + problem);
@@ -162,20 +165,17 @@ std::vector<Placement> parse_window_reply(const std::string& line, int L, int D,
 }
 
 ExternalPolicy::ExternalPolicy(const BalanceOptions& options, const CostModel& cost, int num_layers, int num_experts)
-    : command_(options.external_command),
-      timeout_s_(options.external_timeout_s),
-      num_devices_(cost.cluster.num_devices),
-      num_experts_(num_experts),
-      num_layers_(num_layers),
+    : command_(options.external_command), timeout_s_(options.external_timeout_s),
+      num_devices_(cost.cluster.num_devices), num_experts_(num_experts), num_layers_(num_layers),
       max_replicas_(options.max_replicas_per_device) {
     if (command_.empty())
-        throw_config_error("balance.external", "", "is empty, and balance.policy = external needs a command",
-                           "--set balance.external=\"/usr/bin/python3 experiments/policies/hottest_to_least_loaded.py\"");
+        throw_config_error(
+            "balance.external", "", "is empty, and balance.policy = external needs a command",
+            "--set balance.external=\"/usr/bin/python3 experiments/policies/hottest_to_least_loaded.py\"");
     process_ = std::make_unique<CoProcess>(split_command_line(command_, "balance.external"), "balance.external");
     // the hello also waits for the interpreter to start (and e.g. import torch): at least kStartAllowanceS
-    const std::string reply =
-        round_trip(external_hello(options, cost, num_layers, num_experts), "the hello",
-                   std::max(timeout_s_, kStartAllowanceS));
+    const std::string reply = round_trip(external_hello(options, cost, num_layers, num_experts), "the hello",
+                                         std::max(timeout_s_, kStartAllowanceS));
     json j;
     try {
         j = json::parse(reply);
@@ -185,8 +185,9 @@ ExternalPolicy::ExternalPolicy(const BalanceOptions& options, const CostModel& c
     if (!j.is_object() || j.value("type", json()) != "ready")
         bad_reply("the hello", "type", "must be \"ready\" (got " + reply.substr(0, 120) + ")");
     if (j.value("schema", json()) != kExternalSchemaVersion)
-        bad_reply("the hello", "schema", "must be " + std::to_string(kExternalSchemaVersion) + " (this prophet speaks v" +
-                                             std::to_string(kExternalSchemaVersion) + ")");
+        bad_reply("the hello", "schema",
+                  "must be " + std::to_string(kExternalSchemaVersion) + " (this prophet speaks v" +
+                      std::to_string(kExternalSchemaVersion) + ")");
 }
 
 ExternalPolicy::~ExternalPolicy() {
@@ -202,7 +203,8 @@ std::string ExternalPolicy::round_trip(const std::string& request, const std::st
     if (status == CoProcess::Status::kOk) status = process_->read_line(&reply, timeout_s);
     if (status == CoProcess::Status::kTimeout)
         throw Error(kExitDistributed, "external policy timeout: " + who + ": no reply to " + what + " within " +
-                                          std::string(timeout) + " s (balance.external_timeout_s; the hello: at least " +
+                                          std::string(timeout) +
+                                          " s (balance.external_timeout_s; the hello: at least " +
                                           std::to_string(static_cast<int>(kStartAllowanceS)) + " s)" +
                                           "; fix: make the policy answer sooner or raise balance.external_timeout_s");
     if (status == CoProcess::Status::kClosed)
@@ -217,12 +219,16 @@ Placement ExternalPolicy::plan_layer(const LayerPlanRequest& r) {
     PROPHET_ASSERT(D == num_devices_ && E == num_experts_);
     json counts = json::array();
     for (int d = 0; d < D; ++d)
-        counts.push_back(std::vector<int64_t>(r.counts + static_cast<size_t>(d) * E, r.counts + static_cast<size_t>(d + 1) * E));
+        counts.push_back(
+            std::vector<int64_t>(r.counts + static_cast<size_t>(d) * E, r.counts + static_cast<size_t>(d + 1) * E));
     const Placement current = r.current ? *r.current : Placement::make_static(D, E);
-    const json request = {{"type", "plan"},          {"iteration", r.iteration}, {"layer", r.layer},
-                          {"counts", counts},        {"placement", holders_json(current)}};
-    const std::string what = "the plan request of iteration " + std::to_string(r.iteration) + ", layer " +
-                             std::to_string(r.layer);
+    const json request = {{"type", "plan"},
+                          {"iteration", r.iteration},
+                          {"layer", r.layer},
+                          {"counts", counts},
+                          {"placement", holders_json(current)}};
+    const std::string what =
+        "the plan request of iteration " + std::to_string(r.iteration) + ", layer " + std::to_string(r.layer);
     return parse_placement_reply(round_trip(request.dump(), what, timeout_s_), D, E, max_replicas_, what);
 }
 

@@ -98,14 +98,14 @@ RoutePricing route_pricing(const CostModel* cost, int D, double largest_message_
     pr.num_devices = D;
     pr.pair_start.assign(static_cast<size_t>(D) * D + 1, 0);
     const bool topology = cost && cost->topology_aware;
-    const double t_tok = cost ? cost->expert_flops_per_token() / (cost->cluster.compute_flops * cost->compute_scale)
-                              : 1.0;
+    const double t_tok =
+        cost ? cost->expert_flops_per_token() / (cost->cluster.compute_flops * cost->compute_scale) : 1.0;
     const double tb = cost ? cost->token_bytes() : 1.0;
     const double scale = cost ? cost->bandwidth_scale : 1.0;
     const int nics = topology ? D / cost->cluster.devices_per_node * cost->cluster.nics_per_node : 0;
     pr.num_resources = topology ? kDeviceQueues * D + 2 * nics : D;
-    const double received = cost ? per_token(tb, cost->cluster.a2a_bytes_per_s(largest_message_bytes), scale, t_tok)
-                                 : 1.0;
+    const double received =
+        cost ? per_token(tb, cost->cluster.a2a_bytes_per_s(largest_message_bytes), scale, t_tok) : 1.0;
     for (int s = 0; s < D; ++s)
         for (int g = 0; g < D; ++g) {
             if (s != g && topology) {
@@ -259,8 +259,8 @@ LayerFlow flow_route_layer(const int64_t* counts, int D, int E, const Placement&
     double largest = 0;
     if (cost && !cost->topology_aware) {
         const LayerFlow owner = compute_flow(counts, D, E, p, RouteRule::kOwner);
-        largest = static_cast<double>(*std::max_element(owner.received.begin(), owner.received.end())) *
-                  cost->token_bytes();
+        largest =
+            static_cast<double>(*std::max_element(owner.received.begin(), owner.received.end())) * cost->token_bytes();
     }
     const RoutePricing pr = route_pricing(cost, D, largest);
     const RoutingLp lpm = build_routing_lp(counts, D, E, p, pr, replicated);

@@ -88,7 +88,9 @@ namespace {
 // change, in O(1): the sums by their two changed terms, the maximum from the three largest loads.
 class ClusterKey {
   public:
-    ClusterKey(const std::vector<double>& T, double mean, bool minmax) : T_(T), mean_(mean), minmax_(minmax) { refresh(); }
+    ClusterKey(const std::vector<double>& T, double mean, bool minmax) : T_(T), mean_(mean), minmax_(minmax) {
+        refresh();
+    }
     void refresh() {  // after T changed
         sq_ = dev_ = 0;
         top_[0] = top_[1] = top_[2] = -1;
@@ -108,7 +110,8 @@ class ClusterKey {
     std::pair<double, double> after(int a, double ta, int b, double tb) const {
         const double sq = sq_ - T_[a] * T_[a] - T_[b] * T_[b] + ta * ta + tb * tb;
         if (!minmax_)
-            return {dev_ - std::fabs(T_[a] - mean_) - std::fabs(T_[b] - mean_) + std::fabs(ta - mean_) + std::fabs(tb - mean_),
+            return {dev_ - std::fabs(T_[a] - mean_) - std::fabs(T_[b] - mean_) + std::fabs(ta - mean_) +
+                        std::fabs(tb - mean_),
                     sq};
         double top = std::max({0.0, ta, tb});
         for (int c : top_)

@@ -19,15 +19,14 @@ double transfer_seconds(const CostModel& m, const std::vector<int64_t>& copies, 
             sent[from] += copies[static_cast<size_t>(from) * D + to];
             received[to] += copies[static_cast<size_t>(from) * D + to];
         }
-    const int64_t busiest = std::max(*std::max_element(sent.begin(), sent.end()),
-                                     *std::max_element(received.begin(), received.end()));
+    const int64_t busiest =
+        std::max(*std::max_element(sent.begin(), sent.end()), *std::max_element(received.begin(), received.end()));
     return static_cast<double>(busiest) * unit / (m.cluster.trans_bytes_per_s * m.bandwidth_scale);
 }
 
 }  // namespace
 
-MoveCost price_owner_moves(const CostModel& m, const Placement& before, const Placement& after,
-                           double state_copies) {
+MoveCost price_owner_moves(const CostModel& m, const Placement& before, const Placement& after, double state_copies) {
     const int D = after.num_devices, E = after.num_experts;
     PROPHET_ASSERT(before.num_devices == D && before.num_experts == E);
     MoveCost move;

@@ -30,12 +30,15 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     s.add_float("balance.capacity_factor", 0.0, 0.0, 1e6,
                 "capacity cf*k*S_local/E per expert and device (0: none): static reports the tokens it would drop; "
                 "deepspeed drops them and pads every expert to it (0: pads to the largest count, dropless)");
-    s.add_int("balance.eplb_redundant_slots", -1, -1, 1 << 20, "eplb: extra expert slots in total (-1: one per device, at most E * (D - 1), so none on one device)");
+    s.add_int("balance.eplb_redundant_slots", -1, -1, 1 << 20,
+              "eplb: extra expert slots in total (-1: one per device, at most E * (D - 1), so none on one device)");
     s.add_string("balance.eplb_mode", "global", {"global", "hierarchical"}, "eplb: replicate globally or within nodes");
     s.add_int("balance.eplb_groups", 1, 1, 1 << 20, "eplb hierarchical: groups of consecutive experts");
     s.add_string("balance.ilp_objective", "minmax", {"minmax", "sumdev"}, "moetuner ILP 1 objective");
     s.add_float("balance.ilp_gap", 0.025, 0.0, 1.0, "moetuner: relative MIP gap at which CBC stops");
-    s.add_float("balance.ilp_time_limit_s", 10.0, 0.0, 86400.0, "moetuner: wall-clock budget of each ILP stage, s (ILP 1: all layers together; ILP 2; the joint ILP)", true);
+    s.add_float("balance.ilp_time_limit_s", 10.0, 0.0, 86400.0,
+                "moetuner: wall-clock budget of each ILP stage, s (ILP 1: all layers together; ILP 2; the joint ILP)",
+                true);
     s.add_int("balance.ilp2_exact_max_devices", 6, 1, 64, "moetuner: solve ILP 2 exactly up to this many devices");
     s.add_bool("balance.ilp2_traffic", true,
                "moetuner: ILP 2 places clusters by the layer-to-layer traffic (the paper); false: by memory balance "

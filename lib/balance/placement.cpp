@@ -71,7 +71,8 @@ const char* route_rule_name(RouteRule rule) {
         case RouteRule::kOwner: return "owner";
         case RouteRule::kLeastLoaded: return "least_loaded";
         case RouteRule::kEvenSplit: return "even_split";
-        case RouteRule::kFlow: return "flow";
+        case RouteRule::kFlow:
+            return "flow";
     }
     return "?";
 }

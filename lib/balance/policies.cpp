@@ -270,9 +270,8 @@ Placement plan_exhaustive(const int64_t* counts, int num_devices, int num_expert
         }
         if (options.max_replicas_per_device > 0 && !check_placement(p, options.max_replicas_per_device).empty())
             continue;
-        const double c =
-            layer_cost(predict_layer(cost, compute_flow(counts, D, E, p, options.route_rule, &cost), p),
-                       options.cost_eq);
+        const double c = layer_cost(predict_layer(cost, compute_flow(counts, D, E, p, options.route_rule, &cost), p),
+                                    options.cost_eq);
         if (c < best_cost) {  // strict: ties keep the earlier (fewer-replica-first) mask
             best_cost = c;
             best = std::move(p);

@@ -38,7 +38,7 @@ struct BalanceOptions {
     double capacity_factor = 0;    // > 0: capacity ceil(cf * k*S_local / E) per expert and device; tokens above
                                    // it are dropped (static: reported only; deepspeed: dropped and padded to it)
     // eplb
-    int eplb_redundant_slots = -1;    // -1: min(D, E * (D - 1)) (one extra slot per device; none on D = 1)
+    int eplb_redundant_slots = -1;     // -1: min(D, E * (D - 1)) (one extra slot per device; none on D = 1)
     std::string eplb_mode = "global";  // "global" | "hierarchical"
     int eplb_groups = 1;              // expert groups for the hierarchical policy
     // moetuner

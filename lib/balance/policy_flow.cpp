@@ -24,7 +24,7 @@ std::vector<double> loads_of(const int64_t* counts, int D, int E) {
 // lower index), at most D copies per expert, experts without load never. O(log E) per copy (a heap), so a walk
 // that stops early never pays for the copies it does not reach.
 class CopyOrder {
-public:
+  public:
     CopyOrder(const std::vector<double>& load, int D) : load_(load), copies_(load.size(), 1), D_(D) {
         for (int e = 0; e < static_cast<int>(load.size()); ++e)
             if (load[e] > 0 && D > 1) heap_.push_back(e);
@@ -53,7 +53,7 @@ public:
         return n;
     }
 
-private:
+  private:
     const std::vector<double>& load_;
     std::vector<int> copies_, heap_, order_;
     int D_;
@@ -67,16 +67,13 @@ private:
 // The anchored family, grown one copy at a time: owners fixed, est[d] = sum over held copies of load / copies.
 struct Anchored {
     Placement placement;
-    std::vector<double> est;             // [D]
-    std::vector<int> copies, replicas;   // [E], [D]
-    bool local = false;                  // place by the most tokens sent (else by the lightest estimated load)
+    std::vector<double> est;            // [D]
+    std::vector<int> copies, replicas;  // [E], [D]
+    bool local = false;                 // place by the most tokens sent (else by the lightest estimated load)
 
     Anchored(const Placement& owners, const std::vector<double>& load, bool by_tokens)
-        : placement(Placement::make_owners(owners.num_devices, owners.owner)),
-          est(owners.num_devices, 0.0),
-          copies(owners.num_experts, 1),
-          replicas(owners.num_devices, 0),
-          local(by_tokens) {
+        : placement(Placement::make_owners(owners.num_devices, owners.owner)), est(owners.num_devices, 0.0),
+          copies(owners.num_experts, 1), replicas(owners.num_devices, 0), local(by_tokens) {
         for (int e = 0; e < owners.num_experts; ++e) est[owners.owner[e]] += load[e];
     }
 
@@ -92,7 +89,10 @@ struct Anchored {
         };
         for (int d = 0; d < D; ++d) {
             if (placement.holds(e, d) || (cap > 0 && replicas[d] >= cap)) continue;
-            if (best < 0) { best = d; continue; }
+            if (best < 0) {
+                best = d;
+                continue;
+            }
             if (local) {
                 const int64_t a = counts[static_cast<size_t>(d) * E + e], b = counts[static_cast<size_t>(best) * E + e];
                 if (a > b || (a == b && est[d] < est[best])) best = d;
@@ -101,8 +101,14 @@ struct Anchored {
             // within 2% of the lightest: the nearer device (cheaper Trans / Agg and all-to-all), then the lighter
             const double slack = lightest * 1.02 + 1e-9;
             const bool in_d = est[d] <= slack, in_best = est[best] <= slack;
-            if (in_d != in_best) { if (in_d) best = d; continue; }
-            if (in_d && near(d) != near(best)) { if (near(d) > near(best)) best = d; continue; }
+            if (in_d != in_best) {
+                if (in_d) best = d;
+                continue;
+            }
+            if (in_d && near(d) != near(best)) {
+                if (near(d) > near(best)) best = d;
+                continue;
+            }
             if (est[d] < est[best]) best = d;
         }
         return best;
@@ -172,6 +178,16 @@ std::vector<int> replica_schedule(int limit) {
     return r;
 }
 
+// seconds to copy in, once, the expert weights `next` holds that `current` does not (Eq 4's rate:
+// bytes / (D * B_trans))
+double one_off_transfer_s(const Placement& next, const Placement& current, const CostModel& cost) {
+    const int D = current.num_devices, E = current.num_experts;
+    int added = 0;
+    for (int e = 0; e < E; ++e)
+        for (int d = 0; d < D; ++d) added += next.holds(e, d) && !current.holds(e, d);
+    return added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
+}
+
 }  // namespace
 
 Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
@@ -223,13 +239,8 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     // transfer gate (serving, flow_horizon > 0): keep the current placement unless the gain over the horizon pays
     // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
     if (o.flow_horizon > 0) {
-        int added = 0;
-        for (int e = 0; e < E; ++e)
-            for (int d = 0; d < D; ++d) added += best.holds(e, d) && !current.holds(e, d);
-        const double one_off =
-            added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
         const double current_s = score(current);
-        if ((current_s - best_s) * o.flow_horizon <= one_off) {
+        if ((current_s - best_s) * o.flow_horizon <= one_off_transfer_s(best, current, cost)) {
             best = current, best_s = current_s, best_r = current.num_replicas(), rep.kept_current = true;
             rep.repacked = false;
         }
@@ -241,12 +252,8 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
 }
 
 FlowPlanner::FlowPlanner(int num_devices, int num_experts, BalanceOptions options)
-    : D_(num_devices),
-      E_(num_experts),
-      options_(std::move(options)),
-      mean_(static_cast<size_t>(num_devices) * num_experts, 0.0),
-      var_(mean_.size(), 0.0),
-      planning_(mean_.size(), 0),
+    : D_(num_devices), E_(num_experts), options_(std::move(options)),
+      mean_(static_cast<size_t>(num_devices) * num_experts, 0.0), var_(mean_.size(), 0.0), planning_(mean_.size(), 0),
       current_(Placement::make_static(num_devices, num_experts)) {}
 
 Placement FlowPlanner::plan(const CostModel& cost, FlowPlanReport* report) {
@@ -270,8 +277,8 @@ void FlowPlanner::observe(const int64_t* counts) {
             mean_[i] += (1.0 - a) * diff;
             var_[i] = a * (var_[i] + (1.0 - a) * diff * diff);
         }
-        planning_[i] = ewma ? static_cast<int64_t>(std::llround(mean_[i] + options_.flow_z * std::sqrt(var_[i])))
-                            : counts[i];
+        planning_[i] =
+            ewma ? static_cast<int64_t>(std::llround(mean_[i] + options_.flow_z * std::sqrt(var_[i]))) : counts[i];
     }
     ++observed_;
 }

@@ -27,11 +27,11 @@
 namespace prophet {
 
 struct FlowPlanReport {
-    int candidates = 0;          // placements scored
-    int replicas = 0;            // extra copies of the chosen one
-    bool repacked = false;       // the chosen one came from the repacked family
-    bool kept_current = false;   // the transfer gate kept the current placement
-    double predicted_s = 0;      // its predicted layer time on the planning counts
+    int candidates = 0;         // placements scored
+    int replicas = 0;           // extra copies of the chosen one
+    bool repacked = false;      // the chosen one came from the repacked family
+    bool kept_current = false;  // the transfer gate kept the current placement
+    double predicted_s = 0;     // its predicted layer time on the planning counts
 };
 
 // One plan from planning counts P [D*E]; `current` is where the weights are now (owners and replicas).
@@ -43,13 +43,13 @@ Placement plan_flow(const int64_t* planning_counts, int num_devices, int num_exp
 // exponentially weighted mean + flow_z * standard deviation of every (device, expert) count (decay flow_decay
 // per batch: mean <- decay * mean + (1 - decay) * x). Before the first batch: static.
 class FlowPlanner {
-public:
+  public:
     FlowPlanner(int num_devices, int num_experts, BalanceOptions options);
     Placement plan(const CostModel& cost, FlowPlanReport* report = nullptr);
     void observe(const int64_t* counts);
     const std::vector<int64_t>& planning_counts() const { return planning_; }  // [D*E] what plan() plans for
 
-private:
+  private:
     int D_, E_;
     BalanceOptions options_;
     int observed_ = 0;

@@ -40,7 +40,8 @@ std::vector<int64_t> static_dispatch(const int64_t* counts, int D, int E, const 
     return {};
 }
 
-std::vector<int64_t> deepspeed_dispatch(const int64_t* counts, int D, int E, const BalanceOptions& o, int64_t* dropped) {
+std::vector<int64_t> deepspeed_dispatch(const int64_t* counts, int D, int E, const BalanceOptions& o,
+                                        int64_t* dropped) {
     return deepspeed_dispatch_counts(counts, D, E, o.capacity_factor, dropped);
 }
 
@@ -101,11 +102,10 @@ const std::vector<PolicyRow> kRows = {
      "DeepSpeed-MoE: static placement, every expert padded to one capacity per device", static_layer, nullptr,
      deepspeed_dispatch},
     {"fastermoe", kCur, "fastermoe", 6, true, kOwner, kHome, false, false, false, "",
-     "FasterMoE: shadow the heaviest experts to every device while the predicted time falls", fastermoe_layer,
-     nullptr, nullptr},
-    {"prophet", kPrev, "blockwise", 8, true, kOwner, kHome, false, false, false, "",
-     "Pro-Prophet's locality greedy (Algorithm 1) on the previous iteration's counts", prophet_layer, nullptr,
+     "FasterMoE: shadow the heaviest experts to every device while the predicted time falls", fastermoe_layer, nullptr,
      nullptr},
+    {"prophet", kPrev, "blockwise", 8, true, kOwner, kHome, false, false, false, "",
+     "Pro-Prophet's locality greedy (Algorithm 1) on the previous iteration's counts", prophet_layer, nullptr, nullptr},
     {"prophet-oracle", kCur, "blockwise", 8, true, kOwner, kHome, false, false, false, "",
      "Pro-Prophet's greedy on the iteration's own counts (an oracle)", prophet_layer, nullptr, nullptr},
     {"eplb", kWindow, "none", 6, false, RouteRule::kEvenSplit, kHome, false, false, false, "",
@@ -118,13 +118,13 @@ const std::vector<PolicyRow> kRows = {
     {"top3", kCur, "none", 6, false, kOwner, kHome, false, false, false, "",
      "broadcast the 3 heaviest experts to every device (Fig 15 baseline)", top3_layer, nullptr, nullptr},
     {"exhaustive", kCur, "none", 6, true, kOwner, kHome, false, true, false, "2^((D-1)*E) candidates <= 2^22",
-     "every replica set with owners fixed: the exact optimum of the planner's equation (test oracle)",
-     exhaustive_layer, nullptr, nullptr},
+     "every replica set with owners fixed: the exact optimum of the planner's equation (test oracle)", exhaustive_layer,
+     nullptr, nullptr},
     {"moetuner-joint", kWindow, "none", 6, false, kOwner, kL2L, true, false, false, "D <= 4, E <= 8, L <= 4",
      "MoETuner's two stages as one ILP (small instances: the two-stage gap)", nullptr, plan_joint_window, nullptr},
     {"flow", kPrev, "blockwise", 8, true, RouteRule::kFlow, kHome, false, true, false, "",
-     "placement by EPLB-style copies (anchored or repacked), per-batch routing LP, kept only when it pays",
-     flow_layer, nullptr, nullptr},
+     "placement by EPLB-style copies (anchored or repacked), per-batch routing LP, kept only when it pays", flow_layer,
+     nullptr, nullptr},
     {"external", kPrev, "none", 6, false, kOwner, kHome, false, true, true, "",
      "a policy in any language: balance.external's command over the line-delimited JSON protocol "
      "(docs/policies.md)",
@@ -135,9 +135,12 @@ const std::vector<PolicyRow> kRows = {
 
 const char* policy_input_name(PolicyInput input) {
     switch (input) {
-        case PolicyInput::kPreviousIteration: return "previous_iteration";
-        case PolicyInput::kCurrentIteration: return "current_iteration";
-        case PolicyInput::kProfileWindow: return "profile_window";
+        case PolicyInput::kPreviousIteration:
+            return "previous_iteration";
+        case PolicyInput::kCurrentIteration:
+            return "current_iteration";
+        case PolicyInput::kProfileWindow:
+            return "profile_window";
     }
     return "?";
 }

@@ -55,10 +55,10 @@ class PolicySession {
 struct LayerPlanRequest {
     int64_t iteration = 0;
     int layer = 0;
-    const int64_t* counts = nullptr;       // [D*E]: the counts the row's input names
-    const Placement* current = nullptr;    // the layer's placement in force (nullptr: static)
+    const int64_t* counts = nullptr;     // [D*E]: the counts the row's input names
+    const Placement* current = nullptr;  // the layer's placement in force (nullptr: static)
     int num_devices = 0, num_experts = 0;
-    const CostModel* cost = nullptr;       // the layer's cost model (model_for_layer)
+    const CostModel* cost = nullptr;  // the layer's cost model (model_for_layer)
     const BalanceOptions* options = nullptr;
 };
 
@@ -87,21 +87,21 @@ using DispatchFn = std::vector<int64_t> (*)(const int64_t* counts, int num_devic
 
 struct PolicyRow {
     const char* name;
-    PolicyInput input;           // external_process: balance.external_role decides (policy_input)
-    const char* system_schedule; // the simulator's schedule of its system: "none" | "blockwise" | "fastermoe"
-    int system_cost_eq;          // 8: its system hides Trans/Agg (block-wise scheduler); 6: they block
-    bool plans_with_cost_eq;     // its planner minimises BalanceOptions::cost_eq
-    RouteRule route_rule;        // its paper's routing rule (balance.route_to = auto)
-    TokenPath token_path;        // its paper's token path (balance.token_path = auto)
-    bool uses_transitions;       // plans from the layer-to-layer transitions when the trace has them
-    bool plan_once_per_layer;    // timed with one call (expensive or stateful), not balance's plan.repeats
-    bool external_process;       // plans in a process of its own: its role (input) is balance.external_role, and
-                                 // training runs it on rank 0 only and broadcasts the placement
-    const char* size_limits;     // "" or the instances it refuses (exit 3; skipped under --policy all)
-    const char* description;     // one line
-    LayerPlanFn plan_layer;      // online planning (nullptr: offline only)
-    WindowPlanFn plan_window;    // offline planning (nullptr: online only)
-    DispatchFn dispatch;         // nullptr: computes the trace's counts, drops nothing
+    PolicyInput input;            // external_process: balance.external_role decides (policy_input)
+    const char* system_schedule;  // the simulator's schedule of its system: "none" | "blockwise" | "fastermoe"
+    int system_cost_eq;           // 8: its system hides Trans/Agg (block-wise scheduler); 6: they block
+    bool plans_with_cost_eq;      // its planner minimises BalanceOptions::cost_eq
+    RouteRule route_rule;         // its paper's routing rule (balance.route_to = auto)
+    TokenPath token_path;         // its paper's token path (balance.token_path = auto)
+    bool uses_transitions;        // plans from the layer-to-layer transitions when the trace has them
+    bool plan_once_per_layer;     // timed with one call (expensive or stateful), not balance's plan.repeats
+    bool external_process;        // plans in a process of its own: its role (input) is balance.external_role, and
+                                  // training runs it on rank 0 only and broadcasts the placement
+    const char* size_limits;      // "" or the instances it refuses (exit 3; skipped under --policy all)
+    const char* description;      // one line
+    LayerPlanFn plan_layer;       // online planning (nullptr: offline only)
+    WindowPlanFn plan_window;     // offline planning (nullptr: online only)
+    DispatchFn dispatch;          // nullptr: computes the trace's counts, drops nothing
 };
 
 const std::vector<PolicyRow>& policy_registry();

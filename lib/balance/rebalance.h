@@ -23,22 +23,22 @@ struct RebalanceSettings {
 };
 
 struct RebalanceRecord {
-    int at_iteration = 0;                // first iteration the new placement serves
+    int at_iteration = 0;                  // first iteration the new placement serves
     int window_begin = 0, window_end = 0;  // iterations planned on, [begin, end)
-    int served_end = 0;                  // it serves [at_iteration, served_end)
-    double predicted_balancedness = 0;   // on the planning window's summed loads, mean over layers (1 = balanced)
-    double realised_balancedness = 0;    // on the served iterations' summed loads
-    int copies_moved = 0;                // (expert, device) copies newly held, over every layer
-    double bytes_moved = 0;              // their weights (expert_bytes each)
-    double stall_s = 0;                  // sending them, every layer's copies at once (moves.h pricing)
+    int served_end = 0;                    // it serves [at_iteration, served_end)
+    double predicted_balancedness = 0;     // on the planning window's summed loads, mean over layers (1 = balanced)
+    double realised_balancedness = 0;      // on the served iterations' summed loads
+    int copies_moved = 0;                  // (expert, device) copies newly held, over every layer
+    double bytes_moved = 0;                // their weights (expert_bytes each)
+    double stall_s = 0;                    // sending them, every layer's copies at once (moves.h pricing)
 };
 
 struct ServingScore {
     std::string name;
     std::vector<RebalanceRecord> rebalances;
-    double mean_layer_ms = 0;  // forward MoE time per layer (2 T_A2A + T_FEC, no Trans/Agg), mean over I x L
-    double stall_ms = 0;       // every rebalance's stall together
-    double amortised_ms = 0;   // stall_ms / (I x L): per layer and iteration, comparable with mean_layer_ms
+    double mean_layer_ms = 0;      // forward MoE time per layer (2 T_A2A + T_FEC, no Trans/Agg), mean over I x L
+    double stall_ms = 0;           // every rebalance's stall together
+    double amortised_ms = 0;       // stall_ms / (I x L): per layer and iteration, comparable with mean_layer_ms
     double mean_balancedness = 0;  // realised, mean over I x L (per iteration and layer)
 };
 

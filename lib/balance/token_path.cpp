@@ -55,7 +55,6 @@ TokenPath parse_token_path(const std::string& name) {
 
 const char* token_path_name(TokenPath path) { return path == TokenPath::kHome ? "home" : "layer_to_layer"; }
 
-
 TokenPathFlow layer_to_layer_flow(const int64_t* counts, const int64_t* transitions,
                                   const std::vector<Placement>& placements, RouteRule rule) {
     const int L = static_cast<int>(placements.size());

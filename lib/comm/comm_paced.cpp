@@ -108,10 +108,10 @@ class PacedSendRequest final : public CommRequest {
 
   private:
     Error timeout_error() const {
-        return comm_detail::timeout_error(
-            rank_, "isend", timeout_s_,
-            " waiting for the emulated link to send " + std::to_string(send_->bytes) + " bytes to rank " +
-                std::to_string(send_->dst) + " (comm.link_gbps is too slow for comm.timeout_s)");
+        return comm_detail::timeout_error(rank_, "isend", timeout_s_,
+                                          " waiting for the emulated link to send " + std::to_string(send_->bytes) +
+                                              " bytes to rank " + std::to_string(send_->dst) +
+                                              " (comm.link_gbps is too slow for comm.timeout_s)");
     }
 
     std::shared_ptr<PacedSend> send_;

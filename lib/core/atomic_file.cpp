@@ -85,7 +85,8 @@ void AtomicFile::commit() {
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) throw_file_error(path_, "close of " + temp_ + " failed", errno);
-    if (::rename(temp_.c_str(), path_.c_str()) != 0) throw_file_error(path_, "cannot rename " + temp_ + " to it", errno);
+    if (::rename(temp_.c_str(), path_.c_str()) != 0)
+        throw_file_error(path_, "cannot rename " + temp_ + " to it", errno);
     committed_ = true;
     const std::filesystem::path target(path_);
     sync_directory(target.has_parent_path() ? target.parent_path().string() : ".");

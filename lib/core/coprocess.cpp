@@ -77,7 +77,8 @@ CoProcess::CoProcess(const std::vector<std::string>& args, const std::string& ke
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     int in_pipe[2], out_pipe[2];
-    if (pipe2(in_pipe, O_CLOEXEC) != 0) throw Error(kExitRunFailed, std::string("run failed: pipe: ") + std::strerror(errno));
+    if (pipe2(in_pipe, O_CLOEXEC) != 0)
+        throw Error(kExitRunFailed, std::string("run failed: pipe: ") + std::strerror(errno));
     if (pipe2(out_pipe, O_CLOEXEC) != 0) {
         close(in_pipe[0]);
         close(in_pipe[1]);
@@ -105,8 +106,10 @@ CoProcess::~CoProcess() {
     if (to_child_ >= 0) close(to_child_);  // EOF on its stdin: a well-behaved child exits
     const Clock::time_point deadline = deadline_in(grace_s_);
     while (!reaped_ && Clock::now() < deadline) {
-        if (waitpid(pid_, &wait_status_, WNOHANG) == pid_) reaped_ = true;
-        else usleep(2000);
+        if (waitpid(pid_, &wait_status_, WNOHANG) == pid_)
+            reaped_ = true;
+        else
+            usleep(2000);
     }
     kill(-pid_, SIGKILL);  // the group: whatever it started too
     if (!reaped_)
@@ -182,8 +185,10 @@ std::string CoProcess::exit_description() {
     if (!reaped_) {
         // the pipe closed: give the child a moment to finish exiting before saying how
         for (int i = 0; i < 100 && !reaped_; ++i) {
-            if (waitpid(pid_, &wait_status_, WNOHANG) == pid_) reaped_ = true;
-            else usleep(2000);
+            if (waitpid(pid_, &wait_status_, WNOHANG) == pid_)
+                reaped_ = true;
+            else
+                usleep(2000);
         }
         if (!reaped_) return "still running (it closed its stdout)";
     }

@@ -32,7 +32,7 @@ class CoProcess {
     Status write_line(const std::string& text, double timeout_s);
     // Reads one line (without the '\n') before the deadline; lines over max_bytes end the read as kClosed
     // with *line holding the first max_bytes.
-    Status read_line(std::string* line, double timeout_s, size_t max_bytes = size_t(1) << 28);
+    Status read_line(std::string* line, double timeout_s, size_t max_bytes = size_t{1} << 28);
     // "exited with status N" / "killed by signal N" / "still running" (reaps it when it has exited).
     std::string exit_description();
     pid_t pid() const { return pid_; }

@@ -53,9 +53,12 @@ void FileLock::release_and_remove() {
 
 const char* lock_state_name(LockState state) {
     switch (state) {
-        case LockState::kAbsent: return "absent";
-        case LockState::kHeld: return "held";
-        case LockState::kFree: return "free";
+        case LockState::kAbsent:
+            return "absent";
+        case LockState::kHeld:
+            return "held";
+        case LockState::kFree:
+            return "free";
     }
     return "?";
 }

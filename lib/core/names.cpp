@@ -16,10 +16,14 @@ bool is_control(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x
 std::string escaped_for_message(const std::string& value) {
     std::string out;
     for (char c : value) {
-        if (c == '\n') out += "\\n";
-        else if (c == '\r') out += "\\r";
-        else if (c == '\t') out += "\\t";
-        else if (c == '\\') out += "\\\\";
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\r')
+            out += "\\r";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c == '\\')
+            out += "\\\\";
         else if (is_control(c)) {
             char hex[8];
             std::snprintf(hex, sizeof(hex), "\\x%02x", static_cast<unsigned char>(c));
@@ -43,7 +47,8 @@ void check_single_line(const std::string& field, const std::string& value) {
 void check_file_name(const std::string& field, const std::string& value) {
     check_single_line(field, value);
     const char* rule = nullptr;
-    if (value.empty()) rule = "must not be empty";
+    if (value.empty())
+        rule = "must not be empty";
     else if (value.find('/') != std::string::npos)
         rule = "must not contain '/' (it is used as a file name)";
     else if (value[0] == '.')

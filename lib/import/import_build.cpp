@@ -72,7 +72,8 @@ void kept_steps_and_layers(const LoadSeries& s, std::vector<int>& steps, std::ve
         (any ? layers : dense).push_back(l);
     }
     if (layers.empty()) throw_input_error(s.origin, "every count is zero", "pass a file that recorded some tokens");
-    if (!dense.empty()) notes.push_back("no token in any step at " + join_names(s, dense) + " (dense layers): left out");
+    if (!dense.empty())
+        notes.push_back("no token in any step at " + join_names(s, dense) + " (dense layers): left out");
     for (int i = 0; i < s.steps; ++i) {
         int with_tokens = 0;
         for (int l : layers) with_tokens += layer_total(s, i, l) > 0;
@@ -80,8 +81,9 @@ void kept_steps_and_layers(const LoadSeries& s, std::vector<int>& steps, std::ve
         if (with_tokens != static_cast<int>(layers.size()))
             for (int l : layers)
                 if (layer_total(s, i, l) == 0)
-                    throw_input_error(s.origin, "step " + std::to_string(i) + " has no token at " + s.layer_names[l] +
-                                                    " but tokens at other layers",
+                    throw_input_error(s.origin,
+                                      "step " + std::to_string(i) + " has no token at " + s.layer_names[l] +
+                                          " but tokens at other layers",
                                       "every token passes every MoE layer: pass complete steps");
         steps.push_back(i);
     }
@@ -113,8 +115,7 @@ int file_or_option(const char* option, int from_file, int given, const std::stri
         throw_config_error(option, std::to_string(given), "the file records " + std::to_string(from_file) + " " + what,
                            std::string("leave ") + option + " out or give the file's value");
     const int value = from_file > 0 ? from_file : given;
-    if (value <= 0)
-        throw Error(kExitUsage, "usage error: --format " + format + " needs " + option + ": " + needed);
+    if (value <= 0) throw Error(kExitUsage, "usage error: --format " + format + " needs " + option + ": " + needed);
     return value;
 }
 
@@ -131,7 +132,8 @@ int resolve_top_k(const LoadSeries& s, const ImportOptions& o) {
 int resolve_devices(const LoadSeries& s, const ImportOptions& o) {
     const int devices = file_or_option("--devices", s.sources > 1 ? s.sources : 0, o.devices, "devices (ranks)",
                                        "the file has no per-device counts, so they are spread over D devices "
-                                       "(docs/trace-format.md, section 7)", o.format);
+                                       "(docs/trace-format.md, section 7)",
+                                       o.format);
     if (devices > 65536) throw_config_error("--devices", std::to_string(devices), "must be in [1, 65536]", "give D");
     return devices;
 }
@@ -164,8 +166,9 @@ Trace build_imported_trace(const LoadSeries& s, const ImportOptions& o, std::vec
     kept_steps_and_layers(s, steps, layers, notes);
     const int64_t total = o.rescale_tokens > 0 ? o.rescale_tokens * top_k : common_total(s, steps, layers);
     if (total % top_k != 0)
-        throw_input_error(s.origin, "each layer routes " + std::to_string(total) +
-                                        " token-expert assignments, not a multiple of top_k = " + std::to_string(top_k),
+        throw_input_error(s.origin,
+                          "each layer routes " + std::to_string(total) +
+                              " token-expert assignments, not a multiple of top_k = " + std::to_string(top_k),
                           "give the model's --top-k (every token selects top_k experts)");
     check_cells(s.origin, static_cast<int64_t>(steps.size()), static_cast<int64_t>(layers.size()), devices, s.experts);
     Trace trace;

@@ -14,8 +14,8 @@ void check_cells(const std::string& origin, int64_t steps, int64_t layers, int64
     for (int64_t factor : {steps, layers, sources, experts}) {
         if (factor < 1 || __builtin_mul_overflow(cells, factor, &cells) || cells > kMaxImportCells)
             throw_input_error(origin,
-                              "sizes too large: steps x layers x devices x experts = " + std::to_string(steps) +
-                                  " x " + std::to_string(layers) + " x " + std::to_string(sources) + " x " +
+                              "sizes too large: steps x layers x devices x experts = " + std::to_string(steps) + " x " +
+                                  std::to_string(layers) + " x " + std::to_string(sources) + " x " +
                                   std::to_string(experts) + " exceeds 2^28 counts (2 GiB)",
                               "import fewer steps (split the file) or fewer devices");
     }

@@ -27,8 +27,9 @@ void matrix_shape(const json& matrix, const std::string& path, const std::string
         throw_input_error(path, field + " must be a non-empty list of layers, found " + std::string(matrix.type_name()),
                           "write one list of per-expert counts per layer");
     if (!matrix[0].is_array() || matrix[0].empty())
-        throw_input_error(path, index_text(field, 0) + " must be a non-empty list of per-expert counts, found " +
-                                    std::string(matrix[0].type_name()),
+        throw_input_error(path,
+                          index_text(field, 0) + " must be a non-empty list of per-expert counts, found " +
+                              std::string(matrix[0].type_name()),
                           "write one count per expert");
     if (matrix.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
         matrix[0].size() > static_cast<size_t>(std::numeric_limits<int>::max()))
@@ -41,12 +42,12 @@ void matrix_shape(const json& matrix, const std::string& path, const std::string
 void expect_list(const json& list, int size, const std::string& path, const std::string& field, const char* unit,
                  const char* expected_because, const char* fix) {
     if (list.is_array() && list.size() == static_cast<size_t>(size)) return;
-    throw_input_error(path,
-                      field + " has " +
-                          (list.is_array() ? std::to_string(list.size()) + " " + unit
-                                           : "no list of " + std::string(unit)) +
-                          ", expected " + std::to_string(size) + " " + expected_because,
-                      fix);
+    throw_input_error(
+        path,
+        field + " has " +
+            (list.is_array() ? std::to_string(list.size()) + " " + unit : "no list of " + std::string(unit)) +
+            ", expected " + std::to_string(size) + " " + expected_because,
+        fix);
 }
 
 // Copies the [layers][experts] counts of `matrix` into `out`, row-major; every row must have `experts` entries.
@@ -78,9 +79,9 @@ LoadSeries series_of_shape(const std::string& path, int steps, int layers, int e
 
 const json& required_member(const json& object, const std::string& path, const char* key, const std::string& what) {
     if (!object.is_object())
-        throw_input_error(path, what + " must be a JSON object with \"" + key + "\", found " +
-                                    std::string(object.type_name()),
-                          "pass the file in the format docs/trace-format.md (section 7) describes");
+        throw_input_error(
+            path, what + " must be a JSON object with \"" + key + "\", found " + std::string(object.type_name()),
+            "pass the file in the format docs/trace-format.md (section 7) describes");
     const auto it = object.find(key);
     if (it == object.end())
         throw_input_error(path, what + " has no field \"" + key + "\"",
@@ -98,10 +99,8 @@ LoadSeries parse_sglang(const std::string& path) {
                           "dump the recorder in stat mode and convert it (report/sglang_dump_to_json.py)");
     const bool per_step = counts[0].is_array() && !counts[0].empty() && counts[0][0].is_array();
     int layers = 0, experts = 0;
-    matrix_shape(per_step ? counts[0] : counts, path, per_step ? "logical_count[0]" : "logical_count", layers,
-                 experts);
-    const int steps = per_step ? static_cast<int>(std::min<size_t>(counts.size(), std::numeric_limits<int>::max()))
-                               : 1;
+    matrix_shape(per_step ? counts[0] : counts, path, per_step ? "logical_count[0]" : "logical_count", layers, experts);
+    const int steps = per_step ? static_cast<int>(std::min<size_t>(counts.size(), std::numeric_limits<int>::max())) : 1;
     LoadSeries series = series_of_shape(path, steps, layers, experts);
     for (int s = 0; s < steps; ++s) {
         const json& matrix = per_step ? counts[static_cast<size_t>(s)] : counts;
@@ -151,9 +150,10 @@ int64_t csv_count(std::string_view cell, const std::string& path, int line, size
     int64_t value = 0;
     for (char c : cell) {
         if (c < '0' || c > '9')
-            throw_input_error(path, "the cell \"" + std::string(cell.substr(0, 40)) + "\" on " + where +
-                                        " is not a non-negative integer",
-                              "counts are tokens routed to an expert: non-negative integers");
+            throw_input_error(
+                path,
+                "the cell \"" + std::string(cell.substr(0, 40)) + "\" on " + where + " is not a non-negative integer",
+                "counts are tokens routed to an expert: non-negative integers");
         value = value * 10 + (c - '0');
         if (value > kMaxImportCount)
             throw_input_error(path, "the cell on " + where + " is larger than 2^40", "check the file");
@@ -183,9 +183,10 @@ LoadSeries parse_eplb_csv(const std::string& path, const std::string& text) {
     const size_t experts = cells_of(rows[0].second);
     for (const auto& [line, row] : rows)
         if (cells_of(row) != experts)
-            throw_input_error(path, "line " + std::to_string(line) + " has " + std::to_string(cells_of(row)) +
-                                        " columns, expected " + std::to_string(experts) + " (as on line " +
-                                        std::to_string(rows[0].first) + ")",
+            throw_input_error(path,
+                              "line " + std::to_string(line) + " has " + std::to_string(cells_of(row)) +
+                                  " columns, expected " + std::to_string(experts) + " (as on line " +
+                                  std::to_string(rows[0].first) + ")",
                               "write one count per expert on every row");
     LoadSeries series = series_of_shape(path, 1, static_cast<int>(rows.size()), static_cast<int>(experts));
     for (size_t l = 0; l < rows.size(); ++l) {

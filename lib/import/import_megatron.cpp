@@ -38,15 +38,15 @@ struct LayerKey {
 };
 
 struct Accumulated {
-    int local_experts = 0;                   // n, from the first line read
+    int local_experts = 0;                            // n, from the first line read
     std::map<LayerKey, std::vector<int64_t>> counts;  // [EP x n] per (iter, stage, layer)
-    std::map<LayerKey, int> reports;         // how many ranks reported the key (EP x EDP expected)
+    std::map<LayerKey, int> reports;                  // how many ranks reported the key (EP x EDP expected)
     int mtp_lines = 0;
 };
 
 int rank_of_file(const std::string& path) {
     const std::string name = std::filesystem::path(path).filename().string();
-    const std::string_view digits = std::string_view(name).substr(std::min<size_t>(4, name.size()));
+    const std::string_view digits = std::string_view{name}.substr(std::min<size_t>(4, name.size()));
     const size_t dot = digits.find('.');
     if (!name.starts_with("rank") || dot == 0 || dot == std::string_view::npos || dot > 6 ||
         digits.substr(dot) != ".jsonl" || digits.substr(0, dot).find_first_not_of("0123456789") != std::string::npos)
@@ -59,10 +59,11 @@ int64_t line_int(const json& record, const char* key, const std::string& where) 
     const auto it = record.find(key);
     if (it == record.end() || !it->is_number_integer() || it->get<int64_t>() < 0 ||
         it->get<int64_t>() > (int64_t{1} << 40))
-        throw_input_error(where, std::string("field \"") + key + "\" is " +
-                                     (it == record.end() ? std::string("missing")
-                                                         : "not a non-negative integer up to 2^40: " + it->dump()),
-                          "pass the JSONL lines Megatron wrote");
+        throw_input_error(
+            where,
+            std::string("field \"") + key + "\" is " +
+                (it == record.end() ? std::string("missing") : "not a non-negative integer up to 2^40: " + it->dump()),
+            "pass the JSONL lines Megatron wrote");
     return it->get<int64_t>();
 }
 
@@ -75,9 +76,10 @@ void add_tpe(const json& tpe, const std::string& where, Accumulated& acc, int64_
         const json& row = tpe[mb];
         const std::string field = "tpe[" + std::to_string(mb) + "]";
         if (!row.is_array() || row.empty() || row.size() != static_cast<size_t>(acc.local_experts))
-            throw_input_error(where, "field \"" + field + "\" must list " + std::to_string(acc.local_experts) +
-                                         " local experts, found " +
-                                         (row.is_array() ? std::to_string(row.size()) : row.type_name()),
+            throw_input_error(where,
+                              "field \"" + field + "\" must list " + std::to_string(acc.local_experts) +
+                                  " local experts, found " +
+                                  (row.is_array() ? std::to_string(row.size()) : row.type_name()),
                               "every line counts the same local experts");
         for (size_t j = 0; j < row.size(); ++j) {
             out[j] += json_count(row[j], where, field + "[" + std::to_string(j) + "]");
@@ -114,8 +116,9 @@ void read_rank_file(const std::string& path, int rank, const Grid& grid, Accumul
         }
         const LayerKey key{line_int(record, "iter", where), stage, line_int(record, "layer", where)};
         if (!seen.insert({key.iter, key.layer}).second)
-            throw_input_error(where, "a second record of iter " + std::to_string(key.iter) + ", layer " +
-                                         std::to_string(key.layer) + " in one file",
+            throw_input_error(where,
+                              "a second record of iter " + std::to_string(key.iter) + ", layer " +
+                                  std::to_string(key.layer) + " in one file",
                               "virtual pipeline stages (two model chunks per rank) are not supported");
         const auto tpe = record.find("tpe");
         if (tpe == record.end()) throw_input_error(where, "field \"tpe\" is missing", "pass Megatron's JSONL");
@@ -144,9 +147,10 @@ LoadSeries to_series(const Accumulated& acc, const Grid& grid, const std::string
         iters.insert(key.iter);
         layers.insert({key.stage, key.layer});
         if (reports != grid.ep * grid.edp)
-            throw_input_error(origin, "iter " + std::to_string(key.iter) + ", stage " + std::to_string(key.stage) +
-                                          ", layer " + std::to_string(key.layer) + " is in " + std::to_string(reports) +
-                                          " of the stage's " + std::to_string(grid.ep * grid.edp) + " rank files",
+            throw_input_error(origin,
+                              "iter " + std::to_string(key.iter) + ", stage " + std::to_string(key.stage) + ", layer " +
+                                  std::to_string(key.layer) + " is in " + std::to_string(reports) + " of the stage's " +
+                                  std::to_string(grid.ep * grid.edp) + " rank files",
                               "pass every rank's file, with --ep-size, --etp-size and --pp-size as the run used");
     }
     if (iters.empty()) throw_input_error(origin, "no decoder records", "pass Megatron's tokens_per_expert files");
@@ -190,15 +194,16 @@ LoadSeries parse_megatron(const std::vector<std::string>& rank_files, int ep_siz
                               "pass each rank's file once");
     for (int r = 0; r < world; ++r)
         if (!by_rank.count(r))
-            throw_input_error(origin, "rank" + std::to_string(r) + ".jsonl is missing among " + std::to_string(world) +
-                                          " files",
-                              "pass every rank's file (ranks 0 .. N-1)");
+            throw_input_error(
+                origin, "rank" + std::to_string(r) + ".jsonl is missing among " + std::to_string(world) + " files",
+                "pass every rank's file (ranks 0 .. N-1)");
     Grid grid{ep_size, etp_size, pp_size, 1};
     const int64_t model_ranks = int64_t{ep_size} * etp_size * pp_size;
     if (world % model_ranks != 0)
-        throw_input_error(origin, std::to_string(world) + " rank files are not a multiple of ep x etp x pp = " +
-                                      std::to_string(model_ranks),
-                          "set --ep-size, --etp-size and --pp-size as the run did");
+        throw_input_error(
+            origin,
+            std::to_string(world) + " rank files are not a multiple of ep x etp x pp = " + std::to_string(model_ranks),
+            "set --ep-size, --etp-size and --pp-size as the run did");
     grid.edp = static_cast<int>(world / model_ranks);
     Accumulated acc;
     for (const auto& [rank, file] : by_rank)

@@ -36,11 +36,11 @@ int meta_int(const json& meta, const std::string& path, const char* key, int64_t
     const auto it = meta.is_object() ? meta.find(key) : meta.end();
     if (!meta.is_object() || it == meta.end() || !it->is_number_integer() || it->get<int64_t>() < 1 ||
         it->get<int64_t>() > max)
-        throw_input_error(path, std::string("field \"") + key + "\" is " +
-                                    (!meta.is_object() || it == meta.end() ? std::string("missing")
-                                                                           : "out of range: " + it->dump() +
-                                                                                 " (must be in [1, " +
-                                                                                 std::to_string(max) + "])"),
+        throw_input_error(path,
+                          std::string("field \"") + key + "\" is " +
+                              (!meta.is_object() || it == meta.end()
+                                   ? std::string("missing")
+                                   : "out of range: " + it->dump() + " (must be in [1, " + std::to_string(max) + "])"),
                           "pass the meta_info.json TensorRT-LLM wrote");
     return static_cast<int>(it->get<int64_t>());
 }
@@ -90,9 +90,10 @@ RankCounts read_rank(const std::string& path, int experts, int64_t cells_so_far)
             for (size_t b = width; b-- > 0;) value = (value << 8) | bytes[e * width + b];
             if (width == 4) value = static_cast<int32_t>(static_cast<uint32_t>(value));
             if (value < 0 || value > kMaxImportCount)
-                throw_input_error(path, field + "[" + std::to_string(e) + "] = " + std::to_string(value) +
-                                            " is not a count in [0, 2^40]",
-                                  "pass the bincount file rank<r>.safetensors");
+                throw_input_error(
+                    path,
+                    field + "[" + std::to_string(e) + "] = " + std::to_string(value) + " is not a count in [0, 2^40]",
+                    "pass the bincount file rank<r>.safetensors");
             row[static_cast<size_t>(e)] = value;
         }
         counts.rows.emplace(std::make_pair(iter, layer), std::move(row));
@@ -140,9 +141,10 @@ LoadSeries parse_trtllm(const std::string& meta_info, const std::vector<std::str
     int64_t cells = 0;
     for (int r = 0; r < ranks; ++r) {
         if (!by_rank.count(r))
-            throw_input_error(meta_info, "rank" + std::to_string(r) + ".safetensors is missing among " +
-                                             std::to_string(ranks) + " rank files",
-                              "pass every rank's file (ranks 0 .. N-1)");
+            throw_input_error(
+                meta_info,
+                "rank" + std::to_string(r) + ".safetensors is missing among " + std::to_string(ranks) + " rank files",
+                "pass every rank's file (ranks 0 .. N-1)");
         per_rank.push_back(read_rank(by_rank[r], experts, cells));
         cells += static_cast<int64_t>(per_rank.back().rows.size()) * experts;
     }

@@ -26,10 +26,10 @@ struct LoadSeries {
     int layers = 0;   // L: MoE layers as the file numbers them (some may be dense, all zero)
     int sources = 1;  // 1 when the file has no per-device split, else the number of devices tokens came from
     int experts = 0;  // E
-    std::vector<int64_t> counts;  // [S][L][sources][E] tokens routed to each expert
+    std::vector<int64_t> counts;           // [S][L][sources][E] tokens routed to each expert
     std::vector<std::string> layer_names;  // [L] the file's own name of each layer, for messages ("layer 3")
-    int top_k = 0;    // from the file when it records it, else 0
-    std::string origin;  // the file named in messages about the whole series
+    int top_k = 0;                         // from the file when it records it, else 0
+    std::string origin;                    // the file named in messages about the whole series
 
     int64_t& at(int step, int layer, int source, int expert) {
         return counts[((static_cast<size_t>(step) * layers + layer) * sources + source) * experts + expert];

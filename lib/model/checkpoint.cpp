@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <functional>
 #include <new>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <type_traits>
@@ -476,8 +476,10 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep)
     std::vector<std::string> removed;
     if (keep <= 0) return removed;
     std::error_code ec;
-    std::string latest = fs::exists(fs::path(dir) / kLatestFile, ec) ? read_text_file((fs::path(dir) / kLatestFile).string()) : "";
-    while (!latest.empty() && (latest.back() == '\n' || latest.back() == '\r' || latest.back() == ' ')) latest.pop_back();
+    std::string latest =
+        fs::exists(fs::path(dir) / kLatestFile, ec) ? read_text_file((fs::path(dir) / kLatestFile).string()) : "";
+    while (!latest.empty() && (latest.back() == '\n' || latest.back() == '\r' || latest.back() == ' '))
+        latest.pop_back();
     std::vector<std::pair<int64_t, std::string>> steps;  // (step, name) of every real step directory
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
@@ -502,9 +504,12 @@ FileLock lock_checkpoint_dir(const std::string& dir) {
     const std::string path = (fs::path(dir) / ".lock").string();
     std::optional<FileLock> lock = FileLock::try_acquire(path, kExitResource);
     if (!lock)
-        throw Error(kExitResource, "resource error: checkpoint directory " + dir + " is in use: another run writes it "
-                                   "(it holds " + path + "); fix: set train.checkpoint_dir to another directory, or "
-                                   "wait for that run to end");
+        throw Error(kExitResource, "resource error: checkpoint directory " + dir +
+                                       " is in use: another run writes it "
+                                       "(it holds " +
+                                       path +
+                                       "); fix: set train.checkpoint_dir to another directory, or "
+                                       "wait for that run to end");
     return std::move(*lock);
 }
 

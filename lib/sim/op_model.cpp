@@ -61,7 +61,8 @@ std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, c
         const LayerFlow flow = compute_flow(counts, D, E, p, rule);
         for (int e = 0; e < E; ++e)
             for (int d = 0; d < D; ++d)
-                rows[static_cast<size_t>(d) * E + e] = static_cast<double>(flow.expert_device[static_cast<size_t>(e) * D + d]);
+                rows[static_cast<size_t>(d) * E + e] =
+                    static_cast<double>(flow.expert_device[static_cast<size_t>(e) * D + d]);
         return rows;
     }
     const std::vector<int> dest = routing_destination(counts, p, rule);  // [D*E]

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -126,8 +126,8 @@ std::vector<RunVerdict> judge_running(Store& store, int64_t stale_after_ms) {
     const int64_t now = wall_ms();
     std::vector<RunVerdict> verdicts;
     for (const RunRow& row : rows)
-        verdicts.push_back(judge_running_run(row, now, stale_after_ms, host, process_gone,
-                                             probe_run_lock(store.path(), row.run_id)));
+        verdicts.push_back(
+            judge_running_run(row, now, stale_after_ms, host, process_gone, probe_run_lock(store.path(), row.run_id)));
     return verdicts;
 }
 

@@ -156,7 +156,8 @@ void read_store_header(StoreImpl& impl, const Refuse& refuse, int64_t& app_id, i
     }
     std::string what = sqlite3_errmsg(impl.db);
     sqlite3_finalize(stmt);
-    if ((rc & 0xff) == SQLITE_NOTADB) refuse("not a SQLite database", "move the file away or set store.path to another file");
+    if ((rc & 0xff) == SQLITE_NOTADB)
+        refuse("not a SQLite database", "move the file away or set store.path to another file");
     if ((rc & 0xff) == SQLITE_CORRUPT)
         refuse("corrupt SQLite file (" + what + ")",
                "restore it from a backup, or move it away and set store.path to another file");
@@ -165,8 +166,8 @@ void read_store_header(StoreImpl& impl, const Refuse& refuse, int64_t& app_id, i
 
 void check_store_header(const Refuse& refuse, int64_t app_id, int64_t version, int64_t objects) {
     if (app_id != kStoreApplicationId && (app_id != 0 || objects > 0))
-        refuse("not a prophet database (application_id=" + hex32(app_id) + ", expected " +
-                   hex32(kStoreApplicationId) + ")",
+        refuse("not a prophet database (application_id=" + hex32(app_id) + ", expected " + hex32(kStoreApplicationId) +
+                   ")",
                "set store.path to a prophet store or to a new file");
     if (app_id == kStoreApplicationId && version > kStoreSchemaVersion)
         refuse("written by a newer prophet (schema " + std::to_string(version) + " > " +

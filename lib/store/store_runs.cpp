@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "store/run_lock.h"
 #include "store/store.h"
 #include "store/store_impl.h"
-#include "store/run_lock.h"
 
 namespace prophet {
 

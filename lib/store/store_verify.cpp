@@ -75,8 +75,9 @@ std::vector<std::string> Store::verify_recorded(const std::vector<std::string>& 
     for (const char* suffix : {"-wal", "-shm"}) {
         const FileIdentity* first = suffix[1] == 'w' ? &impl_->wal_identity : &impl_->shm_identity;
         if (first->exists && !(file_identity(impl_->path + suffix) == *first))
-            problems.push_back(impl_->path + suffix + " was removed or replaced while this process wrote through it: "
-                                                     "what it wrote since is not in the store other processes read");
+            problems.push_back(impl_->path + suffix +
+                               " was removed or replaced while this process wrote through it: "
+                               "what it wrote since is not in the store other processes read");
     }
     sqlite3* fresh = nullptr;
     if (sqlite3_open_v2(impl_->path.c_str(), &fresh, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
@@ -93,9 +94,8 @@ std::vector<std::string> Store::verify_recorded(const std::vector<std::string>& 
         if (!own || own->status.empty()) {
             problems.push_back("run " + run_id + " is not in " + impl_->path + (own ? "" : " (" + own_error + ")"));
         } else if (!other || !(*other == *own)) {
-            problems.push_back("run " + run_id + ": this process wrote " + describe(*own) +
-                               "; another connection to " + impl_->path + " reads " +
-                               (other ? describe(*other) : "nothing (" + fresh_error + ")"));
+            problems.push_back("run " + run_id + ": this process wrote " + describe(*own) + "; another connection to " +
+                               impl_->path + " reads " + (other ? describe(*other) : "nothing (" + fresh_error + ")"));
         }
     }
     sqlite3_close_v2(fresh);
@@ -113,7 +113,8 @@ std::vector<std::string> schema_objects(sqlite3* db) {
         sqlite3_finalize(stmt);
         throw Error(kExitDatabase, std::string("database error: reading the schema: ") + sqlite3_errmsg(db));
     }
-    while (sqlite3_step(stmt) == SQLITE_ROW) names.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+    while (sqlite3_step(stmt) == SQLITE_ROW)
+        names.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
     sqlite3_finalize(stmt);
     std::sort(names.begin(), names.end());
     return names;

@@ -129,103 +129,125 @@ void add_policy_metrics(std::vector<Metric>& m, const PolicyScore& p, int num_ex
     m.push_back({"extra_memory_bytes_per_device", 0, p.extra_memory_bytes_per_device});
 }
 
+// the kind breakdown (ops the schedule has; means over iterations): busy_ms.<kind> is the max over devices
+// of the kind's summed op lengths, exposed_ms.<kind> a comm kind's time with no device computing
+void add_kind_metrics(std::vector<Metric>& m, const sim::SimResult& r) {
+    for (int k = 0; k < sim::kNumOpKinds; ++k) {
+        const sim::OpKind kind = static_cast<sim::OpKind>(k);
+        bool present = false;
+        for (const sim::ScheduleOp& op : r.schedule.ops) present = present || op.kind == kind;
+        if (!present) continue;
+        double busy = 0, exposed = 0;
+        for (const sim::IterationResult& it : r.iterations) {
+            busy += it.kind_busy_s[k] * 1e3 / r.iterations.size();
+            exposed += it.kind_exposed_s[k] * 1e3 / r.iterations.size();
+        }
+        m.push_back({std::string("busy_ms.") + sim::op_kind_name(kind), 0, busy});
+        if (sim::is_comm_kind(kind)) m.push_back({std::string("exposed_ms.") + sim::op_kind_name(kind), 0, exposed});
+    }
+}
+
+// per layer (step 0, layer = block index), means over iterations: simulated MoE time of the block,
+// population std of the per-device computed tokens H_i, and RB = std(static) / std(policy); then the lower bound
+// of the simulated MoE time per block (balance/bounds.h), on the cluster simulated
+void add_sim_layer_metrics(std::vector<Metric>& m, const PointData& d, const TraceView& view, const sim::SimResult& r,
+                           const PolicyScore& score) {
+    const int L = view.num_layers;
+    std::vector<double> moe_ms(L, 0.0), bal_std(L, 0.0), rb(L, 0.0);
+    std::vector<int> moe_n(L, 0), score_n(L, 0), rb_n(L, 0);
+    for (const sim::IterationResult& it : r.iterations)
+        for (int l = 0; l < L && l < static_cast<int>(it.blocks.size()); ++l) {
+            moe_ms[l] += it.blocks[l].moe_s * 1e3;
+            ++moe_n[l];
+        }
+    for (const LayerScore& ls : score.layers) {
+        if (ls.layer < 0 || ls.layer >= L) continue;
+        bal_std[ls.layer] += ls.balance_std;
+        ++score_n[ls.layer];
+        if (std::isfinite(ls.rb_vs_static)) {  // infinite (policy std 0, static's not): left out of the mean
+            rb[ls.layer] += ls.rb_vs_static;
+            ++rb_n[ls.layer];
+        }
+    }
+    double rb_sum = 0;
+    for (int l = 0; l < L; ++l) {
+        const double mm = moe_n[l] ? moe_ms[l] / moe_n[l] : 0.0;
+        const double sd = score_n[l] ? bal_std[l] / score_n[l] : 0.0;
+        const double rl = rb_n[l] ? rb[l] / rb_n[l] : 0.0;
+        m.push_back({"layer_moe_ms", 0, mm, l});
+        m.push_back({"layer_balance_std", 0, sd, l});
+        m.push_back({"layer_rb_vs_static", 0, rl, l});
+        rb_sum += rl;
+    }
+    m.push_back({"mean_rb_vs_static", 0, L > 0 ? rb_sum / L : 0.0});
+    const TraceBounds b = trace_bounds(view, d.truth, BoundBudget{d.settings.options.max_replicas_per_device});
+    double moe_mean = 0;
+    for (int l = 0; l < L; ++l) moe_mean += (moe_n[l] ? moe_ms[l] / moe_n[l] : 0.0) / std::max(1, L);
+    m.push_back({"bound_sim_ms", 0, b.mean.sim_s * 1e3});
+    m.push_back({"gap_sim", 0, gap_to_bound(moe_mean, b.mean.sim_s * 1e3)});
+}
+
+// engine "sim": plans, simulates on the true cost model and compares with static in its own system
+std::vector<Metric> sim_point_metrics(const PointData& d, const TraceView& view, const std::string& policy,
+                                      double* headline_ms) {
+    std::vector<Metric> m;
+    PolicyScore score;
+    const sim::SimResult r = simulate_planned(policy, d, view, d.settings, d.schedule, &score);
+    double static_ms = r.mean_iteration_s * 1e3;
+    if (policy != "static" || d.schedule != "system") {
+        EvalSettings quick = d.settings;
+        quick.plan_repeats = 1;
+        // the reference is static in its own system (schedule none), whatever this point's schedule
+        static_ms = simulate_planned("static", d, view, quick, "system").mean_iteration_s * 1e3;
+    }
+    for (const sim::IterationResult& it : r.iterations) {
+        m.push_back({"iteration_ms", it.iteration, it.iteration_s * 1e3});
+        m.push_back({"exposed_comm_ms", it.iteration, it.exposed_comm_s * 1e3});
+        m.push_back({"max_mean_load", it.iteration, it.mean_max_mean_load});
+    }
+    const double mean_ms = r.mean_iteration_s * 1e3;
+    m.push_back({"mean_iteration_ms", 0, mean_ms});
+    m.push_back({"mean_exposed_comm_ms", 0, r.mean_exposed_comm_s * 1e3});
+    m.push_back({"speedup_vs_static", 0, mean_ms > 0 ? static_ms / mean_ms : 0.0});
+    add_kind_metrics(m, r);
+    add_sim_layer_metrics(m, d, view, r, score);
+    add_policy_metrics(m, score, view.num_experts);
+    *headline_ms = mean_ms;
+    return m;
+}
+
+// engine "model": the planner's cost model only (Eq 6 / Eq 8), no simulation
+std::vector<Metric> model_point_metrics(const PointData& d, const TraceView& view, const std::string& policy,
+                                        double* headline_ms) {
+    std::vector<Metric> m;
+    const PolicyScore p = evaluate_policy(policy, view, d.belief, d.settings, /*allow_skip=*/false);
+    m.push_back({"time_ms", 0, p.mean_system_ms});
+    m.push_back({"eq6_ms", 0, p.mean_eq6_ms});
+    m.push_back({"eq8_ms", 0, p.mean_eq8_ms});
+    m.push_back({"max_mean_load", 0, p.mean_max_mean_load});
+    m.push_back({"balance_std", 0, p.mean_balance_std});
+    m.push_back({"rb_vs_static", 0, p.mean_rb});
+    m.push_back({"plan_us", 0, p.median_plan_us});
+    // the lower bounds of the planner's cost model (balance/bounds.h), on the policy's token path
+    const TraceBounds b = trace_bounds(view, d.belief, BoundBudget{d.settings.options.max_replicas_per_device});
+    const bool l2l = p.token_path == "layer_to_layer";
+    const double eq6 = (l2l ? b.mean.eq6_l2l_s : b.mean.eq6_s) * 1e3,
+                 eq8 = (l2l ? b.mean.eq8_l2l_s : b.mean.eq8_s) * 1e3;
+    m.push_back({"bound_eq6_ms", 0, eq6});
+    m.push_back({"bound_eq8_ms", 0, eq8});
+    m.push_back({"gap_eq6", 0, gap_to_bound(p.mean_eq6_ms, eq6)});
+    m.push_back({"gap_eq8", 0, gap_to_bound(p.mean_eq8_ms, eq8)});
+    add_policy_metrics(m, p, view.num_experts);
+    *headline_ms = p.mean_system_ms;
+    return m;
+}
+
 // Runs one point; returns its metrics and the headline number (ms) for the progress line.
 std::vector<Metric> run_point(const PointData& d, const std::string& engine, const std::string& policy,
                               double* headline_ms) {
     const TraceView view = view_of(d.trace);
-    std::vector<Metric> m;
-    if (engine == "sim") {
-        PolicyScore score;
-        const sim::SimResult r = simulate_planned(policy, d, view, d.settings, d.schedule, &score);
-        double static_ms = r.mean_iteration_s * 1e3;
-        if (policy != "static" || d.schedule != "system") {
-            EvalSettings quick = d.settings;
-            quick.plan_repeats = 1;
-            // the reference is static in its own system (schedule none), whatever this point's schedule
-            static_ms = simulate_planned("static", d, view, quick, "system").mean_iteration_s * 1e3;
-        }
-        for (const sim::IterationResult& it : r.iterations) {
-            m.push_back({"iteration_ms", it.iteration, it.iteration_s * 1e3});
-            m.push_back({"exposed_comm_ms", it.iteration, it.exposed_comm_s * 1e3});
-            m.push_back({"max_mean_load", it.iteration, it.mean_max_mean_load});
-        }
-        const double mean_ms = r.mean_iteration_s * 1e3;
-        m.push_back({"mean_iteration_ms", 0, mean_ms});
-        m.push_back({"mean_exposed_comm_ms", 0, r.mean_exposed_comm_s * 1e3});
-        m.push_back({"speedup_vs_static", 0, mean_ms > 0 ? static_ms / mean_ms : 0.0});
-        // the kind breakdown (ops the schedule has; means over iterations): busy_ms.<kind> is the max over devices
-        // of the kind's summed op lengths, exposed_ms.<kind> a comm kind's time with no device computing
-        for (int k = 0; k < sim::kNumOpKinds; ++k) {
-            const sim::OpKind kind = static_cast<sim::OpKind>(k);
-            bool present = false;
-            for (const sim::ScheduleOp& op : r.schedule.ops) present = present || op.kind == kind;
-            if (!present) continue;
-            double busy = 0, exposed = 0;
-            for (const sim::IterationResult& it : r.iterations) {
-                busy += it.kind_busy_s[k] * 1e3 / r.iterations.size();
-                exposed += it.kind_exposed_s[k] * 1e3 / r.iterations.size();
-            }
-            m.push_back({std::string("busy_ms.") + sim::op_kind_name(kind), 0, busy});
-            if (sim::is_comm_kind(kind)) m.push_back({std::string("exposed_ms.") + sim::op_kind_name(kind), 0, exposed});
-        }
-        // per layer (step 0, layer = block index), means over iterations: simulated MoE time of the block,
-        // population std of the per-device computed tokens H_i, and RB = std(static) / std(policy)
-        const int L = view.num_layers;
-        std::vector<double> moe_ms(L, 0.0), bal_std(L, 0.0), rb(L, 0.0);
-        std::vector<int> moe_n(L, 0), score_n(L, 0), rb_n(L, 0);
-        for (const sim::IterationResult& it : r.iterations)
-            for (int l = 0; l < L && l < static_cast<int>(it.blocks.size()); ++l) {
-                moe_ms[l] += it.blocks[l].moe_s * 1e3;
-                ++moe_n[l];
-            }
-        for (const LayerScore& ls : score.layers) {
-            if (ls.layer < 0 || ls.layer >= L) continue;
-            bal_std[ls.layer] += ls.balance_std;
-            ++score_n[ls.layer];
-            if (std::isfinite(ls.rb_vs_static)) {  // infinite (policy std 0, static's not): left out of the mean
-                rb[ls.layer] += ls.rb_vs_static;
-                ++rb_n[ls.layer];
-            }
-        }
-        double rb_sum = 0;
-        for (int l = 0; l < L; ++l) {
-            const double mm = moe_n[l] ? moe_ms[l] / moe_n[l] : 0.0;
-            const double sd = score_n[l] ? bal_std[l] / score_n[l] : 0.0;
-            const double rl = rb_n[l] ? rb[l] / rb_n[l] : 0.0;
-            m.push_back({"layer_moe_ms", 0, mm, l});
-            m.push_back({"layer_balance_std", 0, sd, l});
-            m.push_back({"layer_rb_vs_static", 0, rl, l});
-            rb_sum += rl;
-        }
-        m.push_back({"mean_rb_vs_static", 0, L > 0 ? rb_sum / L : 0.0});
-        // the lower bound of the simulated MoE time per block (balance/bounds.h), on the cluster simulated
-        const TraceBounds b = trace_bounds(view, d.truth, BoundBudget{d.settings.options.max_replicas_per_device});
-        double moe_mean = 0;
-        for (int l = 0; l < L; ++l) moe_mean += (moe_n[l] ? moe_ms[l] / moe_n[l] : 0.0) / std::max(1, L);
-        m.push_back({"bound_sim_ms", 0, b.mean.sim_s * 1e3});
-        m.push_back({"gap_sim", 0, gap_to_bound(moe_mean, b.mean.sim_s * 1e3)});
-        add_policy_metrics(m, score, view.num_experts);
-        *headline_ms = mean_ms;
-    } else {
-        const PolicyScore p = evaluate_policy(policy, view, d.belief, d.settings, /*allow_skip=*/false);
-        m.push_back({"time_ms", 0, p.mean_system_ms});
-        m.push_back({"eq6_ms", 0, p.mean_eq6_ms});
-        m.push_back({"eq8_ms", 0, p.mean_eq8_ms});
-        m.push_back({"max_mean_load", 0, p.mean_max_mean_load});
-        m.push_back({"balance_std", 0, p.mean_balance_std});
-        m.push_back({"rb_vs_static", 0, p.mean_rb});
-        m.push_back({"plan_us", 0, p.median_plan_us});
-        // the lower bounds of the planner's cost model (balance/bounds.h), on the policy's token path
-        const TraceBounds b = trace_bounds(view, d.belief, BoundBudget{d.settings.options.max_replicas_per_device});
-        const bool l2l = p.token_path == "layer_to_layer";
-        const double eq6 = (l2l ? b.mean.eq6_l2l_s : b.mean.eq6_s) * 1e3, eq8 = (l2l ? b.mean.eq8_l2l_s : b.mean.eq8_s) * 1e3;
-        m.push_back({"bound_eq6_ms", 0, eq6});
-        m.push_back({"bound_eq8_ms", 0, eq8});
-        m.push_back({"gap_eq6", 0, gap_to_bound(p.mean_eq6_ms, eq6)});
-        m.push_back({"gap_eq8", 0, gap_to_bound(p.mean_eq8_ms, eq8)});
-        add_policy_metrics(m, p, view.num_experts);
-        *headline_ms = p.mean_system_ms;
-    }
+    std::vector<Metric> m = engine == "sim" ? sim_point_metrics(d, view, policy, headline_ms)
+                                            : model_point_metrics(d, view, policy, headline_ms);
     const std::vector<double> js = consecutive_js_divergence(d.trace);
     double js_mean = 0;
     for (double v : js) js_mean += v / static_cast<double>(js.size());

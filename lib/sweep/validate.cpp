@@ -95,8 +95,7 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
                 r.iterations[i].kind_exposed_s[static_cast<size_t>(kind)] * 1e3 / iterations;
     }
     for (const sim::TimelineEntry& e : r.timeline)
-        if (e.iteration >= 1)
-            v.kind_ms[sim::op_kind_name(e.kind)] += (e.end_s - e.start_s) * 1e3 / (iterations * D);
+        if (e.iteration >= 1) v.kind_ms[sim::op_kind_name(e.kind)] += (e.end_s - e.start_s) * 1e3 / (iterations * D);
     std::vector<double> measured;
     for (const auto& [step, ms] : step_ms)
         if (step != step_ms.begin()->first) measured.push_back(ms);

@@ -25,8 +25,9 @@ int64_t binomial_from_zero(Rng& rng, int64_t n, double p) {
 int64_t binomial_from_mode(Rng& rng, int64_t n, double p) {
     const double q = 1.0 - p, odds = p / q;
     const int64_t mode = std::min(n, static_cast<int64_t>(std::floor((static_cast<double>(n) + 1.0) * p)));
-    const double log_pmf = std::lgamma(n + 1.0) - std::lgamma(mode + 1.0) - std::lgamma(static_cast<double>(n - mode) + 1.0) +
-                           static_cast<double>(mode) * std::log(p) + static_cast<double>(n - mode) * std::log1p(-p);
+    const double log_pmf = std::lgamma(n + 1.0) - std::lgamma(mode + 1.0) -
+                           std::lgamma(static_cast<double>(n - mode) + 1.0) + static_cast<double>(mode) * std::log(p) +
+                           static_cast<double>(n - mode) * std::log1p(-p);
     const double at_mode = std::exp(log_pmf);
     double u = rng.uniform() - at_mode;
     if (u < 0) return mode;

@@ -398,10 +398,10 @@ class CsvReader {
         const uint64_t limit = std::max<uint64_t>(kMinDenseCells, kCellsPerByte * compressed_bytes_);
         if (cells > limit)
             throw Error(kExitResource, "resource error: " + path_ + ": " + product + " = " + std::to_string(cells) +
-                                           " cells (metadata on line 2) exceed the limit of " +
-                                           std::to_string(limit) + " cells for a gzip file of " +
-                                           std::to_string(compressed_bytes_) + " bytes (" +
-                                           std::to_string(kCellsPerByte) + " per compressed byte, or 2^22)" +
+                                           " cells (metadata on line 2) exceed the limit of " + std::to_string(limit) +
+                                           " cells for a gzip file of " + std::to_string(compressed_bytes_) +
+                                           " bytes (" + std::to_string(kCellsPerByte) +
+                                           " per compressed byte, or 2^22)" +
                                            "; fix: fix the sizes on line 2, or store a trace that large in the "
                                            "binary format (docs/trace-format.md)");
     }

@@ -199,7 +199,9 @@ void check_count_sampling(const Params& p, const std::string& in) {
     if (p.top_k != 1)
         throw_config_error("trace.top_k", std::to_string(p.top_k),
                            "trace.sampling = \"counts\" needs top_k = 1 (a token's top_k distinct experts have no "
-                           "count-level equivalent)" + in, fix + "top_k = 1");
+                           "count-level equivalent)" +
+                               in,
+                           fix + "top_k = 1");
     if (p.num_layers > 1 && p.record_transitions)
         throw_config_error("trace.record_transitions", "true",
                            "trace.sampling = \"counts\" draws no tokens, so it records no transitions" + in,

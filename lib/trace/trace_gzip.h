@@ -22,7 +22,7 @@ constexpr uint64_t kMaxGunzippedTraceBytes = uint64_t(4) << 30;
 // Below that, at most kMaxGunzipRatio bytes per compressed byte (the real trace: 3.8; deflate reaches ~1000 on
 // blank lines, the bomb of issue 26), or kMinGunzipLimitBytes for small files.
 constexpr uint64_t kMaxGunzipRatio = 64;
-constexpr uint64_t kMinGunzipLimitBytes = uint64_t(16) << 20;
+constexpr uint64_t kMinGunzipLimitBytes = uint64_t{16} << 20;
 // The decompressed-size limit load_trace gives gunzip_file for a file of `compressed_bytes`.
 uint64_t gunzip_limit_bytes(uint64_t compressed_bytes);
 

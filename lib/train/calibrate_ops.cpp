@@ -41,7 +41,11 @@ void add_gemm_tables(Communicator& comm, const ModelConfig& m, sim::OpTables& t)
     shapes.emplace_back(GemmOp::kNT, V, C);
     shapes.emplace_back(GemmOp::kNN, C, V);
     shapes.emplace_back(GemmOp::kTN, C, V);
-    for (const auto& [op, n, k] : shapes) {
+    for (const std::tuple<GemmOp, int, int>& shape : shapes) {
+        // named copies, not structured bindings: the lambdas below capture them, which C++20 allows but clang
+        // (clang-tidy) accepts only from version 16
+        const GemmOp op = std::get<0>(shape);
+        const int n = std::get<1>(shape), k = std::get<2>(shape);
         if (std::any_of(t.gemms.begin(), t.gemms.end(),
                         [&](const sim::GemmTable& g) { return g.op == op && g.n == n && g.k == k; }))
             continue;
@@ -87,8 +91,8 @@ double attention_rate(Communicator& comm, const ModelConfig& m) {
 double link_message_seconds(Communicator& comm, const TrainSettings& settings) {
     const bool has_link = settings.link_gbps > 0;
     if (!has_link && comm.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE") return 0.0;
-    const LinkEmulation link{(has_link ? settings.link_gbps : 1.0) * 1e9 / 8, has_link ? settings.link_latency_us * 1e-6 : 0.0,
-                             settings.comm_timeout_s};
+    const LinkEmulation link{(has_link ? settings.link_gbps : 1.0) * 1e9 / 8,
+                             has_link ? settings.link_latency_us * 1e-6 : 0.0, settings.comm_timeout_s};
     std::unique_ptr<Communicator> wrapper = has_link ? nullptr : make_paced_communicator(&comm, link);
     Communicator& paced = has_link ? comm : *wrapper;
     const int peers = comm.size() - 1;

@@ -10,16 +10,9 @@ namespace prophet {
 
 PolicyRunner::PolicyRunner(std::string policy, int num_layers, int num_devices, int num_experts, CostModel cost,
                            BalanceOptions options, int profile_iterations, int num_nodes)
-    : policy_(std::move(policy)),
-      row_(&policy_row(policy_)),
-      input_(policy_input(*row_, options)),
-      L_(num_layers),
-      D_(num_devices),
-      E_(num_experts),
-      cost_(std::move(cost)),
-      options_(std::move(options)),
-      profile_iterations_(profile_iterations < 1 ? 1 : profile_iterations),
-      num_nodes_(num_nodes) {
+    : policy_(std::move(policy)), row_(&policy_row(policy_)), input_(policy_input(*row_, options)), L_(num_layers),
+      D_(num_devices), E_(num_experts), cost_(std::move(cost)), options_(std::move(options)),
+      profile_iterations_(profile_iterations < 1 ? 1 : profile_iterations), num_nodes_(num_nodes) {
     session_ = std::make_unique<PolicySession>(options_, cost_, L_, E_);
     window_.assign(static_cast<size_t>(L_) * D_ * E_, 0);
 }
@@ -49,8 +42,9 @@ std::vector<Placement> PolicyRunner::from_root(const std::function<std::vector<P
     broadcast_(&ok, sizeof ok);  // every rank learns whether rank 0's policy failed before waiting for a placement
     if (failure) std::rethrow_exception(failure);
     if (!ok)
-        throw Error(kExitDistributed, "distributed failure: the external policy on rank 0 failed (rank 0 reports "
-                                      "why); fix: see rank 0's error");
+        throw Error(kExitDistributed,
+                    "distributed failure: the external policy on rank 0 failed (rank 0 reports "
+                    "why); fix: see rank 0's error");
     if (rank_ != 0) out.assign(count, Placement::make_static(D_, E_));
     for (Placement& p : out) {
         PROPHET_ASSERT(p.owner.size() == static_cast<size_t>(E_) && p.replica.size() == static_cast<size_t>(E_) * D_);
@@ -87,11 +81,13 @@ Placement PolicyRunner::plan_layer(int64_t iteration, int layer, const int64_t* 
 
 Placement PolicyRunner::policy_plan(int64_t iteration, int layer, const int64_t* counts) {
     switch (input_) {
-        case PolicyInput::kCurrentIteration: return plan_layer(iteration, layer, counts);
+        case PolicyInput::kCurrentIteration:
+            return plan_layer(iteration, layer, counts);
         case PolicyInput::kPreviousIteration:
             if (previous_.empty()) return plan_static(D_, E_);
             return plan_layer(iteration, layer, previous_.data() + static_cast<size_t>(layer) * D_ * E_);
-        case PolicyInput::kProfileWindow: break;
+        case PolicyInput::kProfileWindow:
+            break;
     }
     if (offline_.empty()) return plan_static(D_, E_);
     return offline_[layer];

@@ -44,14 +44,15 @@ std::string close_resumed_run(Store& store, const std::string& checkpoint_path, 
     }
     const RunRow old = store.get_run(old_run);
     // alive as db check judges it (its run lock held, or its pid here), never by the heartbeat's age
-    const bool alive = old.status == "running" &&
-                       judge_running_run(old, 0, std::numeric_limits<int64_t>::max(), current_host(), process_gone,
-                                         probe_run_lock(store.path(), old_run))
-                               .liveness == RunLiveness::kAlive;
+    const bool alive =
+        old.status == "running" && judge_running_run(old, 0, std::numeric_limits<int64_t>::max(), current_host(),
+                                                     process_gone, probe_run_lock(store.path(), old_run))
+                                           .liveness == RunLiveness::kAlive;
     store.link_resume(old_run, new_run, from_step, !alive);
     if (alive)
-        std::fprintf(stderr, "prophet: run %s, whose checkpoint this run continues, still runs (pid %lld); left "
-                             "running\n",
+        std::fprintf(stderr,
+                     "prophet: run %s, whose checkpoint this run continues, still runs (pid %lld); left "
+                     "running\n",
                      old_run.c_str(), static_cast<long long>(old.pid.value_or(-1)));
     else
         std::fprintf(stderr, "prophet: run %s (%s) resumed by %s\n", old_run.c_str(),

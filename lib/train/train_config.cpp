@@ -109,7 +109,7 @@ ClusterSpec planner_cluster(const Config& c) {
         throw_config_error("balance.cluster", "\"" + path + "\"",
                            std::string("cannot read the cluster file (") + std::strerror(errno) +
                                "; a relative path is read from "
-                           "the working directory)",
+                               "the working directory)",
                            "give an existing cluster file (experiments/clusters/), or leave balance.cluster out for "
                            "the built-in default");
     return load_cluster_file(path);

@@ -70,9 +70,9 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
             throw_config_error("schedule.mode", "blockwise",
                                "plans ahead on a second thread, and an external policy answers on one pipe",
                                "--set schedule.mode=none (or fastermoe) with balance.policy = external");
-        if (D > 1) policy_->set_root_broadcast(comm_.rank(), [this](void* data, size_t bytes) {
-            comm_.broadcast(data, bytes, 0);
-        });
+        if (D > 1)
+            policy_->set_root_broadcast(comm_.rank(),
+                                        [this](void* data, size_t bytes) { comm_.broadcast(data, bytes, 0); });
     }
     executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, *model_, settings_.balance.route_rule);
     executor_->set_placement_provider(

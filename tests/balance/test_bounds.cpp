@@ -41,11 +41,16 @@ enum class Cluster { kUnit, kPaper, kStar, kChain, kSlowNic };
 
 CostModel make_model(Cluster kind, int D) {
     switch (kind) {
-        case Cluster::kUnit: return unit_cost_model(D);
-        case Cluster::kPaper: return paper_cost_model(D, 64);
-        case Cluster::kStar: return topology_cost_model(D, TransBroadcast::kStar);
-        case Cluster::kChain: return topology_cost_model(D, TransBroadcast::kChain);
-        case Cluster::kSlowNic: break;
+        case Cluster::kUnit:
+            return unit_cost_model(D);
+        case Cluster::kPaper:
+            return paper_cost_model(D, 64);
+        case Cluster::kStar:
+            return topology_cost_model(D, TransBroadcast::kStar);
+        case Cluster::kChain:
+            return topology_cost_model(D, TransBroadcast::kChain);
+        case Cluster::kSlowNic:
+            break;
     }
     // the inter-node NICs are the bottleneck: the bound's node-level all-to-all term decides
     CostModel m = topology_cost_model(D, TransBroadcast::kStar);
@@ -68,7 +73,8 @@ Optimum enumerate_optimum(const CostModel& m, const std::vector<int64_t>& counts
     for (int e = 0; e < E; ++e) owner_sets *= all_owners ? D : 1;
     Placement probe = Placement::make_owners(D, std::vector<int>(E, 0));
     for (int64_t o = 0; o < owner_sets; ++o) {
-        for (int e = 0, rest = static_cast<int>(o); e < E; ++e, rest /= D) owner[e] = all_owners ? rest % D : probe.home(e);
+        for (int e = 0, rest = static_cast<int>(o); e < E; ++e, rest /= D)
+            owner[e] = all_owners ? rest % D : probe.home(e);
         for (uint32_t mask = 0; mask < (1u << (E * D)); ++mask) {
             Placement p = Placement::make_owners(D, owner);
             bool valid = true;

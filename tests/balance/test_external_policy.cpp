@@ -91,9 +91,9 @@ TEST(ExternalReply, HoldersBecomeOwnerAndReplicas) {
 
 TEST(ExternalReply, WindowReplyNeedsEveryLayer) {
     const std::string one = R"([[0],[0],[1],[1]])";
-    EXPECT_EQ(parse_window_reply("{\"type\":\"placements\",\"layers\":[" + one + "," + one + "]}", 2, 2, 4, 0, "w")
-                  .size(),
-              2u);
+    EXPECT_EQ(
+        parse_window_reply("{\"type\":\"placements\",\"layers\":[" + one + "," + one + "]}", 2, 2, 4, 0, "w").size(),
+        2u);
     try {
         parse_window_reply("{\"type\":\"placements\",\"layers\":[" + one + "]}", 2, 2, 4, 0, "w");
         ADD_FAILURE() << "one layer of two accepted";
@@ -108,8 +108,8 @@ struct Live {
     CostModel cost;
     std::vector<int64_t> counts = std::vector<int64_t>(32, 5);
     explicit Live(const std::string& mode, double timeout_s = 10.0) {
-        options.external_command =
-            "/usr/bin/python3 '" + std::string(PROPHET_SOURCE_DIR) + "/tests/fixtures/external_policy_fixture.py' " + mode;
+        options.external_command = "/usr/bin/python3 '" + std::string(PROPHET_SOURCE_DIR) +
+                                   "/tests/fixtures/external_policy_fixture.py' " + mode;
         options.external_timeout_s = timeout_s;
         cost.cluster.num_devices = 4;
         cost.cluster.devices_per_node = 4;

@@ -31,8 +31,8 @@ CostModel topology_model(int D) {
 
 struct TinyCase {
     int D, E;
-    int max_count;   // counts uniform in [0, max_count]
-    int pricing;     // 0: none, 1: Eq 1, 2: topology
+    int max_count;  // counts uniform in [0, max_count]
+    int pricing;    // 0: none, 1: Eq 1, 2: topology
     uint64_t seed;
 };
 
@@ -113,8 +113,8 @@ TEST_P(FlowOracle, RoundedSplitIsWithinOneTokenPerGroupOfTheBestIntegerSplit) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, FlowOracle,
                          ::testing::Values(TinyCase{2, 2, 4, 0, 1}, TinyCase{2, 3, 3, 1, 2}, TinyCase{3, 2, 3, 1, 3},
-                                           TinyCase{3, 3, 2, 1, 4}, TinyCase{2, 2, 4, 2, 5},
-                                           TinyCase{3, 2, 3, 2, 6}, TinyCase{3, 3, 2, 2, 7}));
+                                           TinyCase{3, 3, 2, 1, 4}, TinyCase{2, 2, 4, 2, 5}, TinyCase{3, 2, 3, 2, 6},
+                                           TinyCase{3, 3, 2, 2, 7}));
 
 // Medium instances: the flow split is never worse (by the objective it minimises) than owner, least_loaded or
 // even_split on the same placement, and it moves tokens exactly: every source sends what it routed, every
@@ -149,8 +149,7 @@ TEST_P(FlowAgainstRules, ObjectiveIsAtMostEveryOtherRule) {
     for (RouteRule rule : {RouteRule::kOwner, RouteRule::kLeastLoaded, RouteRule::kEvenSplit}) {
         const LayerFlow other = compute_flow(counts.data(), c.D, c.E, p, rule);
         EXPECT_LE(rep.lp_objective, route_objective(pr, other) * (1 + 1e-9)) << route_rule_name(rule);
-        EXPECT_LE(rep.rounded_objective, route_objective(pr, other) * (1 + 1e-9) + slack)
-            << route_rule_name(rule);
+        EXPECT_LE(rep.rounded_objective, route_objective(pr, other) * (1 + 1e-9) + slack) << route_rule_name(rule);
     }
     for (int s = 0; s < c.D; ++s) {
         int64_t routed = 0, sent = 0;

@@ -56,8 +56,8 @@ TEST(Rebalance, EplbServesAtLeastStaticSpeedOnDecodeLikeTrace) {
     EvalSettings settings;
     const ServingScore fixed = evaluate_serving("static", view_of(t), decode_cost(t), settings, every10);
     const ServingScore eplb = evaluate_serving("eplb", view_of(t), decode_cost(t), settings, every10);
-    EXPECT_LE(eplb.mean_layer_ms, fixed.mean_layer_ms) << "eplb " << eplb.mean_layer_ms << " ms, static "
-                                                         << fixed.mean_layer_ms << " ms per layer";
+    EXPECT_LE(eplb.mean_layer_ms, fixed.mean_layer_ms)
+        << "eplb " << eplb.mean_layer_ms << " ms, static " << fixed.mean_layer_ms << " ms per layer";
     EXPECT_GT(eplb.mean_balancedness, fixed.mean_balancedness);
     EXPECT_GT(eplb.stall_ms, 0.0) << "the one-off move is shown, apart from the per-layer time";
     EXPECT_DOUBLE_EQ(fixed.stall_ms, 0.0);

@@ -44,9 +44,9 @@ CostBreakdown price_replica(const ClusterSpec& cluster, int holder) {
 }
 
 TEST(Topology, FilesThatDescribeTopologyTurnItOnAndOthersKeepTheirMeaning) {
-    for (const char* name : {"hpwnv-16.toml", "hpnv-16.toml", "hpwnv-32.toml", "lpwnv-8.toml", "h100-8.toml",
-                             "h100-16.toml", "h100-32.toml", "h200-8.toml", "h200-16.toml", "h200-32.toml", "h100-64.toml",
-                             "h800-8.toml", "h800-16.toml"})
+    for (const char* name :
+         {"hpwnv-16.toml", "hpnv-16.toml", "hpwnv-32.toml", "lpwnv-8.toml", "h100-8.toml", "h100-16.toml",
+          "h100-32.toml", "h200-8.toml", "h200-16.toml", "h200-32.toml", "h100-64.toml", "h800-8.toml", "h800-16.toml"})
         EXPECT_TRUE(shipped(name).topology) << name;
     for (const char* name : {"cpu-local.toml", "cpu-link-8g.toml"}) EXPECT_FALSE(shipped(name).topology) << name;
     // an explicit `topology = false` wins over the description

@@ -95,8 +95,7 @@ TEST_F(CarelessUser, CliMessagesSayWhatIsWrong) {
          "is a directory"},
         {"db check --db '" + db_ + "' --stale-after abc", prophet::kExitUsage, "'abc' is not a number"},
         {sweep + "--max-points -1", prophet::kExitUsage, "-1 is negative"},
-        {"sweep experiments/sweeps/smoke.toml --no-report --set store.path=", prophet::kExitConfig,
-         "store.path"},
+        {"sweep experiments/sweeps/smoke.toml --no-report --set store.path=", prophet::kExitConfig, "store.path"},
     };
     for (const Case& c : cases) {
         const CliResult r = prophet(c.args);
@@ -134,8 +133,9 @@ TEST_F(CarelessUser, SweepStatusWritesNoSchemaIntoAnEmptyStore) {
 
 // Item 15: a dropped table (or index) fails `db check` with exit 5 naming it.
 TEST_F(CarelessUser, DbCheckFailsOnADroppedTable) {
-    ASSERT_EQ(plan(std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/moetuner-h100-ep4.toml",
-                   "--policy static").exit_code, 0);
+    ASSERT_EQ(plan(std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/moetuner-h100-ep4.toml", "--policy static")
+                  .exit_code,
+              0);
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db, "DROP TABLE events", nullptr, nullptr, nullptr), SQLITE_OK);
@@ -168,9 +168,10 @@ TEST_F(CarelessUser, PlanChecksTheDeviceCountBeforeGeneratingTheTrace) {
 // the directory; the first is not disturbed.
 TEST_F(CarelessUser, SecondRunWritingACheckpointDirectoryFailsWithExitFour) {
     const std::string ckpt = (dir_ / "ckpt").string();
-    const std::string train = "'" + std::string(PROPHET_BINARY) +
-                              "' train --config experiments/train/skewed-4rank.toml --save --set train.checkpoint_dir='" +
-                              ckpt + "' --set train.record_loads=false ";
+    const std::string train =
+        "'" + std::string(PROPHET_BINARY) +
+        "' train --config experiments/train/skewed-4rank.toml --save --set train.checkpoint_dir='" + ckpt +
+        "' --set train.record_loads=false ";
     const pid_t first = fork();
     ASSERT_GE(first, 0);
     if (first == 0) {

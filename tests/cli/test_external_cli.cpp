@@ -30,9 +30,11 @@ class ExternalCli : public prophet::testing::TempDirTest {
   protected:
     // plan on the tiny trace (E = D = 4, L = 2, I = 4) into the test store
     CliResult plan(const std::string& extra) {
-        return run_prophet("", "plan --trace experiments/traces/tiny-e4-d4.toml --cluster "
-                               "experiments/clusters/moetuner-h100-ep4.toml --set store.path=" + db_ +
-                               " --set plan.repeats=1 " + extra, dir_);
+        return run_prophet("",
+                           "plan --trace experiments/traces/tiny-e4-d4.toml --cluster "
+                           "experiments/clusters/moetuner-h100-ep4.toml --set store.path=" +
+                               db_ + " --set plan.repeats=1 " + extra,
+                           dir_);
     }
     CliResult plan_external(const std::string& command, const std::string& extra = "") {
         return plan("--policy external --set 'balance.external=" + command + "' " + extra);
@@ -128,7 +130,8 @@ TEST_F(ExternalCli, ExampleRunsInPlanAndOfflineAndInASimSweep) {
     std::ofstream(sweep) << "[sweep]\nname = \"ext\"\nengine = \"sim\"\n"
                             "clusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
                             "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"external\"]\n"
-                            "seeds = [1]\n[sweep.grid]\n\"balance.external\" = [\"" + kExample + "\"]\n";
+                            "seeds = [1]\n[sweep.grid]\n\"balance.external\" = [\"" +
+                                kExample + "\"]\n";
     const CliResult s = run_prophet("", "sweep " + sweep + " --set store.path=" + db_ + " --no-report", dir_);
     ASSERT_EQ(s.exit_code, 0) << s.err << s.out;
     prophet::Store store = prophet::Store::open(db_);
@@ -142,8 +145,10 @@ TEST_F(ExternalCli, ExampleRunsInPlanAndOfflineAndInASimSweep) {
 TEST_F(ExternalCli, MpiTrainingWithTheExampleMatchesStatic) {
     if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe -np 2";
-    const std::string base = "train --config experiments/train/skewed-4rank.toml --json --set train.steps=8 "
-                             "--set store.path=" + db_ + " ";
+    const std::string base =
+        "train --config experiments/train/skewed-4rank.toml --json --set train.steps=8 "
+        "--set store.path=" +
+        db_ + " ";
     const CliResult fixed = run_prophet(mpirun, base, dir_);
     ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
     const CliResult ext =

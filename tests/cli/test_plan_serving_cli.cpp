@@ -20,8 +20,9 @@ class PlanServingCli : public testing::TempDirTest {
         std::ofstream(cluster) << "[cluster]\nname = \"test4\"\nnum_devices = 4\ndevices_per_node = 2\n"
                                   "compute_tflop_s = 1.0\na2a_gbit_s = [10.0]\ntrans_gbit_s = 10.0\n";
         const testing::CliResult r = testing::run_prophet(
-            "", "plan --trace experiments/traces/tiny-e4-d4.toml --cluster '" + cluster +
-                    "' --policy eplb --json --set plan.repeats=1 --set store.path='" + db_ + "' " + extra,
+            "",
+            "plan --trace experiments/traces/tiny-e4-d4.toml --cluster '" + cluster +
+                "' --policy eplb --json --set plan.repeats=1 --set store.path='" + db_ + "' " + extra,
             dir_);
         EXPECT_EQ(r.exit_code, 0) << r.err;
         return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();

@@ -7,13 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "comm/comm.h"
 #include "comm/comm_paced.h"
-#include "core/error.h"
 #include "comm_checks.h"
+#include "core/error.h"
 #include "core/timer.h"
 
 using namespace prophet;
@@ -90,8 +90,7 @@ TEST(PacedComm, TimeoutBoundsTheWaitsOnASlowLink) {
         bool throws;
     };
     const Case cases[] = {
-        {"isend wait", [](Communicator& c, std::vector<char>& buf) { c.isend(buf.data(), 1000, 1, 7)->wait(); },
-         true},
+        {"isend wait", [](Communicator& c, std::vector<char>& buf) { c.isend(buf.data(), 1000, 1, 7)->wait(); }, true},
         {"all_to_all_v",
          [](Communicator& c, std::vector<char>& buf) {
              const size_t bytes[2] = {c.rank() == 0 ? 0u : 1000u, c.rank() == 0 ? 1000u : 0u};

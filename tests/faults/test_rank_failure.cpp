@@ -152,7 +152,8 @@ TEST_F(RankFailure, PacedLinkSlowerThanTheTimeoutEndsWithExitSix) {
     const CliResult r = prophet::testing::run_prophet(
         "timeout -s KILL 60 mpirun --allow-run-as-root --oversubscribe -np 2",
         "train --config experiments/train/main-2rank.toml --set train.steps=3 --set comm.link_gbps=1e-6 "
-        "--set comm.timeout_s=2 --set store.path=" + db_,
+        "--set comm.timeout_s=2 --set store.path=" +
+            db_,
         dir_);
     EXPECT_EQ(r.exit_code, prophet::kExitDistributed) << r.err;
     EXPECT_LT(seconds_since(t0), 40.0) << r.err;

@@ -39,14 +39,13 @@ TEST_F(StoreLoss, TrainingRunWhoseWalIsRemovedExitsFive) {
     if (pid == 0) {
         const std::string command = std::string("cd '") + PROPHET_SOURCE_DIR + "' && exec '" + PROPHET_BINARY +
                                     "' train --config experiments/train/skewed-4rank.toml --set train.steps=60 "
-                                    "--set train.record_loads=false --set store.path=" + db_ + " >/dev/null 2>'" +
-                                    err + "'";
+                                    "--set train.record_loads=false --set store.path=" +
+                                    db_ + " >/dev/null 2>'" + err + "'";
         execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
         _exit(127);
     }
     const auto t0 = std::chrono::steady_clock::now();
-    while (recorded_losses(db_) < 2 &&
-           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+    while (recorded_losses(db_) < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const bool removed = fs::remove(db_ + "-wal") && fs::remove(db_ + "-shm");
     int status = 0;

@@ -49,15 +49,35 @@ ImportOptions megatron_opts() {
 }
 
 const RoundTripCase kRoundTrip[] = {
-    {"sglang_steps", opts("sglang", {"sglang-steps.json"}, 3, 2), 3, 2, 6, "uniform",
+    {"sglang_steps",
+     opts("sglang", {"sglang-steps.json"}, 3, 2),
+     3,
+     2,
+     6,
+     "uniform",
      {{{5, 3, 2, 2}, {4, 4, 3, 1}}, {{6, 2, 2, 2}, {3, 3, 3, 3}}, {{1, 2, 3, 6}, {7, 1, 2, 2}}}},
     {"sglang_summed", opts("sglang", {"sglang-summed.json"}, 2, 1), 2, 1, 4, "uniform", {{{3, 1, 0, 0}, {2, 2, 0, 0}}}},
-    {"vllm", opts("vllm", {"vllm.json"}, 4, 2), 4, 2, 4, "uniform",
+    {"vllm",
+     opts("vllm", {"vllm.json"}, 4, 2),
+     4,
+     2,
+     4,
+     "uniform",
      {{{4, 2, 1, 1}, {2, 2, 2, 2}}, {{3, 3, 1, 1}, {1, 1, 1, 5}}, {{0, 0, 4, 4}, {6, 0, 1, 1}}}},
     // layers: (stage 0, layer 1), (stage 1, layer 0), (stage 1, layer 1); stage 0's layer 0 is dense (no records)
-    {"megatron", megatron_opts(), 2, 2, 8, "uniform",
+    {"megatron",
+     megatron_opts(),
+     2,
+     2,
+     8,
+     "uniform",
      {{{5, 3, 3, 5}, {2, 2, 6, 6}, {5, 5, 3, 3}}, {{6, 2, 4, 4}, {4, 4, 4, 4}, {8, 0, 4, 4}}}},
-    {"trtllm_directory", opts("trtllm", {"trtllm"}, 0, 0), 2, 2, 8, "recorded",
+    {"trtllm_directory",
+     opts("trtllm", {"trtllm"}, 0, 0),
+     2,
+     2,
+     8,
+     "recorded",
      {{{4, 4, 4, 4}, {2, 6, 6, 2}}, {{6, 2, 2, 6}, {6, 2, 4, 4}}}},
     {"eplb_csv", opts("eplb", {"eplb-weight.csv"}, 4, 2), 4, 2, 8, "uniform", {{{10, 2, 3, 1}, {4, 4, 4, 4}}}},
     {"eplb_json", opts("eplb", {"eplb-weight.json"}, 4, 2), 4, 2, 8, "uniform", {{{10, 2, 3, 1}, {4, 4, 4, 4}}}},
@@ -110,8 +130,10 @@ TEST(ImportTrtllm, RecordedSplitKeepsEachRanksRow) {
 
 TEST(ImportTrtllm, ExplicitFilesEqualTheDirectory) {
     const Trace from_dir = import_engine_trace(opts("trtllm", {"trtllm"}, 0, 0)).trace;
-    const Trace from_files = import_engine_trace(
-        opts("trtllm", {"trtllm/rank1.safetensors", "trtllm/meta_info.json", "trtllm/rank0.safetensors"}, 0, 0)).trace;
+    const Trace from_files =
+        import_engine_trace(
+            opts("trtllm", {"trtllm/rank1.safetensors", "trtllm/meta_info.json", "trtllm/rank0.safetensors"}, 0, 0))
+            .trace;
     EXPECT_EQ(from_files.counts, from_dir.counts);
 }
 

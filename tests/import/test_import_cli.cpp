@@ -34,30 +34,71 @@ std::string safetensors_with_header_length(uint64_t length) {
 }
 
 const MalformedCase kMalformed[] = {
-    {"sglang_negative", "sglang", {{"load.json", R"({"logical_count": [[1, 2], [3, -1]]})"}}, "load.json",
-     "--devices 2 --top-k 1", "logical_count[1][1] = -1 is negative", "load.json"},
-    {"sglang_no_field", "sglang", {{"load.json", R"({"counts": [[1]]})"}}, "load.json", "--devices 2 --top-k 1",
-     "no field \"logical_count\"", "load.json"},
-    {"vllm_short_row", "vllm",
+    {"sglang_negative",
+     "sglang",
+     {{"load.json", R"({"logical_count": [[1, 2], [3, -1]]})"}},
+     "load.json",
+     "--devices 2 --top-k 1",
+     "logical_count[1][1] = -1 is negative",
+     "load.json"},
+    {"sglang_no_field",
+     "sglang",
+     {{"load.json", R"({"counts": [[1]]})"}},
+     "load.json",
+     "--devices 2 --top-k 1",
+     "no field \"logical_count\"",
+     "load.json"},
+    {"vllm_short_row",
+     "vllm",
      {{"h.json", R"({"load_history": [{"logical_expert_load": [[1, 1]]}, {"logical_expert_load": [[1]]}]})"}},
-     "h.json", "--devices 2 --top-k 1", "load_history[1].logical_expert_load[0] has 1 entries", "h.json"},
-    {"vllm_fraction", "vllm", {{"h.json", R"({"load_history": [{"logical_expert_load": [[1.5, 1]]}]})"}}, "h.json",
-     "--devices 2 --top-k 1", "logical_expert_load[0][0] = 1.5 is not an integer", "h.json"},
-    {"megatron_text_count", "megatron",
-     {{"rank0.jsonl", R"({"iter": 1, "block": "decoder", "layer": 0, "tpe": [[1, "x"]]})"}}, ".",
-     "--ep-size 1 --top-k 1", "tpe[0][1] = \"x\" is a string", "rank0.jsonl line 1"},
-    {"megatron_no_iter", "megatron", {{"rank0.jsonl", R"({"block": "decoder", "layer": 0, "tpe": [[1, 1]]})"}}, ".",
-     "--ep-size 1 --top-k 1", "field \"iter\" is missing", "rank0.jsonl line 1"},
-    {"trtllm_meta_field", "trtllm",
+     "h.json",
+     "--devices 2 --top-k 1",
+     "load_history[1].logical_expert_load[0] has 1 entries",
+     "h.json"},
+    {"vllm_fraction",
+     "vllm",
+     {{"h.json", R"({"load_history": [{"logical_expert_load": [[1.5, 1]]}]})"}},
+     "h.json",
+     "--devices 2 --top-k 1",
+     "logical_expert_load[0][0] = 1.5 is not an integer",
+     "h.json"},
+    {"megatron_text_count",
+     "megatron",
+     {{"rank0.jsonl", R"({"iter": 1, "block": "decoder", "layer": 0, "tpe": [[1, "x"]]})"}},
+     ".",
+     "--ep-size 1 --top-k 1",
+     "tpe[0][1] = \"x\" is a string",
+     "rank0.jsonl line 1"},
+    {"megatron_no_iter",
+     "megatron",
+     {{"rank0.jsonl", R"({"block": "decoder", "layer": 0, "tpe": [[1, 1]]})"}},
+     ".",
+     "--ep-size 1 --top-k 1",
+     "field \"iter\" is missing",
+     "rank0.jsonl line 1"},
+    {"trtllm_meta_field",
+     "trtllm",
      {{"meta_info.json", R"({"num_experts_per_token": 2})"}, {"rank0.safetensors", safetensors_with_header_length(2)}},
-     ".", "", "field \"num_experts\" is missing", "meta_info.json"},
-    {"trtllm_truncated", "trtllm",
+     ".",
+     "",
+     "field \"num_experts\" is missing",
+     "meta_info.json"},
+    {"trtllm_truncated",
+     "trtllm",
      {{"meta_info.json", R"({"num_experts": 4, "num_experts_per_token": 2})"},
       {"rank0.safetensors", safetensors_with_header_length(1000)}},
-     ".", "", "truncated: header length 1000", "rank0.safetensors"},
+     ".",
+     "",
+     "truncated: header length 1000",
+     "rank0.safetensors"},
     {"eplb_csv_cell", "eplb", {{"w.csv", "1,2\n3,x\n"}}, "w.csv", "--devices 2 --top-k 1", "line 2, column 2", "w.csv"},
-    {"eplb_json_row", "eplb", {{"w.json", R"({"weight": [[1, 2], [3]]})"}}, "w.json", "--devices 2 --top-k 1",
-     "weight[1] has 1 entries", "w.json"},
+    {"eplb_json_row",
+     "eplb",
+     {{"w.json", R"({"weight": [[1, 2], [3]]})"}},
+     "w.json",
+     "--devices 2 --top-k 1",
+     "weight[1] has 1 entries",
+     "w.json"},
 };
 
 class ImportMalformed : public testing::TempDirTest, public ::testing::WithParamInterface<MalformedCase> {};
@@ -68,8 +109,9 @@ TEST_P(ImportMalformed, ExitsThreeNamingFileAndField) {
     std::filesystem::create_directories(inputs);
     for (const auto& [name, content] : c.files) std::ofstream(inputs / name, std::ios::binary) << content;
     const auto out = dir_ / "out.ptrace";
-    const CliResult r = run_prophet("", std::string("trace import --format ") + c.format + " '" +
-                                            (inputs / c.input).string() + "' " + c.args + " -o '" + out.string() + "'",
+    const CliResult r = run_prophet("",
+                                    std::string("trace import --format ") + c.format + " '" +
+                                        (inputs / c.input).string() + "' " + c.args + " -o '" + out.string() + "'",
                                     dir_);
     EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_NE(r.err.find(c.field), std::string::npos) << r.err;
@@ -84,8 +126,11 @@ class ImportCli : public testing::TempDirTest {};
 
 TEST_F(ImportCli, WritesATraceFileTraceInfoReads) {
     const auto out = dir_ / "v.ptrace";
-    const CliResult r = run_prophet("", "trace import --format vllm tests/fixtures/import/vllm.json --devices 4 "
-                                        "--top-k 2 -o '" + out.string() + "'", dir_);
+    const CliResult r = run_prophet("",
+                                    "trace import --format vllm tests/fixtures/import/vllm.json --devices 4 "
+                                    "--top-k 2 -o '" +
+                                        out.string() + "'",
+                                    dir_);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("spread uniformly over 4 devices"), std::string::npos) << r.err;
     const CliResult info = run_prophet("", "trace info --json '" + out.string() + "'", dir_);
@@ -97,8 +142,11 @@ TEST_F(ImportCli, WritesATraceFileTraceInfoReads) {
 }
 
 TEST_F(ImportCli, WithoutOutImportsIntoTheStore) {
-    const CliResult r = run_prophet("", "trace import --format eplb tests/fixtures/import/eplb-weight.csv --devices 2 "
-                                        "--top-k 2 --store '" + db_ + "'", dir_);
+    const CliResult r = run_prophet("",
+                                    "trace import --format eplb tests/fixtures/import/eplb-weight.csv --devices 2 "
+                                    "--top-k 2 --store '" +
+                                        db_ + "'",
+                                    dir_);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::string id = r.out.substr(0, r.out.find('\n'));
     const auto out = dir_ / "back.ptrace";

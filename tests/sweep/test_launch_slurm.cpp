@@ -65,12 +65,12 @@ TEST_F(LaunchSlurm, ScriptCarriesResourcesArrayAndOneShardPerTask) {
     ASSERT_EQ(job.tasks.size(), 2u);
     EXPECT_EQ(job.tasks[0], (std::vector<int>{1, 2}));
     EXPECT_EQ(job.tasks[1], (std::vector<int>{4}));
-    for (const char* line :
-         {"#SBATCH --job-name=\"prophet-s\"\n", "#SBATCH --array=0-1%1\n", "#SBATCH --nodes=2\n",
-          "#SBATCH --ntasks-per-node=3\n", "#SBATCH --time=00:10:00\n", "#SBATCH --partition=cpu\n",
-          "#SBATCH --account=proj\n", "#SBATCH --chdir=\"/work\"\n", "#SBATCH --output=\"/shared/shards/slurm-%A_%a.out\"\n",
-          "POINTS=( 1,2 4 )\n", "shard='/shared/shards'/shard-\"${points%%,*}\".db\n",
-          "--points \"$points\" --no-report --set store.path=\"$shard\"\n"})
+    for (const char* line : {"#SBATCH --job-name=\"prophet-s\"\n", "#SBATCH --array=0-1%1\n", "#SBATCH --nodes=2\n",
+                             "#SBATCH --ntasks-per-node=3\n", "#SBATCH --time=00:10:00\n", "#SBATCH --partition=cpu\n",
+                             "#SBATCH --account=proj\n", "#SBATCH --chdir=\"/work\"\n",
+                             "#SBATCH --output=\"/shared/shards/slurm-%A_%a.out\"\n", "POINTS=( 1,2 4 )\n",
+                             "shard='/shared/shards'/shard-\"${points%%,*}\".db\n",
+                             "--points \"$points\" --no-report --set store.path=\"$shard\"\n"})
         EXPECT_NE(job.script.find(line), std::string::npos) << line << "\nin\n" << job.script;
 }
 
@@ -192,8 +192,8 @@ TEST_P(SlurmHostileName, ScriptQuotesTheNameAndPaths) {
     const std::string shards = (dir_ / ("shards " + name)).string();
     const std::string file = (dir_ / ("sweep " + name + ".toml")).string();
     fs::create_directories(workdir);
-    const BatchJob job = make_batch_job(spec, parse_slurm_spec(write("")), expand_points(spec), {1}, file,
-                                        "/bin/echo", workdir, shards);
+    const BatchJob job =
+        make_batch_job(spec, parse_slurm_spec(write("")), expand_points(spec), {1}, file, "/bin/echo", workdir, shards);
     // sbatch's reading of a directive: double quotes, \ escapes " and \; --output's pattern: %% is a literal %
     auto sbatch_quoted = [](const std::string& text) {
         std::string q = "\"";
@@ -202,9 +202,9 @@ TEST_P(SlurmHostileName, ScriptQuotesTheNameAndPaths) {
     };
     std::string output = shards;
     for (size_t at = output.find('%'); at != std::string::npos; at = output.find('%', at + 2)) output.insert(at, "%");
-    for (const std::string& line : {"#SBATCH --job-name=" + sbatch_quoted("prophet-" + name),
-                                    "#SBATCH --chdir=" + sbatch_quoted(workdir),
-                                    "#SBATCH --output=" + sbatch_quoted(output + "/slurm-%A_%a.out")})
+    for (const std::string& line :
+         {"#SBATCH --job-name=" + sbatch_quoted("prophet-" + name), "#SBATCH --chdir=" + sbatch_quoted(workdir),
+          "#SBATCH --output=" + sbatch_quoted(output + "/slurm-%A_%a.out")})
         EXPECT_NE(job.script.find(line + "\n"), std::string::npos) << line << "\nin\n" << job.script;
     const std::string script = (dir_ / "job.sbatch").string();
     std::ofstream(script) << job.script;
@@ -224,9 +224,9 @@ INSTANTIATE_TEST_SUITE_P(HostileNames, SlurmHostileName, ::testing::ValuesIn(kQu
 // line of its own; a separator or leading dot would put <name>-<stamp>.sbatch or clusters/<name>-<D>rank.toml
 // outside their directory.
 TEST_F(LaunchSlurm, NamesThatAreNoFileNamesAreRefused) {
-    for (const std::string& name : {std::string("nightly\ntouch PWNED\n#"), std::string("a\rb"),
-                                     std::string("../../../x"), std::string("a/b"), std::string(".."),
-                                     std::string(".hidden")}) {
+    for (const std::string& name :
+         {std::string("nightly\ntouch PWNED\n#"), std::string("a\rb"), std::string("../../../x"), std::string("a/b"),
+          std::string(".."), std::string(".hidden")}) {
         std::string message;
         EXPECT_EQ(config_error_naming([&] { parse_sweep_string(sweep_text(name), "bad.toml", PROPHET_SOURCE_DIR); },
                                       "sweep.name", &message),
@@ -252,9 +252,12 @@ TEST_F(LaunchSlurm, PathsWithANewlineAreRefused) {
     };
     for (const Case& c : cases) {
         std::string message;
-        EXPECT_EQ(config_error_naming([&] { make_batch_job(spec, slurm, expand_points(spec), {1}, c.sweep_file,
-                                                           c.binary, c.workdir, c.shards); },
-                                      c.field, &message),
+        EXPECT_EQ(config_error_naming(
+                      [&] {
+                          make_batch_job(spec, slurm, expand_points(spec), {1}, c.sweep_file, c.binary, c.workdir,
+                                         c.shards);
+                      },
+                      c.field, &message),
                   kExitConfig);
         EXPECT_NE(message.find("\\ntouch PWNED"), std::string::npos) << message;
     }
@@ -266,8 +269,9 @@ TEST_F(LaunchSlurm, PathsWithANewlineAreRefused) {
 
 // `squeue --name=prophet-exp,v2` would list the jobs of "prophet-exp" and "v2": the names are compared here.
 TEST(SlurmQueue, JobsAreMatchedByTheirWholeName) {
-    const std::string squeue = "12 PENDING prophet-exp,v2\n13 RUNNING prophet-exp\n14 PENDING v2\n"
-                               "15 RUNNING prophet-exp v2\n16 PENDING prophet-exp,v2 \n17 RUNNING prophet-exp,v2\n";
+    const std::string squeue =
+        "12 PENDING prophet-exp,v2\n13 RUNNING prophet-exp\n14 PENDING v2\n"
+        "15 RUNNING prophet-exp v2\n16 PENDING prophet-exp,v2 \n17 RUNNING prophet-exp,v2\n";
     EXPECT_EQ(jobs_named(squeue, "prophet-exp,v2"), (std::vector<std::string>{"12 PENDING", "17 RUNNING"}));
     EXPECT_EQ(jobs_named(squeue, "prophet-exp v2"), (std::vector<std::string>{"15 RUNNING"}));
     EXPECT_TRUE(jobs_named(squeue, "prophet-none").empty());

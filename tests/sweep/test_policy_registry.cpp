@@ -40,10 +40,9 @@ struct Fixture {
         trace = generate_trace_from_toml(kTrace);
         const TraceMeta& m = trace.meta;
         Config config(sweep::point_schema(), "test");
-        cost = cost_model_for_trace(load_cluster_file(kCluster), kCluster,
-                                    {m.num_devices, m.num_experts, m.tokens_per_iteration, m.d_model, m.d_ffn,
-                                     m.seq_len},
-                                    kTrace, config, "");
+        cost = cost_model_for_trace(
+            load_cluster_file(kCluster), kCluster,
+            {m.num_devices, m.num_experts, m.tokens_per_iteration, m.d_model, m.d_ffn, m.seq_len}, kTrace, config, "");
         view = sweep::detail::view_of(trace);
     }
 };
@@ -129,7 +128,8 @@ TEST_F(RegistryWalk, SimulatorChargesNoPlanningTimeToOfflineRows) {
 TEST_F(RegistryWalk, SweepChargesNoPlanningTimeToOfflineRows) {
     std::string policies;
     for (const PolicyRow* row : builtin_rows())
-        if (row->input == PolicyInput::kProfileWindow) policies += std::string(policies.empty() ? "" : ", ") + "\"" + row->name + "\"";
+        if (row->input == PolicyInput::kProfileWindow)
+            policies += std::string(policies.empty() ? "" : ", ") + "\"" + row->name + "\"";
     const sweep::SweepSpec spec = sweep::parse_sweep_string(
         std::string("[sweep]\nname = \"w\"\nengine = \"sim\"\nclusters = [\"") + kCluster + "\"]\ntraces = [\"" +
             kTrace + "\"]\npolicies = [" + policies + "]\nseeds = [1]\n",

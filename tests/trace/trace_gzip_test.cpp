@@ -121,7 +121,7 @@ TEST_P(TraceGzipBomb, RefusedBeforeAllocatingWithExitFour) {
 
 INSTANTIATE_TEST_SUITE_P(
     Bombs, TraceGzipBomb,
-    ::testing::Values(GzipBomb{"cells", 1024, 1024, 10u << 20, "cells"},        // 2^29 cells declared (4 GiB)
+    ::testing::Values(GzipBomb{"cells", 1024, 1024, 10u << 20, "cells"},                // 2^29 cells declared (4 GiB)
                       GzipBomb{"ratio", 1, 1, 20u << 20, "more than 16777216 bytes"}),  // 20 MB > 16 MiB floor
     [](const auto& info) { return std::string(info.param.label); });
 

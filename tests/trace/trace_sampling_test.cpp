@@ -62,16 +62,17 @@ TEST_P(Binomial, MatchesSummedBernoulliTrials) {
 }
 
 const BinomialCase kBinomialCases[] = {
-    {"small_mean", 50, 0.05},      // walks up from 0
-    {"large_mean", 2000, 0.2},     // searches out from the mode
-    {"above_half", 300, 0.85},     // by symmetry
-    {"tiny_p", 100000, 1e-5},      // walks up from 0 with a huge n
+    {"small_mean", 50, 0.05},   // walks up from 0
+    {"large_mean", 2000, 0.2},  // searches out from the mode
+    {"above_half", 300, 0.85},  // by symmetry
+    {"tiny_p", 100000, 1e-5},   // walks up from 0 with a huge n
 };
 INSTANTIATE_TEST_SUITE_P(TraceSampling, Binomial, ::testing::ValuesIn(kBinomialCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
 std::string sampling_toml(const std::string& generator, const std::string& sampling) {
-    return "[trace]\ngenerator = \"" + generator + "\"\nseed = 3\nnum_experts = 8\nnum_devices = 2\ntop_k = 1\n"
+    return "[trace]\ngenerator = \"" + generator +
+           "\"\nseed = 3\nnum_experts = 8\nnum_devices = 2\ntop_k = 1\n"
            "tokens_per_iteration = 400\nnum_iterations = 400\nnum_layers = 2\nzipf_s = 1.0\n"
            "preference_strength = 0.5\nlayer_affinity = 0.0\nrecord_transitions = false\nsampling = \"" +
            sampling + "\"\n";

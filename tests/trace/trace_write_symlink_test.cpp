@@ -25,10 +25,11 @@ struct TraceWriter {
 class TraceWriterTemporary : public ::testing::TestWithParam<TraceWriter> {};
 
 Trace small_trace() {
-    return generate_trace_from_toml_string("[trace]\ngenerator = \"zipf\"\nseed = 3\nnum_experts = 4\n"
-                                           "num_devices = 2\ntop_k = 2\ntokens_per_iteration = 32\n"
-                                           "num_iterations = 2\nnum_layers = 2\n",
-                                           "small.toml");
+    return generate_trace_from_toml_string(
+        "[trace]\ngenerator = \"zipf\"\nseed = 3\nnum_experts = 4\n"
+        "num_devices = 2\ntop_k = 2\ntokens_per_iteration = 32\n"
+        "num_iterations = 2\nnum_layers = 2\n",
+        "small.toml");
 }
 
 TEST_P(TraceWriterTemporary, SymlinkAtTheOldTemporaryNameIsLeftAlone) {
@@ -47,7 +48,8 @@ TEST_P(TraceWriterTemporary, SymlinkAtTheOldTemporaryNameIsLeftAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Writers, TraceWriterTemporary,
-                         ::testing::Values(TraceWriter{"binary", write_trace_file}, TraceWriter{"csv", write_trace_csv}),
+                         ::testing::Values(TraceWriter{"binary", write_trace_file},
+                                           TraceWriter{"csv", write_trace_csv}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
