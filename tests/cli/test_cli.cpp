@@ -126,9 +126,9 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
         if (name == "moetuner" || name == "moetuner-joint") {
             EXPECT_TRUE(p.contains("solver_status")) << name;
         }
-        EXPECT_EQ(p["route_rule"], name == "eplb" ? "even_split" : "owner") << name;
+        EXPECT_EQ(p["route_rule"], name == "eplb" ? "even_split" : name == "flow" ? "flow" : "owner") << name;
         // the simulator column: each system's schedule on the placements of its own equation
-        const bool scheduled = name == "prophet" || name == "prophet-oracle";
+        const bool scheduled = name == "prophet" || name == "prophet-oracle" || name == "flow";
         EXPECT_EQ(p["sim"]["schedule"], scheduled ? "blockwise" : name == "fastermoe" ? "fastermoe" : "none") << name;
         if (name == "prophet" || name == "fastermoe")
             EXPECT_EQ(p["sim"]["planned_with_eq"], scheduled ? 8 : 6) << name;
@@ -160,7 +160,7 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
     EXPECT_EQ(runs[0].status, "finished");
     EXPECT_EQ(runs[0].run_id, j["run_id"].get<std::string>());
     EXPECT_EQ(runs[0].info.config_hash.size(), 64u);
-    EXPECT_EQ(store.get_plan_results(runs[0].run_id).size(), 11u * 4 * 2);  // policies x iterations x layers
+    EXPECT_EQ(store.get_plan_results(runs[0].run_id).size(), 12u * 4 * 2);  // policies x iterations x layers
     EXPECT_EQ(store.load_trace(runs[0].run_id).meta.num_devices, 4);
 }
 

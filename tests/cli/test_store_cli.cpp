@@ -82,7 +82,8 @@ TEST_F(StoreCliTest, RankZeroKilledLeavesARunThatDbCheckFindsAndRepairMarksLost)
     CliResult check = prophet("db check --db '" + db_ + "'");
     EXPECT_EQ(check.exit_code, 5) << check.out << check.err;
     EXPECT_NE(check.out.find("integrity ok"), std::string::npos) << check.out;
-    EXPECT_NE(check.out.find(id + " (train): lost: its process"), std::string::npos) << check.out;
+    // the run lock (issue 26 item 7) is what proves the killed rank 0 gone, not its pid
+    EXPECT_NE(check.out.find(id + " (train): lost: its run lock is free"), std::string::npos) << check.out;
     EXPECT_NE(check.err.find("--repair"), std::string::npos) << check.err;
     EXPECT_EQ(runs_json("--status running").size(), 1u);  // a check alone writes nothing
 
