@@ -11,6 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 NAME = "fig_ilp_gap"
 
@@ -66,6 +67,8 @@ def main(argv=None):
             sns.lineplot(data=s, x=var, y="seconds", hue="solver", estimator="mean", errorbar="sd", marker="o",
                          ax=ax)
             ax.set_xscale("log", base=2)
+            # plain numbers: with math text off (common.plain_text_figures) 2^k ticks would print as raw TeX
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
             ax.set_yscale("log")
         ax.set_title("solve time vs " + var + " (" + ", ".join(f"{k}={v}" for k, v in fixed.items()) + ")")
         ax.set_ylabel("wall time (s)")
