@@ -107,7 +107,9 @@ TEST_F(BenchRegress, InjectedRegressionFailsAfterReMeasuring) {
     ASSERT_TRUE(baseline["timings"].contains(timed));
     ASSERT_TRUE(baseline["instructions"].contains(counted));
     baseline["deterministic"][det] = baseline["deterministic"][det].get<double>() * 0.999;
-    baseline["instructions"][counted] = baseline["instructions"][counted].get<double>() * 0.97;  // 3% fewer
+    // 10% fewer: far past the 2% threshold, so a planner change that lowers the real count a few percent (as the
+    // cost model's single accounting did, ~5%) does not hide the injected regression before the baseline is updated
+    baseline["instructions"][counted] = baseline["instructions"][counted].get<double>() * 0.90;
     baseline["timings"][timed]["value"] = baseline["timings"][timed]["value"].get<double>() / 10;
     const std::string edited = (dir_ / "bench.json").string();
     std::ofstream(edited) << baseline.dump(1);
