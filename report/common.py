@@ -322,6 +322,28 @@ def nominal_truth(df):
     return (scales.isna() | (scales == 1.0)).all(axis=1)
 
 
+def load_plan_policy_metrics(con, name, args, like, metric_re, missing):
+    """`prophet plan` runs' per-policy summary metrics plan.<policy>.<metric> (layer and rank -1) as a wide frame:
+    run_id, setting ("trace / cluster" stems), policy, one column per metric matching `metric_re` (a regex group
+    body). Ends the script with the no-data message when there are no plan runs or no such metric (`missing`)."""
+    runs = load_runs(con, command="plan", experiment=args.experiment)
+    if runs.empty:
+        no_data(name, "no finished `prophet plan` runs")
+    met = load_metrics(con, runs["run_id"], like=like)
+    met = met[(met["layer"] == -1) & (met["rank"] == -1)]
+    parts = met["key"].str.extract(rf"^plan\.(?P<policy>.+)\.(?P<metric>{metric_re})$")
+    met = met.join(parts).dropna(subset=["policy", "metric"])
+    if met.empty:
+        no_data(name, missing)
+    params = load_params(con, runs["run_id"], keys=["input.trace", "input.cluster"])
+    met = met.merge(params.reset_index(), on="run_id", how="left")
+    met["setting"] = (met.get("input.trace").map(stem).fillna("?") + " / " +
+                      met.get("input.cluster").map(stem).fillna("?"))
+    wide = met.pivot_table(index=["run_id", "setting", "policy"], columns="metric", values="value").reset_index()
+    wide.columns.name = None
+    return wide
+
+
 def stem(path):
     if not isinstance(path, str):
         return path

@@ -18,23 +18,8 @@ NAME = "fig_plan_policies"
 def main(argv=None):
     args = C.parse_args(__doc__.splitlines()[0], argv=argv)
     con = C.connect_or_exit(args.db, NAME)
-    runs = C.load_runs(con, command="plan", experiment=args.experiment)
-    if runs.empty:
-        C.no_data(NAME, "no finished `prophet plan` runs")
-    met = C.load_metrics(con, runs["run_id"], like="plan.%")
-    met = met[(met["layer"] == -1) & (met["rank"] == -1)]
-    if met.empty:
-        C.no_data(NAME, "no plan.<policy>.* metrics")
-    parts = met["key"].str.extract(r"^plan\.(?P<policy>.+)\.(?P<metric>eq6_ms|eq8_ms|max_mean_load)$")
-    met = met.join(parts).dropna(subset=["policy", "metric"])
-    if met.empty:
-        C.no_data(NAME, "no plan.<policy>.eq6_ms / eq8_ms / max_mean_load metrics")
-    params = C.load_params(con, runs["run_id"], keys=["input.trace", "input.cluster"])
-    met = met.merge(params.reset_index(), on="run_id", how="left")
-    met["setting"] = (met.get("input.trace").map(C.stem).fillna("?") + " / " +
-                      met.get("input.cluster").map(C.stem).fillna("?"))
-    wide = met.pivot_table(index=["run_id", "setting", "policy"], columns="metric", values="value").reset_index()
-    wide.columns.name = None
+    wide = C.load_plan_policy_metrics(con, NAME, args, "plan.%", "eq6_ms|eq8_ms|max_mean_load",
+                                      "no plan.<policy>.eq6_ms / eq8_ms / max_mean_load metrics")
     order = C.policy_order(wide["policy"])
     settings = sorted(wide["setting"].unique())
     C.setup_style()
