@@ -657,26 +657,33 @@ def test_report_command(prophet, fixture):
 
 
 @pytest.fixture(scope="session")
-def hostile(prophet, fixture):
-    """a store whose sweep, cluster and policy names are hostile (check_hostile_names builds and checks it)"""
+def hostile(prophet, request):
+    """a store whose sweep, cluster and policy names are hostile (check_hostile_names builds and checks it); its own
+    directory, independent of the shared fixture, so ctest can run these tests in a process of their own
+    (report_scripts_hostile) beside the rest"""
+    tmp = tempfile.mkdtemp(prefix="prophet-report-hostile-")
     c = Checker()
-    store = check_hostile_names(c, prophet, fixture["tmp"])
-    return {"store": store, "checks": c}
+    store = check_hostile_names(c, prophet, tmp)
+    yield {"store": store, "checks": c, "tmp": tmp}
+    if request.config.getoption("--keep"):
+        print(f"kept {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_hostile_names(hostile):
     hostile["checks"].assert_passed()
 
 
-def test_corrupt_store(prophet, fixture, hostile):
+def test_corrupt_store(prophet, hostile):
     c = Checker()
-    check_corrupt_store(c, prophet, fixture["tmp"], hostile["store"])
+    check_corrupt_store(c, prophet, hostile["tmp"], hostile["store"])
     c.assert_passed()
 
 
-def test_read_only_store(prophet, fixture, hostile):
+def test_read_only_store(prophet, hostile):
     c = Checker()
-    check_read_only_store(c, prophet, fixture["tmp"], hostile["store"])
+    check_read_only_store(c, prophet, hostile["tmp"], hostile["store"])
     c.assert_passed()
 
 
