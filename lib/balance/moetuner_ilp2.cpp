@@ -113,6 +113,9 @@ DpBound chain_dp_bound(const Ilp2Data& data, double band, double max_seconds, st
     return out;
 }
 
+// y[l,c,g]'s column: cluster c of layer l on GPU g (columns 0 .. L*D*D-1, add_y_columns)
+inline int y_col(int D, int l, int c, int g) { return (l * D + c) * D + g; }
+
 // gpu [L*D] from y values; empty when not a permutation per layer
 std::vector<int> gpu_from_y(const std::vector<double>& values, int L, int D, int y0) {
     std::vector<int> gpu(static_cast<size_t>(L) * D, -1);
@@ -120,7 +123,7 @@ std::vector<int> gpu_from_y(const std::vector<double>& values, int L, int D, int
         std::vector<uint8_t> used(D, 0);
         for (int c = 0; c < D; ++c) {
             for (int g = 0; g < D; ++g)
-                if (values[y0 + (static_cast<size_t>(l) * D + c) * D + g] > 0.5) {
+                if (values[y0 + y_col(D, l, c, g)] > 0.5) {
                     if (gpu[static_cast<size_t>(l) * D + c] >= 0 || used[g]) return {};
                     gpu[static_cast<size_t>(l) * D + c] = g;
                     used[g] = 1;
@@ -141,7 +144,7 @@ void add_y_columns(ilp::MipModel& m, const Ilp2Data& data) {
 // band [target - band, target + band] (v_col < 0, phase B); mem_g = sum_l sum_c size[l,c] y[l,c,g]
 void add_assignment_rows(ilp::MipModel& m, const Ilp2Data& data, double band, int v_col) {
     const int L = data.L, D = data.D;
-    auto y = [&](int l, int c, int g) { return (l * D + c) * D + g; };
+    auto y = [&](int l, int c, int g) { return y_col(D, l, c, g); };
     std::vector<int> cols;
     std::vector<double> coefs;
     for (int l = 0; l < L; ++l)
@@ -178,12 +181,9 @@ std::vector<double> y_values(const std::vector<int>& gpu, int L, int D, int num_
     std::vector<double> values(num_cols, 0.0);
     for (int l = 0; l < L; ++l)
         for (int c = 0; c < D; ++c)
-            values[(static_cast<size_t>(l) * D + c) * D + gpu[static_cast<size_t>(l) * D + c]] = 1;
+            values[y_col(D, l, c, gpu[static_cast<size_t>(l) * D + c])] = 1;
     return values;
 }
-
-// y[l,c,g]'s column: cluster c of layer l on GPU g (columns 0 .. L*D*D-1, add_y_columns)
-inline int y_col(int D, int l, int c, int g) { return (l * D + c) * D + g; }
 
 // z-RLT's block of layer pair l: z[c1,g1,c2,g2] = y[l,c1,g1] y[l+1,c2,g2], D^4 columns from `first`
 struct ZBlock {
@@ -453,7 +453,7 @@ bool solve_phase_a(const Ilp2Data& data, ilp::MipSettings settings, const Ilp2Sw
     }
     for (int c = 0; c < D; ++c)
         for (int g = 0; g < D; ++g)
-            if (g != c) m.col_ub[static_cast<size_t>(c) * D + g] = 0.0;
+            if (g != c) m.col_ub[y_col(D, 0, c, g)] = 0.0;  // layer 0 on the identity
     std::vector<double> initial = y_values(start_gpu, L, D, m.num_cols());
     initial[v_col] = best.key.memory_dev;
     settings.initial = &initial;

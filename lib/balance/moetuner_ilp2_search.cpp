@@ -47,8 +47,7 @@ Ilp2Data make_ilp2_data(const std::vector<int>& clusters, const std::vector<doub
     data.has_traffic = max_link > 0 && total_c > 0;
     const int64_t total = static_cast<int64_t>(E) * L;
     data.target = static_cast<double>(total) / D;
-    data.memory_lb = total % D == 0 ? 0.0 : std::max(std::ceil(data.target) - data.target,
-                                                     data.target - std::floor(data.target));
+    data.memory_lb = memory_rounding_deviation(total, D);
     return data;
 }
 

@@ -205,7 +205,7 @@ double joint_memory_band(const std::vector<Placement>& two_stage, int L, int D, 
         for (int g : p.owner) mem[g] += 1;
     const int64_t total_experts = static_cast<int64_t>(E) * L;
     const double target = static_cast<double>(total_experts) / D;
-    double band = total_experts % D == 0 ? 0.0 : std::max(std::ceil(target) - target, target - std::floor(target));
+    double band = memory_rounding_deviation(total_experts, D);
     for (double v : mem) band = std::max(band, std::fabs(v - target));
     return band;
 }
