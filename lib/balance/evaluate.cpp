@@ -209,8 +209,7 @@ void average_over_layers(PolicyScore& out, int system_eq) {
 // whether the policy's token path is layer to layer (on a trace of more than one layer); exit 3 when it is and the
 // trace has no transitions, unless the path was chosen automatically
 bool wants_layer_to_layer(const std::string& name, const TraceView& trace, const BalanceOptions& options) {
-    const bool layer_to_layer =
-        effective_token_path(name, options) == TokenPath::kLayerToLayer && trace.num_layers > 1;
+    const bool layer_to_layer = effective_token_path(name, options) == TokenPath::kLayerToLayer && trace.num_layers > 1;
     if (layer_to_layer && !trace.transitions && !options.token_path_auto)
         throw_config_error("balance.token_path", "layer_to_layer",
                            "needs the trace's layer-to-layer transitions, and this trace has none",
@@ -246,8 +245,8 @@ void finish_score(PolicyScore& out, int system_eq, const std::vector<double>& pl
     average_over_layers(out, system_eq);
     out.median_plan_us = median(plan_us_all);
     if (fell_back_home)
-        out.note += std::string(out.note.empty() ? "" : "; ") +
-                    "no transitions in the trace: scored on the home token path";
+        out.note +=
+            std::string(out.note.empty() ? "" : "; ") + "no transitions in the trace: scored on the home token path";
 }
 
 }  // namespace

@@ -245,8 +245,8 @@ MipResult solve_mip(const MipModel& model, const MipSettings& settings) {
         cbc.addHeuristic(&local);
         run_cbc(cbc, model, settings, warm_ok, start_ns, deadline_s, root, result);
     } catch (const CoinError& error) {
-        throw Error(kExitRunFailed, "CBC failed: " + error.className() + "::" + error.methodName() + ": " +
-                                        error.message());
+        throw Error(kExitRunFailed,
+                    "CBC failed: " + error.className() + "::" + error.methodName() + ": " + error.message());
     }
     settle_result(result, model, settings, warm_ok, root);
     result.seconds = static_cast<double>(now_ns() - start_ns) * 1e-9;

@@ -299,12 +299,11 @@ Ilp1Model build_ilp1(const std::vector<double>& w, const std::vector<int>& rank,
             m.add_row(cols, coefs, 0.0, ilp::infinity());  // t - T_c >= 0
             continue;
         }
-        m.add_row(cols, coefs, -1.0, ilp::infinity());  // d_c - T_c >= -1
+        m.add_row(cols, coefs, -1.0, ilp::infinity());                       // d_c - T_c >= -1
         for (size_t k = 0; k + 1 < coefs.size(); ++k) coefs[k] = -coefs[k];  // d_c + T_c >= 1
         m.add_row(cols, coefs, 1.0, ilp::infinity());
     }
-    if (!minmax)
-        m.add_row(out.d_cols, std::vector<double>(D, 1.0), 2.0 * std::max(0.0, w_max - 1.0), ilp::infinity());
+    if (!minmax) m.add_row(out.d_cols, std::vector<double>(D, 1.0), 2.0 * std::max(0.0, w_max - 1.0), ilp::infinity());
     return out;
 }
 

@@ -180,8 +180,7 @@ void add_assignment_rows(ilp::MipModel& m, const Ilp2Data& data, double band, in
 std::vector<double> y_values(const std::vector<int>& gpu, int L, int D, int num_cols) {
     std::vector<double> values(num_cols, 0.0);
     for (int l = 0; l < L; ++l)
-        for (int c = 0; c < D; ++c)
-            values[y_col(D, l, c, gpu[static_cast<size_t>(l) * D + c])] = 1;
+        for (int c = 0; c < D; ++c) values[y_col(D, l, c, gpu[static_cast<size_t>(l) * D + c])] = 1;
     return values;
 }
 
@@ -477,8 +476,8 @@ struct PhaseBOutcome {
 
 // Phase B: min sum_l u_l inside the memory band, from the incumbent; takes the answer when it keeps the band and
 // (unless ilp_only) lowers the traffic
-PhaseBOutcome solve_phase_b(const Ilp2Data& data, ilp::MipSettings settings, const Ilp2Switches& switches,
-                            double band, bool dp_ran, double dp_value, Ilp2Incumbent& best) {
+PhaseBOutcome solve_phase_b(const Ilp2Data& data, ilp::MipSettings settings, const Ilp2Switches& switches, double band,
+                            bool dp_ran, double dp_value, Ilp2Incumbent& best) {
     const int L = data.L, D = data.D;
     const PhaseBModel pb = build_phase_b(data, band, dp_ran, dp_value, best.gpu, switches.formulation);
     settings.initial = &pb.initial;
@@ -560,8 +559,8 @@ Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<dou
         if (!memory_proven) memory_proven = solve_phase_a(data, settings, switches, search_s, best);
         const double band = best.key.memory_dev;
         if (data.has_traffic)
-            solve_traffic_exactly(data, settings, switches, options.ilp_gap, band, search_s, memory_proven, best,
-                                  bound, optimal);
+            solve_traffic_exactly(data, settings, switches, options.ilp_gap, band, search_s, memory_proven, best, bound,
+                                  optimal);
         else
             optimal = memory_proven;
     }

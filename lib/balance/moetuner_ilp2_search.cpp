@@ -106,10 +106,10 @@ namespace {
 // The local search's state: gpu [L*D] (updated in place), its inverse, the memory per GPU and the key with its
 // per-pair parts, kept incrementally while moves are tried.
 class LocalSearch {
-public:
+  public:
     LocalSearch(const Ilp2Data& data, std::vector<int>& gpu)
-        : data_(data), L_(data.L), D_(data.D), gpu_(gpu), on_(static_cast<size_t>(L_) * D_),
-          mem_(memory_of(data, gpu)), pair_worst_(std::max(0, L_ - 1)), pair_total_(std::max(0, L_ - 1)) {
+        : data_(data), L_(data.L), D_(data.D), gpu_(gpu), on_(static_cast<size_t>(L_) * D_), mem_(memory_of(data, gpu)),
+          pair_worst_(std::max(0, L_ - 1)), pair_total_(std::max(0, L_ - 1)) {
         for (int l = 0; l < L_; ++l)
             for (int c = 0; c < D_; ++c) on_[static_cast<size_t>(l) * D_ + gpu_[static_cast<size_t>(l) * D_ + c]] = c;
         recompute();
@@ -161,7 +161,7 @@ public:
         return false;
     }
 
-private:
+  private:
     // swap the GPUs g1, g2 in layer l (clusters, inverse map and memory)
     void swap_gpus(int l, int g1, int g2) {
         const size_t i1 = static_cast<size_t>(l) * D_ + g1, i2 = static_cast<size_t>(l) * D_ + g2;

@@ -254,7 +254,7 @@ struct EplbLayout {
     int slots_per_device = 0;  // S / D
     int nodes = 1;             // packing domains
     int devices_per_node = 0;
-    int slots_per_node = 0;    // integral: S % D == 0 and D % nodes == 0
+    int slots_per_node = 0;  // integral: S % D == 0 and D % nodes == 0
 };
 
 EplbLayout eplb_layout(int D, int E, int num_nodes, const BalanceOptions& options, int redundant) {
@@ -273,12 +273,12 @@ EplbLayout eplb_layout(int D, int E, int num_nodes, const BalanceOptions& option
     out.slots_per_node = out.slots / out.nodes;
     const int experts_per_node = E / out.nodes;  // integral: groups % nodes == 0 and E % groups == 0
     if (out.hierarchical && out.slots_per_node > experts_per_node * out.devices_per_node)
-        throw_config_error("balance.eplb_redundant_slots", std::to_string(redundant),
-                           "hierarchical: S / nodes = " + std::to_string(out.slots_per_node) +
-                               " slots exceed (E / nodes) * (D / nodes) = " +
-                               std::to_string(experts_per_node * out.devices_per_node) +
-                               ", so a device would hold an expert twice",
-                           "use fewer redundant slots or the global policy");
+        throw_config_error(
+            "balance.eplb_redundant_slots", std::to_string(redundant),
+            "hierarchical: S / nodes = " + std::to_string(out.slots_per_node) +
+                " slots exceed (E / nodes) * (D / nodes) = " + std::to_string(experts_per_node * out.devices_per_node) +
+                ", so a device would hold an expert twice",
+            "use fewer redundant slots or the global policy");
     return out;
 }
 
@@ -302,8 +302,7 @@ std::vector<std::vector<int>> experts_per_node_of(const EplbLayout& layout, cons
 
 // One layer's placement from its loads w [E]: each node's experts replicated into its slots and packed onto its
 // devices; copy 0 of each expert is its owner. copies [E] (may be null) gets each expert's copy count.
-Placement eplb_layer(const EplbLayout& layout, const double* w, int D, int E, int groups, int* repairs,
-                     int* copies) {
+Placement eplb_layer(const EplbLayout& layout, const double* w, int D, int E, int groups, int* repairs, int* copies) {
     std::vector<int> owner(E, -1);
     std::vector<std::vector<int>> holders(E);  // devices of copies 1.. (replicas)
     const std::vector<std::vector<int>> node_experts = experts_per_node_of(layout, w, E, groups);
@@ -353,8 +352,8 @@ std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layer
     out.reserve(L);
     int repairs = 0;
     for (int l = 0; l < L; ++l)
-        out.push_back(eplb_layer(layout, loads.data() + static_cast<size_t>(l) * E, D, E, options.eplb_groups,
-                                 &repairs, report ? report->copies.data() + static_cast<size_t>(l) * E : nullptr));
+        out.push_back(eplb_layer(layout, loads.data() + static_cast<size_t>(l) * E, D, E, options.eplb_groups, &repairs,
+                                 report ? report->copies.data() + static_cast<size_t>(l) * E : nullptr));
     if (report) report->repairs = repairs;
     return out;
 }

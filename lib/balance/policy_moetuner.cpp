@@ -186,13 +186,13 @@ void check_joint_limits(int L, int D, int E) {
 struct JointIlp {
     int L = 0, D = 0, E = 0;
     ilp::MipModel m;
-    std::vector<double> mean, w_max;   // [L] mean GPU load and heaviest expert (raw load units)
-    double max_link = 0;               // the largest off-diagonal link cost
-    std::vector<int> t_cols;           // [L] minmax epigraph column, -1 when absent
+    std::vector<double> mean, w_max;       // [L] mean GPU load and heaviest expert (raw load units)
+    double max_link = 0;                   // the largest off-diagonal link cost
+    std::vector<int> t_cols;               // [L] minmax epigraph column, -1 when absent
     std::vector<std::vector<int>> d_cols;  // [L][D] sumdev deviation columns
-    std::vector<int> u_cols;           // [L-1] traffic epigraph column, -1 when the pair has no traffic
-    std::vector<int> z_first;          // [L-1][E][E] first of the pair's D*D z columns, -1 when R[e1,e2] = 0
-    std::vector<int> cols;             // row scratch
+    std::vector<int> u_cols;               // [L-1] traffic epigraph column, -1 when the pair has no traffic
+    std::vector<int> z_first;              // [L-1][E][E] first of the pair's D*D z columns, -1 when R[e1,e2] = 0
+    std::vector<int> cols;                 // row scratch
     std::vector<double> coefs;
     int w(int l, int e, int g) const { return (l * E + e) * D + g; }
 };
@@ -268,7 +268,7 @@ void add_joint_load_term(JointIlp& j, const std::vector<double>& expert_loads, i
         coefs.push_back(1.0);
         j.m.add_row(cols, coefs, -1.0, ilp::infinity());  // d - T >= -1
         for (size_t k = 0; k + 1 < coefs.size(); ++k) coefs[k] = -coefs[k];
-        j.m.add_row(cols, coefs, 1.0, ilp::infinity());   // d + T >= 1
+        j.m.add_row(cols, coefs, 1.0, ilp::infinity());  // d + T >= 1
     }
 }
 
@@ -306,8 +306,7 @@ int add_joint_product(JointIlp& j, const std::vector<double>& link_cost, int l, 
 
 // the traffic term of layer pair (l, l+1): u_l >= the link-weighted tokens on every costly link, in units of
 // U_l = volume * max_link (R [E*E] the pair's transitions)
-void add_joint_traffic_term(JointIlp& j, const std::vector<double>& link_cost, int l, const double* R,
-                            double volume) {
+void add_joint_traffic_term(JointIlp& j, const std::vector<double>& link_cost, int l, const double* R, double volume) {
     const int D = j.D, E = j.E;
     j.u_cols[l] = j.m.add_col(0.0, ilp::infinity(), 1.0, false);
     for (int e1 = 0; e1 < E; ++e1)
@@ -331,8 +330,8 @@ void add_joint_traffic_term(JointIlp& j, const std::vector<double>& link_cost, i
         }
 }
 
-JointIlp build_joint_ilp(const std::vector<double>& expert_loads, const std::vector<double>& transitions, int L,
-                         int D, int E, const std::vector<double>& link_cost, bool minmax, double band) {
+JointIlp build_joint_ilp(const std::vector<double>& expert_loads, const std::vector<double>& transitions, int L, int D,
+                         int E, const std::vector<double>& link_cost, bool minmax, double band) {
     JointIlp j;
     j.L = L;
     j.D = D;
@@ -390,8 +389,7 @@ std::vector<double> joint_warm_start(const JointIlp& j, const std::vector<Placem
                 const int z0 = j.z_first[(static_cast<size_t>(l) * E + e1) * E + e2];
                 if (z0 >= 0) initial[z0 + two_stage[l].owner[e1] * D + two_stage[l + 1].owner[e2]] = 1.0;
             }
-        initial[j.u_cols[l]] =
-            pair_traffic_term(two_stage[l], two_stage[l + 1], R, E, link_cost, volume, j.max_link);
+        initial[j.u_cols[l]] = pair_traffic_term(two_stage[l], two_stage[l + 1], R, E, link_cost, volume, j.max_link);
     }
     return initial;
 }
@@ -432,8 +430,8 @@ std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loa
     std::vector<Placement> two_stage = plan_moetuner(expert_loads, transitions, L, D, E, link_cost, options);
     const JointObjective two_stage_j =
         moetuner_joint_objective(two_stage, expert_loads, transitions, link_cost, options);
-    const JointIlp j = build_joint_ilp(expert_loads, transitions, L, D, E, link_cost, minmax,
-                                       joint_memory_band(two_stage, L, D, E));
+    const JointIlp j =
+        build_joint_ilp(expert_loads, transitions, L, D, E, link_cost, minmax, joint_memory_band(two_stage, L, D, E));
     const std::vector<double> initial = joint_warm_start(j, two_stage, expert_loads, transitions, link_cost);
     ilp::MipSettings settings;
     settings.relative_gap = options.ilp_gap;
