@@ -11,73 +11,88 @@ namespace {
 
 constexpr double kGbit = 1e9 / 8.0;  // bytes per second in one Gbit/s
 
+// the devices, their compute, and the bandwidths of Eqs 1, 4 and 5 (all-to-all steps, Trans, Agg)
+void add_device_and_bandwidth_keys(Schema& s) {
+    s.add_string("cluster.name", "unnamed", {}, "label used in reports");
+    s.add_required("cluster.num_devices", ValueType::kInt, 1, 65536, "D: expert-parallel devices (ranks)");
+    s.add_int("cluster.devices_per_node", 1, 1, 65536, "devices sharing one node (intra-node links)");
+    s.add_required("cluster.compute_tflop_s", ValueType::kFloat, 0, std::nullopt,
+                   "t: sustained expert-GEMM throughput of one device, TFLOP/s", true);
+    s.add_required("cluster.a2a_gbit_s", ValueType::kFloatList, 0, std::nullopt,
+                   "all-to-all bandwidth per device by message size, Gbit/s (one value per size step)", true);
+    KeySpec steps;
+    steps.key = "cluster.a2a_max_message_kib";
+    steps.type = ValueType::kFloatList;
+    steps.default_value = std::vector<double>{};
+    steps.min = 0;
+    steps.min_exclusive = true;
+    steps.help = "upper message size (KiB) of every a2a_gbit_s step but the last (ascending)";
+    s.add(steps);
+    s.add_float("cluster.a2a_latency_us", 0.0, 0.0, 1e6, "fixed latency added to each all-to-all, us");
+    s.add_required("cluster.trans_gbit_s", ValueType::kFloat, 0, std::nullopt,
+                   "Trans (parameter broadcast) bandwidth B̄, Gbit/s", true);
+    s.add_float("cluster.agg_gbit_s", -1.0, -1.0, 1e6,
+                "Agg (gradient reduce) bandwidth, Gbit/s (-1: trans_gbit_s; 0 is an error)");
+}
+
+// the topology-aware model's links, ports and latencies
+void add_topology_keys(Schema& s) {
+    s.add_float("cluster.intra_node_gbit_s", -1.0, -1.0, 1e7,
+                "topology: per-pair bandwidth inside a node, Gbit/s (-1: largest a2a step; 0 is an error)");
+    s.add_float("cluster.inter_node_gbit_s", -1.0, -1.0, 1e7,
+                "topology: per-pair bandwidth across nodes, Gbit/s (-1: largest a2a step; 0 is an error)");
+    s.add_float("cluster.node_nic_gbit_s", 0.0, 0.0, 1e7,
+                "topology: each network interface of a node, shared by the inter-node traffic of the devices on "
+                "its rail, Gbit/s per direction (0: no limit)");
+    s.add_int("cluster.nics_per_node", 1, 1, 65536,
+              "topology: NICs (rails) per node; device with local index l uses NIC l * nics / devices_per_node");
+    s.add_int("cluster.nvlink_domain", 1, 1, 65536,
+              "topology: devices per NVLink domain (2: bridged pairs, devices_per_node: NVSwitch; 1: no NVLink)");
+    s.add_float("cluster.nvlink_gbit_s", 0.0, 0.0, 1e7,
+                "topology: a device's NVLink port, per direction, Gbit/s (needed when nvlink_domain > 1)");
+    s.add_float("cluster.pcie_gbit_s", 0.0, 0.0, 1e7,
+                "topology: a device's host (PCIe) port per direction, carrying its intra-node traffic outside "
+                "its NVLink domain and its inter-node traffic, Gbit/s (0: no limit)");
+    s.add_float("cluster.gpu_injection_gbit_s", 0.0, 0.0, 1e7,
+                "topology: a device's total egress over every link class, Gbit/s (0: no limit)");
+    s.add_float("cluster.gpu_ejection_gbit_s", -1.0, -1.0, 1e7,
+                "topology: a device's total ingress over every link class, Gbit/s (-1: gpu_injection_gbit_s)");
+    s.add_float("cluster.nvlink_latency_us", 0.0, 0.0, 1e6,
+                "topology: latency added to a collective that moves bytes over NVLink, us");
+    s.add_float("cluster.intra_node_latency_us", 0.0, 0.0, 1e6,
+                "topology: latency added to a collective that moves bytes between PCIe peers of a node, us");
+    s.add_float("cluster.inter_node_latency_us", 0.0, 0.0, 1e6,
+                "topology: latency added to a collective that moves bytes across nodes, us");
+}
+
+// the model choice, the Trans/Agg collective and the measured times that override estimates
+void add_collective_and_timing_keys(Schema& s) {
+    s.add_bool("cluster.topology", false,
+               "use the topology-aware model by default (default: true when the file sets nvlink_domain, "
+               "nvlink_gbit_s, pcie_gbit_s, gpu_injection_gbit_s, gpu_ejection_gbit_s or nics_per_node)");
+    s.add_string("cluster.trans_broadcast", "star", {"star", "chain"},
+                 "the Trans/Agg collective of the systems on this cluster, the default of plan.trans_broadcast: "
+                 "star = the home sends to each receiver (prophet train), chain = NCCL's pipelined ring "
+                 "broadcast/reduce (the papers' code), each device forwarding at most trans_gbit_s / agg_gbit_s");
+    s.add_float("cluster.fnec_ms", -1.0, -1.0, 1e7,
+                "measured forward non-expert time of one block, ms (-1: estimate from model dims)");
+    s.add_float("cluster.bnec_ms", -1.0, -1.0, 1e7, "measured backward non-expert time of one block, ms (-1: 2x FNEC)");
+    s.add_float("cluster.step_tail_ms", -1.0, -1.0, 1e7,
+                "measured per-step time after the last backward block: dense-gradient all-reduce, gradient norm, "
+                "optimizer, ms (-1: not modelled)");
+    s.add_float("cluster.memory_gbyte_s", 0.0, 0.0, 1e6,
+                "memory bandwidth of one device, GB/s (10^9 bytes/s), for the simulator's streaming ops: "
+                "layernorms, softmax, embedding, optimizer (0: not given, they take no time)");
+}
+
 }  // namespace
 
 const Schema& cluster_schema() {
     static const Schema schema = [] {
         Schema s;
-        s.add_string("cluster.name", "unnamed", {}, "label used in reports");
-        s.add_required("cluster.num_devices", ValueType::kInt, 1, 65536, "D: expert-parallel devices (ranks)");
-        s.add_int("cluster.devices_per_node", 1, 1, 65536, "devices sharing one node (intra-node links)");
-        s.add_required("cluster.compute_tflop_s", ValueType::kFloat, 0, std::nullopt,
-                       "t: sustained expert-GEMM throughput of one device, TFLOP/s", true);
-        s.add_required("cluster.a2a_gbit_s", ValueType::kFloatList, 0, std::nullopt,
-                       "all-to-all bandwidth per device by message size, Gbit/s (one value per size step)", true);
-        KeySpec steps;
-        steps.key = "cluster.a2a_max_message_kib";
-        steps.type = ValueType::kFloatList;
-        steps.default_value = std::vector<double>{};
-        steps.min = 0;
-        steps.min_exclusive = true;
-        steps.help = "upper message size (KiB) of every a2a_gbit_s step but the last (ascending)";
-        s.add(steps);
-        s.add_float("cluster.a2a_latency_us", 0.0, 0.0, 1e6, "fixed latency added to each all-to-all, us");
-        s.add_required("cluster.trans_gbit_s", ValueType::kFloat, 0, std::nullopt,
-                       "Trans (parameter broadcast) bandwidth B̄, Gbit/s", true);
-        s.add_float("cluster.agg_gbit_s", -1.0, -1.0, 1e6,
-                    "Agg (gradient reduce) bandwidth, Gbit/s (-1: trans_gbit_s; 0 is an error)");
-        s.add_float("cluster.intra_node_gbit_s", -1.0, -1.0, 1e7,
-                    "topology: per-pair bandwidth inside a node, Gbit/s (-1: largest a2a step; 0 is an error)");
-        s.add_float("cluster.inter_node_gbit_s", -1.0, -1.0, 1e7,
-                    "topology: per-pair bandwidth across nodes, Gbit/s (-1: largest a2a step; 0 is an error)");
-        s.add_float("cluster.node_nic_gbit_s", 0.0, 0.0, 1e7,
-                    "topology: each network interface of a node, shared by the inter-node traffic of the devices on "
-                    "its rail, Gbit/s per direction (0: no limit)");
-        s.add_int("cluster.nics_per_node", 1, 1, 65536,
-                  "topology: NICs (rails) per node; device with local index l uses NIC l * nics / devices_per_node");
-        s.add_int("cluster.nvlink_domain", 1, 1, 65536,
-                  "topology: devices per NVLink domain (2: bridged pairs, devices_per_node: NVSwitch; 1: no NVLink)");
-        s.add_float("cluster.nvlink_gbit_s", 0.0, 0.0, 1e7,
-                    "topology: a device's NVLink port, per direction, Gbit/s (needed when nvlink_domain > 1)");
-        s.add_float("cluster.pcie_gbit_s", 0.0, 0.0, 1e7,
-                    "topology: a device's host (PCIe) port per direction, carrying its intra-node traffic outside "
-                    "its NVLink domain and its inter-node traffic, Gbit/s (0: no limit)");
-        s.add_float("cluster.gpu_injection_gbit_s", 0.0, 0.0, 1e7,
-                    "topology: a device's total egress over every link class, Gbit/s (0: no limit)");
-        s.add_float("cluster.gpu_ejection_gbit_s", -1.0, -1.0, 1e7,
-                    "topology: a device's total ingress over every link class, Gbit/s (-1: gpu_injection_gbit_s)");
-        s.add_float("cluster.nvlink_latency_us", 0.0, 0.0, 1e6,
-                    "topology: latency added to a collective that moves bytes over NVLink, us");
-        s.add_float("cluster.intra_node_latency_us", 0.0, 0.0, 1e6,
-                    "topology: latency added to a collective that moves bytes between PCIe peers of a node, us");
-        s.add_float("cluster.inter_node_latency_us", 0.0, 0.0, 1e6,
-                    "topology: latency added to a collective that moves bytes across nodes, us");
-        s.add_bool("cluster.topology", false,
-                   "use the topology-aware model by default (default: true when the file sets nvlink_domain, "
-                   "nvlink_gbit_s, pcie_gbit_s, gpu_injection_gbit_s, gpu_ejection_gbit_s or nics_per_node)");
-        s.add_string("cluster.trans_broadcast", "star", {"star", "chain"},
-                     "the Trans/Agg collective of the systems on this cluster, the default of plan.trans_broadcast: "
-                     "star = the home sends to each receiver (prophet train), chain = NCCL's pipelined ring "
-                     "broadcast/reduce (the papers' code), each device forwarding at most trans_gbit_s / agg_gbit_s");
-        s.add_float("cluster.fnec_ms", -1.0, -1.0, 1e7,
-                    "measured forward non-expert time of one block, ms (-1: estimate from model dims)");
-        s.add_float("cluster.bnec_ms", -1.0, -1.0, 1e7, "measured backward non-expert time of one block, ms (-1: 2x FNEC)");
-        s.add_float("cluster.step_tail_ms", -1.0, -1.0, 1e7,
-                    "measured per-step time after the last backward block: dense-gradient all-reduce, gradient norm, "
-                    "optimizer, ms (-1: not modelled)");
-        s.add_float("cluster.memory_gbyte_s", 0.0, 0.0, 1e6,
-                    "memory bandwidth of one device, GB/s (10^9 bytes/s), for the simulator's streaming ops: "
-                    "layernorms, softmax, embedding, optimizer (0: not given, they take no time)");
+        add_device_and_bandwidth_keys(s);
+        add_topology_keys(s);
+        add_collective_and_timing_keys(s);
         s.add_string("cluster.source", "", {}, "where the numbers come from (paper, code constant, calibration)");
         return s;
     }();

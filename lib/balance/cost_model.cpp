@@ -35,6 +35,192 @@ int64_t units_within(double window, double per, int64_t limit) {
     return n;
 }
 
+// Eq 1: one all-to-all (seconds) and its bytes (one direction, off-diagonal). The device receiving the most
+// decides, bandwidth by that message size (the authors' table); topology-aware, the busiest link of the route.
+inline void a2a_term(const CostModel& m, const LayerFlow& flow, double token_bytes, CostBreakdown& c) {
+    const int64_t max_received = *std::max_element(flow.received.begin(), flow.received.end());
+    int64_t total_sent = 0;
+    for (int64_t s : flow.sent) total_sent += s;
+    c.a2a_bytes = static_cast<double>(total_sent) * token_bytes;
+    if (m.topology_aware) {
+        c.a2a_s = topology_time(m.cluster, flow.route.data(), token_bytes, false, m.bandwidth_scale);
+    } else {
+        const double message = static_cast<double>(max_received) * token_bytes;
+        c.a2a_s = message / (m.cluster.a2a_bytes_per_s(message) * m.bandwidth_scale);
+    }
+    if (total_sent > 0) c.a2a_s += m.cluster.a2a_latency_s;
+}
+
+// Eqs 2-3: expert compute of the device computing the most tokens (seconds), backward twice the forward
+inline void compute_terms(const CostModel& m, const LayerFlow& flow, CostBreakdown& c) {
+    const int64_t max_computed = *std::max_element(flow.computed.begin(), flow.computed.end());
+    const double flops = m.cluster.compute_flops * m.compute_scale;
+    c.fec_s = static_cast<double>(max_computed) * m.expert_flops_per_token() / flops;
+    c.bec_s = 2.0 * c.fec_s;
+}
+
+// Trans/Agg's counted receivers. e's transfer group is its owner (the sender of Trans, the receiver of Agg) and
+// its replica holders: replicas are re-sent and their gradients reduced every step, while an owner is where e
+// lives, so a placement that only moves owners costs no Trans or Agg per iteration (the move itself is a one-off,
+// moves.h). kPaper counts the whole group (the paper's D - n includes the sender), kReplicaHolders only the
+// receivers.
+struct TransferGroups {
+    int sender_counted = 0;  // 1 when each group counts its sender (kPaper), else 0
+    int64_t receivers = 0;   // replica holders summed over experts
+    int64_t counted = 0;     // receivers + sender_counted * (experts with a replica)
+};
+
+inline TransferGroups transfer_groups(const CostModel& m, const LayerFlow& flow) {
+    TransferGroups t;
+    t.sender_counted = m.trans_receivers == TransReceivers::kPaper ? 1 : 0;
+    int64_t replicated = 0;
+    for (int e = 0; e < flow.num_experts; ++e) {
+        t.receivers += flow.replica_holders[e];
+        replicated += flow.replica_holders[e] > 0;
+    }
+    t.counted = t.receivers + t.sender_counted * replicated;
+    return t;
+}
+
+// The topology-aware broadcast's copies: experts[owner * D + d] [D*D], experts the owner (star) or the previous
+// device of e's chain sends to d; chain_sent / chain_received [D] the copies each device forwards and receives
+// (chain only). A chain starts at the owner's node, then the following nodes (wrapping), each node's receivers in
+// device order.
+inline void lay_broadcasts(const CostModel& m, const LayerFlow& flow, const Placement& placement,
+                           std::vector<int64_t>& experts, std::vector<int64_t>& chain_sent,
+                           std::vector<int64_t>& chain_received) {
+    const int D = flow.num_devices;
+    for (int e = 0; e < flow.num_experts; ++e) {
+        if (flow.replica_holders[e] == 0) continue;  // nothing to send
+        const int source = placement.owner[e];
+        if (m.trans_broadcast == TransBroadcast::kStar) {
+            for (int d = 0; d < D; ++d)
+                if (d != source && placement.holds(e, d)) ++experts[static_cast<size_t>(source) * D + d];
+            continue;
+        }
+        const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(source) * per_node;
+        int prev = source;
+        for (int i = 0; i < D; ++i) {
+            const int d = (first + i) % D;
+            if (d == source || !placement.holds(e, d)) continue;
+            ++experts[static_cast<size_t>(prev) * D + d];
+            ++chain_sent[prev];
+            ++chain_received[d];
+            prev = d;
+        }
+    }
+}
+
+// Eqs 4-5, topology-aware: Trans over the busiest link of the broadcasts, Agg the same traffic reversed
+inline void topology_transfer_terms(const CostModel& m, const LayerFlow& flow, const Placement& placement,
+                                    double expert_bytes, CostBreakdown& c) {
+    const int D = flow.num_devices;
+    thread_local std::vector<int64_t> experts;  // [D*D]
+    experts.assign(static_cast<size_t>(D) * D, 0);
+    thread_local std::vector<int64_t> chain_sent, chain_received;  // [D], chain only
+    const bool chain = m.trans_broadcast == TransBroadcast::kChain;
+    if (chain) {
+        chain_sent.assign(static_cast<size_t>(D), 0);
+        chain_received.assign(static_cast<size_t>(D), 0);
+    }
+    lay_broadcasts(m, flow, placement, experts, chain_sent, chain_received);
+    c.trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
+    c.agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
+    if (!chain) return;
+    // the ring collective's own rate: a device forwards (receives) one copy per expert whose chain passes it, at
+    // most at trans (agg) bytes/s: the rate the papers' planners price NCCL's broadcast at (Eq 4's S (D - n) / D / B
+    // per expert), so a chain is never faster than Eq 4 nor than its links
+    const int64_t busiest = std::max(*std::max_element(chain_sent.begin(), chain_sent.end()),
+                                     *std::max_element(chain_received.begin(), chain_received.end()));
+    const double copies = static_cast<double>(busiest) * expert_bytes;
+    c.trans_s = std::max(c.trans_s, copies / (m.cluster.trans_bytes_per_s * m.bandwidth_scale));
+    c.agg_s = std::max(c.agg_s, copies / (m.cluster.agg_bytes_per_s * m.bandwidth_scale));
+}
+
+// Eqs 4-5: D - n_e devices per chosen expert, averaged over D devices sending in parallel (seconds); the bytes
+// reported are the receivers'
+inline void transfer_terms(const CostModel& m, const LayerFlow& flow, const Placement& placement,
+                           const TransferGroups& groups, CostBreakdown& c) {
+    const double expert_bytes = m.expert_bytes();
+    const int D = flow.num_devices;
+    c.trans_bytes = static_cast<double>(groups.receivers) * expert_bytes;
+    c.agg_bytes = c.trans_bytes;
+    if (m.topology_aware && groups.receivers > 0) {
+        topology_transfer_terms(m, flow, placement, expert_bytes, c);
+        return;
+    }
+    const double counted_bytes = static_cast<double>(groups.counted) * expert_bytes;
+    c.trans_s = counted_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);
+    c.agg_s = counted_bytes / (D * m.cluster.agg_bytes_per_s * m.bandwidth_scale);
+}
+
+// The scheduler's first fit of whole transfer groups into the first windows (FNEC for Trans, BNEC for Agg), in
+// units of T / counted: g_e = r_e + sender per expert, in expert order; ends as soon as neither window can take
+// the smallest group (every later expert then goes beside the expert compute). trans_cap / agg_cap: the units
+// each window holds; returns the units placed in each ({trans, agg}).
+struct FirstFit {
+    int64_t trans = 0, agg = 0;
+};
+
+inline FirstFit first_fit_groups(const LayerFlow& flow, int sender_counted, int64_t trans_cap, int64_t agg_cap) {
+    const int E = flow.num_experts;
+    FirstFit f;
+    const int64_t smallest = 1 + sender_counted;  // the smallest transfer group
+    auto room = [&] { return trans_cap - f.trans >= smallest || agg_cap - f.agg >= smallest; };
+    auto fit = [&](int r) {  // expert with r receivers (> 0), next in expert order
+        const int64_t g = r + sender_counted;
+        if (f.trans + g <= trans_cap) f.trans += g;
+        if (f.agg + g <= agg_cap) f.agg += g;
+    };
+    if (!room()) return f;
+    // receivers = replica holders. Only an expert with 0 < r <= most (the larger room left, in receivers) can change
+    // anything, so runs of 8 without one are skipped with one vectorisable test (the greedy calls this once per
+    // step: it is its inner loop)
+    const int* holders = flow.replica_holders.data();
+    auto most = [&] { return static_cast<unsigned>(std::max(trans_cap - f.trans, agg_cap - f.agg) - sender_counted); };
+    int e = 0;
+    for (unsigned limit = most(); e + 8 <= E && room(); e += 8) {
+        int any = 0;  // r - 1 < limit (unsigned): 0 < r <= limit
+        for (int j = 0; j < 8; ++j) any |= static_cast<unsigned>(holders[e + j] - 1) < limit;
+        if (any == 0) continue;
+        for (int j = 0; j < 8; ++j)
+            if (holders[e + j] != 0) fit(holders[e + j]);
+        limit = most();
+    }
+    for (; e < E && room(); ++e)
+        if (holders[e] != 0) fit(holders[e]);
+    return f;
+}
+
+// Eq 8's exposed Trans and Agg (seconds) under the model's transfer_credit; the chunked variants always
+inline void exposed_transfers(const CostModel& m, const LayerFlow& flow, const TransferGroups& groups,
+                              CostBreakdown& c) {
+    c.exposed_trans_chunked_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
+    c.exposed_agg_chunked_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
+    if (m.first_block) {
+        // the iteration's first block: the block-wise schedule sends its Trans whole before anything computes
+        // and its Agg whole after the last backward op (sim/schedule.cpp), so no split hides any of either
+        c.exposed_trans_s = c.exposed_trans_chunked_s = c.trans_s;
+        c.exposed_agg_s = c.exposed_agg_chunked_s = c.agg_s;
+    } else if (m.transfer_credit == TransferCredit::kChunks || groups.counted == 0) {
+        c.exposed_trans_s = c.exposed_trans_chunked_s;
+        c.exposed_agg_s = c.exposed_agg_chunked_s;
+    } else if (c.trans_s <= std::max(c.fnec_s, c.fec_s) && c.agg_s <= std::max(c.bnec_s, c.bec_s)) {
+        // nothing exposed: all of it fits the first window, or what goes beside the second is at most all of it
+        c.exposed_trans_s = c.exposed_agg_s = 0;
+    } else {
+        // Each expert's share of the transfer is T * g_e / counted: first fit is integer arithmetic in those units.
+        // With one expert's share longer than the window (the common case) it costs nothing past the sums above.
+        const int64_t counted = groups.counted;
+        const double trans_per = c.trans_s / static_cast<double>(counted);
+        const double agg_per = c.agg_s / static_cast<double>(counted);
+        const FirstFit first = first_fit_groups(flow, groups.sender_counted, units_within(c.fnec_s, trans_per, counted),
+                                                units_within(c.bnec_s, agg_per, counted));
+        c.exposed_trans_s = std::max(0.0, static_cast<double>(counted - first.trans) * trans_per - c.fec_s);
+        c.exposed_agg_s = std::max(0.0, static_cast<double>(counted - first.agg) * agg_per - c.bec_s);
+    }
+}
+
 }  // namespace
 
 double exposed_whole_pieces(const std::vector<double>& pieces, double first_window, double second_window) {
@@ -50,150 +236,17 @@ double exposed_whole_pieces(const std::vector<double>& pieces, double first_wind
 
 CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Placement& placement) {
     const int D = flow.num_devices;
-    const int E = flow.num_experts;
-    PROPHET_ASSERT(placement.num_devices == D && placement.num_experts == E);
+    PROPHET_ASSERT(placement.num_devices == D && placement.num_experts == flow.num_experts);
     PROPHET_ASSERT_MSG(m.cluster.num_devices == D, "cluster has " + std::to_string(m.cluster.num_devices) +
                                                        " devices but the flow " + std::to_string(D));
     CostBreakdown c;
-    const double token_bytes = m.token_bytes();
-    const double expert_bytes = m.expert_bytes();
-
-    const int64_t max_received = *std::max_element(flow.received.begin(), flow.received.end());
-    const int64_t max_computed = *std::max_element(flow.computed.begin(), flow.computed.end());
-    int64_t total_sent = 0;
-    for (int64_t s : flow.sent) total_sent += s;
-    c.a2a_bytes = static_cast<double>(total_sent) * token_bytes;
-
-    // Eq 1: the device receiving the most decides; bandwidth by that message size (the authors' table)
-    if (m.topology_aware) {
-        c.a2a_s = topology_time(m.cluster, flow.route.data(), token_bytes, false, m.bandwidth_scale);
-    } else {
-        const double message = static_cast<double>(max_received) * token_bytes;
-        c.a2a_s = message / (m.cluster.a2a_bytes_per_s(message) * m.bandwidth_scale);
-    }
-    if (total_sent > 0) c.a2a_s += m.cluster.a2a_latency_s;
-
-    // Eqs 2-3
-    const double flops = m.cluster.compute_flops * m.compute_scale;
-    c.fec_s = static_cast<double>(max_computed) * m.expert_flops_per_token() / flops;
-    c.bec_s = 2.0 * c.fec_s;
-
-    // Eqs 4-5: D - n_e devices per chosen expert, averaged over D devices sending in parallel. e's transfer group is
-    // its owner (the sender of Trans, the receiver of Agg) and its replica holders: replicas are re-sent and their
-    // gradients reduced every step, while an owner is where e lives, so a placement that only moves owners costs no
-    // Trans or Agg per iteration (the move itself is a one-off, moves.h). kPaper counts the whole group (the paper's
-    // D - n includes the sender), kReplicaHolders only the receivers; the bytes reported are the receivers'.
-    const int sender_counted = m.trans_receivers == TransReceivers::kPaper ? 1 : 0;
-    int64_t receivers = 0, replicated = 0;
-    for (int e = 0; e < E; ++e) {
-        receivers += flow.replica_holders[e];
-        replicated += flow.replica_holders[e] > 0;
-    }
-    const int64_t counted = receivers + sender_counted * replicated;
-    c.trans_bytes = static_cast<double>(receivers) * expert_bytes;
-    c.agg_bytes = c.trans_bytes;
-    if (m.topology_aware && receivers > 0) {
-        // experts[owner * D + d]: experts the owner broadcasts to d (Trans); Agg is the same traffic reversed
-        thread_local std::vector<int64_t> experts;
-        experts.assign(static_cast<size_t>(D) * D, 0);
-        // chain: [D] copies each device forwards (sends) and receives, counted as the chains are laid
-        thread_local std::vector<int64_t> chain_sent, chain_received;
-        if (m.trans_broadcast == TransBroadcast::kChain) {
-            chain_sent.assign(static_cast<size_t>(D), 0);
-            chain_received.assign(static_cast<size_t>(D), 0);
-        }
-        for (int e = 0; e < E; ++e) {
-            if (flow.replica_holders[e] == 0) continue;  // nothing to send
-            const int source = placement.owner[e];
-            if (m.trans_broadcast == TransBroadcast::kStar) {
-                for (int d = 0; d < D; ++d)
-                    if (d != source && placement.holds(e, d)) ++experts[static_cast<size_t>(source) * D + d];
-                continue;
-            }
-            // chain: the owner's node first, then the following nodes (wrapping), each node's receivers in order
-            const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(source) * per_node;
-            int prev = source;
-            for (int i = 0; i < D; ++i) {
-                const int d = (first + i) % D;
-                if (d == source || !placement.holds(e, d)) continue;
-                ++experts[static_cast<size_t>(prev) * D + d];
-                ++chain_sent[prev];
-                ++chain_received[d];
-                prev = d;
-            }
-        }
-        c.trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
-        c.agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
-        if (m.trans_broadcast == TransBroadcast::kChain) {
-            // the ring collective's own rate: a device forwards (receives) one copy per expert whose chain passes
-            // it, at most at trans (agg) bytes/s: the rate the papers' planners price NCCL's broadcast at (Eq 4's
-            // S (D - n) / D / B per expert), so a chain is never faster than Eq 4 nor than its links
-            const int64_t busiest = std::max(*std::max_element(chain_sent.begin(), chain_sent.end()),
-                                             *std::max_element(chain_received.begin(), chain_received.end()));
-            const double copies = static_cast<double>(busiest) * expert_bytes;
-            c.trans_s = std::max(c.trans_s, copies / (m.cluster.trans_bytes_per_s * m.bandwidth_scale));
-            c.agg_s = std::max(c.agg_s, copies / (m.cluster.agg_bytes_per_s * m.bandwidth_scale));
-        }
-    } else {
-        const double counted_bytes = static_cast<double>(counted) * expert_bytes;
-        c.trans_s = counted_bytes / (D * m.cluster.trans_bytes_per_s * m.bandwidth_scale);
-        c.agg_s = counted_bytes / (D * m.cluster.agg_bytes_per_s * m.bandwidth_scale);
-    }
-
+    a2a_term(m, flow, m.token_bytes(), c);
+    compute_terms(m, flow, c);
+    const TransferGroups groups = transfer_groups(m, flow);
+    transfer_terms(m, flow, placement, groups, c);
     c.fnec_s = m.fnec_s();
     c.bnec_s = m.bnec_s();
-    c.exposed_trans_chunked_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
-    c.exposed_agg_chunked_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
-    if (m.first_block) {
-        // the iteration's first block: the block-wise schedule sends its Trans whole before anything computes
-        // and its Agg whole after the last backward op (sim/schedule.cpp), so no split hides any of either
-        c.exposed_trans_s = c.exposed_trans_chunked_s = c.trans_s;
-        c.exposed_agg_s = c.exposed_agg_chunked_s = c.agg_s;
-    } else if (m.transfer_credit == TransferCredit::kChunks || counted == 0) {
-        c.exposed_trans_s = c.exposed_trans_chunked_s;
-        c.exposed_agg_s = c.exposed_agg_chunked_s;
-    } else if (c.trans_s <= std::max(c.fnec_s, c.fec_s) && c.agg_s <= std::max(c.bnec_s, c.bec_s)) {
-        // nothing exposed: all of it fits the first window, or what goes beside the second is at most all of it
-        c.exposed_trans_s = c.exposed_agg_s = 0;
-    } else {
-        // Each expert's share of the transfer is T * g_e / counted, g_e = r_e + sender its transfer group: in units
-        // of T / counted the scheduler's first fit (expert order) is integer arithmetic, and it ends as soon as
-        // neither window can take the smallest group (every later expert then goes beside the expert compute).
-        // With one expert's share longer than the window (the common case) it costs nothing past the sums above.
-        const double trans_per = c.trans_s / static_cast<double>(counted), agg_per = c.agg_s / static_cast<double>(counted);
-        const int64_t trans_cap = units_within(c.fnec_s, trans_per, counted);
-        const int64_t agg_cap = units_within(c.bnec_s, agg_per, counted);
-        const int64_t smallest = 1 + sender_counted;  // the smallest transfer group
-        int64_t trans_first = 0, agg_first = 0;
-        auto room = [&] { return trans_cap - trans_first >= smallest || agg_cap - agg_first >= smallest; };
-        auto first_fit = [&](int r) {  // expert with r receivers (> 0), next in expert order
-            const int64_t g = r + sender_counted;
-            if (trans_first + g <= trans_cap) trans_first += g;
-            if (agg_first + g <= agg_cap) agg_first += g;
-        };
-        if (room()) {
-            // receivers = replica holders. Only an expert with 0 < r <= most (the larger room left, in receivers)
-            // can change anything, so runs of 8 without one are skipped with one vectorisable test (the greedy
-            // calls this once per step: it is its inner loop)
-            const int* holders = flow.replica_holders.data();
-            auto most = [&] {
-                return static_cast<unsigned>(std::max(trans_cap - trans_first, agg_cap - agg_first) - sender_counted);
-            };
-            int e = 0;
-            for (unsigned limit = most(); e + 8 <= E && room(); e += 8) {
-                int any = 0;  // r - 1 < limit (unsigned): 0 < r <= limit
-                for (int j = 0; j < 8; ++j) any |= static_cast<unsigned>(holders[e + j] - 1) < limit;
-                if (any == 0) continue;
-                for (int j = 0; j < 8; ++j)
-                    if (holders[e + j] != 0) first_fit(holders[e + j]);
-                limit = most();
-            }
-            for (; e < E && room(); ++e)
-                if (holders[e] != 0) first_fit(holders[e]);
-        }
-        c.exposed_trans_s = std::max(0.0, static_cast<double>(counted - trans_first) * trans_per - c.fec_s);
-        c.exposed_agg_s = std::max(0.0, static_cast<double>(counted - agg_first) * agg_per - c.bec_s);
-    }
+    exposed_transfers(m, flow, groups, c);
     c.eq6_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.trans_s + c.agg_s;
     c.eq8_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.exposed_trans_s + c.exposed_agg_s;
     c.fastermoe_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + std::max(0.0, c.trans_s - c.a2a_s) +

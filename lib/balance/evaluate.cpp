@@ -180,84 +180,9 @@ bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, co
     return true;
 }
 
-}  // namespace
-
-PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
-                            const EvalSettings& settings, bool allow_skip) {
-    const PolicyRow& row = policy_row(name);
-    const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
-    BalanceOptions o = settings.options;
-    o.route_rule = effective_route_rule(name, settings.options);
-    // auto objective: the equation of the policy's own system (8 for prophet's scheduler, 6 for the others), so a
-    // sweep or simulation that runs each system's schedule plans for it; prophet plan asks per model instead
-    if (o.cost_eq_auto) o.cost_eq = system_cost_eq(name);
-    PolicyScore out;
-    out.name = name;
-    out.route_rule = route_rule_name(o.route_rule);
-    const TokenPath path = effective_token_path(name, settings.options);
-    const bool layer_to_layer = path == TokenPath::kLayerToLayer && L > 1;
-    if (layer_to_layer && !trace.transitions && !settings.options.token_path_auto)
-        throw_config_error("balance.token_path", "layer_to_layer",
-                           "needs the trace's layer-to-layer transitions, and this trace has none",
-                           "record the trace with transitions (trace.record_transitions = true) or --set "
-                           "balance.token_path=home");
-    out.token_path = token_path_name(layer_to_layer && trace.transitions ? path : TokenPath::kHome);
-    out.planned_cost_eq = row.plans_with_cost_eq ? o.cost_eq : 0;
-
-    auto skip_or_throw = [&](const prophet::Error& e) {
-        if (!allow_skip) throw;
-        out.skipped = true;
-        out.note = e.what();
-    };
-
-    PolicySession session(o, cost, L, E);  // an external policy's process lives for this run
-    const PolicyInput input = policy_input(row, o);
-    std::vector<Placement> offline;  // offline policies: planned once from the profiling window
-    double offline_us_per_layer = 0;
-    if (input == PolicyInput::kProfileWindow) {
-        try {
-            offline = plan_offline(row, trace, cost, settings, o, session, out, &offline_us_per_layer);
-        } catch (const prophet::Error& e) {
-            skip_or_throw(e);
-            return out;
-        }
-    }
-
-    std::vector<double> plan_us_all;
-    // layer 0 has no window for its transfers (CostModel::first_block): planned and scored so
-    const CostModel first_layer = model_for_layer(cost, 0), later_layer = model_for_layer(cost, 1);
-    const int repeats = row.plan_once_per_layer ? 1 : settings.plan_repeats;
-    for (int it = 0; it < I; ++it) {
-        for (int l = 0; l < L; ++l) {
-            const CostModel& lcost = l == 0 ? first_layer : later_layer;
-            const int64_t* current = trace.layer(it, l);
-            LayerScore s;
-            s.iteration = it;
-            s.layer = l;
-            bool planned = true;
-            try {
-                planned = plan_layer_score(s, row, input, trace, out.layers, offline, offline_us_per_layer, lcost, o,
-                                           repeats, session);
-            } catch (const prophet::Error& e) {
-                skip_or_throw(e);
-                return out;
-            }
-            // deepspeed: the padded counts it computes and sends; static: the tokens a capacity would drop
-            std::vector<int64_t> dispatched;
-            if (row.dispatch) dispatched = row.dispatch(current, D, E, o, &s.dropped_tokens);
-            const std::string problem = check_placement(s.placement, o.max_replicas_per_device);
-            PROPHET_ASSERT_MSG(problem.empty(), "policy " + name + " returned an invalid placement: " + problem);
-            score_layer(s, dispatched.empty() ? current : dispatched.data(), D, E, lcost, o);
-            if (planned) plan_us_all.push_back(s.plan_us);
-            out.layers.push_back(std::move(s));
-        }
-        if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, o.route_rule);
-        out.extra_memory_bytes_per_device =
-            std::max(out.extra_memory_bytes_per_device, replica_memory_bytes(out, L, D, cost));
-    }
-
+// PolicyScore's means over its scored layers (system_eq: the equation of the policy's own system)
+void average_over_layers(PolicyScore& out, int system_eq) {
     const double n = static_cast<double>(out.layers.size());
-    const int system_eq = system_cost_eq(name);
     for (const LayerScore& s : out.layers) {
         out.mean_system_ms += layer_cost(s.cost, system_eq) * 1e3 / n;
         out.mean_eq6_ms += s.cost.eq6_s * 1e3 / n;
@@ -279,10 +204,111 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
         out.mean_exposed_trans_chunked_ms += s.cost.exposed_trans_chunked_s * 1e3 / n;
         out.mean_exposed_agg_chunked_ms += s.cost.exposed_agg_chunked_s * 1e3 / n;
     }
+}
+
+// whether the policy's token path is layer to layer (on a trace of more than one layer); exit 3 when it is and the
+// trace has no transitions, unless the path was chosen automatically
+bool wants_layer_to_layer(const std::string& name, const TraceView& trace, const BalanceOptions& options) {
+    const bool layer_to_layer = effective_token_path(name, options) == TokenPath::kLayerToLayer && trace.num_layers > 1;
+    if (layer_to_layer && !trace.transitions && !options.token_path_auto)
+        throw_config_error("balance.token_path", "layer_to_layer",
+                           "needs the trace's layer-to-layer transitions, and this trace has none",
+                           "record the trace with transitions (trace.record_transitions = true) or --set "
+                           "balance.token_path=home");
+    return layer_to_layer;
+}
+
+// scores the planned layer s on the layer's counts [D*E] (or on the counts the policy dispatches: deepspeed's
+// padded counts; static's dispatch reports the tokens a capacity would drop); asserts the placement is valid
+void check_and_score_layer(LayerScore& s, const PolicyRow& row, const std::string& name, const int64_t* counts, int D,
+                           int E, const CostModel& lcost, const BalanceOptions& o) {
+    std::vector<int64_t> dispatched;
+    if (row.dispatch) dispatched = row.dispatch(counts, D, E, o, &s.dropped_tokens);
+    const std::string problem = check_placement(s.placement, o.max_replicas_per_device);
+    PROPHET_ASSERT_MSG(problem.empty(), "policy " + name + " returned an invalid placement: " + problem);
+    score_layer(s, dispatched.empty() ? counts : dispatched.data(), D, E, lcost, o);
+}
+
+// the options a policy plans and is scored with: its route rule and, with the auto objective, the equation of its
+// own system (8 for prophet's scheduler, 6 for the others), so a sweep or simulation that runs each system's
+// schedule plans for it; prophet plan asks per model instead
+BalanceOptions options_for_policy(const std::string& name, const BalanceOptions& options) {
+    BalanceOptions o = options;
+    o.route_rule = effective_route_rule(name, options);
+    if (o.cost_eq_auto) o.cost_eq = system_cost_eq(name);
+    return o;
+}
+
+// the means over layers, the median planning time (plan_us_all: one per planned layer, us) and, when the policy's
+// layer-to-layer path fell back to home for want of transitions, a note saying so
+void finish_score(PolicyScore& out, int system_eq, const std::vector<double>& plan_us_all, bool fell_back_home) {
+    average_over_layers(out, system_eq);
     out.median_plan_us = median(plan_us_all);
-    if (layer_to_layer && !trace.transitions)
-        out.note += std::string(out.note.empty() ? "" : "; ") +
-                    "no transitions in the trace: scored on the home token path";
+    if (fell_back_home)
+        out.note +=
+            std::string(out.note.empty() ? "" : "; ") + "no transitions in the trace: scored on the home token path";
+}
+
+}  // namespace
+
+PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
+                            const EvalSettings& settings, bool allow_skip) {
+    const PolicyRow& row = policy_row(name);
+    const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
+    const BalanceOptions o = options_for_policy(name, settings.options);
+    PolicyScore out;
+    out.name = name;
+    out.route_rule = route_rule_name(o.route_rule);
+    const bool layer_to_layer = wants_layer_to_layer(name, trace, settings.options);
+    out.token_path = token_path_name(layer_to_layer && trace.transitions ? TokenPath::kLayerToLayer : TokenPath::kHome);
+    out.planned_cost_eq = row.plans_with_cost_eq ? o.cost_eq : 0;
+
+    auto skip_or_throw = [&](const prophet::Error& e) {
+        if (!allow_skip) throw;
+        out.skipped = true;
+        out.note = e.what();
+    };
+    PolicySession session(o, cost, L, E);  // an external policy's process lives for this run
+    const PolicyInput input = policy_input(row, o);
+    std::vector<Placement> offline;  // offline policies: planned once from the profiling window
+    double offline_us_per_layer = 0;
+    if (input == PolicyInput::kProfileWindow) {
+        try {
+            offline = plan_offline(row, trace, cost, settings, o, session, out, &offline_us_per_layer);
+        } catch (const prophet::Error& e) {
+            skip_or_throw(e);
+            return out;
+        }
+    }
+
+    std::vector<double> plan_us_all;
+    // layer 0 has no window for its transfers (CostModel::first_block): planned and scored so
+    const CostModel first_layer = model_for_layer(cost, 0), later_layer = model_for_layer(cost, 1);
+    const int repeats = row.plan_once_per_layer ? 1 : settings.plan_repeats;
+    for (int it = 0; it < I; ++it) {
+        for (int l = 0; l < L; ++l) {
+            const CostModel& lcost = l == 0 ? first_layer : later_layer;
+            LayerScore s;
+            s.iteration = it;
+            s.layer = l;
+            bool planned = true;
+            try {
+                planned = plan_layer_score(s, row, input, trace, out.layers, offline, offline_us_per_layer, lcost, o,
+                                           repeats, session);
+            } catch (const prophet::Error& e) {
+                skip_or_throw(e);
+                return out;
+            }
+            check_and_score_layer(s, row, name, trace.layer(it, l), D, E, lcost, o);
+            if (planned) plan_us_all.push_back(s.plan_us);
+            out.layers.push_back(std::move(s));
+        }
+        if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, o.route_rule);
+        out.extra_memory_bytes_per_device =
+            std::max(out.extra_memory_bytes_per_device, replica_memory_bytes(out, L, D, cost));
+    }
+
+    finish_score(out, system_cost_eq(name), plan_us_all, layer_to_layer && !trace.transitions);
     return out;
 }
 

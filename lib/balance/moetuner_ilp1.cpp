@@ -130,15 +130,22 @@ class ClusterKey {
     int top_[3];  // the three largest loads' clusters (-1: fewer clusters)
 };
 
-// LPT (descending load to the lightest cluster; the first D experts open the D clusters, so none is empty),
-// then first-improvement moves and swaps on the key (objective, sum of squared cluster loads).
-std::vector<int> greedy_clusters(const std::vector<double>& w, int D, bool minmax) {
+// (objective, sum of squares) keys: a strictly better than b (by the tolerance of less_tol)
+bool better_key(const std::pair<double, double>& a, const std::pair<double, double>& b) {
+    if (less_tol(a.first, b.first)) return true;
+    if (less_tol(b.first, a.first)) return false;
+    return less_tol(a.second, b.second);
+}
+
+// LPT: experts by descending load to the lightest cluster; the first D experts open the D clusters, so none is
+// empty. Returns cluster [E]; T [D] gets the cluster loads.
+std::vector<int> lpt_clusters(const std::vector<double>& w, int D, std::vector<double>& T) {
     const int E = static_cast<int>(w.size());
     std::vector<int> order(E);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return w[a] > w[b]; });
     std::vector<int> cluster(E, -1), size(D, 0);
-    std::vector<double> T(D, 0.0);
+    T.assign(D, 0.0);
     for (int e : order) {
         // an empty cluster first (keeps Eq 7), else the lightest
         int best = -1;
@@ -153,71 +160,212 @@ std::vector<int> greedy_clusters(const std::vector<double>& w, int D, bool minma
         T[best] += w[e];
         ++size[best];
     }
-    const double total = std::accumulate(w.begin(), w.end(), 0.0);
-    const double mean = total / D;
-    auto better = [](const std::pair<double, double>& a, const std::pair<double, double>& b) {
-        if (less_tol(a.first, b.first)) return true;
-        if (less_tol(b.first, a.first)) return false;
-        return less_tol(a.second, b.second);
-    };
-    // bounded first-improvement search: every accepted step strictly lowers the key; a trial changes two clusters,
-    // so its key costs O(1) (ClusterKey), not a copy of T
-    std::vector<std::vector<int>> members(D);
-    for (int e = 0; e < E; ++e) members[cluster[e]].push_back(e);
-    ClusterKey key(T, mean, minmax);
-    auto current = key.now();
-    int64_t evaluations = 0;
-    const int64_t max_evaluations = 20'000'000;
-    auto accept = [&](int a, double ta, int b, double tb, const std::pair<double, double>& trial) {
-        T[a] = ta;
-        T[b] = tb;
-        key.refresh();
-        current = trial;
-    };
-    bool improved = true;
-    while (improved && evaluations < max_evaluations) {
-        improved = false;
-        for (int a = 0; a < D && !improved; ++a) {
-            for (int b = 0; b < D && !improved; ++b) {
-                if (a == b || !(T[a] > T[b])) continue;  // only heavier -> lighter can help either key
-                for (size_t i = 0; i < members[a].size() && !improved; ++i) {
-                    const int e = members[a][i];
-                    // move e: a -> b
-                    if (members[a].size() > 1) {
-                        ++evaluations;
-                        const double ta = T[a] - w[e], tb = T[b] + w[e];
-                        const auto trial = key.after(a, ta, b, tb);
-                        if (better(trial, current)) {
-                            members[a].erase(members[a].begin() + i);
-                            members[b].push_back(e);
-                            cluster[e] = b;
-                            accept(a, ta, b, tb, trial);
-                            improved = true;
-                            break;
-                        }
-                    }
-                    // swap e (in a) with f (in b), f lighter
-                    for (size_t j = 0; j < members[b].size(); ++j) {
-                        const int f = members[b][j];
-                        if (!(w[f] < w[e])) continue;
-                        ++evaluations;
-                        const double ta = T[a] + (w[f] - w[e]), tb = T[b] + (w[e] - w[f]);
-                        const auto trial = key.after(a, ta, b, tb);
-                        if (better(trial, current)) {
-                            members[a][i] = f;
-                            members[b][j] = e;
-                            cluster[e] = b;
-                            cluster[f] = a;
-                            accept(a, ta, b, tb, trial);
-                            improved = true;
-                            break;
-                        }
-                    }
+    return cluster;
+}
+
+// Bounded first-improvement search over one partition: every accepted step strictly lowers the key; a trial
+// changes two clusters, so its key costs O(1) (ClusterKey), not a copy of T.
+class ClusterSearch {
+  public:
+    ClusterSearch(const std::vector<double>& w, int D, bool minmax, std::vector<int>& cluster, std::vector<double>& T)
+        : w_(w), D_(D), cluster_(cluster), T_(T), members_(D),
+          key_(T, std::accumulate(w.begin(), w.end(), 0.0) / D, minmax), current_(key_.now()) {
+        for (int e = 0; e < static_cast<int>(w.size()); ++e) members_[cluster_[e]].push_back(e);
+    }
+
+    int64_t evaluations() const { return evaluations_; }
+
+    // the first improving move or swap, applied; false when none improves
+    bool improve_once() {
+        for (int a = 0; a < D_; ++a)
+            for (int b = 0; b < D_; ++b) {
+                if (a == b || !(T_[a] > T_[b])) continue;  // only heavier -> lighter can help either key
+                if (improve_pair(a, b)) return true;
+            }
+        return false;
+    }
+
+  private:
+    // moves of one expert from a to b, or swaps of e (in a) with a lighter f (in b)
+    bool improve_pair(int a, int b) {
+        for (size_t i = 0; i < members_[a].size(); ++i) {
+            const int e = members_[a][i];
+            if (members_[a].size() > 1) {  // move e: a -> b
+                ++evaluations_;
+                const double ta = T_[a] - w_[e], tb = T_[b] + w_[e];
+                const auto trial = key_.after(a, ta, b, tb);
+                if (better_key(trial, current_)) {
+                    members_[a].erase(members_[a].begin() + i);
+                    members_[b].push_back(e);
+                    cluster_[e] = b;
+                    accept(a, ta, b, tb, trial);
+                    return true;
+                }
+            }
+            for (size_t j = 0; j < members_[b].size(); ++j) {  // swap e (in a) with f (in b), f lighter
+                const int f = members_[b][j];
+                if (!(w_[f] < w_[e])) continue;
+                ++evaluations_;
+                const double ta = T_[a] + (w_[f] - w_[e]), tb = T_[b] + (w_[e] - w_[f]);
+                const auto trial = key_.after(a, ta, b, tb);
+                if (better_key(trial, current_)) {
+                    members_[a][i] = f;
+                    members_[b][j] = e;
+                    cluster_[e] = b;
+                    cluster_[f] = a;
+                    accept(a, ta, b, tb, trial);
+                    return true;
                 }
             }
         }
+        return false;
+    }
+
+    void accept(int a, double ta, int b, double tb, const std::pair<double, double>& trial) {
+        T_[a] = ta;
+        T_[b] = tb;
+        key_.refresh();
+        current_ = trial;
+    }
+
+    const std::vector<double>& w_;
+    const int D_;
+    std::vector<int>& cluster_;
+    std::vector<double>& T_;
+    std::vector<std::vector<int>> members_;  // [D] experts of each cluster
+    ClusterKey key_;
+    std::pair<double, double> current_;
+    int64_t evaluations_ = 0;
+};
+
+// LPT, then first-improvement moves and swaps on the key (objective, sum of squared cluster loads).
+std::vector<int> greedy_clusters(const std::vector<double>& w, int D, bool minmax) {
+    std::vector<double> T;
+    std::vector<int> cluster = lpt_clusters(w, D, T);
+    ClusterSearch search(w, D, minmax, cluster, T);
+    const int64_t max_evaluations = 20'000'000;
+    while (search.evaluations() < max_evaluations && search.improve_once()) {
     }
     return cluster;
+}
+
+// ILP 1's model: x[c,e] (columns 0 .. D*E-1, c > rank(e) fixed to 0), then t (minmax) or d[D] (sumdev)
+struct Ilp1Model {
+    ilp::MipModel m;
+    int E = 0, D = 0;
+    int t_col = -1;
+    std::vector<int> d_cols;
+    int x(int c, int e) const { return c * E + e; }
+};
+
+// w [E] loads in mean units, rank [E] each expert's place by descending load, w_max the largest w
+Ilp1Model build_ilp1(const std::vector<double>& w, const std::vector<int>& rank, int D, bool minmax, double w_max) {
+    const int E = static_cast<int>(w.size());
+    Ilp1Model out;
+    out.E = E;
+    out.D = D;
+    ilp::MipModel& m = out.m;
+    for (int c = 0; c < D; ++c)
+        for (int e = 0; e < E; ++e) {
+            const int col = m.add_binary();
+            if (c > rank[e]) m.col_ub[col] = 0.0;  // cluster c's first member has rank >= c
+        }
+    if (minmax) {
+        out.t_col = m.add_col(std::max(1.0, w_max), ilp::infinity(), 1.0, false);
+    } else {
+        for (int c = 0; c < D; ++c) out.d_cols.push_back(m.add_col(0.0, ilp::infinity(), 1.0, false));
+    }
+    std::vector<int> cols;
+    std::vector<double> coefs;
+    for (int e = 0; e < E; ++e) {  // partition: sum_c x[c,e] = 1
+        cols.clear();
+        for (int c = 0; c < D; ++c) cols.push_back(out.x(c, e));
+        m.add_row(cols, std::vector<double>(D, 1.0), 1.0, 1.0);
+    }
+    for (int c = 0; c < D; ++c) {
+        cols.clear();  // Eq 7: sum_e x[c,e] >= 1
+        for (int e = 0; e < E; ++e) cols.push_back(out.x(c, e));
+        m.add_row(cols, std::vector<double>(E, 1.0), 1.0, ilp::infinity());
+        cols.clear();  // -T_c = -sum_e w_e x[c,e]
+        coefs.clear();
+        for (int e = 0; e < E; ++e) {
+            if (w[e] == 0) continue;
+            cols.push_back(out.x(c, e));
+            coefs.push_back(-w[e]);
+        }
+        cols.push_back(minmax ? out.t_col : out.d_cols[c]);
+        coefs.push_back(1.0);
+        if (minmax) {
+            m.add_row(cols, coefs, 0.0, ilp::infinity());  // t - T_c >= 0
+            continue;
+        }
+        m.add_row(cols, coefs, -1.0, ilp::infinity());                       // d_c - T_c >= -1
+        for (size_t k = 0; k + 1 < coefs.size(); ++k) coefs[k] = -coefs[k];  // d_c + T_c >= 1
+        m.add_row(cols, coefs, 1.0, ilp::infinity());
+    }
+    if (!minmax) m.add_row(out.d_cols, std::vector<double>(D, 1.0), 2.0 * std::max(0.0, w_max - 1.0), ilp::infinity());
+    return out;
+}
+
+// the warm start: partition cluster [E] and its objective columns
+std::vector<double> ilp1_warm_start(const Ilp1Model& model, const std::vector<int>& cluster,
+                                    const std::vector<double>& w, double w_max) {
+    const int E = model.E, D = model.D;
+    std::vector<double> values(model.m.num_cols(), 0.0);
+    std::vector<double> T(D, 0.0);
+    for (int e = 0; e < E; ++e) {
+        values[model.x(cluster[e], e)] = 1.0;
+        T[cluster[e]] += w[e];
+    }
+    if (model.t_col >= 0) {
+        values[model.t_col] = std::max(std::max(1.0, w_max), *std::max_element(T.begin(), T.end()));
+    } else {
+        for (int c = 0; c < D; ++c) values[model.d_cols[c]] = std::fabs(T[c] - 1.0);
+    }
+    return values;
+}
+
+// A MIP solution's partition [E]: the cluster of every expert, up to the first expert with none (-1) or several
+// (-2), the rest -1. Returns whether it is a partition into D non-empty clusters.
+bool decode_ilp1(const Ilp1Model& model, const std::vector<double>& values, std::vector<int>& candidate) {
+    const int E = model.E, D = model.D;
+    candidate.assign(E, -1);
+    std::vector<int> size(D, 0);
+    for (int e = 0; e < E; ++e) {
+        int found = -1;
+        for (int c = 0; c < D; ++c)
+            if (values[model.x(c, e)] > 0.5) found = found < 0 ? c : -2;
+        candidate[e] = found;
+        if (found < 0) return false;
+        ++size[found];
+    }
+    for (int c = 0; c < D; ++c)
+        if (size[c] == 0) return false;
+    return true;
+}
+
+// order [E]: experts by descending w (stable), rank [E] its inverse
+void rank_experts(const std::vector<double>& w, std::vector<int>& order, std::vector<int>& rank) {
+    const int E = static_cast<int>(w.size());
+    order.resize(E);
+    rank.resize(E);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return w[a] > w[b]; });
+    for (int r = 0; r < E; ++r) rank[order[r]] = r;
+}
+
+// cluster [E] relabelled so that clusters are numbered by their first member in rank order (order [E])
+std::vector<int> canonical_labels(const std::vector<int>& cluster, const std::vector<int>& order, int D) {
+    const int E = static_cast<int>(cluster.size());
+    std::vector<int> label(D, -1);
+    int next = 0;
+    for (int r = 0; r < E; ++r) {
+        const int c = cluster[order[r]];
+        if (label[c] < 0) label[c] = next++;
+    }
+    std::vector<int> out(E);
+    for (int e = 0; e < E; ++e) out[e] = label[cluster[e]];
+    return out;
 }
 
 }  // namespace
@@ -240,148 +388,45 @@ Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_dev
     const double mean = total / D;  // T̄ of Eq 3
     std::vector<double> w(E);       // loads in units of the mean cluster load
     for (int e = 0; e < E; ++e) w[e] = mean > 0 ? loads[e] / mean : 0.0;
-
-    std::vector<int> greedy = greedy_clusters(w, D, minmax);
     auto evaluate = [&](const std::vector<int>& cluster) {
         std::vector<double> T(D, 0.0);
         for (int e = 0; e < E; ++e) T[cluster[e]] += loads[e];
         return cluster_objective(T, mean, minmax);
     };
-    if (!(mean > 0) || D == 1) {
-        // nothing to balance (no load, or one cluster)
+
+    std::vector<int> greedy = greedy_clusters(w, D, minmax);
+    if (!(mean > 0) || D == 1) {  // nothing to balance (no load, or one cluster)
         out.cluster = greedy;
         out.objective = out.bound = evaluate(greedy);
         out.optimal = true;
         out.solve_s = seconds_since(start);
         return out;
     }
-
-    // experts by descending load: rank r -> expert order[r]; symmetry breaking works on ranks
-    std::vector<int> order(E), rank(E);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return w[a] > w[b]; });
-    for (int r = 0; r < E; ++r) rank[order[r]] = r;
+    std::vector<int> order, rank;  // symmetry breaking works on ranks
+    rank_experts(w, order, rank);
     const double w_max = w[order[0]];
-
-    // relabel a partition so that clusters are numbered by their first member in rank order
-    auto canonical = [&](const std::vector<int>& cluster) {
-        std::vector<int> label(D, -1);
-        int next = 0;
-        for (int r = 0; r < E; ++r) {
-            const int c = cluster[order[r]];
-            if (label[c] < 0) label[c] = next++;
-        }
-        std::vector<int> out_cluster(E);
-        for (int e = 0; e < E; ++e) out_cluster[e] = label[cluster[e]];
-        return out_cluster;
-    };
-    greedy = canonical(greedy);
-
-    ilp::MipModel m;
-    auto x = [&](int c, int e) { return c * E + e; };  // x[c,e], columns 0 .. D*E-1
-    for (int c = 0; c < D; ++c)
-        for (int e = 0; e < E; ++e) {
-            const int col = m.add_binary();
-            if (c > rank[e]) m.col_ub[col] = 0.0;  // cluster c's first member has rank >= c
-        }
-    int t_col = -1;
-    std::vector<int> d_cols;
-    if (minmax) {
-        t_col = m.add_col(std::max(1.0, w_max), ilp::infinity(), 1.0, false);
-    } else {
-        for (int c = 0; c < D; ++c) d_cols.push_back(m.add_col(0.0, ilp::infinity(), 1.0, false));
-    }
-    std::vector<int> cols;
-    std::vector<double> coefs;
-    // partition: sum_c x[c,e] = 1
-    for (int e = 0; e < E; ++e) {
-        cols.clear();
-        coefs.clear();
-        for (int c = 0; c < D; ++c) {
-            cols.push_back(x(c, e));
-            coefs.push_back(1.0);
-        }
-        m.add_row(cols, coefs, 1.0, 1.0);
-    }
-    // Eq 7: sum_e x[c,e] >= 1; load rows
-    for (int c = 0; c < D; ++c) {
-        cols.clear();
-        coefs.clear();
-        for (int e = 0; e < E; ++e) {
-            cols.push_back(x(c, e));
-            coefs.push_back(1.0);
-        }
-        m.add_row(cols, coefs, 1.0, ilp::infinity());
-        // T_c = sum_e w_e x[c,e]
-        cols.clear();
-        coefs.clear();
-        for (int e = 0; e < E; ++e) {
-            if (w[e] == 0) continue;
-            cols.push_back(x(c, e));
-            coefs.push_back(-w[e]);
-        }
-        if (minmax) {
-            cols.push_back(t_col);  // t - T_c >= 0
-            coefs.push_back(1.0);
-            m.add_row(cols, coefs, 0.0, ilp::infinity());
-        } else {
-            cols.push_back(d_cols[c]);  // d_c - T_c >= -1
-            coefs.push_back(1.0);
-            m.add_row(cols, coefs, -1.0, ilp::infinity());
-            for (size_t k = 0; k + 1 < coefs.size(); ++k) coefs[k] = -coefs[k];  // d_c + T_c >= 1
-            m.add_row(cols, coefs, 1.0, ilp::infinity());
-        }
-    }
-    if (!minmax) {
-        cols.assign(d_cols.begin(), d_cols.end());
-        coefs.assign(D, 1.0);
-        m.add_row(cols, coefs, 2.0 * std::max(0.0, w_max - 1.0), ilp::infinity());
-    }
-    // warm start: the canonical greedy partition and its objective columns
-    std::vector<double> start_values(m.num_cols(), 0.0);
-    {
-        std::vector<double> T(D, 0.0);
-        for (int e = 0; e < E; ++e) {
-            start_values[x(greedy[e], e)] = 1.0;
-            T[greedy[e]] += w[e];
-        }
-        if (minmax) {
-            start_values[t_col] = std::max(std::max(1.0, w_max), *std::max_element(T.begin(), T.end()));
-        } else {
-            for (int c = 0; c < D; ++c) start_values[d_cols[c]] = std::fabs(T[c] - 1.0);
-        }
-    }
+    greedy = canonical_labels(greedy, order, D);
+    const Ilp1Model model = build_ilp1(w, rank, D, minmax, w_max);
+    const std::vector<double> start_values = ilp1_warm_start(model, greedy, w, w_max);
     ilp::MipSettings settings;
     settings.relative_gap = options.ilp_gap;
     settings.time_limit_s = options.ilp_time_limit_s;
     settings.initial = ilp_only ? nullptr : &start_values;
-    const ilp::MipResult result = ilp::solve_mip(m, settings);
+    const ilp::MipResult result = ilp::solve_mip(model.m, settings);
 
-    std::vector<int> cluster = greedy;
-    if (ilp_only) cluster.assign(E, -1);  // tests: CBC's answer or nothing
+    out.cluster = greedy;
+    if (ilp_only) out.cluster.assign(E, -1);  // tests: CBC's answer or nothing
+    std::vector<int> candidate;
     if (result.has_solution) {
-        std::vector<int> candidate(E, -1);
-        std::vector<int> size(D, 0);
-        bool valid = true;
-        for (int e = 0; e < E && valid; ++e) {
-            int found = -1;
-            for (int c = 0; c < D; ++c)
-                if (result.values[x(c, e)] > 0.5) found = found < 0 ? c : -2;
-            valid = found >= 0;
-            candidate[e] = found;
-            if (valid) ++size[found];
-        }
-        for (int c = 0; c < D && valid; ++c) valid = size[c] > 0;
-        if (ilp_only || (valid && !less_tol(evaluate(greedy), evaluate(candidate)))) cluster = candidate;
+        const bool valid = decode_ilp1(model, result.values, candidate);
+        if (ilp_only || (valid && !less_tol(evaluate(greedy), evaluate(candidate)))) out.cluster = candidate;
     }
-    out.cluster = cluster;
-    if (std::find(cluster.begin(), cluster.end(), -1) != cluster.end() ||
-        std::find(cluster.begin(), cluster.end(), -2) != cluster.end()) {
+    if (std::find_if(out.cluster.begin(), out.cluster.end(), [](int c) { return c < 0; }) != out.cluster.end()) {
         out.objective = kInf;  // ilp_only and CBC's answer is not a partition
         out.solve_s = seconds_since(start);
         return out;
     }
-    out.objective = evaluate(cluster);
+    out.objective = evaluate(out.cluster);
     out.bound = std::min(out.objective, result.has_solution ? result.bound * mean : 0.0);
     out.optimal = result.optimal;  // CBC proved its incumbent (its own or the warm start) within the gap
     out.solve_s = seconds_since(start);

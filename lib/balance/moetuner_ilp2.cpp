@@ -113,6 +113,9 @@ DpBound chain_dp_bound(const Ilp2Data& data, double band, double max_seconds, st
     return out;
 }
 
+// y[l,c,g]'s column: cluster c of layer l on GPU g (columns 0 .. L*D*D-1, add_y_columns)
+inline int y_col(int D, int l, int c, int g) { return (l * D + c) * D + g; }
+
 // gpu [L*D] from y values; empty when not a permutation per layer
 std::vector<int> gpu_from_y(const std::vector<double>& values, int L, int D, int y0) {
     std::vector<int> gpu(static_cast<size_t>(L) * D, -1);
@@ -120,7 +123,7 @@ std::vector<int> gpu_from_y(const std::vector<double>& values, int L, int D, int
         std::vector<uint8_t> used(D, 0);
         for (int c = 0; c < D; ++c) {
             for (int g = 0; g < D; ++g)
-                if (values[y0 + (static_cast<size_t>(l) * D + c) * D + g] > 0.5) {
+                if (values[y0 + y_col(D, l, c, g)] > 0.5) {
                     if (gpu[static_cast<size_t>(l) * D + c] >= 0 || used[g]) return {};
                     gpu[static_cast<size_t>(l) * D + c] = g;
                     used[g] = 1;
@@ -141,7 +144,7 @@ void add_y_columns(ilp::MipModel& m, const Ilp2Data& data) {
 // band [target - band, target + band] (v_col < 0, phase B); mem_g = sum_l sum_c size[l,c] y[l,c,g]
 void add_assignment_rows(ilp::MipModel& m, const Ilp2Data& data, double band, int v_col) {
     const int L = data.L, D = data.D;
-    auto y = [&](int l, int c, int g) { return (l * D + c) * D + g; };
+    auto y = [&](int l, int c, int g) { return y_col(D, l, c, g); };
     std::vector<int> cols;
     std::vector<double> coefs;
     for (int l = 0; l < L; ++l)
@@ -177,9 +180,162 @@ void add_assignment_rows(ilp::MipModel& m, const Ilp2Data& data, double band, in
 std::vector<double> y_values(const std::vector<int>& gpu, int L, int D, int num_cols) {
     std::vector<double> values(num_cols, 0.0);
     for (int l = 0; l < L; ++l)
-        for (int c = 0; c < D; ++c)
-            values[(static_cast<size_t>(l) * D + c) * D + gpu[static_cast<size_t>(l) * D + c]] = 1;
+        for (int c = 0; c < D; ++c) values[y_col(D, l, c, gpu[static_cast<size_t>(l) * D + c])] = 1;
     return values;
+}
+
+// z-RLT's block of layer pair l: z[c1,g1,c2,g2] = y[l,c1,g1] y[l+1,c2,g2], D^4 columns from `first`
+struct ZBlock {
+    int first = -1, D = 0;
+    int operator()(int c1, int g1, int c2, int g2) const { return first + ((c1 * D + g1) * D + c2) * D + g2; }
+};
+
+// Row scratch of one model being built: `cols`, `coefs` are reused row after row.
+struct RowScratch {
+    std::vector<int> cols;
+    std::vector<double> coefs;
+};
+
+// compact formulation, layer pair l: u_l >= link (sum_{c2} C[c1,c2] y[l+1,c2,g2] - M_c1 (1 - y[l,c1,g1])) for
+// every costly (g1, g2) and cluster c1 (side 0), and the mirror rows per c2 (side 1)
+void add_compact_pair_rows(ilp::MipModel& m, const Ilp2Data& data, int l, int u_col, double scale, RowScratch& r) {
+    const int D = data.D;
+    const double* link = data.link.data();
+    for (int side = 0; side < 2; ++side)
+        for (int g1 = 0; g1 < D; ++g1)
+            for (int g2 = 0; g2 < D; ++g2) {
+                const double lc = link[g1 * D + g2];
+                if (g1 == g2 || lc == 0) continue;
+                for (int a = 0; a < D; ++a) {
+                    // side 0: a = c1 fixed on g1, sum over c2 on g2; side 1: a = c2 fixed on g2
+                    double big_m = 0;
+                    r.cols.assign(1, u_col);
+                    r.coefs.assign(1, 1.0);
+                    for (int b = 0; b < D; ++b) {
+                        const double c = side == 0 ? data.c_at(l, a, b) : data.c_at(l, b, a);
+                        if (c == 0) continue;
+                        big_m = std::max(big_m, c);
+                        r.cols.push_back(side == 0 ? y_col(D, l + 1, b, g2) : y_col(D, l, b, g1));
+                        r.coefs.push_back(-lc * c / scale);
+                    }
+                    if (big_m == 0) continue;
+                    r.cols.push_back(side == 0 ? y_col(D, l, a, g1) : y_col(D, l + 1, a, g2));
+                    r.coefs.push_back(-lc * big_m / scale);
+                    m.add_row(r.cols, r.coefs, -lc * big_m / scale, ilp::infinity());
+                }
+            }
+}
+
+// Level-1 RLT of layer pair l: each assignment row of one layer times each y of the other layer. With them,
+// z >= y1 + y2 - 1 holds in the LP too (z[g1,g2] = y1 - sum_{g2' != g2} z[g1,g2'] >= y1 - sum_{g2' != g2}
+// y[l+1,c2,g2'] = y1 + y2 - 1), and the LP can no longer park every pair on the diagonal
+// (sum_{c1,c2} z[.,g1,.,g2] = 1: one cluster pair per GPU pair).
+void add_rlt_rows(ilp::MipModel& m, int D, int l, const ZBlock& z, RowScratch& r) {
+    auto add_sum_row = [&](int y) {  // sum(cols) - y = 0
+        r.cols.push_back(y);
+        r.coefs.assign(r.cols.size(), 1.0);
+        r.coefs.back() = -1.0;
+        m.add_row(r.cols, r.coefs, 0.0, 0.0);
+    };
+    for (int c1 = 0; c1 < D; ++c1)
+        for (int g1 = 0; g1 < D; ++g1) {
+            for (int c2 = 0; c2 < D; ++c2) {
+                r.cols.clear();
+                for (int g2 = 0; g2 < D; ++g2) r.cols.push_back(z(c1, g1, c2, g2));
+                add_sum_row(y_col(D, l, c1, g1));  // sum_g2 z = y[l,c1,g1]
+            }
+            for (int g2 = 0; g2 < D; ++g2) {
+                r.cols.clear();
+                for (int c2 = 0; c2 < D; ++c2) r.cols.push_back(z(c1, g1, c2, g2));
+                add_sum_row(y_col(D, l, c1, g1));  // sum_c2 z = y[l,c1,g1]
+            }
+        }
+    for (int c2 = 0; c2 < D; ++c2)
+        for (int g2 = 0; g2 < D; ++g2) {
+            for (int c1 = 0; c1 < D; ++c1) {
+                r.cols.clear();
+                for (int g1 = 0; g1 < D; ++g1) r.cols.push_back(z(c1, g1, c2, g2));
+                add_sum_row(y_col(D, l + 1, c2, g2));  // sum_g1 z = y[l+1,c2,g2]
+            }
+            for (int g1 = 0; g1 < D; ++g1) {
+                r.cols.clear();
+                for (int c1 = 0; c1 < D; ++c1) r.cols.push_back(z(c1, g1, c2, g2));
+                add_sum_row(y_col(D, l + 1, c2, g2));  // sum_c1 z = y[l+1,c2,g2]
+            }
+        }
+}
+
+// z-RLT's epigraph of layer pair l: u_l >= sum_{c1,c2} C link z / scale for every ordered pair g1 != g2 with a cost
+void add_rlt_epigraph(ilp::MipModel& m, const Ilp2Data& data, int l, int u_col, const ZBlock& z, double scale,
+                      RowScratch& r) {
+    const int D = data.D;
+    for (int g1 = 0; g1 < D; ++g1)
+        for (int g2 = 0; g2 < D; ++g2) {
+            const double lc = data.link[g1 * D + g2];
+            if (g1 == g2 || lc == 0) continue;
+            r.cols.assign(1, u_col);
+            r.coefs.assign(1, 1.0);
+            for (int c1 = 0; c1 < D; ++c1)
+                for (int c2 = 0; c2 < D; ++c2) {
+                    if (data.c_at(l, c1, c2) == 0) continue;
+                    r.cols.push_back(z(c1, g1, c2, g2));
+                    r.coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
+                }
+            if (r.cols.size() > 1) m.add_row(r.cols, r.coefs, 0.0, ilp::infinity());
+        }
+}
+
+// z-RLT's valid cuts of layer pair l. (a) One (g1, g2) carries all of C[c1,c2], and that pair costs at least this
+// share: u_l >= C[c1,c2] sum_{g1 != g2} link z[c1,.,c2,.]. (b) A source cluster's outflow (a target's inflow) is
+// spread over at most D - 1 ordered pairs: (D - 1) u_l >= its total cost.
+void add_rlt_cuts(ilp::MipModel& m, const Ilp2Data& data, int l, int u_col, const ZBlock& z, double scale,
+                  RowScratch& r) {
+    const int D = data.D;
+    // the terms of cluster pair (c1, c2) over every ordered device pair with a cost: C[c1,c2] link z
+    auto add_cluster_pair_terms = [&](int c1, int c2) {
+        for (int g1 = 0; g1 < D; ++g1)
+            for (int g2 = 0; g2 < D; ++g2) {
+                const double lc = data.link[g1 * D + g2];
+                if (g1 == g2 || lc == 0) continue;
+                r.cols.push_back(z(c1, g1, c2, g2));
+                r.coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
+            }
+    };
+    for (int c1 = 0; c1 < D; ++c1)
+        for (int c2 = 0; c2 < D; ++c2) {
+            if (data.c_at(l, c1, c2) == 0) continue;
+            r.cols.assign(1, u_col);
+            r.coefs.assign(1, 1.0);
+            add_cluster_pair_terms(c1, c2);
+            if (r.cols.size() > 1) m.add_row(r.cols, r.coefs, 0.0, ilp::infinity());
+        }
+    for (int side = 0; side < 2 && D > 2; ++side)
+        for (int a = 0; a < D; ++a) {
+            r.cols.assign(1, u_col);
+            r.coefs.assign(1, D - 1.0);
+            for (int b = 0; b < D; ++b) {
+                const int c1 = side == 0 ? a : b, c2 = side == 0 ? b : a;
+                if (data.c_at(l, c1, c2) != 0) add_cluster_pair_terms(c1, c2);
+            }
+            if (r.cols.size() > 1) m.add_row(r.cols, r.coefs, 0.0, ilp::infinity());
+        }
+}
+
+// the objective's unit: the largest layer pair's total traffic times the largest link cost, so that every
+// coefficient C * link / scale is <= 1; pair_has_traffic [L-1] gets which pairs carry any traffic
+double phase_b_scale(const Ilp2Data& data, std::vector<uint8_t>& pair_has_traffic) {
+    const int L = data.L, D = data.D;
+    double max_link = 0;
+    for (double v : data.link) max_link = std::max(max_link, v);
+    double scale = 0;
+    pair_has_traffic.assign(std::max(0, L - 1), 0);
+    for (int l = 0; l + 1 < L; ++l) {
+        double total = 0;
+        for (int i = 0; i < D * D; ++i) total += data.C[static_cast<size_t>(l) * D * D + i];
+        scale = std::max(scale, total * max_link);
+        pair_has_traffic[l] = total > 0;
+    }
+    return scale;
 }
 
 // ILP 2's phase B model (min sum_l u_l inside the memory band), columns y first (see add_y_columns). Two exact
@@ -201,6 +357,25 @@ struct PhaseBModel {
     bool rlt = false;
 };
 
+// the warm start from gpu [L*D]: its y, z (z-RLT) and u_l = the pair's cost / scale
+void phase_b_warm_start(PhaseBModel& out, const Ilp2Data& data, const std::vector<int>& gpu,
+                        const std::vector<uint8_t>& pair_has_traffic, const std::vector<int>& u_cols,
+                        const std::vector<ZBlock>& z) {
+    const int L = data.L, D = data.D;
+    out.initial = y_values(gpu, L, D, out.model.num_cols());
+    std::vector<double> scratch;
+    for (int l = 0; l + 1 < L; ++l) {
+        if (!pair_has_traffic[l]) continue;
+        if (out.rlt) {
+            for (int c1 = 0; c1 < D; ++c1)
+                for (int c2 = 0; c2 < D; ++c2)
+                    out.initial[z[l](c1, gpu[static_cast<size_t>(l) * D + c1], c2,
+                                     gpu[static_cast<size_t>(l + 1) * D + c2])] = 1;
+        }
+        out.initial[u_cols[l]] = layer_pair_cost(data, gpu, l, scratch).first / out.scale;
+    }
+}
+
 PhaseBModel build_phase_b(const Ilp2Data& data, double band, bool dp_ran, double dp_value, const std::vector<int>& gpu,
                           int formulation) {
     const int L = data.L, D = data.D;
@@ -208,167 +383,143 @@ PhaseBModel build_phase_b(const Ilp2Data& data, double band, bool dp_ran, double
     ilp::MipModel& m = out.model;
     add_y_columns(m, data);
     add_assignment_rows(m, data, band, -1);
-    auto y = [&](int l, int c, int g) { return (l * D + c) * D + g; };
-    double max_link = 0;
-    for (double v : data.link) max_link = std::max(max_link, v);
-    double scale = 0;  // coefficients C * link / scale are <= 1
-    std::vector<uint8_t> pair_has_traffic(std::max(0, L - 1), 0);
-    int pairs_with_traffic = 0;
-    for (int l = 0; l + 1 < L; ++l) {
-        double total = 0;
-        for (int i = 0; i < D * D; ++i) total += data.C[static_cast<size_t>(l) * D * D + i];
-        scale = std::max(scale, total * max_link);
-        pair_has_traffic[l] = total > 0;
-        pairs_with_traffic += total > 0;
-    }
+    std::vector<uint8_t> pair_has_traffic;
+    const double scale = phase_b_scale(data, pair_has_traffic);
     out.scale = scale;
     out.rlt = formulation == 1;
-    (void)pairs_with_traffic;
-    const double* link = data.link.data();
-    std::vector<int> u_cols(std::max(0, L - 1), -1), z_first(std::max(0, L - 1), -1);
-    auto z = [&](int l, int c1, int g1, int c2, int g2) { return z_first[l] + ((c1 * D + g1) * D + c2) * D + g2; };
+    std::vector<int> u_cols(std::max(0, L - 1), -1);
+    std::vector<ZBlock> z(std::max(0, L - 1));
     for (int l = 0; l + 1 < L; ++l) {
         if (!pair_has_traffic[l]) continue;
         u_cols[l] = m.add_col(0.0, ilp::infinity(), 1.0, false);
         if (out.rlt) {
-            z_first[l] = m.num_cols();
+            z[l] = {m.num_cols(), D};
             for (int i = 0; i < D * D * D * D; ++i) m.add_col(0.0, 1.0, 0.0, false);
         }
     }
-    std::vector<int> cols;
-    std::vector<double> coefs;
-    auto add_sum_row = [&](int y_col) {  // sum(cols) - y = 0
-        cols.push_back(y_col);
-        coefs.assign(cols.size(), 1.0);
-        coefs.back() = -1.0;
-        m.add_row(cols, coefs, 0.0, 0.0);
-    };
+    RowScratch r;
     for (int l = 0; l + 1 < L; ++l) {
         if (!pair_has_traffic[l]) continue;
         if (!out.rlt) {
-            for (int side = 0; side < 2; ++side)
-                for (int g1 = 0; g1 < D; ++g1)
-                    for (int g2 = 0; g2 < D; ++g2) {
-                        const double lc = link[g1 * D + g2];
-                        if (g1 == g2 || lc == 0) continue;
-                        for (int a = 0; a < D; ++a) {
-                            // side 0: a = c1 fixed on g1, sum over c2 on g2; side 1: a = c2 fixed on g2
-                            double big_m = 0;
-                            cols.assign(1, u_cols[l]);
-                            coefs.assign(1, 1.0);
-                            for (int b = 0; b < D; ++b) {
-                                const double c = side == 0 ? data.c_at(l, a, b) : data.c_at(l, b, a);
-                                if (c == 0) continue;
-                                big_m = std::max(big_m, c);
-                                cols.push_back(side == 0 ? y(l + 1, b, g2) : y(l, b, g1));
-                                coefs.push_back(-lc * c / scale);
-                            }
-                            if (big_m == 0) continue;
-                            cols.push_back(side == 0 ? y(l, a, g1) : y(l + 1, a, g2));
-                            coefs.push_back(-lc * big_m / scale);
-                            m.add_row(cols, coefs, -lc * big_m / scale, ilp::infinity());
-                        }
-                    }
+            add_compact_pair_rows(m, data, l, u_cols[l], scale, r);
             continue;
         }
-        // level-1 RLT: each assignment row of one layer times each y of the other layer. With them,
-        // z >= y1 + y2 - 1 holds in the LP too (z[g1,g2] = y1 - sum_{g2' != g2} z[g1,g2'] >= y1 - sum_{g2' != g2}
-        // y[l+1,c2,g2'] = y1 + y2 - 1), and the LP can no longer park every pair on the diagonal
-        // (sum_{c1,c2} z[.,g1,.,g2] = 1: one cluster pair per GPU pair).
-        for (int c1 = 0; c1 < D; ++c1)
-            for (int g1 = 0; g1 < D; ++g1) {
-                for (int c2 = 0; c2 < D; ++c2) {
-                    cols.clear();
-                    for (int g2 = 0; g2 < D; ++g2) cols.push_back(z(l, c1, g1, c2, g2));
-                    add_sum_row(y(l, c1, g1));  // sum_g2 z = y[l,c1,g1]
-                }
-                for (int g2 = 0; g2 < D; ++g2) {
-                    cols.clear();
-                    for (int c2 = 0; c2 < D; ++c2) cols.push_back(z(l, c1, g1, c2, g2));
-                    add_sum_row(y(l, c1, g1));  // sum_c2 z = y[l,c1,g1]
-                }
-            }
-        for (int c2 = 0; c2 < D; ++c2)
-            for (int g2 = 0; g2 < D; ++g2) {
-                for (int c1 = 0; c1 < D; ++c1) {
-                    cols.clear();
-                    for (int g1 = 0; g1 < D; ++g1) cols.push_back(z(l, c1, g1, c2, g2));
-                    add_sum_row(y(l + 1, c2, g2));  // sum_g1 z = y[l+1,c2,g2]
-                }
-                for (int g1 = 0; g1 < D; ++g1) {
-                    cols.clear();
-                    for (int c1 = 0; c1 < D; ++c1) cols.push_back(z(l, c1, g1, c2, g2));
-                    add_sum_row(y(l + 1, c2, g2));  // sum_c1 z = y[l+1,c2,g2]
-                }
-            }
-        // epigraph: u_l >= sum_{c1,c2} C link z for every ordered pair g1 != g2 with a cost
-        for (int g1 = 0; g1 < D; ++g1)
-            for (int g2 = 0; g2 < D; ++g2) {
-                const double lc = link[g1 * D + g2];
-                if (g1 == g2 || lc == 0) continue;
-                cols.assign(1, u_cols[l]);
-                coefs.assign(1, 1.0);
-                for (int c1 = 0; c1 < D; ++c1)
-                    for (int c2 = 0; c2 < D; ++c2) {
-                        if (data.c_at(l, c1, c2) == 0) continue;
-                        cols.push_back(z(l, c1, g1, c2, g2));
-                        coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
-                    }
-                if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
-            }
-        // valid cuts. (a) One (g1, g2) carries all of C[c1,c2], and that pair costs at least this share:
-        // u_l >= C[c1,c2] sum_{g1 != g2} link z[c1,.,c2,.]. (b) A source cluster's outflow (a target's inflow) is
-        // spread over at most D - 1 ordered pairs: (D - 1) u_l >= its total cost.
-        // the terms of cluster pair (c1, c2) over every ordered device pair with a cost: C[c1,c2] link z
-        auto add_cluster_pair_terms = [&](int c1, int c2) {
-            for (int g1 = 0; g1 < D; ++g1)
-                for (int g2 = 0; g2 < D; ++g2) {
-                    const double lc = link[g1 * D + g2];
-                    if (g1 == g2 || lc == 0) continue;
-                    cols.push_back(z(l, c1, g1, c2, g2));
-                    coefs.push_back(-data.c_at(l, c1, c2) * lc / scale);
-                }
-        };
-        for (int c1 = 0; c1 < D; ++c1)
-            for (int c2 = 0; c2 < D; ++c2) {
-                if (data.c_at(l, c1, c2) == 0) continue;
-                cols.assign(1, u_cols[l]);
-                coefs.assign(1, 1.0);
-                add_cluster_pair_terms(c1, c2);
-                if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
-            }
-        for (int side = 0; side < 2 && D > 2; ++side)
-            for (int a = 0; a < D; ++a) {
-                cols.assign(1, u_cols[l]);
-                coefs.assign(1, D - 1.0);
-                for (int b = 0; b < D; ++b) {
-                    const int c1 = side == 0 ? a : b, c2 = side == 0 ? b : a;
-                    if (data.c_at(l, c1, c2) != 0) add_cluster_pair_terms(c1, c2);
-                }
-                if (cols.size() > 1) m.add_row(cols, coefs, 0.0, ilp::infinity());
-            }
+        add_rlt_rows(m, D, l, z[l], r);
+        add_rlt_epigraph(m, data, l, u_cols[l], z[l], scale, r);
+        add_rlt_cuts(m, data, l, u_cols[l], z[l], scale, r);
     }
     if (dp_ran) {
         // the DP value bounds sum_l u_l from below
-        cols.clear();
+        r.cols.clear();
         for (int l = 0; l + 1 < L; ++l)
-            if (u_cols[l] >= 0) cols.push_back(u_cols[l]);
-        m.add_row(cols, std::vector<double>(cols.size(), 1.0), dp_value / scale * (1 - 1e-9), ilp::infinity());
+            if (u_cols[l] >= 0) r.cols.push_back(u_cols[l]);
+        m.add_row(r.cols, std::vector<double>(r.cols.size(), 1.0), dp_value / scale * (1 - 1e-9), ilp::infinity());
     }
-    // warm start from gpu
-    out.initial = y_values(gpu, L, D, m.num_cols());
-    std::vector<double> scratch;
-    for (int l = 0; l + 1 < L; ++l) {
-        if (!pair_has_traffic[l]) continue;
-        if (out.rlt) {
-            for (int c1 = 0; c1 < D; ++c1)
-                for (int c2 = 0; c2 < D; ++c2)
-                    out.initial[z(l, c1, gpu[static_cast<size_t>(l) * D + c1], c2,
-                                  gpu[static_cast<size_t>(l + 1) * D + c2])] = 1;
-        }
-        out.initial[u_cols[l]] = layer_pair_cost(data, gpu, l, scratch).first / scale;
-    }
+    phase_b_warm_start(out, data, gpu, pair_has_traffic, u_cols, z);
     return out;
+}
+
+void check_clusters(const std::vector<int>& clusters, int L, int D, int E) {
+    if (clusters.size() != static_cast<size_t>(L) * E)
+        throw_config_error("moetuner.clusters", std::to_string(clusters.size()) + " values",
+                           "must hold L * E = " + std::to_string(static_cast<size_t>(L) * E), "");
+    for (int c : clusters)
+        if (c < 0 || c >= D)
+            throw_config_error("moetuner.clusters", std::to_string(c), "clusters must be in [0, D)", "");
+}
+
+// The incumbent assignment gpu [L*D] and its key, improved by the exact phases in place.
+struct Ilp2Incumbent {
+    std::vector<int> gpu;
+    Ilp2Key key;
+};
+
+// Phase A: the smallest achievable memory deviation (GPUs are interchangeable here, so layer 0's clusters are
+// fixed to the identity). Takes the answer when its key is better; returns whether the deviation is proven least.
+bool solve_phase_a(const Ilp2Data& data, ilp::MipSettings settings, const Ilp2Switches& switches, double search_s,
+                   Ilp2Incumbent& best) {
+    const int L = data.L, D = data.D;
+    ilp::MipModel m;
+    add_y_columns(m, data);
+    const int v_col = m.add_col(data.memory_lb, ilp::infinity(), 1.0, false);
+    add_assignment_rows(m, data, 0.0, v_col);
+    // symmetry: GPUs are interchangeable for memory, so relabel any solution to put layer 0 on identity
+    std::vector<int> start_gpu = best.gpu;
+    {
+        std::vector<int> relabel(D);
+        for (int c = 0; c < D; ++c) relabel[best.gpu[c]] = c;  // layer 0: GPU gpu[c] -> c
+        for (auto& g : start_gpu) g = relabel[g];
+    }
+    for (int c = 0; c < D; ++c)
+        for (int g = 0; g < D; ++g)
+            if (g != c) m.col_ub[y_col(D, 0, c, g)] = 0.0;  // layer 0 on the identity
+    std::vector<double> initial = y_values(start_gpu, L, D, m.num_cols());
+    initial[v_col] = best.key.memory_dev;
+    settings.initial = &initial;
+    const ilp::MipResult phase_a = ilp::solve_mip(m, settings);
+    if (!phase_a.has_solution) return false;
+    std::vector<int> candidate = gpu_from_y(phase_a.values, L, D, 0);
+    if (!candidate.empty()) {
+        if (!switches.ilp_only) local_search(data, candidate, search_s);  // keeps memory
+        const Ilp2Key candidate_key = full_key(data, candidate);
+        if (candidate_key < best.key) best = {candidate, candidate_key};
+    }
+    return phase_a.optimal;
+}
+
+// What phase B proved: a lower bound on sum_l u_l (raw units) and whether the incumbent is optimal.
+struct PhaseBOutcome {
+    bool solved = false;  // CBC returned a solution
+    double bound = 0;
+    bool optimal = false;
+};
+
+// Phase B: min sum_l u_l inside the memory band, from the incumbent; takes the answer when it keeps the band and
+// (unless ilp_only) lowers the traffic
+PhaseBOutcome solve_phase_b(const Ilp2Data& data, ilp::MipSettings settings, const Ilp2Switches& switches, double band,
+                            bool dp_ran, double dp_value, Ilp2Incumbent& best) {
+    const int L = data.L, D = data.D;
+    const PhaseBModel pb = build_phase_b(data, band, dp_ran, dp_value, best.gpu, switches.formulation);
+    settings.initial = &pb.initial;
+    // measured (docs/policies-offline.md): strong branching probes are slow hot-started dual simplex runs on this
+    // degenerate LP; cuts help prove small instances and stall the root above D = 4
+    settings.strong_branching = false;
+    settings.cuts = D <= 4;
+    const ilp::MipResult phase_b = ilp::solve_mip(pb.model, settings);
+    PhaseBOutcome out;
+    if (!phase_b.has_solution) return out;
+    std::vector<int> candidate = gpu_from_y(phase_b.values, L, D, 0);
+    if (!candidate.empty()) {
+        const Ilp2Key candidate_key = full_key(data, candidate);
+        if (!less_tol(band, candidate_key.memory_dev) &&
+            (switches.ilp_only || less_tol(candidate_key.traffic, best.key.traffic)))
+            best = {candidate, candidate_key};
+    }
+    out.solved = true;
+    out.bound = phase_b.bound * pb.scale;
+    out.optimal = phase_b.optimal;
+    return out;
+}
+
+// The traffic half of the exact solve inside the memory band: the chain DP bound, then phase B unless the DP
+// already settled it. bound, optimal: what was proven (memory_proven: whether the band itself is least).
+void solve_traffic_exactly(const Ilp2Data& data, const ilp::MipSettings& settings, const Ilp2Switches& switches,
+                           double gap, double band, double search_s, bool memory_proven, Ilp2Incumbent& best,
+                           double& bound, bool& optimal) {
+    // ILP 2 without Eq 13 by the chain DP (small D only): a lower bound, often the optimum itself
+    DpBound dp;
+    if (switches.chain_dp && !switches.ilp_only) dp = chain_dp_bound(data, band, search_s, best.gpu, best.key);
+    if (dp.ran) {
+        bound = std::min(dp.bound, best.key.traffic);
+        if (best.key.traffic <= dp.bound * (1.0 + gap) + 1e-12 * std::max(1.0, dp.bound)) {
+            optimal = memory_proven;
+            return;
+        }
+    }
+    const PhaseBOutcome b = solve_phase_b(data, settings, switches, band, dp.ran, dp.bound, best);
+    if (!b.solved) return;
+    bound = std::min(best.key.traffic, std::max(bound, b.bound));
+    optimal = memory_proven && b.optimal;
 }
 
 }  // namespace
@@ -387,111 +538,36 @@ Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<dou
     const int64_t start = now_ns();
     std::vector<double> dummy_loads(static_cast<size_t>(L) * E, 0.0);
     validate_moetuner(dummy_loads, transitions, L, D, E, link_cost, options);
-    if (clusters.size() != static_cast<size_t>(L) * E)
-        throw_config_error("moetuner.clusters", std::to_string(clusters.size()) + " values",
-                           "must hold L * E = " + std::to_string(static_cast<size_t>(L) * E), "");
-    for (int c : clusters)
-        if (c < 0 || c >= D)
-            throw_config_error("moetuner.clusters", std::to_string(c), "clusters must be in [0, D)", "");
+    check_clusters(clusters, L, D, E);
 
     const Ilp2Data data = make_ilp2_data(clusters, transitions, L, D, E, link_cost);
     Ilp2Result out;
     out.exact = D <= options.ilp2_exact_max_devices;
     // each local search may take a quarter of the time limit (3 starts, plus one from the DP or phase A)
     const double search_s = options.ilp_time_limit_s / 4;
-    std::vector<int> gpu = switches.ilp_only ? heuristic_starts(data)[0] : heuristic_assignment(data, search_s);
-    Ilp2Key key = full_key(data, gpu);
-    bool optimal = out.exact && !data.has_traffic && !less_tol(data.memory_lb, key.memory_dev);
+    Ilp2Incumbent best;
+    best.gpu = switches.ilp_only ? heuristic_starts(data)[0] : heuristic_assignment(data, search_s);
+    best.key = full_key(data, best.gpu);
+    bool optimal = out.exact && !data.has_traffic && !less_tol(data.memory_lb, best.key.memory_dev);
     double bound = 0;
 
     if (out.exact) {
         ilp::MipSettings settings;
         settings.relative_gap = options.ilp_gap;
         settings.time_limit_s = options.ilp_time_limit_s;
-        double band = key.memory_dev;
-        bool memory_proven = !less_tol(data.memory_lb, key.memory_dev);
-        if (!memory_proven) {
-            // phase A: the smallest achievable memory deviation (GPUs are interchangeable here, so layer 0's
-            // clusters are fixed to the identity)
-            ilp::MipModel m;
-            add_y_columns(m, data);
-            const int v_col = m.add_col(data.memory_lb, ilp::infinity(), 1.0, false);
-            add_assignment_rows(m, data, 0.0, v_col);
-            // symmetry: GPUs are interchangeable for memory, so relabel any solution to put layer 0 on identity
-            std::vector<int> start_gpu = gpu;
-            {
-                std::vector<int> relabel(D);
-                for (int c = 0; c < D; ++c) relabel[gpu[c]] = c;  // layer 0: GPU gpu[c] -> c
-                for (auto& g : start_gpu) g = relabel[g];
-            }
-            for (int c = 0; c < D; ++c)
-                for (int g = 0; g < D; ++g)
-                    if (g != c) m.col_ub[static_cast<size_t>(c) * D + g] = 0.0;
-            std::vector<double> initial = y_values(start_gpu, L, D, m.num_cols());
-            initial[v_col] = key.memory_dev;
-            settings.initial = &initial;
-            const ilp::MipResult phase_a = ilp::solve_mip(m, settings);
-            if (phase_a.has_solution) {
-                std::vector<int> candidate = gpu_from_y(phase_a.values, L, D, 0);
-                if (!candidate.empty()) {
-                    if (!switches.ilp_only) local_search(data, candidate, search_s);  // keeps memory
-                    const Ilp2Key candidate_key = full_key(data, candidate);
-                    if (candidate_key < key) {
-                        gpu = candidate;
-                        key = candidate_key;
-                    }
-                }
-                memory_proven = phase_a.optimal;
-            }
-            band = key.memory_dev;
-        }
-
-        if (data.has_traffic) {
-            // ILP 2 without Eq 13 by the chain DP (small D only): a lower bound, often the optimum itself
-            DpBound dp;
-            if (switches.chain_dp && !switches.ilp_only) dp = chain_dp_bound(data, band, search_s, gpu, key);
-            const bool dp_ran = dp.ran;
-            const double dp_value = dp.bound;
-            bool settled = false;
-            if (dp_ran) {
-                bound = std::min(dp_value, key.traffic);
-                settled = key.traffic <= dp_value * (1.0 + options.ilp_gap) + 1e-12 * std::max(1.0, dp_value);
-                if (settled) optimal = memory_proven;
-            }
-            if (!settled) {
-                // phase B: min sum_l u_l inside the memory band
-                const PhaseBModel pb = build_phase_b(data, band, dp_ran, dp_value, gpu, switches.formulation);
-                const ilp::MipModel& m = pb.model;
-                const double scale = pb.scale;
-                const std::vector<double>& initial = pb.initial;
-                settings.initial = &initial;
-                // measured (docs/policies-offline.md): strong branching probes are slow hot-started dual simplex
-                // runs on this degenerate LP; cuts help prove small instances and stall the root above D = 4
-                settings.strong_branching = false;
-                settings.cuts = D <= 4;
-                const ilp::MipResult phase_b = ilp::solve_mip(m, settings);
-                if (phase_b.has_solution) {
-                    std::vector<int> candidate = gpu_from_y(phase_b.values, L, D, 0);
-                    if (!candidate.empty()) {
-                        const Ilp2Key candidate_key = full_key(data, candidate);
-                        if (!less_tol(band, candidate_key.memory_dev) &&
-                            (switches.ilp_only || less_tol(candidate_key.traffic, key.traffic))) {
-                            gpu = candidate;
-                            key = candidate_key;
-                        }
-                    }
-                    bound = std::min(key.traffic, std::max(bound, phase_b.bound * scale));
-                    optimal = memory_proven && phase_b.optimal;
-                }
-            }
-        } else {
+        bool memory_proven = !less_tol(data.memory_lb, best.key.memory_dev);
+        if (!memory_proven) memory_proven = solve_phase_a(data, settings, switches, search_s, best);
+        const double band = best.key.memory_dev;
+        if (data.has_traffic)
+            solve_traffic_exactly(data, settings, switches, options.ilp_gap, band, search_s, memory_proven, best, bound,
+                                  optimal);
+        else
             optimal = memory_proven;
-        }
     }
-    out.gpu_of_cluster = gpu;
-    out.objective = key.traffic;
+    out.gpu_of_cluster = best.gpu;
+    out.objective = best.key.traffic;
     out.bound = data.has_traffic ? bound : 0.0;
-    out.memory_deviation = key.memory_dev;
+    out.memory_deviation = best.key.memory_dev;
     out.optimal = optimal;
     out.solve_s = seconds_since(start);
     return out;

@@ -23,6 +23,14 @@ inline bool less_tol(double a, double b) {
     return a < b - 1e-12 * std::max(1.0, std::max(std::fabs(a), std::fabs(b)));
 }
 
+// The memory deviation (Eq 13's max_g |mem_g - target|, experts) that rounding alone forces when total_experts
+// (E * L) are spread over D GPUs, target = total_experts / D: 0 when D divides it, else the distance from target
+// to the farther of its two integer neighbours. Ilp2Data::memory_lb; the joint ILP's least band.
+inline double memory_rounding_deviation(int64_t total_experts, int D) {
+    const double target = static_cast<double>(total_experts) / D;
+    return total_experts % D == 0 ? 0.0 : std::max(std::ceil(target) - target, target - std::floor(target));
+}
+
 // balance.ilp_* keys (exit 3 naming the key)
 void validate_objective_options(const BalanceOptions& options);
 // shapes and values of plan_moetuner's inputs, then validate_objective_options (exit 3 naming the input)

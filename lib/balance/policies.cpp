@@ -64,6 +64,89 @@ int argmax(const std::vector<int64_t>& v) {
     return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());  // first of ties
 }
 
+// DeepSpeed's capacity of device d, ceil(k * S_local / E * cf) token slots per expert: k * S_local is the device's
+// token-expert assignments, the sum of its row of counts [D*E]
+int64_t device_capacity(const int64_t* counts, int d, int E, double capacity_factor) {
+    int64_t assignments = 0;
+    for (int e = 0; e < E; ++e) assignments += counts[static_cast<size_t>(d) * E + e];
+    return static_cast<int64_t>(std::ceil(static_cast<double>(assignments) / E * capacity_factor));
+}
+
+// T' (balance.cost_eq) of placement p for the layer counts [D*E], its flow computed afresh
+double placement_cost(const int64_t* counts, const Placement& p, const CostModel& cost, const BalanceOptions& options) {
+    const LayerFlow flow = compute_flow(counts, p.num_devices, p.num_experts, p, options.route_rule, &cost);
+    return layer_cost(predict_layer(cost, flow, p), options.cost_eq);
+}
+
+// [D] each device's owned experts in index order
+std::vector<std::vector<int>> experts_owned_by(const Placement& placement) {
+    std::vector<std::vector<int>> owned_by(placement.num_devices);
+    for (int e = 0; e < placement.num_experts; ++e) owned_by[placement.owner[e]].push_back(e);
+    return owned_by;
+}
+
+// The device Algorithm 1 picks next: the one computing the most tokens (first of ties), counted in times_picked
+// [D]; -1 when the devices are balanced (Eq 7: max - min computed < threshold tokens) or the device repeats (was
+// picked as often as it owns experts, owned_by [D][its experts]).
+int next_heavy_device(const LayerFlow& flow, double threshold, const std::vector<std::vector<int>>& owned_by,
+                      std::vector<int>& times_picked) {
+    const int64_t h_max = *std::max_element(flow.computed.begin(), flow.computed.end());
+    const int64_t h_min = *std::min_element(flow.computed.begin(), flow.computed.end());
+    if (static_cast<double>(h_max - h_min) < threshold) return -1;
+    const int heavy = argmax(flow.computed);
+    if (times_picked[heavy] >= static_cast<int>(owned_by[heavy].size())) return -1;
+    ++times_picked[heavy];
+    return heavy;
+}
+
+// the static placement plus the replicas of the first `keep` chosen experts (chosen_holders: each one's holders)
+Placement prefix_placement(int D, int E, const std::vector<int>& chosen,
+                           const std::vector<std::vector<int>>& chosen_holders, int keep) {
+    Placement result = Placement::make_static(D, E);
+    for (int i = 0; i < keep; ++i)
+        for (int d : chosen_holders[i]) result.add_replica(chosen[i], d);
+    return result;
+}
+
+// The heaviest device's unchosen expert with the most tokens (-1: none left). An unchosen expert has no replicas
+// yet, so all of its tokens are computed on its owner. owned [experts of the device], load [E] tokens per expert.
+int prophet_candidate(const std::vector<int>& owned, const std::vector<uint8_t>& is_chosen,
+                      const std::vector<int64_t>& load) {
+    int candidate = -1;
+    for (int e : owned)
+        if (!is_chosen[e] && (candidate < 0 || load[e] > load[candidate])) candidate = e;
+    return candidate;
+}
+
+// BottomK: the candidate's replica holders in device order: every non-owner device except the n holding the
+// fewest of its tokens (n = balance.exclude_devices, or < 0: those holding none) and devices at the replica cap.
+// replicas_held [D] replicas per device so far; others: scratch reused across steps.
+std::vector<int> bottom_k_holders(const int64_t* counts, int D, int E, int candidate, int owner,
+                                  const BalanceOptions& options, const std::vector<int>& replicas_held,
+                                  std::vector<int>& others) {
+    others.clear();
+    for (int d = 0; d < D; ++d)
+        if (d != owner) others.push_back(d);
+    std::stable_sort(others.begin(), others.end(), [&](int a, int b) {
+        return counts[static_cast<size_t>(a) * E + candidate] < counts[static_cast<size_t>(b) * E + candidate];
+    });
+    size_t num_excluded = 0;
+    if (options.exclude_devices >= 0) {
+        num_excluded = std::min<size_t>(options.exclude_devices, others.size());
+    } else {
+        while (num_excluded < others.size() && counts[static_cast<size_t>(others[num_excluded]) * E + candidate] == 0)
+            ++num_excluded;
+    }
+    std::vector<int> holders;
+    for (size_t i = num_excluded; i < others.size(); ++i) {
+        const int d = others[i];
+        if (options.max_replicas_per_device > 0 && replicas_held[d] >= options.max_replicas_per_device) continue;
+        holders.push_back(d);
+    }
+    std::sort(holders.begin(), holders.end());
+    return holders;
+}
+
 }  // namespace
 
 Placement plan_static(int num_devices, int num_experts) { return Placement::make_static(num_devices, num_experts); }
@@ -72,10 +155,7 @@ int64_t static_dropped_tokens(const int64_t* counts, int num_devices, int num_ex
     if (capacity_factor <= 0) return 0;
     int64_t dropped = 0;
     for (int d = 0; d < num_devices; ++d) {
-        int64_t assignments = 0;  // k * S_local: this device's token-expert assignments
-        for (int e = 0; e < num_experts; ++e) assignments += counts[static_cast<size_t>(d) * num_experts + e];
-        const int64_t capacity =
-            static_cast<int64_t>(std::ceil(static_cast<double>(assignments) / num_experts * capacity_factor));
+        const int64_t capacity = device_capacity(counts, d, num_experts, capacity_factor);
         for (int e = 0; e < num_experts; ++e)
             dropped += std::max<int64_t>(0, counts[static_cast<size_t>(d) * num_experts + e] - capacity);
     }
@@ -90,12 +170,7 @@ std::vector<int64_t> deepspeed_dispatch_counts(const int64_t* counts, int num_de
     int64_t largest = 0;
     for (size_t i = 0; i < padded.size(); ++i) largest = std::max(largest, counts[i]);
     for (int d = 0; d < D; ++d) {
-        int64_t capacity = largest;
-        if (capacity_factor > 0) {
-            int64_t assignments = 0;  // k * S_local
-            for (int e = 0; e < E; ++e) assignments += counts[static_cast<size_t>(d) * E + e];
-            capacity = static_cast<int64_t>(std::ceil(static_cast<double>(assignments) / E * capacity_factor));
-        }
+        const int64_t capacity = capacity_factor > 0 ? device_capacity(counts, d, E, capacity_factor) : largest;
         for (int e = 0; e < E; ++e) {
             const int64_t n = counts[static_cast<size_t>(d) * E + e];
             lost += std::max<int64_t>(0, n - capacity);
@@ -153,8 +228,7 @@ Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, 
     // expert, replicas to all devices but the n holding the fewest of its tokens, stop when balanced or when a
     // device repeats). With E > D the candidate is the heaviest device's unchosen expert with the most tokens
     // computed there, and a device may be picked as many times as it owns experts.
-    const int D = num_devices;
-    const int E = num_experts;
+    const int D = num_devices, E = num_experts;
     Placement placement = Placement::make_static(D, E);
     LayerFlow flow = compute_flow(counts, D, E, placement, options.route_rule, &cost);
     const double threshold = options.alpha * static_cast<double>(flow.total_tokens) / E;  // Eq 7: alpha * I / E
@@ -169,53 +243,20 @@ Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, 
     std::vector<std::vector<int>> chosen_holders;  // their replica holders
     std::vector<uint8_t> is_chosen(E, 0);
     std::vector<int> times_picked(D, 0);
-    const std::vector<int> experts_owned = placement.experts_per_device();
     // [D] each device's owned experts in index order (owners never move here), so a step scans E/D experts
-    std::vector<std::vector<int>> owned_by(D);
-    for (int e = 0; e < E; ++e) owned_by[placement.owner[e]].push_back(e);
+    const std::vector<std::vector<int>> owned_by = experts_owned_by(placement);
     std::vector<int> replicas_held(D, 0);
     std::vector<int> others;  // reused across steps: the candidate's non-owner devices
     others.reserve(D);
-    int steps = 0;
 
     while (true) {
-        const int64_t h_max = *std::max_element(flow.computed.begin(), flow.computed.end());
-        const int64_t h_min = *std::min_element(flow.computed.begin(), flow.computed.end());
-        if (static_cast<double>(h_max - h_min) < threshold) break;  // balanced (Eq 7)
-        const int heavy = argmax(flow.computed);
-        if (times_picked[heavy] >= experts_owned[heavy]) break;  // the device repeats
-        ++times_picked[heavy];
-        // candidate: the heaviest device's unchosen expert with the most tokens; an unchosen expert has no
-        // replicas yet, so all of its tokens are computed on the owner
-        int candidate = -1;
-        for (int e : owned_by[heavy])
-            if (!is_chosen[e] && (candidate < 0 || load[e] > load[candidate])) candidate = e;
+        const int heavy = next_heavy_device(flow, threshold, owned_by, times_picked);
+        if (heavy < 0) break;
+        const int candidate = prophet_candidate(owned_by[heavy], is_chosen, load);
         if (candidate < 0) break;
         is_chosen[candidate] = 1;
-        ++steps;
-
-        // BottomK: exclude the n devices holding the fewest of the candidate's tokens (and devices at the cap)
-        others.clear();
-        for (int d = 0; d < D; ++d)
-            if (d != placement.owner[candidate]) others.push_back(d);
-        std::stable_sort(others.begin(), others.end(), [&](int a, int b) {
-            return counts[static_cast<size_t>(a) * E + candidate] < counts[static_cast<size_t>(b) * E + candidate];
-        });
-        size_t num_excluded = 0;
-        if (options.exclude_devices >= 0) {
-            num_excluded = std::min<size_t>(options.exclude_devices, others.size());
-        } else {
-            while (num_excluded < others.size() &&
-                   counts[static_cast<size_t>(others[num_excluded]) * E + candidate] == 0)
-                ++num_excluded;
-        }
-        std::vector<int> holders;
-        for (size_t i = num_excluded; i < others.size(); ++i) {
-            const int d = others[i];
-            if (options.max_replicas_per_device > 0 && replicas_held[d] >= options.max_replicas_per_device) continue;
-            holders.push_back(d);
-        }
-        std::sort(holders.begin(), holders.end());
+        const std::vector<int> holders =
+            bottom_k_holders(counts, D, E, candidate, placement.owner[candidate], options, replicas_held, others);
         for (int d : holders) ++replicas_held[d];
         chosen.push_back(candidate);
         chosen_holders.push_back(holders);
@@ -230,16 +271,12 @@ Placement plan_prophet(const int64_t* counts, int num_devices, int num_experts, 
     }
 
     const int keep = options.prefix_rule == "improvements" ? improvements : best_prefix;
-    Placement result = Placement::make_static(D, E);
-    for (int i = 0; i < keep; ++i)
-        for (int d : chosen_holders[i]) result.add_replica(chosen[i], d);
+    Placement result = prefix_placement(D, E, chosen, chosen_holders, keep);
     if (trace) {
-        trace->steps = steps;
+        trace->steps = static_cast<int>(chosen.size());  // every step chose one expert
         trace->chosen_prefix = keep;
         trace->cost_before_s = cost_static;
-        trace->cost_after_s =
-            layer_cost(predict_layer(cost, compute_flow(counts, D, E, result, options.route_rule, &cost), result),
-                       options.cost_eq);
+        trace->cost_after_s = placement_cost(counts, result, cost, options);
     }
     return result;
 }
@@ -270,8 +307,7 @@ Placement plan_exhaustive(const int64_t* counts, int num_devices, int num_expert
         }
         if (options.max_replicas_per_device > 0 && !check_placement(p, options.max_replicas_per_device).empty())
             continue;
-        const double c = layer_cost(predict_layer(cost, compute_flow(counts, D, E, p, options.route_rule, &cost), p),
-                                    options.cost_eq);
+        const double c = placement_cost(counts, p, cost, options);
         if (c < best_cost) {  // strict: ties keep the earlier (fewer-replica-first) mask
             best_cost = c;
             best = std::move(p);

@@ -114,6 +114,27 @@ double moetuner_traffic_objective(const std::vector<Placement>& placements, cons
     return total;
 }
 
+namespace {
+
+// the largest link cost between two distinct GPUs (link_cost [D*D], g1 * D + g2); 0 when none
+double max_off_diagonal_link(const std::vector<double>& link_cost, int D) {
+    double max_link = 0;
+    for (int g1 = 0; g1 < D; ++g1)
+        for (int g2 = 0; g2 < D; ++g2)
+            if (g1 != g2) max_link = std::max(max_link, link_cost[static_cast<size_t>(g1) * D + g2]);
+    return max_link;
+}
+
+// layer pair (a, b)'s traffic objective in units of U = volume * max_link (R [E*E] the pair's transitions)
+double pair_traffic_term(const Placement& a, const Placement& b, const double* R, int E,
+                         const std::vector<double>& link_cost, double volume, double max_link) {
+    const std::vector<Placement> pair = {a, b};
+    const std::vector<double> one(R, R + static_cast<size_t>(E) * E);
+    return moetuner_traffic_objective(pair, one, link_cost) / (volume * max_link);
+}
+
+}  // namespace
+
 JointObjective moetuner_joint_objective(const std::vector<Placement>& placements,
                                         const std::vector<double>& expert_loads,
                                         const std::vector<double>& transitions, const std::vector<double>& link_cost,
@@ -134,31 +155,22 @@ JointObjective moetuner_joint_objective(const std::vector<Placement>& placements
         const double mean = total / D;
         if (mean > 0) j.load_term += cluster_objective(T, mean, minmax) / mean;
     }
-    double max_link = 0;
-    for (int g1 = 0; g1 < D; ++g1)
-        for (int g2 = 0; g2 < D; ++g2)
-            if (g1 != g2) max_link = std::max(max_link, link_cost[static_cast<size_t>(g1) * D + g2]);
+    const double max_link = max_off_diagonal_link(link_cost, D);
     if (!transitions.empty() && max_link > 0) {
         for (int l = 0; l + 1 < L; ++l) {
-            double volume = 0;
-            for (size_t i = 0; i < static_cast<size_t>(E) * E; ++i)
-                volume += transitions[static_cast<size_t>(l) * E * E + i];
+            const double* R = transitions.data() + static_cast<size_t>(l) * E * E;
+            const double volume = std::accumulate(R, R + static_cast<size_t>(E) * E, 0.0);
             if (volume <= 0) continue;
-            std::vector<Placement> pair = {placements[l], placements[l + 1]};
-            std::vector<double> one(transitions.begin() + static_cast<size_t>(l) * E * E,
-                                    transitions.begin() + static_cast<size_t>(l + 1) * E * E);
-            j.traffic_term += moetuner_traffic_objective(pair, one, link_cost) / (volume * max_link);
+            j.traffic_term += pair_traffic_term(placements[l], placements[l + 1], R, E, link_cost, volume, max_link);
         }
     }
     j.objective = j.load_term + j.traffic_term;
     return j;
 }
 
-std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loads,
-                                           const std::vector<double>& transitions, int num_layers, int num_devices,
-                                           int num_experts, const std::vector<double>& link_cost,
-                                           const BalanceOptions& options, IlpReport* report) {
-    const int L = num_layers, D = num_devices, E = num_experts;
+namespace {
+
+void check_joint_limits(int L, int D, int E) {
     if (D > kJointMaxDevices || E > kJointMaxExperts || L > kJointMaxLayers)
         throw_config_error("balance.policy", "moetuner-joint",
                            "the joint ILP is limited to D <= " + std::to_string(kJointMaxDevices) + ", E <= " +
@@ -166,6 +178,250 @@ std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loa
                                " (here D = " + std::to_string(D) + ", E = " + std::to_string(E) +
                                ", L = " + std::to_string(L) + ")",
                            "use moetuner (two-stage) for larger instances");
+}
+
+// The joint ILP's model and the columns its warm start and decoder need. Column indices: w[l,e,g] first
+// (binary, expert e on GPU g at layer l), then per layer t (minmax) or d[D] (sumdev), then per layer pair u and
+// its z blocks of D*D (z[g1,g2] = w[l,e1,g1] w[l+1,e2,g2]).
+struct JointIlp {
+    int L = 0, D = 0, E = 0;
+    ilp::MipModel m;
+    std::vector<double> mean, w_max;       // [L] mean GPU load and heaviest expert (raw load units)
+    double max_link = 0;                   // the largest off-diagonal link cost
+    std::vector<int> t_cols;               // [L] minmax epigraph column, -1 when absent
+    std::vector<std::vector<int>> d_cols;  // [L][D] sumdev deviation columns
+    std::vector<int> u_cols;               // [L-1] traffic epigraph column, -1 when the pair has no traffic
+    std::vector<int> z_first;              // [L-1][E][E] first of the pair's D*D z columns, -1 when R[e1,e2] = 0
+    std::vector<int> cols;                 // row scratch
+    std::vector<double> coefs;
+    int w(int l, int e, int g) const { return (l * E + e) * D + g; }
+};
+
+// the memory band (Eq 13, experts per GPU over all layers) that the two-stage answer meets: at least the rounding
+// of E*L/D, so the warm start is feasible for the joint ILP
+double joint_memory_band(const std::vector<Placement>& two_stage, int L, int D, int E) {
+    std::vector<double> mem(D, 0.0);
+    for (const Placement& p : two_stage)
+        for (int g : p.owner) mem[g] += 1;
+    const int64_t total_experts = static_cast<int64_t>(E) * L;
+    const double target = static_cast<double>(total_experts) / D;
+    double band = memory_rounding_deviation(total_experts, D);
+    for (double v : mem) band = std::max(band, std::fabs(v - target));
+    return band;
+}
+
+// the partition (each expert on one GPU), >= 1 expert per GPU per layer, and the memory band over all layers
+void add_joint_assignment_rows(JointIlp& j, double band) {
+    const int L = j.L, D = j.D, E = j.E;
+    std::vector<int>& cols = j.cols;
+    for (int l = 0; l < L; ++l) {
+        for (int e = 0; e < E; ++e) {
+            cols.clear();
+            for (int g = 0; g < D; ++g) cols.push_back(j.w(l, e, g));
+            j.m.add_row(cols, std::vector<double>(D, 1.0), 1.0, 1.0);
+        }
+        for (int g = 0; g < D; ++g) {
+            cols.clear();
+            for (int e = 0; e < E; ++e) cols.push_back(j.w(l, e, g));
+            j.m.add_row(cols, std::vector<double>(E, 1.0), 1.0, ilp::infinity());
+        }
+    }
+    const double target = static_cast<double>(static_cast<int64_t>(E) * L) / D;
+    for (int g = 0; g < D; ++g) {
+        cols.clear();
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e) cols.push_back(j.w(l, e, g));
+        j.m.add_row(cols, std::vector<double>(cols.size(), 1.0), std::ceil(target - band - 1e-9),
+                    std::floor(target + band + 1e-9));
+    }
+}
+
+// the load term of layer l (loads in units of the layer's mean GPU load): t >= T_g (minmax) or d_g >= |T_g - 1|
+void add_joint_load_term(JointIlp& j, const std::vector<double>& expert_loads, int l, bool minmax) {
+    const int D = j.D, E = j.E;
+    std::vector<int>& cols = j.cols;
+    std::vector<double>& coefs = j.coefs;
+    auto load_row = [&](int g) {  // cols/coefs = -T_g
+        cols.clear();
+        coefs.clear();
+        for (int e = 0; e < E; ++e) {
+            const double v = expert_loads[static_cast<size_t>(l) * E + e] / j.mean[l];
+            if (v == 0) continue;
+            cols.push_back(j.w(l, e, g));
+            coefs.push_back(-v);
+        }
+    };
+    if (minmax) {
+        j.t_cols[l] = j.m.add_col(std::max(1.0, j.w_max[l] / j.mean[l]), ilp::infinity(), 1.0, false);
+        for (int g = 0; g < D; ++g) {
+            load_row(g);
+            cols.push_back(j.t_cols[l]);
+            coefs.push_back(1.0);
+            j.m.add_row(cols, coefs, 0.0, ilp::infinity());
+        }
+        return;
+    }
+    for (int g = 0; g < D; ++g) j.d_cols[l].push_back(j.m.add_col(0.0, ilp::infinity(), 1.0, false));
+    for (int g = 0; g < D; ++g) {
+        load_row(g);
+        cols.push_back(j.d_cols[l][g]);
+        coefs.push_back(1.0);
+        j.m.add_row(cols, coefs, -1.0, ilp::infinity());  // d - T >= -1
+        for (size_t k = 0; k + 1 < coefs.size(); ++k) coefs[k] = -coefs[k];
+        j.m.add_row(cols, coefs, 1.0, ilp::infinity());  // d + T >= 1
+    }
+}
+
+// z = w[l,e1,.] w[l+1,e2,.]' for one expert pair (RLT rows: z's rows and columns sum to the w's, and
+// z >= w + w' - 1 on the links that cost); returns the first of its D*D columns
+int add_joint_product(JointIlp& j, const std::vector<double>& link_cost, int l, int e1, int e2) {
+    const int D = j.D;
+    std::vector<int>& cols = j.cols;
+    std::vector<double>& coefs = j.coefs;
+    const int z0 = j.m.num_cols();
+    for (int i = 0; i < D * D; ++i) j.m.add_col(0.0, 1.0, 0.0, false);
+    for (int g1 = 0; g1 < D; ++g1) {
+        cols.clear();
+        for (int g2 = 0; g2 < D; ++g2) cols.push_back(z0 + g1 * D + g2);
+        cols.push_back(j.w(l, e1, g1));
+        coefs.assign(D, 1.0);
+        coefs.push_back(-1.0);
+        j.m.add_row(cols, coefs, 0.0, 0.0);
+    }
+    for (int g2 = 0; g2 < D; ++g2) {
+        cols.clear();
+        for (int g1 = 0; g1 < D; ++g1) cols.push_back(z0 + g1 * D + g2);
+        cols.push_back(j.w(l + 1, e2, g2));
+        coefs.assign(D, 1.0);
+        coefs.push_back(-1.0);
+        j.m.add_row(cols, coefs, 0.0, 0.0);
+    }
+    for (int g1 = 0; g1 < D; ++g1)
+        for (int g2 = 0; g2 < D; ++g2)
+            if (g1 != g2 && link_cost[static_cast<size_t>(g1) * D + g2] > 0)
+                j.m.add_row({z0 + g1 * D + g2, j.w(l, e1, g1), j.w(l + 1, e2, g2)}, {1.0, -1.0, -1.0}, -1.0,
+                            ilp::infinity());
+    return z0;
+}
+
+// the traffic term of layer pair (l, l+1): u_l >= the link-weighted tokens on every costly link, in units of
+// U_l = volume * max_link (R [E*E] the pair's transitions)
+void add_joint_traffic_term(JointIlp& j, const std::vector<double>& link_cost, int l, const double* R, double volume) {
+    const int D = j.D, E = j.E;
+    j.u_cols[l] = j.m.add_col(0.0, ilp::infinity(), 1.0, false);
+    for (int e1 = 0; e1 < E; ++e1)
+        for (int e2 = 0; e2 < E; ++e2)
+            if (R[e1 * E + e2] != 0)
+                j.z_first[(static_cast<size_t>(l) * E + e1) * E + e2] = add_joint_product(j, link_cost, l, e1, e2);
+    for (int g1 = 0; g1 < D; ++g1)
+        for (int g2 = 0; g2 < D; ++g2) {
+            const double lc = link_cost[static_cast<size_t>(g1) * D + g2];
+            if (g1 == g2 || lc == 0) continue;
+            j.cols.assign(1, j.u_cols[l]);
+            j.coefs.assign(1, 1.0);
+            for (int e1 = 0; e1 < E; ++e1)
+                for (int e2 = 0; e2 < E; ++e2) {
+                    const int z0 = j.z_first[(static_cast<size_t>(l) * E + e1) * E + e2];
+                    if (z0 < 0) continue;
+                    j.cols.push_back(z0 + g1 * D + g2);
+                    j.coefs.push_back(-R[e1 * E + e2] * lc / (volume * j.max_link));
+                }
+            j.m.add_row(j.cols, j.coefs, 0.0, ilp::infinity());
+        }
+}
+
+JointIlp build_joint_ilp(const std::vector<double>& expert_loads, const std::vector<double>& transitions, int L, int D,
+                         int E, const std::vector<double>& link_cost, bool minmax, double band) {
+    JointIlp j;
+    j.L = L;
+    j.D = D;
+    j.E = E;
+    for (int i = 0; i < L * E * D; ++i) j.m.add_binary();
+    j.mean.assign(L, 0.0);
+    j.w_max.assign(L, 0.0);
+    for (int l = 0; l < L; ++l) {
+        for (int e = 0; e < E; ++e) {
+            j.mean[l] += expert_loads[static_cast<size_t>(l) * E + e] / D;
+            j.w_max[l] = std::max(j.w_max[l], expert_loads[static_cast<size_t>(l) * E + e]);
+        }
+    }
+    j.max_link = max_off_diagonal_link(link_cost, D);
+    add_joint_assignment_rows(j, band);
+    j.t_cols.assign(L, -1);
+    j.d_cols.assign(L, {});
+    for (int l = 0; l < L; ++l)
+        if (j.mean[l] > 0) add_joint_load_term(j, expert_loads, l, minmax);
+    j.u_cols.assign(std::max(0, L - 1), -1);
+    j.z_first.assign(static_cast<size_t>(std::max(0, L - 1)) * E * E, -1);
+    if (!transitions.empty() && j.max_link > 0) {
+        for (int l = 0; l + 1 < L; ++l) {
+            const double* R = transitions.data() + static_cast<size_t>(l) * E * E;
+            const double volume = std::accumulate(R, R + static_cast<size_t>(E) * E, 0.0);
+            if (volume > 0) add_joint_traffic_term(j, link_cost, l, R, volume);
+        }
+    }
+    return j;
+}
+
+// every column's value under the two-stage placements (the warm start)
+std::vector<double> joint_warm_start(const JointIlp& j, const std::vector<Placement>& two_stage,
+                                     const std::vector<double>& expert_loads, const std::vector<double>& transitions,
+                                     const std::vector<double>& link_cost) {
+    const int L = j.L, D = j.D, E = j.E;
+    std::vector<double> initial(j.m.num_cols(), 0.0);
+    for (int l = 0; l < L; ++l) {
+        std::vector<double> T(D, 0.0);
+        for (int e = 0; e < E; ++e) {
+            const int g = two_stage[l].owner[e];
+            initial[j.w(l, e, g)] = 1.0;
+            if (j.mean[l] > 0) T[g] += expert_loads[static_cast<size_t>(l) * E + e] / j.mean[l];
+        }
+        if (j.t_cols[l] >= 0)
+            initial[j.t_cols[l]] = std::max(j.m.col_lb[j.t_cols[l]], *std::max_element(T.begin(), T.end()));
+        for (size_t g = 0; g < j.d_cols[l].size(); ++g) initial[j.d_cols[l][g]] = std::fabs(T[g] - 1.0);
+    }
+    for (int l = 0; l + 1 < L; ++l) {
+        if (j.u_cols[l] < 0) continue;
+        const double* R = transitions.data() + static_cast<size_t>(l) * E * E;
+        const double volume = std::accumulate(R, R + static_cast<size_t>(E) * E, 0.0);
+        for (int e1 = 0; e1 < E; ++e1)
+            for (int e2 = 0; e2 < E; ++e2) {
+                const int z0 = j.z_first[(static_cast<size_t>(l) * E + e1) * E + e2];
+                if (z0 >= 0) initial[z0 + two_stage[l].owner[e1] * D + two_stage[l + 1].owner[e2]] = 1.0;
+            }
+        initial[j.u_cols[l]] = pair_traffic_term(two_stage[l], two_stage[l + 1], R, E, link_cost, volume, j.max_link);
+    }
+    return initial;
+}
+
+// the placements a MIP solution's w columns give; false when some expert has no GPU or some GPU no expert
+bool decode_joint_solution(const JointIlp& j, const std::vector<double>& values, std::vector<Placement>& out) {
+    const int L = j.L, D = j.D, E = j.E;
+    out.clear();
+    for (int l = 0; l < L; ++l) {
+        std::vector<int> owner(E, -1);
+        std::vector<int> count(D, 0);
+        for (int e = 0; e < E; ++e)
+            for (int g = 0; g < D; ++g)
+                if (values[j.w(l, e, g)] > 0.5) owner[e] = g;
+        for (int e = 0; e < E; ++e)
+            if (owner[e] < 0) return false;
+        for (int g : owner) ++count[g];
+        for (int g = 0; g < D; ++g)
+            if (count[g] == 0) return false;
+        out.push_back(Placement::make_owners(D, owner));
+    }
+    return true;
+}
+
+}  // namespace
+
+std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loads,
+                                           const std::vector<double>& transitions, int num_layers, int num_devices,
+                                           int num_experts, const std::vector<double>& link_cost,
+                                           const BalanceOptions& options, IlpReport* report) {
+    const int L = num_layers, D = num_devices, E = num_experts;
+    check_joint_limits(L, D, E);
     validate_moetuner(expert_loads, transitions, L, D, E, link_cost, options);
     const int64_t start = now_ns();
     const bool minmax = options.ilp_objective == "minmax";
@@ -174,193 +430,23 @@ std::vector<Placement> plan_moetuner_joint(const std::vector<double>& expert_loa
     std::vector<Placement> two_stage = plan_moetuner(expert_loads, transitions, L, D, E, link_cost, options);
     const JointObjective two_stage_j =
         moetuner_joint_objective(two_stage, expert_loads, transitions, link_cost, options);
-    std::vector<double> mem(D, 0.0);
-    for (const Placement& p : two_stage)
-        for (int g : p.owner) mem[g] += 1;
-    const int64_t total_experts = static_cast<int64_t>(E) * L;
-    const double target = static_cast<double>(total_experts) / D;
-    double band = total_experts % D == 0 ? 0.0 : std::max(std::ceil(target) - target, target - std::floor(target));
-    for (double v : mem) band = std::max(band, std::fabs(v - target));
-
-    ilp::MipModel m;
-    auto w = [&](int l, int e, int g) { return (l * E + e) * D + g; };  // w[l,e,g]: expert e on GPU g at layer l
-    for (int i = 0; i < L * E * D; ++i) m.add_binary();
-    std::vector<double> mean(L, 0.0), w_max(L, 0.0);
-    for (int l = 0; l < L; ++l) {
-        for (int e = 0; e < E; ++e) {
-            mean[l] += expert_loads[static_cast<size_t>(l) * E + e] / D;
-            w_max[l] = std::max(w_max[l], expert_loads[static_cast<size_t>(l) * E + e]);
-        }
-    }
-    double max_link = 0;
-    for (int g1 = 0; g1 < D; ++g1)
-        for (int g2 = 0; g2 < D; ++g2)
-            if (g1 != g2) max_link = std::max(max_link, link_cost[static_cast<size_t>(g1) * D + g2]);
-    std::vector<int> cols;
-    std::vector<double> coefs;
-    // partition, >= 1 per GPU, memory band
-    for (int l = 0; l < L; ++l) {
-        for (int e = 0; e < E; ++e) {
-            cols.clear();
-            for (int g = 0; g < D; ++g) cols.push_back(w(l, e, g));
-            m.add_row(cols, std::vector<double>(D, 1.0), 1.0, 1.0);
-        }
-        for (int g = 0; g < D; ++g) {
-            cols.clear();
-            for (int e = 0; e < E; ++e) cols.push_back(w(l, e, g));
-            m.add_row(cols, std::vector<double>(E, 1.0), 1.0, ilp::infinity());
-        }
-    }
-    for (int g = 0; g < D; ++g) {
-        cols.clear();
-        for (int l = 0; l < L; ++l)
-            for (int e = 0; e < E; ++e) cols.push_back(w(l, e, g));
-        m.add_row(cols, std::vector<double>(cols.size(), 1.0), std::ceil(target - band - 1e-9),
-                  std::floor(target + band + 1e-9));
-    }
-    // load term per layer (loads in units of the layer's mean GPU load)
-    std::vector<int> t_cols(L, -1);
-    std::vector<std::vector<int>> d_cols(L);
-    for (int l = 0; l < L; ++l) {
-        if (!(mean[l] > 0)) continue;
-        auto load_row = [&](int g) {
-            cols.clear();
-            coefs.clear();
-            for (int e = 0; e < E; ++e) {
-                const double v = expert_loads[static_cast<size_t>(l) * E + e] / mean[l];
-                if (v == 0) continue;
-                cols.push_back(w(l, e, g));
-                coefs.push_back(-v);
-            }
-        };
-        if (minmax) {
-            t_cols[l] = m.add_col(std::max(1.0, w_max[l] / mean[l]), ilp::infinity(), 1.0, false);
-            for (int g = 0; g < D; ++g) {
-                load_row(g);
-                cols.push_back(t_cols[l]);
-                coefs.push_back(1.0);
-                m.add_row(cols, coefs, 0.0, ilp::infinity());
-            }
-        } else {
-            for (int g = 0; g < D; ++g) d_cols[l].push_back(m.add_col(0.0, ilp::infinity(), 1.0, false));
-            for (int g = 0; g < D; ++g) {
-                load_row(g);
-                cols.push_back(d_cols[l][g]);
-                coefs.push_back(1.0);
-                m.add_row(cols, coefs, -1.0, ilp::infinity());  // d - T >= -1
-                for (size_t k = 0; k + 1 < coefs.size(); ++k) coefs[k] = -coefs[k];
-                m.add_row(cols, coefs, 1.0, ilp::infinity());   // d + T >= 1
-            }
-        }
-    }
-    // traffic term per layer pair (transitions in units of U_l = volume_l * max_link)
-    std::vector<int> u_cols(std::max(0, L - 1), -1);
-    std::vector<int> z_first(static_cast<size_t>(std::max(0, L - 1)) * E * E, -1);  // [l][e1][e2] -> D*D z columns
-    if (!transitions.empty() && max_link > 0) {
-        for (int l = 0; l + 1 < L; ++l) {
-            const double* R = transitions.data() + static_cast<size_t>(l) * E * E;
-            const double volume = std::accumulate(R, R + static_cast<size_t>(E) * E, 0.0);
-            if (!(volume > 0)) continue;
-            u_cols[l] = m.add_col(0.0, ilp::infinity(), 1.0, false);
-            for (int e1 = 0; e1 < E; ++e1)
-                for (int e2 = 0; e2 < E; ++e2) {
-                    if (R[e1 * E + e2] == 0) continue;
-                    const int z0 = m.num_cols();
-                    z_first[(static_cast<size_t>(l) * E + e1) * E + e2] = z0;
-                    for (int i = 0; i < D * D; ++i) m.add_col(0.0, 1.0, 0.0, false);
-                    for (int g1 = 0; g1 < D; ++g1) {
-                        cols.clear();
-                        for (int g2 = 0; g2 < D; ++g2) cols.push_back(z0 + g1 * D + g2);
-                        cols.push_back(w(l, e1, g1));
-                        coefs.assign(D, 1.0);
-                        coefs.push_back(-1.0);
-                        m.add_row(cols, coefs, 0.0, 0.0);
-                    }
-                    for (int g2 = 0; g2 < D; ++g2) {
-                        cols.clear();
-                        for (int g1 = 0; g1 < D; ++g1) cols.push_back(z0 + g1 * D + g2);
-                        cols.push_back(w(l + 1, e2, g2));
-                        coefs.assign(D, 1.0);
-                        coefs.push_back(-1.0);
-                        m.add_row(cols, coefs, 0.0, 0.0);
-                    }
-                    for (int g1 = 0; g1 < D; ++g1)
-                        for (int g2 = 0; g2 < D; ++g2)
-                            if (g1 != g2 && link_cost[static_cast<size_t>(g1) * D + g2] > 0)
-                                m.add_row({z0 + g1 * D + g2, w(l, e1, g1), w(l + 1, e2, g2)}, {1.0, -1.0, -1.0}, -1.0,
-                                          ilp::infinity());
-                }
-            for (int g1 = 0; g1 < D; ++g1)
-                for (int g2 = 0; g2 < D; ++g2) {
-                    const double lc = link_cost[static_cast<size_t>(g1) * D + g2];
-                    if (g1 == g2 || lc == 0) continue;
-                    cols.assign(1, u_cols[l]);
-                    coefs.assign(1, 1.0);
-                    for (int e1 = 0; e1 < E; ++e1)
-                        for (int e2 = 0; e2 < E; ++e2) {
-                            const int z0 = z_first[(static_cast<size_t>(l) * E + e1) * E + e2];
-                            if (z0 < 0) continue;
-                            cols.push_back(z0 + g1 * D + g2);
-                            coefs.push_back(-R[e1 * E + e2] * lc / (volume * max_link));
-                        }
-                    m.add_row(cols, coefs, 0.0, ilp::infinity());
-                }
-        }
-    }
-    // warm start: the two-stage placements
-    std::vector<double> initial(m.num_cols(), 0.0);
-    for (int l = 0; l < L; ++l) {
-        std::vector<double> T(D, 0.0);
-        for (int e = 0; e < E; ++e) {
-            const int g = two_stage[l].owner[e];
-            initial[w(l, e, g)] = 1.0;
-            if (mean[l] > 0) T[g] += expert_loads[static_cast<size_t>(l) * E + e] / mean[l];
-        }
-        if (t_cols[l] >= 0) initial[t_cols[l]] = std::max(m.col_lb[t_cols[l]], *std::max_element(T.begin(), T.end()));
-        for (size_t g = 0; g < d_cols[l].size(); ++g) initial[d_cols[l][g]] = std::fabs(T[g] - 1.0);
-    }
-    for (int l = 0; l + 1 < L; ++l) {
-        if (u_cols[l] < 0) continue;
-        const double* R = transitions.data() + static_cast<size_t>(l) * E * E;
-        const double volume = std::accumulate(R, R + static_cast<size_t>(E) * E, 0.0);
-        for (int e1 = 0; e1 < E; ++e1)
-            for (int e2 = 0; e2 < E; ++e2) {
-                const int z0 = z_first[(static_cast<size_t>(l) * E + e1) * E + e2];
-                if (z0 >= 0) initial[z0 + two_stage[l].owner[e1] * D + two_stage[l + 1].owner[e2]] = 1.0;
-            }
-        std::vector<Placement> pair = {two_stage[l], two_stage[l + 1]};
-        std::vector<double> one(R, R + static_cast<size_t>(E) * E);
-        initial[u_cols[l]] = moetuner_traffic_objective(pair, one, link_cost) / (volume * max_link);
-    }
+    const JointIlp j =
+        build_joint_ilp(expert_loads, transitions, L, D, E, link_cost, minmax, joint_memory_band(two_stage, L, D, E));
+    const std::vector<double> initial = joint_warm_start(j, two_stage, expert_loads, transitions, link_cost);
     ilp::MipSettings settings;
     settings.relative_gap = options.ilp_gap;
     settings.time_limit_s = options.ilp_time_limit_s;
     settings.initial = &initial;
-    const ilp::MipResult result = ilp::solve_mip(m, settings);
+    const ilp::MipResult result = ilp::solve_mip(j.m, settings);
 
     std::vector<Placement> out = two_stage;
     JointObjective best = two_stage_j;
-    if (result.has_solution) {
-        std::vector<Placement> candidate;
-        bool valid = true;
-        for (int l = 0; l < L && valid; ++l) {
-            std::vector<int> owner(E, -1);
-            std::vector<int> count(D, 0);
-            for (int e = 0; e < E; ++e)
-                for (int g = 0; g < D; ++g)
-                    if (result.values[w(l, e, g)] > 0.5) owner[e] = g;
-            for (int e = 0; e < E && valid; ++e) valid = owner[e] >= 0;
-            if (!valid) break;
-            for (int g : owner) ++count[g];
-            for (int g = 0; g < D && valid; ++g) valid = count[g] > 0;
-            if (valid) candidate.push_back(Placement::make_owners(D, owner));
-        }
-        if (valid) {
-            const JointObjective j = moetuner_joint_objective(candidate, expert_loads, transitions, link_cost, options);
-            if (!less_tol(best.objective, j.objective)) {
-                out = candidate;
-                best = j;
-            }
+    std::vector<Placement> candidate;
+    if (result.has_solution && decode_joint_solution(j, result.values, candidate)) {
+        const JointObjective cj = moetuner_joint_objective(candidate, expert_loads, transitions, link_cost, options);
+        if (!less_tol(best.objective, cj.objective)) {
+            out = candidate;
+            best = cj;
         }
     }
     if (report) {
