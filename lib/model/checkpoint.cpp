@@ -156,9 +156,8 @@ uint64_t dtype_size(const std::string& dtype) {
     return 0;
 }
 
-SafetensorsHeader parse_header(const FileIn& in, const std::string& path) {
-    SafetensorsHeader header;
-    header.file_size = in.size();
+// The 8-byte little-endian header length and the JSON object after it; sets data_start (the first data byte).
+json read_header_json(const FileIn& in, const std::string& path, uint64_t& data_start) {
     if (in.size() < 8)
         throw_input_error(path,
                           "truncated: " + std::to_string(in.size()) +
@@ -178,7 +177,7 @@ SafetensorsHeader parse_header(const FileIn& in, const std::string& path) {
                           "truncated: header length " + std::to_string(header_len) + " bytes but only " +
                               std::to_string(in.size() - 8) + " bytes follow it",
                           kCorruptFix);
-    header.data_start = 8 + header_len;
+    data_start = 8 + header_len;
     std::string text(static_cast<size_t>(header_len), '\0');
     if (header_len > 0) in.read_at(8, text.data(), text.size());
     if (text.empty() || text[0] != '{')
@@ -191,74 +190,98 @@ SafetensorsHeader parse_header(const FileIn& in, const std::string& path) {
         throw_input_error(path, std::string("corrupted header: invalid JSON (") + e.what() + ")", kCorruptFix);
     }
     if (!parsed.is_object()) throw_input_error(path, "corrupted header: the JSON header is not an object", kCorruptFix);
-    const uint64_t data_len = in.size() - header.data_start;
-    auto corrupt = [&](const std::string& name, const std::string& problem) {
-        throw_input_error(path, "corrupted header: tensor \"" + name + "\": " + problem, kCorruptFix);
-    };
-    for (const auto& [name, entry] : parsed.items()) {
-        if (name == "__metadata__") {
-            if (!entry.is_object())
-                throw_input_error(path, "corrupted header: __metadata__ is not an object", kCorruptFix);
-            for (const auto& [key, value] : entry.items()) {
-                if (!value.is_string())
-                    throw_input_error(path, "corrupted header: __metadata__ \"" + key + "\" is not a string",
-                                      kCorruptFix);
-                header.metadata[key] = value.get<std::string>();
-            }
-            continue;
-        }
-        if (!entry.is_object()) corrupt(name, "entry is not an object");
-        TensorInfo info;
-        info.name = name;
-        const auto dtype = entry.find("dtype");
-        if (dtype == entry.end() || !dtype->is_string()) corrupt(name, "no \"dtype\" string");
-        info.dtype = dtype->get<std::string>();
-        const uint64_t element_size = dtype_size(info.dtype);
-        if (element_size == 0) corrupt(name, "unknown dtype \"" + info.dtype + "\"");
-        const auto shape = entry.find("shape");
-        if (shape == entry.end() || !shape->is_array()) corrupt(name, "no \"shape\" list");
-        uint64_t bytes = element_size;
-        for (const json& dim : *shape) {
-            if (!dim.is_number_unsigned() || dim.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-                corrupt(name, "shape " + shape->dump() + " is not a list of non-negative integers");
-            const uint64_t extent = dim.get<uint64_t>();
-            if (__builtin_mul_overflow(bytes, extent, &bytes)) corrupt(name, "shape " + shape->dump() + " overflows");
-            info.shape.push_back(static_cast<int64_t>(extent));
-        }
-        const auto offsets = entry.find("data_offsets");
-        if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
-            !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
-            corrupt(name, "no \"data_offsets\" pair of non-negative integers");
-        info.begin = (*offsets)[0].get<uint64_t>();
-        info.end = (*offsets)[1].get<uint64_t>();
-        if (info.end < info.begin) corrupt(name, "data_offsets " + offsets->dump() + " end before they begin");
-        if (info.end > data_len)
-            throw_input_error(path,
-                              "truncated: tensor \"" + name + "\" ends at data byte " + std::to_string(info.end) +
-                                  " but the file holds " + std::to_string(data_len) + " data bytes",
-                              kCorruptFix);
-        if (info.end - info.begin != bytes)
-            throw_input_error(path,
-                              "truncated or corrupted: tensor \"" + name + "\" has " +
-                                  std::to_string(info.end - info.begin) + " data bytes but " + info.dtype + " shape " +
-                                  shape_text(info.shape) + " needs " + std::to_string(bytes),
-                              kCorruptFix);
-        header.tensors.push_back(std::move(info));
+    return parsed;
+}
+
+// The header's "__metadata__" object: string values only.
+void read_header_metadata(const json& entry, const std::string& path, std::map<std::string, std::string>& metadata) {
+    if (!entry.is_object()) throw_input_error(path, "corrupted header: __metadata__ is not an object", kCorruptFix);
+    for (const auto& [key, value] : entry.items()) {
+        if (!value.is_string())
+            throw_input_error(path, "corrupted header: __metadata__ \"" + key + "\" is not a string", kCorruptFix);
+        metadata[key] = value.get<std::string>();
     }
-    std::stable_sort(header.tensors.begin(), header.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+}
+
+[[noreturn]] void throw_corrupt_tensor(const std::string& path, const std::string& name, const std::string& problem) {
+    throw_input_error(path, "corrupted header: tensor \"" + name + "\": " + problem, kCorruptFix);
+}
+
+// One tensor's entry {dtype, shape, data_offsets}: a known dtype, a shape whose bytes match its offsets, and data
+// within the data_len bytes after the header.
+TensorInfo parse_tensor_entry(const std::string& name, const json& entry, uint64_t data_len, const std::string& path) {
+    auto corrupt = [&](const std::string& problem) { throw_corrupt_tensor(path, name, problem); };
+    if (!entry.is_object()) corrupt("entry is not an object");
+    TensorInfo info;
+    info.name = name;
+    const auto dtype = entry.find("dtype");
+    if (dtype == entry.end() || !dtype->is_string()) corrupt("no \"dtype\" string");
+    info.dtype = dtype->get<std::string>();
+    const uint64_t element_size = dtype_size(info.dtype);
+    if (element_size == 0) corrupt("unknown dtype \"" + info.dtype + "\"");
+    const auto shape = entry.find("shape");
+    if (shape == entry.end() || !shape->is_array()) corrupt("no \"shape\" list");
+    uint64_t bytes = element_size;
+    for (const json& dim : *shape) {
+        if (!dim.is_number_unsigned() || dim.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+            corrupt("shape " + shape->dump() + " is not a list of non-negative integers");
+        const uint64_t extent = dim.get<uint64_t>();
+        if (__builtin_mul_overflow(bytes, extent, &bytes)) corrupt("shape " + shape->dump() + " overflows");
+        info.shape.push_back(static_cast<int64_t>(extent));
+    }
+    const auto offsets = entry.find("data_offsets");
+    if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
+        !(*offsets)[1].is_number_unsigned())
+        corrupt("no \"data_offsets\" pair of non-negative integers");
+    info.begin = (*offsets)[0].get<uint64_t>();
+    info.end = (*offsets)[1].get<uint64_t>();
+    if (info.end < info.begin) corrupt("data_offsets " + offsets->dump() + " end before they begin");
+    if (info.end > data_len)
+        throw_input_error(path,
+                          "truncated: tensor \"" + name + "\" ends at data byte " + std::to_string(info.end) +
+                              " but the file holds " + std::to_string(data_len) + " data bytes",
+                          kCorruptFix);
+    if (info.end - info.begin != bytes)
+        throw_input_error(path,
+                          "truncated or corrupted: tensor \"" + name + "\" has " +
+                              std::to_string(info.end - info.begin) + " data bytes but " + info.dtype + " shape " +
+                              shape_text(info.shape) + " needs " + std::to_string(bytes),
+                          kCorruptFix);
+    return info;
+}
+
+// Sorts the tensors by their data and checks they tile the data_len data bytes: no overlap, no gap, no tail.
+void sort_and_check_tiling(std::vector<TensorInfo>& tensors, uint64_t data_len, const std::string& path) {
+    std::stable_sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
         return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });
     uint64_t expected = 0;
-    for (const TensorInfo& info : header.tensors) {
+    for (const TensorInfo& info : tensors) {
         if (info.begin != expected)
-            corrupt(info.name, "data begins at byte " + std::to_string(info.begin) + ", expected " +
-                                   std::to_string(expected) + " (tensors overlap or leave a gap)");
+            throw_corrupt_tensor(path, info.name,
+                                 "data begins at byte " + std::to_string(info.begin) + ", expected " +
+                                     std::to_string(expected) + " (tensors overlap or leave a gap)");
         expected = info.end;
     }
     if (expected != data_len)
         throw_input_error(path,
                           "corrupted: " + std::to_string(data_len - expected) + " bytes after the last tensor's data",
                           kCorruptFix);
+}
+
+SafetensorsHeader parse_header(const FileIn& in, const std::string& path) {
+    SafetensorsHeader header;
+    header.file_size = in.size();
+    const json parsed = read_header_json(in, path, header.data_start);
+    const uint64_t data_len = in.size() - header.data_start;
+    for (const auto& [name, entry] : parsed.items()) {
+        if (name == "__metadata__") {
+            read_header_metadata(entry, path, header.metadata);
+            continue;
+        }
+        header.tensors.push_back(parse_tensor_entry(name, entry, data_len, path));
+    }
+    sort_and_check_tiling(header.tensors, data_len, path);
     return header;
 }
 
@@ -600,93 +623,125 @@ CheckpointInfo inspect_checkpoint(const std::string& path) {
     return info;
 }
 
+namespace {
+
+using ShapeMap = std::map<std::string, std::vector<int64_t>>;  // tensor name -> shape
+
+ShapeMap shapes_of(const SafetensorsHeader& header) {
+    ShapeMap shapes;
+    for (const TensorInfo& tensor : header.tensors) shapes[tensor.name] = tensor.shape;
+    return shapes;
+}
+
+// The paths and the fix that every mismatch with the expected model names.
+struct ExpectContext {
+    const CheckpointExpect& expect;
+    const ShapeMap& model_shapes;
+    const ShapeMap& optimizer_shapes;
+    std::string model_path;
+    std::string optimizer_path;
+    std::string config_fix;
+};
+
+// A checkpoint saved under another config hash: the error names the first expected tensor that differs.
+void check_config_hash(const CheckpointInfo& info, const ExpectContext& c) {
+    if (c.expect.config_hash.empty() || c.expect.config_hash == info.meta.config_hash) return;
+    std::string difference;
+    for (const auto& [name, shape] : c.expect.tensors) {
+        const auto found = c.model_shapes.find(name);
+        if (found == c.model_shapes.end()) {
+            difference = "; first difference: tensor " + name + " " + shape_text(shape) + " is not in the checkpoint";
+            break;
+        }
+        if (found->second != shape) {
+            difference = "; first difference: tensor " + name + " is " + shape_text(found->second) +
+                         " in the checkpoint, " + shape_text(shape) + " expected";
+            break;
+        }
+    }
+    throw_input_error(info.dir,
+                      "checkpoint from another config (hash " + info.meta.config_hash + ", expected " +
+                          c.expect.config_hash + ")" + difference,
+                      c.config_fix);
+}
+
+// Parameter `name` of `shape` is in the model file, and (with the optimizer) its moments `name.m`, `name.v` too.
+void check_expected_tensor(const std::string& name, const std::vector<int64_t>& shape, const ExpectContext& c) {
+    const auto found = c.model_shapes.find(name);
+    if (found == c.model_shapes.end())
+        throw_input_error(c.model_path, "tensor " + name + " " + shape_text(shape) + " is missing", c.config_fix);
+    if (found->second != shape)
+        throw_input_error(
+            c.model_path,
+            "tensor " + name + " is " + shape_text(found->second) + ", the model expects " + shape_text(shape),
+            c.config_fix);
+    if (!c.expect.optimizer) return;
+    for (const char* suffix : {".m", ".v"}) {
+        const std::string state_name = name + suffix;
+        const auto state = c.optimizer_shapes.find(state_name);
+        if (state == c.optimizer_shapes.end())
+            throw_input_error(c.optimizer_path, "optimizer tensor " + state_name + " is missing", c.config_fix);
+        if (state->second != shape)
+            throw_input_error(c.optimizer_path,
+                              "optimizer tensor " + state_name + " is " + shape_text(state->second) + ", expected " +
+                                  shape_text(shape),
+                              c.config_fix);
+    }
+}
+
+// The files hold exactly the expected parameters (and their moments): none missing, none of another shape, none
+// extra.
+void check_expected_tensors(const ExpectContext& c) {
+    if (c.expect.tensors.empty()) return;
+    std::set<std::string> expected_names;
+    for (const auto& [name, shape] : c.expect.tensors) {
+        expected_names.insert(name);
+        check_expected_tensor(name, shape, c);
+    }
+    for (const auto& [name, shape] : c.model_shapes)
+        if (!expected_names.count(name))
+            throw_input_error(c.model_path,
+                              "tensor " + name + " " + shape_text(shape) + " is not a parameter of this model",
+                              c.config_fix);
+    if (!c.expect.optimizer) return;
+    for (const auto& [name, shape] : c.optimizer_shapes) {
+        const bool moment = name.size() > 2 && (name.ends_with(".m") || name.ends_with(".v"));
+        if (!moment || !expected_names.count(name.substr(0, name.size() - 2)))
+            throw_input_error(
+                c.optimizer_path,
+                "optimizer tensor " + name + " " + shape_text(shape) + " is not the state of a parameter of this model",
+                c.config_fix);
+    }
+}
+
+// The tensors of the file whose header was read before: still the same size, then read and verified.
+TensorMap read_tensors_again(const std::string& path, const SafetensorsHeader& header) {
+    FileIn in(path);
+    if (in.size() != header.file_size) throw_input_error(path, "truncated or replaced while being read", kCorruptFix);
+    return read_tensors(in, path, header);
+}
+
+}  // namespace
+
 Checkpoint load_checkpoint(const std::string& path, const CheckpointExpect& expect) {
     CheckpointInfo info = inspect_checkpoint(path);
-    const std::string model_path = (fs::path(info.dir) / kModelFile).string();
-    const std::string optimizer_path = (fs::path(info.dir) / kOptimizerFile).string();
-    std::map<std::string, std::vector<int64_t>> model_shapes;
-    for (const TensorInfo& tensor : info.model.tensors) model_shapes[tensor.name] = tensor.shape;
-    std::map<std::string, std::vector<int64_t>> optimizer_shapes;
-    for (const TensorInfo& tensor : info.optimizer.tensors) optimizer_shapes[tensor.name] = tensor.shape;
-    const std::string config_fix = "resume with the config this checkpoint was saved with (prophet ckpt show " +
-                                   info.dir + "), or give the new run another checkpoint directory";
-
-    if (!expect.config_hash.empty() && expect.config_hash != info.meta.config_hash) {
-        std::string difference;
-        for (const auto& [name, shape] : expect.tensors) {
-            const auto found = model_shapes.find(name);
-            if (found == model_shapes.end()) {
-                difference =
-                    "; first difference: tensor " + name + " " + shape_text(shape) + " is not in the checkpoint";
-                break;
-            }
-            if (found->second != shape) {
-                difference = "; first difference: tensor " + name + " is " + shape_text(found->second) +
-                             " in the checkpoint, " + shape_text(shape) + " expected";
-                break;
-            }
-        }
-        throw_input_error(info.dir,
-                          "checkpoint from another config (hash " + info.meta.config_hash + ", expected " +
-                              expect.config_hash + ")" + difference,
-                          config_fix);
-    }
-    if (!expect.tensors.empty()) {
-        std::set<std::string> expected_names;
-        for (const auto& [name, shape] : expect.tensors) {
-            expected_names.insert(name);
-            const auto found = model_shapes.find(name);
-            if (found == model_shapes.end())
-                throw_input_error(model_path, "tensor " + name + " " + shape_text(shape) + " is missing", config_fix);
-            if (found->second != shape)
-                throw_input_error(
-                    model_path,
-                    "tensor " + name + " is " + shape_text(found->second) + ", the model expects " + shape_text(shape),
-                    config_fix);
-            if (!expect.optimizer) continue;
-            for (const char* suffix : {".m", ".v"}) {
-                const std::string state_name = name + suffix;
-                const auto state = optimizer_shapes.find(state_name);
-                if (state == optimizer_shapes.end())
-                    throw_input_error(optimizer_path, "optimizer tensor " + state_name + " is missing", config_fix);
-                if (state->second != shape)
-                    throw_input_error(optimizer_path,
-                                      "optimizer tensor " + state_name + " is " + shape_text(state->second) +
-                                          ", expected " + shape_text(shape),
-                                      config_fix);
-            }
-        }
-        for (const auto& [name, shape] : model_shapes)
-            if (!expected_names.count(name))
-                throw_input_error(model_path,
-                                  "tensor " + name + " " + shape_text(shape) + " is not a parameter of this model",
-                                  config_fix);
-        if (expect.optimizer)
-            for (const auto& [name, shape] : optimizer_shapes) {
-                const bool moment = name.size() > 2 && (name.ends_with(".m") || name.ends_with(".v"));
-                if (!moment || !expected_names.count(name.substr(0, name.size() - 2)))
-                    throw_input_error(optimizer_path,
-                                      "optimizer tensor " + name + " " + shape_text(shape) +
-                                          " is not the state of a parameter of this model",
-                                      config_fix);
-            }
-    }
+    const ShapeMap model_shapes = shapes_of(info.model);
+    const ShapeMap optimizer_shapes = shapes_of(info.optimizer);
+    const ExpectContext context{expect,
+                                model_shapes,
+                                optimizer_shapes,
+                                (fs::path(info.dir) / kModelFile).string(),
+                                (fs::path(info.dir) / kOptimizerFile).string(),
+                                "resume with the config this checkpoint was saved with (prophet ckpt show " + info.dir +
+                                    "), or give the new run another checkpoint directory"};
+    check_config_hash(info, context);
+    check_expected_tensors(context);
 
     Checkpoint checkpoint;
     checkpoint.dir = info.dir;
     checkpoint.step = info.step;
-    {
-        FileIn in(model_path);
-        if (in.size() != info.model.file_size)
-            throw_input_error(model_path, "truncated or replaced while being read", kCorruptFix);
-        checkpoint.tensors = read_tensors(in, model_path, info.model);
-    }
-    {
-        FileIn in(optimizer_path);
-        if (in.size() != info.optimizer.file_size)
-            throw_input_error(optimizer_path, "truncated or replaced while being read", kCorruptFix);
-        checkpoint.optimizer = read_tensors(in, optimizer_path, info.optimizer);
-    }
+    checkpoint.tensors = read_tensors_again(context.model_path, info.model);
+    checkpoint.optimizer = read_tensors_again(context.optimizer_path, info.optimizer);
     checkpoint.rng_states = std::move(info.rng_states);
     checkpoint.meta = std::move(info.meta);
     return checkpoint;

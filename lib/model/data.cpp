@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/config.h"
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "core/rng.h"
 
@@ -45,11 +46,10 @@ KeySpec list_key(const std::string& key, ValueType type, Value default_value, do
     return spec;
 }
 
-int64_t token_width(const std::string& file_format) {
-    if (file_format == "uint16") return 2;
-    if (file_format == "int32") return 4;
-    return 1;
-}
+// data.file_format -> bytes per token
+constexpr EnumName<int64_t> kTokenWidths[] = {{1, "bytes"}, {2, "uint16"}, {4, "int32"}};
+
+int64_t token_width(const std::string& file_format) { return find_enum(kTokenWidths, file_format).value_or(1); }
 
 // weights [n] -> normalised copy (sum > 0 checked by validate())
 std::vector<double> normalised(std::vector<double> weights) {
@@ -71,7 +71,7 @@ void validate_file_source(const DataConfig& c) {
     if (c.path.empty())
         throw_config_error("data.path", "\"\"", "must name a file when data.source = \"file\"",
                            "set data.path = \"path/to/corpus.txt\" or use data.source = \"generated\"");
-    if (c.file_format != "bytes" && c.file_format != "uint16" && c.file_format != "int32")
+    if (!find_enum(kTokenWidths, c.file_format).has_value())
         throw_config_error("data.file_format", quote(c.file_format), "must be \"bytes\", \"uint16\" or \"int32\"",
                            "use \"bytes\" for any file read byte by byte (vocab 256), \"uint16\" or \"int32\" for "
                            "little-endian token files");
@@ -257,14 +257,11 @@ void DataSource::batch(int64_t step, int64_t seq_begin, int64_t seq_end, int32_t
 // ---------------------------------------------------------------------------------------------------------
 // TokenStreamSource
 
-TokenStreamSource::TokenStreamSource(const std::string& path, const std::string& file_format, int64_t seq_len,
-                                     int64_t batch_size, int64_t vocab_size)
-    : DataSource(seq_len, batch_size, vocab_size), wide_(vocab_size > 65536), origin_(path) {
-    const int64_t width = token_width(file_format);
-    const std::string need = "a training stream needs at least T+2 = " + std::to_string(seq_len + 2) +
-                             " tokens (sequence length T = " + std::to_string(seq_len) + ")";
-    const std::string fix = "set data.path to a file of at least " + std::to_string((seq_len + 2) * width) +
-                            " bytes, or use data.source = \"generated\"";
+namespace {
+
+// Opens the token file `path` (data.path) for reading and sets `size` to its bytes; `need` and `fix` finish the
+// messages. The caller closes the descriptor.
+int open_token_file(const std::string& path, const std::string& need, const std::string& fix, int64_t& size) {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) {
         const int err = errno;
@@ -274,29 +271,14 @@ TokenStreamSource::TokenStreamSource(const std::string& path, const std::string&
     if (S_ISDIR(info.st_mode)) throw_input_error(path, "is a directory, not a file (data.path); " + need, fix);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw_input_error(path, std::string("cannot open: ") + std::strerror(errno) + "; " + need, fix);
-    struct FdCloser {
-        int fd;
-        ~FdCloser() { ::close(fd); }
-    } closer{fd};
-    const int64_t size = static_cast<int64_t>(info.st_size);
-    if (size == 0) throw_input_error(path, "file is empty (data.path); " + need, fix);
-    if (size % width != 0)
-        throw_input_error(path,
-                          "size " + std::to_string(size) + " bytes is not a whole number of " + std::to_string(width) +
-                              "-byte tokens (data.file_format = " + quote(file_format) + ")",
-                          "check data.file_format, or use \"bytes\"");
-    num_tokens_ = size / width;
-    if (num_tokens_ < seq_len + 2)
-        throw_input_error(path, "holds " + std::to_string(num_tokens_) + " tokens; " + need, fix);
-    try {
-        if (wide_)
-            tokens32_.resize(static_cast<size_t>(num_tokens_));
-        else
-            tokens16_.resize(static_cast<size_t>(num_tokens_));
-    } catch (const std::bad_alloc&) {
-        throw Error(kExitResource, "resource error: " + path + ": " + std::to_string(num_tokens_) +
-                                       " tokens do not fit in memory; fix: use a smaller data.path file");
-    }
+    size = static_cast<int64_t>(info.st_size);
+    return fd;
+}
+
+// Reads `size` bytes of `width`-byte little-endian tokens from fd in kReadChunk pieces, checks each is in
+// [0, vocab_size) and hands it on as store(position, token).
+template <typename Store>
+void read_token_stream(int fd, const std::string& path, int64_t size, int64_t width, int64_t vocab_size, Store store) {
     std::vector<unsigned char> chunk(kReadChunk);  // [kReadChunk] bytes, a whole number of tokens
     int64_t token_idx = 0;
     int64_t bytes_left = size;
@@ -323,13 +305,52 @@ TokenStreamSource::TokenStreamSource(const std::string& path, const std::string&
                                   "token " + std::to_string(value) + " at position " + std::to_string(token_idx) +
                                       " is outside [0, data.vocab_size = " + std::to_string(vocab_size) + ")",
                                   "raise data.vocab_size above the largest token id, or check data.file_format");
-            if (wide_)
-                tokens32_[static_cast<size_t>(token_idx)] = static_cast<int32_t>(value);
-            else
-                tokens16_[static_cast<size_t>(token_idx)] = static_cast<uint16_t>(value);
+            store(token_idx, value);
         }
         bytes_left -= static_cast<int64_t>(want);
     }
+}
+
+}  // namespace
+
+TokenStreamSource::TokenStreamSource(const std::string& path, const std::string& file_format, int64_t seq_len,
+                                     int64_t batch_size, int64_t vocab_size)
+    : DataSource(seq_len, batch_size, vocab_size), wide_(vocab_size > 65536), origin_(path) {
+    const int64_t width = token_width(file_format);
+    const std::string need = "a training stream needs at least T+2 = " + std::to_string(seq_len + 2) +
+                             " tokens (sequence length T = " + std::to_string(seq_len) + ")";
+    const std::string fix = "set data.path to a file of at least " + std::to_string((seq_len + 2) * width) +
+                            " bytes, or use data.source = \"generated\"";
+    int64_t size = 0;
+    const int fd = open_token_file(path, need, fix, size);
+    struct FdCloser {
+        int fd;
+        ~FdCloser() { ::close(fd); }
+    } closer{fd};
+    if (size == 0) throw_input_error(path, "file is empty (data.path); " + need, fix);
+    if (size % width != 0)
+        throw_input_error(path,
+                          "size " + std::to_string(size) + " bytes is not a whole number of " + std::to_string(width) +
+                              "-byte tokens (data.file_format = " + quote(file_format) + ")",
+                          "check data.file_format, or use \"bytes\"");
+    num_tokens_ = size / width;
+    if (num_tokens_ < seq_len + 2)
+        throw_input_error(path, "holds " + std::to_string(num_tokens_) + " tokens; " + need, fix);
+    try {
+        if (wide_)
+            tokens32_.resize(static_cast<size_t>(num_tokens_));
+        else
+            tokens16_.resize(static_cast<size_t>(num_tokens_));
+    } catch (const std::bad_alloc&) {
+        throw Error(kExitResource, "resource error: " + path + ": " + std::to_string(num_tokens_) +
+                                       " tokens do not fit in memory; fix: use a smaller data.path file");
+    }
+    read_token_stream(fd, path, size, width, vocab_size, [&](int64_t position, int64_t value) {
+        if (wide_)
+            tokens32_[static_cast<size_t>(position)] = static_cast<int32_t>(value);
+        else
+            tokens16_[static_cast<size_t>(position)] = static_cast<uint16_t>(value);
+    });
 }
 
 TokenStreamSource::TokenStreamSource(std::vector<int32_t> tokens, int64_t seq_len, int64_t batch_size,
@@ -394,28 +415,11 @@ uint64_t GeneratedCorpus::sequence_seed(uint64_t seed, uint64_t step, uint64_t s
     return mix64(mix64(mix64(seed ^ kSequenceTag) ^ step) ^ seq_idx);
 }
 
-GeneratedCorpus::GeneratedCorpus(const DataConfig& config, int64_t seq_len, int64_t batch_size)
-    : DataSource(seq_len, batch_size, config.vocab_size),
-      seed_(config.seed),
-      num_topics_(config.num_topics),
-      doc_len_(config.doc_len),
-      drift_rate_(config.drift_rate),
-      shift_steps_(config.shift_steps) {
-    config.validate();
-    PROPHET_ASSERT(config.source == "generated");
-    const int64_t V = config.vocab_size;
-    const int64_t n = num_topics_;
+namespace {
 
-    // topics: a window of S tokens of one random permutation of the vocabulary, consecutive topics overlapping
-    // by stride/2 tokens; each state has K successors with probabilities proportional to 1/(k+1)^2
-    Rng rng(mix64(seed_ ^ kTopicsTag));
-    std::vector<int32_t> permutation(static_cast<size_t>(V));  // [V]
-    for (int64_t v = 0; v < V; ++v) permutation[static_cast<size_t>(v)] = static_cast<int32_t>(v);
-    rng.shuffle(permutation.data(), static_cast<uint64_t>(V));
-    const int64_t stride = (V + n - 1) / n;
-    const int64_t S = std::min(V, stride + stride / 2);
-    const int64_t K = std::min(S, kSuccessors);
-    std::vector<double> peaked(static_cast<size_t>(K));  // [K] cumulative 1/(k+1)^2, normalised
+// [K] cumulative successor probabilities proportional to 1/(k+1)^2, normalised (the last exactly 1).
+std::vector<double> peaked_cumulative(int64_t K) {
+    std::vector<double> peaked(static_cast<size_t>(K));
     double total = 0.0;
     for (int64_t k = 0; k < K; ++k) total += 1.0 / static_cast<double>((k + 1) * (k + 1));
     double running = 0.0;
@@ -423,11 +427,65 @@ GeneratedCorpus::GeneratedCorpus(const DataConfig& config, int64_t seq_len, int6
         running += 1.0 / static_cast<double>((k + 1) * (k + 1));
         peaked[static_cast<size_t>(k)] = k == K - 1 ? 1.0 : running / total;
     }
-    std::vector<int32_t> states(static_cast<size_t>(S));  // [S] scratch permutation of state indices
+    return peaked;
+}
+
+// [num_topics] the base mixture: data.mixture (uniform when empty), normalised, then data.dominant_topic given
+// data.dominance with the others scaled to share the rest.
+std::vector<double> base_mixture(const DataConfig& config) {
+    std::vector<double> base =
+        config.mixture.empty() ? std::vector<double>(static_cast<size_t>(config.num_topics), 1.0) : config.mixture;
+    base = normalised(base);
+    if (config.dominant_topic >= 0) {
+        const size_t d = static_cast<size_t>(config.dominant_topic);
+        double others = 0.0;
+        for (size_t t = 0; t < base.size(); ++t)
+            if (t != d) others += base[t];
+        for (size_t t = 0; t < base.size(); ++t)
+            base[t] = t == d ? config.dominance : (others > 0.0 ? (1.0 - config.dominance) * base[t] / others : 0.0);
+        if (!(others > 0.0)) base[d] = 1.0;
+    }
+    return base;
+}
+
+// [shift_steps + 1][num_topics] the mixture segments: the base, then one per shift step (data.shift_mixtures, or
+// the base rotated by k + 1 topics).
+std::vector<std::vector<double>> mixture_segments(const DataConfig& config) {
+    const size_t n = static_cast<size_t>(config.num_topics);
+    const std::vector<double> base = base_mixture(config);
+    std::vector<std::vector<double>> segments{base};
+    for (size_t k = 0; k < config.shift_steps.size(); ++k) {
+        std::vector<double> mixture(n);
+        if (config.shift_mixtures.empty()) {
+            const size_t rotation = (k + 1) % n;
+            for (size_t t = 0; t < n; ++t) mixture[(t + rotation) % n] = base[t];
+        } else {
+            const auto row = config.shift_mixtures.begin() + static_cast<std::ptrdiff_t>(k * n);
+            mixture = normalised(std::vector<double>(row, row + static_cast<std::ptrdiff_t>(n)));
+        }
+        segments.push_back(mixture);
+    }
+    return segments;
+}
+
+}  // namespace
+
+// Topics: a window of S tokens of one random permutation of the vocabulary, consecutive topics overlapping by
+// stride/2 tokens; each state has K successors with probabilities proportional to 1/(k+1)^2.
+std::vector<GeneratedCorpus::Topic> GeneratedCorpus::make_topics(uint64_t seed, int64_t V, int64_t n) {
+    Rng rng(mix64(seed ^ kTopicsTag));
+    std::vector<int32_t> permutation(static_cast<size_t>(V));  // [V]
+    for (int64_t v = 0; v < V; ++v) permutation[static_cast<size_t>(v)] = static_cast<int32_t>(v);
+    rng.shuffle(permutation.data(), static_cast<uint64_t>(V));
+    const int64_t stride = (V + n - 1) / n;
+    const int64_t S = std::min(V, stride + stride / 2);
+    const int64_t K = std::min(S, kSuccessors);
+    const std::vector<double> peaked = peaked_cumulative(K);  // [K]
+    std::vector<int32_t> states(static_cast<size_t>(S));      // [S] scratch permutation of state indices
     for (int64_t j = 0; j < S; ++j) states[static_cast<size_t>(j)] = static_cast<int32_t>(j);
-    topics_.resize(static_cast<size_t>(n));
+    std::vector<Topic> topics(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) {
-        Topic& topic = topics_[static_cast<size_t>(t)];
+        Topic& topic = topics[static_cast<size_t>(t)];
         topic.vocab.resize(static_cast<size_t>(S));
         for (int64_t j = 0; j < S; ++j)
             topic.vocab[static_cast<size_t>(j)] = permutation[static_cast<size_t>((t * stride + j) % V)];
@@ -442,34 +500,17 @@ GeneratedCorpus::GeneratedCorpus(const DataConfig& config, int64_t seq_len, int6
             }
         }
     }
+    return topics;
+}
 
-    // mixture segments: base (with dominance), then one per shift step
-    std::vector<double> base =
-        config.mixture.empty() ? std::vector<double>(static_cast<size_t>(n), 1.0) : config.mixture;
-    base = normalised(base);
-    if (config.dominant_topic >= 0) {
-        const size_t d = static_cast<size_t>(config.dominant_topic);
-        double others = 0.0;
-        for (size_t t = 0; t < base.size(); ++t)
-            if (t != d) others += base[t];
-        for (size_t t = 0; t < base.size(); ++t)
-            base[t] = t == d ? config.dominance : (others > 0.0 ? (1.0 - config.dominance) * base[t] / others : 0.0);
-        if (!(others > 0.0)) base[d] = 1.0;
-    }
-    segments_.push_back(base);
-    for (size_t k = 0; k < shift_steps_.size(); ++k) {
-        std::vector<double> mixture(static_cast<size_t>(n));
-        if (config.shift_mixtures.empty()) {
-            const size_t rotation = (k + 1) % static_cast<size_t>(n);
-            for (size_t t = 0; t < static_cast<size_t>(n); ++t)
-                mixture[(t + rotation) % static_cast<size_t>(n)] = base[t];
-        } else {
-            const auto row = config.shift_mixtures.begin() + static_cast<std::ptrdiff_t>(k * static_cast<size_t>(n));
-            mixture = normalised(std::vector<double>(row, row + n));
-        }
-        segments_.push_back(mixture);
-    }
-    drift_anchors_.push_back(std::vector<double>(static_cast<size_t>(n), 0.0));
+GeneratedCorpus::GeneratedCorpus(const DataConfig& config, int64_t seq_len, int64_t batch_size)
+    : DataSource(seq_len, batch_size, config.vocab_size), seed_(config.seed), num_topics_(config.num_topics),
+      doc_len_(config.doc_len), drift_rate_(config.drift_rate), shift_steps_(config.shift_steps) {
+    config.validate();
+    PROPHET_ASSERT(config.source == "generated");
+    topics_ = make_topics(seed_, config.vocab_size, num_topics_);
+    segments_ = mixture_segments(config);
+    drift_anchors_.push_back(std::vector<double>(static_cast<size_t>(num_topics_), 0.0));
     last_drift_step_ = 0;
     last_drift_ = drift_anchors_[0];
 }

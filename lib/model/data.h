@@ -154,6 +154,8 @@ class GeneratedCorpus : public DataSource {
         std::vector<int32_t> successors;  // [S, K] state index of each successor
         std::vector<double> cumulative;   // [S, K] cumulative successor probabilities (last = 1)
     };
+    // [n] the topic tables of the determinism rule over a vocabulary of V, drawn from Rng(mix64(seed ^ kTopicsTag))
+    static std::vector<Topic> make_topics(uint64_t seed, int64_t V, int64_t n);
     int64_t segment_of(int64_t step) const;
     std::vector<double> drift_at(int64_t step) const;  // [num_topics] log-weight offsets z(step)
 

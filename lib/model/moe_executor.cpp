@@ -19,11 +19,18 @@ template <typename Float>
 void LocalMoeExecutor<Float>::forward(int layer, int N, const Float* h, const int* expert_idx, const Float* gate_w,
                                       Float* out) {
     PROPHET_ASSERT(layer >= 0 && layer < L_);
-    const int E = E_, K = K_, C = C_, F = F_;
     LayerState& st = layers_[layer];
     st.N = N;
+    sort_assignments(st, N, expert_idx, gate_w);
+    run_experts(layer, st, h);
+    combine(st, N, out);
+}
 
-    // ---- layout: a counting sort of the kept assignments by expert (stable, so slots follow (token, k) order)
+// A counting sort of the kept assignments by expert (stable, so slots follow (token, k) order).
+template <typename Float>
+void LocalMoeExecutor<Float>::sort_assignments(LayerState& st, int N, const int* expert_idx,
+                                               const Float* gate_w) const {
+    const int E = E_, K = K_;
     st.expert_offsets.assign(E + 1, 0);
     for (int a = 0; a < N * K; a++) {
         const int e = expert_idx[a];
@@ -32,7 +39,6 @@ void LocalMoeExecutor<Float>::forward(int layer, int N, const Float* h, const in
     }
     for (int e = 0; e < E; e++) st.expert_offsets[e + 1] += st.expert_offsets[e];
     st.M = st.expert_offsets[E];
-    const int M = st.M;
     std::vector<int> fill(st.expert_offsets.begin(), st.expert_offsets.end() - 1);  // [E] next free slot
     st.slot_token.resize((size_t)N * K);
     st.assignment_slot.resize((size_t)N * K);
@@ -47,8 +53,12 @@ void LocalMoeExecutor<Float>::forward(int layer, int N, const Float* h, const in
         st.slot_token[s] = a / K;
     }
     st.gate_w.assign(gate_w, gate_w + (size_t)N * K);
+}
 
-    // ---- dispatch (gather), experts, in expert order
+// Dispatch (gather h [N,C] into slot order), then each expert's FFN over its slots, in expert order.
+template <typename Float>
+void LocalMoeExecutor<Float>::run_experts(int layer, LayerState& st, const Float* h) const {
+    const int E = E_, C = C_, F = F_, M = st.M;
     st.x.resize((size_t)M * C);
     st.pre.resize((size_t)M * F);
     st.act.resize((size_t)M * F);
@@ -67,8 +77,12 @@ void LocalMoeExecutor<Float>::forward(int layer, int N, const Float* h, const in
         gelu_forward(act_e, pre_e, (size_t)M_e * F);
         gemm<Float>(false, false, M_e, C, F, Float(1), act_e, F, w.w2, C, Float(0), y_e, C);
     }
+}
 
-    // ---- combine, per token in k order (see the contract in moe_executor.h)
+// Combine, per token in k order (see the contract in moe_executor.h): out[n] = sum_k w[n,k] y[slot(n,k)].
+template <typename Float>
+void LocalMoeExecutor<Float>::combine(const LayerState& st, int N, Float* out) const {
+    const int K = K_, C = C_;
     for (int n = 0; n < N; n++) {
         Float* out_n = out + (size_t)n * C;  // [C]
         std::fill_n(out_n, C, Float(0));
@@ -85,16 +99,22 @@ void LocalMoeExecutor<Float>::forward(int layer, int N, const Float* h, const in
 template <typename Float>
 void LocalMoeExecutor<Float>::backward(int layer, int N, const Float* dout, Float* dh, Float* dgate_w) {
     PROPHET_ASSERT(layer >= 0 && layer < L_);
-    const int E = E_, K = K_, C = C_, F = F_;
-    LayerState& st = layers_[layer];
+    const LayerState& st = layers_[layer];
     PROPHET_ASSERT_MSG(st.N == N, "backward called with a different N than forward");
     const int M = st.M;
-    dy_.resize((size_t)M * C);
-    dpre_.resize((size_t)M * F);
-    dx_.resize((size_t)M * C);
+    dy_.resize((size_t)M * C_);
+    dpre_.resize((size_t)M * F_);
+    dx_.resize((size_t)M * C_);
+    combine_backward(st, N, dout, dgate_w);
+    experts_backward(layer, st);
+    dispatch_backward(st, N, dh);
+}
 
-    // ---- combine backward: out[n] = sum_k w[n,k] y[slot(n,k)]
-    //      dgate_w[n,k] = dout[n] . y[slot], dy[slot] = w[n,k] dout[n]
+// Combine backward: out[n] = sum_k w[n,k] y[slot(n,k)], so dgate_w[n,k] = dout[n] . y[slot] and
+// dy[slot] = w[n,k] dout[n].
+template <typename Float>
+void LocalMoeExecutor<Float>::combine_backward(const LayerState& st, int N, const Float* dout, Float* dgate_w) {
+    const int K = K_, C = C_;
     for (int n = 0; n < N; n++) {
         const Float* dout_n = dout + (size_t)n * C;  // [C]
         for (int k = 0; k < K; k++) {
@@ -115,8 +135,12 @@ void LocalMoeExecutor<Float>::backward(int layer, int N, const Float* dout, Floa
             dgate_w[a] = dot;
         }
     }
+}
 
-    // ---- experts backward, in expert order
+// Experts backward, in expert order: dx from dy, accumulating dW1 and dW2.
+template <typename Float>
+void LocalMoeExecutor<Float>::experts_backward(int layer, const LayerState& st) {
+    const int E = E_, C = C_, F = F_;
     for (int e = 0; e < E; e++) {
         const int begin = st.expert_offsets[e];
         const int M_e = st.expert_offsets[e + 1] - begin;
@@ -136,8 +160,12 @@ void LocalMoeExecutor<Float>::backward(int layer, int N, const Float* dout, Floa
         gemm<Float>(true, false, C, F, M_e, Float(1), x_e, C, dpre_e, F, Float(1), w.dw1, F);
         gemm<Float>(false, true, M_e, C, F, Float(1), dpre_e, F, w.w1, F, Float(0), dx_e, C);
     }
+}
 
-    // ---- dispatch backward (scatter), per token in k order
+// Dispatch backward (scatter), per token in k order: dh[n] = sum_k dx[slot(n,k)].
+template <typename Float>
+void LocalMoeExecutor<Float>::dispatch_backward(const LayerState& st, int N, Float* dh) const {
+    const int K = K_, C = C_;
     for (int n = 0; n < N; n++) {
         Float* dh_n = dh + (size_t)n * C;  // [C]
         std::fill_n(dh_n, C, Float(0));

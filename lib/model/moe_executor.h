@@ -72,6 +72,15 @@ class LocalMoeExecutor final : public MoeExecutor<Float> {
         std::vector<Float> y;             // [M,C] act W2, before the gate weight
     };
 
+    // forward's steps: the expert-sorted layout of the kept assignments, the experts over it, the weighted combine
+    void sort_assignments(LayerState& st, int N, const int* expert_idx, const Float* gate_w) const;
+    void run_experts(int layer, LayerState& st, const Float* h) const;
+    void combine(const LayerState& st, int N, Float* out) const;
+    // backward's steps, in reverse: combine, experts (accumulating dW1, dW2), dispatch
+    void combine_backward(const LayerState& st, int N, const Float* dout, Float* dgate_w);
+    void experts_backward(int layer, const LayerState& st);
+    void dispatch_backward(const LayerState& st, int N, Float* dh) const;
+
     int L_, E_, K_, C_, F_;
     std::vector<ExpertWeights<Float>> weights_;  // [L*E]
     std::vector<LayerState> layers_;             // [L]

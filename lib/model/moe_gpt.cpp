@@ -242,18 +242,15 @@ double aux_balance_loss(const ModelConfig& cfg, Float* gate_probs, const Float* 
     return cfg.aux_loss_coef * E * sum * (static_cast<double>(N) / loss_denominator);
 }
 
-// Block l of the forward on the activations of B sequences: attention branch, routing, the executor's experts,
-// the MoE residual. *cursor: the timeline's compute-lane mark (mark_compute). Returns the block's auxiliary loss.
+// Block l's attention branch on the activations of B sequences: residual_attn = x + proj(attn(ln1(x))), keeping
+// ln1, qkv, att and atty for the backward.
 template <typename Float>
-double block_forward(Model<Float>& model, int l, int B, double loss_denominator, int64_t* cursor) {
+void attention_branch_forward(Model<Float>& model, int l, int B) {
     const ModelConfig& cfg = model.config;
-    const int T = cfg.T, C = cfg.C, NH = cfg.NH, E = cfg.E, K = cfg.K;
+    const int T = cfg.T, C = cfg.C, NH = cfg.NH;
     const int N = B * T;
     Activations<Float>& a = model.acts;
-    const ParamLayout& lay = model.layout;
-    model.executor->block_forward_begin(l);  // records what it waits for itself (plan_wait)
-    *cursor = mark_start(model);
-    const LayerTensorIdx& p = lay.layers[l];
+    const LayerTensorIdx& p = model.layout.layers[l];
     const Float* x = l == 0 ? a.encoded : a.residual_moe + static_cast<size_t>(l - 1) * N * C;  // [N,C]
     Float* ln1 = a.ln1 + static_cast<size_t>(l) * N * C;                                        // [N,C]
     Float* ln1_mean = a.ln1_mean + static_cast<size_t>(l) * N;                                  // [N]
@@ -262,25 +259,31 @@ double block_forward(Model<Float>& model, int l, int B, double loss_denominator,
     Float* att = a.att + static_cast<size_t>(l) * B * NH * T * T;                               // [B,NH,T,T]
     Float* atty = a.atty + static_cast<size_t>(l) * N * C;                                      // [N,C]
     Float* residual_attn = a.residual_attn + static_cast<size_t>(l) * N * C;                    // [N,C]
-    Float* ln2 = a.ln2 + static_cast<size_t>(l) * N * C;                                        // [N,C]
-    Float* ln2_mean = a.ln2_mean + static_cast<size_t>(l) * N;                                  // [N]
-    Float* ln2_rstd = a.ln2_rstd + static_cast<size_t>(l) * N;                                  // [N]
-    Float* gate_logits = a.gate_logits + static_cast<size_t>(l) * N * E;                        // [N,E]
-    Float* gate_probs = a.gate_probs + static_cast<size_t>(l) * N * E;                          // [N,E]
-    Float* gate_w = a.gate_w + static_cast<size_t>(l) * N * K;                                  // [N,K]
-    int* expert_idx = a.expert_idx + static_cast<size_t>(l) * N * K;                            // [N,K]
-    int* dispatch_idx = a.dispatch_idx + static_cast<size_t>(l) * N * K;                        // [N,K]
-    Float* residual_moe = a.residual_moe + static_cast<size_t>(l) * N * C;                      // [N,C]
-
-    // attention branch: x + proj(attn(ln1(x)))
     layernorm_forward(ln1, ln1_mean, ln1_rstd, x, model.param(p.ln1_w), model.param(p.ln1_b), N, C);
     matmul_forward(qkv, ln1, model.param(p.qkv_w), model.param(p.qkv_b), N, C, 3 * C);
     attention_forward(atty, att, qkv, B, T, C, NH);
     matmul_forward(a.branch, atty, model.param(p.proj_w), model.param(p.proj_b), N, C, C);
     residual_forward(residual_attn, x, a.branch, static_cast<size_t>(N) * C);
-    mark(model, OpKind::kAttn, l, cursor);
+}
 
-    // MoE branch: route (gate logits, top-K, gate weights), then the executor computes the experts
+// Block l's routing on ln2(residual_attn): gate logits, top-K and gate weights, this rank's counts per expert, the
+// capacity drops into dispatch_idx. Returns the block's auxiliary loss.
+template <typename Float>
+double route_forward(Model<Float>& model, int l, int B, double loss_denominator) {
+    const ModelConfig& cfg = model.config;
+    const int C = cfg.C, E = cfg.E, K = cfg.K;
+    const int N = B * cfg.T;
+    Activations<Float>& a = model.acts;
+    const LayerTensorIdx& p = model.layout.layers[l];
+    const Float* residual_attn = a.residual_attn + static_cast<size_t>(l) * N * C;  // [N,C]
+    Float* ln2 = a.ln2 + static_cast<size_t>(l) * N * C;                            // [N,C]
+    Float* ln2_mean = a.ln2_mean + static_cast<size_t>(l) * N;                      // [N]
+    Float* ln2_rstd = a.ln2_rstd + static_cast<size_t>(l) * N;                      // [N]
+    Float* gate_logits = a.gate_logits + static_cast<size_t>(l) * N * E;            // [N,E]
+    Float* gate_probs = a.gate_probs + static_cast<size_t>(l) * N * E;              // [N,E]
+    Float* gate_w = a.gate_w + static_cast<size_t>(l) * N * K;                      // [N,K]
+    int* expert_idx = a.expert_idx + static_cast<size_t>(l) * N * K;                // [N,K]
+    int* dispatch_idx = a.dispatch_idx + static_cast<size_t>(l) * N * K;            // [N,K]
     layernorm_forward(ln2, ln2_mean, ln2_rstd, residual_attn, model.param(p.ln2_w), model.param(p.ln2_b), N, C);
     matmul_forward(gate_logits, ln2, model.param(p.gate_w), static_cast<const Float*>(nullptr), N, C, E);
     gate_topk_forward(expert_idx, gate_w, gate_logits, N, E, K);
@@ -294,12 +297,28 @@ double block_forward(Model<Float>& model, int l, int B, double loss_denominator,
     model.num_dropped[l] = 0;
     if (cfg.capacity_factor > 0.0)
         model.num_dropped[l] = drop_over_capacity(cfg.capacity_factor, N, K, E, dispatch_idx);
+    return cfg.aux_loss_coef > 0.0 ? aux_balance_loss(cfg, gate_probs, gate_logits, counts, N, loss_denominator) : 0.0;
+}
 
-    const double aux_loss =
-        cfg.aux_loss_coef > 0.0 ? aux_balance_loss(cfg, gate_probs, gate_logits, counts, N, loss_denominator) : 0.0;
+// Block l of the forward on the activations of B sequences: attention branch, routing, the executor's experts,
+// the MoE residual. *cursor: the timeline's compute-lane mark (mark_compute). Returns the block's auxiliary loss.
+template <typename Float>
+double block_forward(Model<Float>& model, int l, int B, double loss_denominator, int64_t* cursor) {
+    const int N = B * model.config.T, C = model.config.C, K = model.config.K;
+    Activations<Float>& a = model.acts;
+    model.executor->block_forward_begin(l);  // records what it waits for itself (plan_wait)
+    *cursor = mark_start(model);
+    attention_branch_forward(model, l, B);
+    mark(model, OpKind::kAttn, l, cursor);
 
+    // MoE branch: route (gate logits, top-K, gate weights), then the executor computes the experts
+    const double aux_loss = route_forward(model, l, B, loss_denominator);
     mark(model, OpKind::kGate, l, cursor);
-    model.executor->forward(l, N, ln2, dispatch_idx, gate_w, a.branch);
+    const Float* ln2 = a.ln2 + static_cast<size_t>(l) * N * C;                      // [N,C]
+    const Float* residual_attn = a.residual_attn + static_cast<size_t>(l) * N * C;  // [N,C]
+    Float* residual_moe = a.residual_moe + static_cast<size_t>(l) * N * C;          // [N,C]
+    model.executor->forward(l, N, ln2, a.dispatch_idx + static_cast<size_t>(l) * N * K,
+                            a.gate_w + static_cast<size_t>(l) * N * K, a.branch);
     *cursor = mark_start(model);
     residual_forward(residual_moe, residual_attn, a.branch, static_cast<size_t>(N) * C);
     mark(model, OpKind::kAttn, l, cursor);  // the MoE residual add: the block's last non-expert op
@@ -341,73 +360,97 @@ double model_forward(Model<Float>& model, const int* inputs, const int* targets,
 
 // ---- backward ----------------------------------------------------------------------------------------------
 
+namespace {
+
+// Block l's MoE branch backward, from dresidual = d(residual_moe), which passes straight through to
+// d(residual_attn): the executor's experts, the gate (with the aux loss), ln2; adds into dresidual.
+template <typename Float>
+void moe_branch_backward(Model<Float>& model, int l, int64_t* cursor) {
+    const ModelConfig& cfg = model.config;
+    const int C = cfg.C, E = cfg.E, K = cfg.K;
+    Activations<Float>& a = model.acts;
+    const int N = a.B * cfg.T;
+    const LayerTensorIdx& p = model.layout.layers[l];
+    const Float* residual_attn = a.residual_attn + (size_t)l * N * C;  // [N,C]
+    const Float* ln2 = a.ln2 + (size_t)l * N * C;                      // [N,C]
+    const Float* ln2_mean = a.ln2_mean + (size_t)l * N;                // [N]
+    const Float* ln2_rstd = a.ln2_rstd + (size_t)l * N;                // [N]
+    const Float* gate_probs = a.gate_probs + (size_t)l * N * E;        // [N,E]
+    const Float* gate_w = a.gate_w + (size_t)l * N * K;                // [N,K]
+    const int* expert_idx = a.expert_idx + (size_t)l * N * K;          // [N,K]
+
+    model.executor->backward(l, N, a.dresidual, a.dln, a.dgate_w);  // dln = d ln2 from the experts
+    *cursor = mark_start(model);
+    gate_topk_backward(a.dgate_logits, a.dgate_w, gate_w, expert_idx, N, E, K);
+    if (cfg.aux_loss_coef > 0.0) {
+        // d aux / d p[n,e] = coef * E * f_e / loss_denominator (the N of P_e's mean cancels the N weight)
+        const int64_t* counts = model.routing_counts.data() + (size_t)l * E;  // [E]
+        for (int e = 0; e < E; e++) {
+            const double f_e = double(counts[e]) / (double(N) * K);
+            const Float dp = Float(cfg.aux_loss_coef * E * f_e / model.loss_denominator);
+            for (int n = 0; n < N; n++) a.dgate_probs[(size_t)n * E + e] = dp;
+        }
+        softmax_backward(a.dgate_logits, a.dgate_probs, gate_probs, N, E);
+    }
+    matmul_backward(a.dln, model.grad(p.gate_w), (Float*)nullptr, a.dgate_logits, ln2, model.param(p.gate_w), N, C, E,
+                    /*accumulate_dinp=*/true);
+    layernorm_backward(a.dresidual, model.grad(p.ln2_w), model.grad(p.ln2_b), a.dln, residual_attn,
+                       model.param(p.ln2_w), ln2_mean, ln2_rstd, N, C);
+    mark(model, OpKind::kGateBwd, l, cursor);
+}
+
+// Block l's attention branch backward, from dresidual = d(residual_attn), which passes through to d(x): proj,
+// attention, qkv, ln1; adds into dresidual.
+template <typename Float>
+void attention_branch_backward(Model<Float>& model, int l, int64_t* cursor) {
+    const ModelConfig& cfg = model.config;
+    const int T = cfg.T, C = cfg.C, NH = cfg.NH;
+    Activations<Float>& a = model.acts;
+    const int B = a.B;
+    const int N = B * T;
+    const LayerTensorIdx& p = model.layout.layers[l];
+    const Float* x = l == 0 ? a.encoded : a.residual_moe + (size_t)(l - 1) * N * C;  // [N,C]
+    const Float* ln1 = a.ln1 + (size_t)l * N * C;                                    // [N,C]
+    const Float* ln1_mean = a.ln1_mean + (size_t)l * N;                              // [N]
+    const Float* ln1_rstd = a.ln1_rstd + (size_t)l * N;                              // [N]
+    const Float* qkv = a.qkv + (size_t)l * N * 3 * C;                                // [N,3C]
+    const Float* att = a.att + (size_t)l * B * NH * T * T;                           // [B,NH,T,T]
+    const Float* atty = a.atty + (size_t)l * N * C;                                  // [N,C]
+    matmul_backward(a.datty, model.grad(p.proj_w), model.grad(p.proj_b), a.dresidual, atty, model.param(p.proj_w), N, C,
+                    C, /*accumulate_dinp=*/false);
+    attention_backward(a.dqkv, a.datt, a.datty, qkv, att, B, T, C, NH);
+    matmul_backward(a.dln, model.grad(p.qkv_w), model.grad(p.qkv_b), a.dqkv, ln1, model.param(p.qkv_w), N, C, 3 * C,
+                    /*accumulate_dinp=*/false);
+    layernorm_backward(a.dresidual, model.grad(p.ln1_w), model.grad(p.ln1_b), a.dln, x, model.param(p.ln1_w), ln1_mean,
+                       ln1_rstd, N, C);
+    mark(model, OpKind::kAttnBwd, l, cursor);
+}
+
+}  // namespace
+
 template <typename Float>
 void model_backward(Model<Float>& model) {
     const ModelConfig& cfg = model.config;
-    const int V = cfg.V, T = cfg.T, C = cfg.C, NH = cfg.NH, L = cfg.L, E = cfg.E, K = cfg.K;
+    const int V = cfg.V, T = cfg.T, C = cfg.C, L = cfg.L;
     Activations<Float>& a = model.acts;
     const int B = a.B;
     PROPHET_ASSERT_MSG(B > 0, "model_backward before model_forward");
     const int N = B * T;
     const ParamLayout& lay = model.layout;
-    const double denominator = model.loss_denominator;
 
     // top: loss -> ln_f output -> residual stream
     int64_t cursor = mark_start(model);
     std::fill_n(a.dresidual, (size_t)N * C, Float(0));
     crossentropy_tied_backward(a.dln, model.grad(lay.wte), a.probs, a.lnf, model.param(lay.wte), a.targets, N, C, V,
-                               denominator);
+                               model.loss_denominator);
     const Float* x_last = a.residual_moe + (size_t)(L - 1) * N * C;  // [N,C]
     layernorm_backward(a.dresidual, model.grad(lay.ln_f_w), model.grad(lay.ln_f_b), a.dln, x_last,
                        model.param(lay.ln_f_w), a.lnf_mean, a.lnf_rstd, N, C);
     mark(model, OpKind::kHeadBwd, -1, &cursor);
 
     for (int l = L - 1; l >= 0; l--) {
-        const LayerTensorIdx& p = lay.layers[l];
-        const Float* x = l == 0 ? a.encoded : a.residual_moe + (size_t)(l - 1) * N * C;  // [N,C]
-        const Float* ln1 = a.ln1 + (size_t)l * N * C;                                     // [N,C]
-        const Float* ln1_mean = a.ln1_mean + (size_t)l * N;                               // [N]
-        const Float* ln1_rstd = a.ln1_rstd + (size_t)l * N;                               // [N]
-        const Float* qkv = a.qkv + (size_t)l * N * 3 * C;                                 // [N,3C]
-        const Float* att = a.att + (size_t)l * B * NH * T * T;                            // [B,NH,T,T]
-        const Float* atty = a.atty + (size_t)l * N * C;                                   // [N,C]
-        const Float* residual_attn = a.residual_attn + (size_t)l * N * C;                 // [N,C]
-        const Float* ln2 = a.ln2 + (size_t)l * N * C;                                     // [N,C]
-        const Float* ln2_mean = a.ln2_mean + (size_t)l * N;                               // [N]
-        const Float* ln2_rstd = a.ln2_rstd + (size_t)l * N;                               // [N]
-        const Float* gate_probs = a.gate_probs + (size_t)l * N * E;                       // [N,E]
-        const Float* gate_w = a.gate_w + (size_t)l * N * K;                               // [N,K]
-        const int* expert_idx = a.expert_idx + (size_t)l * N * K;                         // [N,K]
-
-        // MoE branch. dresidual is d(residual_moe) here and passes straight through to d(residual_attn).
-        model.executor->backward(l, N, a.dresidual, a.dln, a.dgate_w);  // dln = d ln2 from the experts
-        cursor = mark_start(model);
-        gate_topk_backward(a.dgate_logits, a.dgate_w, gate_w, expert_idx, N, E, K);
-        if (cfg.aux_loss_coef > 0.0) {
-            // d aux / d p[n,e] = coef * E * f_e / loss_denominator (the N of P_e's mean cancels the N weight)
-            const int64_t* counts = model.routing_counts.data() + (size_t)l * E;  // [E]
-            for (int e = 0; e < E; e++) {
-                const double f_e = double(counts[e]) / (double(N) * K);
-                const Float dp = Float(cfg.aux_loss_coef * E * f_e / denominator);
-                for (int n = 0; n < N; n++) a.dgate_probs[(size_t)n * E + e] = dp;
-            }
-            softmax_backward(a.dgate_logits, a.dgate_probs, gate_probs, N, E);
-        }
-        matmul_backward(a.dln, model.grad(p.gate_w), (Float*)nullptr, a.dgate_logits, ln2, model.param(p.gate_w), N,
-                        C, E, /*accumulate_dinp=*/true);
-        layernorm_backward(a.dresidual, model.grad(p.ln2_w), model.grad(p.ln2_b), a.dln, residual_attn,
-                           model.param(p.ln2_w), ln2_mean, ln2_rstd, N, C);
-        mark(model, OpKind::kGateBwd, l, &cursor);
-
-        // attention branch. dresidual is now d(residual_attn) and passes through to d(x).
-        matmul_backward(a.datty, model.grad(p.proj_w), model.grad(p.proj_b), a.dresidual, atty,
-                        model.param(p.proj_w), N, C, C, /*accumulate_dinp=*/false);
-        attention_backward(a.dqkv, a.datt, a.datty, qkv, att, B, T, C, NH);
-        matmul_backward(a.dln, model.grad(p.qkv_w), model.grad(p.qkv_b), a.dqkv, ln1, model.param(p.qkv_w), N, C,
-                        3 * C, /*accumulate_dinp=*/false);
-        layernorm_backward(a.dresidual, model.grad(p.ln1_w), model.grad(p.ln1_b), a.dln, x, model.param(p.ln1_w),
-                           ln1_mean, ln1_rstd, N, C);
-        mark(model, OpKind::kAttnBwd, l, &cursor);
+        moe_branch_backward(model, l, &cursor);
+        attention_branch_backward(model, l, &cursor);
     }
 
     encoder_backward(model.grad(lay.wte), model.grad(lay.wpe), a.dresidual, a.inputs, B, T, C);

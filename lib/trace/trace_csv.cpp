@@ -191,6 +191,19 @@ class CsvReader {
         : path_(path), text_(text), compressed_bytes_(compressed_bytes) {}
 
     Trace read() {
+        const Line meta_line = read_header_lines();
+        const Section section = read_sections(meta_line);
+        check_sections_complete(section);
+        for (int64_t& value : trace_.counts) value = std::max<int64_t>(value, 0);
+        for (int64_t& value : trace_.transitions) value = std::max<int64_t>(value, 0);
+        validate_trace(trace_, path_);
+        return std::move(trace_);
+    }
+
+  private:
+    // Lines 1 and 2 (version, metadata): sets the meta, checks the sizes against the file and sizes the counts
+    // and both tables; returns the metadata line.
+    Line read_header_lines() {
         const Line version = text_.empty() ? Line{} : line_at(text_, 0, 1);
         check_version_line(version);
         if (version.end >= text_.size())
@@ -215,7 +228,12 @@ class CsvReader {
                         {m.num_iterations, m.num_layers - 1, m.num_experts, m.num_experts},
                         {"num_iterations", "num_layers - 1", "num_experts", "num_experts"},
                         &trace_.transitions, {}, 0, 0};
+        return meta_line;
+    }
 
+    // Every line after the metadata line: comments, the column headers and the data rows of both sections;
+    // returns the section the file ends in.
+    Section read_sections(const Line& meta_line) {
         Section section = Section::kCountsColumns;
         for (Line line = meta_line; line.end < text_.size();) {
             line = line_at(text_, line.end, line.number + 1);
@@ -241,7 +259,11 @@ class CsvReader {
                 case Section::kTransitions: read_row(line, transitions_); break;
             }
         }
+        return section;
+    }
 
+    // A file that ends before a section it opened has its column header and at least one row is truncated.
+    void check_sections_complete(Section section) const {
         if (section == Section::kCountsColumns)
             fail_plain("truncated: no column header \"" + std::string(kCountsColumns) + "\" and no data rows after "
                        "the metadata line",
@@ -258,13 +280,8 @@ class CsvReader {
             fail_plain("truncated: the transitions section on line " + std::to_string(transitions_.header_line) +
                            " has no data rows",
                        kTruncatedFix + std::string(", or remove the empty section"));
-        for (int64_t& value : trace_.counts) value = std::max<int64_t>(value, 0);
-        for (int64_t& value : trace_.transitions) value = std::max<int64_t>(value, 0);
-        validate_trace(trace_, path_);
-        return std::move(trace_);
     }
 
-  private:
     [[noreturn]] void fail_plain(const std::string& problem, const std::string& fix) const {
         throw_input_error(path_, problem, fix);
     }
@@ -293,22 +310,27 @@ class CsvReader {
                    kFormatFix);
     }
 
-    TraceMeta parse_meta(const Line& line) const {
+    // The metadata line's entries: "key=value" pairs of known integer keys, each once, then source=<rest of line>.
+    struct MetaEntries {
+        std::map<std::string, std::string_view> values;
+        bool has_source = false;
+        std::string_view source;
+    };
+
+    MetaEntries split_meta_entries(const Line& line) const {
         const std::string at = " on line " + std::to_string(line.number);
         std::string_view text = line.text;
         if (!text.starts_with('#'))
             fail(line, "line 2 must be the metadata comment \"# num_iterations=... source=...\", found " + shown(text),
                  kFormatFix, true);
         text.remove_prefix(1);
-        std::map<std::string, std::string_view> values;
-        bool has_source = false;
-        std::string_view source;
+        MetaEntries entries;
         while (true) {
             while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
             if (trim(text).empty()) break;
             if (text.starts_with("source=")) {  // the rest of the line, verbatim
-                has_source = true;
-                source = text.substr(7);
+                entries.has_source = true;
+                entries.source = text.substr(7);
                 break;
             }
             const size_t space = std::min(text.find(' '), text.find('\t'));
@@ -324,28 +346,37 @@ class CsvReader {
                 fail(line, "unknown metadata key " + shown(key) + at,
                      "the keys are num_iterations, num_layers, num_devices, num_experts, top_k, "
                      "tokens_per_iteration, d_model, d_ffn, seq_len and source (last)");
-            if (!values.emplace(key, entry.substr(equals + 1)).second)
+            if (!entries.values.emplace(key, entry.substr(equals + 1)).second)
                 fail(line, "metadata key \"" + key + "\" is given twice" + at, "keep one of the two");
         }
+        return entries;
+    }
 
-        auto get = [&](const char* key, int64_t min, int64_t max) -> int64_t {
-            auto it = values.find(key);
-            if (it == values.end())
-                fail(line, std::string("metadata key \"") + key + "\" is missing" + at,
-                     std::string("add ") + key + "=<integer> to the metadata line (docs/trace-format.md, CSV format)",
-                     true);
-            const Number number = parse_number(it->second);
-            if (number.kind != NumberKind::kOk && number.kind != NumberKind::kNegative)
-                fail(line, std::string("metadata key \"") + key + "\" " + describe(number, it->second) + at +
-                               ": it must be an integer",
-                     kFormatFix, number.kind == NumberKind::kEmpty);
-            if (number.kind == NumberKind::kNegative || number.value < min || number.value > max)
-                fail(line, std::string("metadata key \"") + key + "\" = " + std::string(it->second) + at +
-                               " is out of range: must be in [" + std::to_string(min) + ", " + std::to_string(max) +
-                               "]",
-                     "fix the value in the metadata line");
-            return number.value;
-        };
+    // The integer metadata value of `key`, present and in [min, max].
+    int64_t meta_int(const Line& line, const MetaEntries& entries, const char* key, int64_t min, int64_t max) const {
+        const std::string at = " on line " + std::to_string(line.number);
+        auto it = entries.values.find(key);
+        if (it == entries.values.end())
+            fail(line, std::string("metadata key \"") + key + "\" is missing" + at,
+                 std::string("add ") + key + "=<integer> to the metadata line (docs/trace-format.md, CSV format)",
+                 true);
+        const Number number = parse_number(it->second);
+        if (number.kind != NumberKind::kOk && number.kind != NumberKind::kNegative)
+            fail(line,
+                 std::string("metadata key \"") + key + "\" " + describe(number, it->second) + at +
+                     ": it must be an integer",
+                 kFormatFix, number.kind == NumberKind::kEmpty);
+        if (number.kind == NumberKind::kNegative || number.value < min || number.value > max)
+            fail(line,
+                 std::string("metadata key \"") + key + "\" = " + std::string(it->second) + at +
+                     " is out of range: must be in [" + std::to_string(min) + ", " + std::to_string(max) + "]",
+                 "fix the value in the metadata line");
+        return number.value;
+    }
+
+    TraceMeta parse_meta(const Line& line) const {
+        const MetaEntries entries = split_meta_entries(line);
+        auto get = [&](const char* key, int64_t min, int64_t max) { return meta_int(line, entries, key, min, max); };
         TraceMeta meta;
         meta.num_iterations = static_cast<int>(get("num_iterations", 1, kIntMax));
         meta.num_layers = static_cast<int>(get("num_layers", 1, kIntMax));
@@ -356,10 +387,10 @@ class CsvReader {
         meta.d_model = static_cast<int>(get("d_model", 0, kIntMax));
         meta.d_ffn = static_cast<int>(get("d_ffn", 0, kIntMax));
         meta.seq_len = static_cast<int>(get("seq_len", 0, kIntMax));
-        if (!has_source)
-            fail(line, "metadata key \"source\" is missing" + at,
+        if (!entries.has_source)
+            fail(line, "metadata key \"source\" is missing on line " + std::to_string(line.number),
                  "end the metadata line with source=<text> (may be empty)", true);
-        meta.source = unescape_source(source);
+        meta.source = unescape_source(entries.source);
         return meta;
     }
 

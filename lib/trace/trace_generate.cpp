@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "trace/multinomial.h"
@@ -175,13 +177,16 @@ class ExpertSampler {
     std::vector<double> probability_;  // [E] weights (not necessarily normalised)
 };
 
+constexpr EnumName<Generator> kGeneratorNames[] = {{Generator::kUniform, "uniform"},
+                                                   {Generator::kZipf, "zipf"},
+                                                   {Generator::kDevicePreference, "device_preference"},
+                                                   {Generator::kDrift, "drift"},
+                                                   {Generator::kShift, "shift"}};
+
 Generator parse_generator(const std::string& name) {
-    if (name == "uniform") return Generator::kUniform;
-    if (name == "zipf") return Generator::kZipf;
-    if (name == "device_preference") return Generator::kDevicePreference;
-    if (name == "drift") return Generator::kDrift;
-    PROPHET_ASSERT_MSG(name == "shift", "generator not in the schema's choices: " + name);
-    return Generator::kShift;
+    const std::optional<Generator> generator = find_enum(kGeneratorNames, name);
+    PROPHET_ASSERT_MSG(generator.has_value(), "generator not in the schema's choices: " + name);
+    return *generator;
 }
 
 // A request beyond the generator's limits (memory or work): exit 4 naming the file, the key and the limit.
@@ -212,8 +217,8 @@ void check_count_sampling(const Params& p, const std::string& in) {
                            fix + "layer_affinity = 0.0");
 }
 
-Params read_params(const Config& config, const std::string& origin) {
-    config.check_required();
+// The [trace] table's values as read (the schema has checked each key's type and range).
+Params param_values(const Config& config) {
     Params p;
     p.generator_name = config.get_string("trace.generator");
     p.generator = parse_generator(p.generator_name);
@@ -235,9 +240,11 @@ Params read_params(const Config& config, const std::string& origin) {
     p.d_ffn = static_cast<int>(config.get_int("trace.d_ffn"));
     p.seq_len = static_cast<int>(config.get_int("trace.seq_len"));
     p.count_sampling = config.get_string("trace.sampling") == "counts";
+    return p;
+}
 
-    const std::string in = " in " + origin;
-    if (p.count_sampling) check_count_sampling(p, in);
+// The rules between keys: top_k within the experts and the transition sums, whole tokens per device.
+void check_param_shape(const Params& p, const std::string& in) {
     if (p.top_k > p.num_experts)
         throw_config_error("trace.top_k", std::to_string(p.top_k),
                            "must be <= trace.num_experts (" + std::to_string(p.num_experts) + ")" + in,
@@ -253,6 +260,11 @@ Params read_params(const Config& config, const std::string& origin) {
                            "use a multiple of " + std::to_string(p.num_devices) + ", e.g. " +
                                std::to_string(std::max<int64_t>(1, p.tokens_per_iteration / p.num_devices) *
                                               p.num_devices));
+}
+
+// The arrays and the draws the trace needs, within the trace format's and the generator's limits.
+void check_param_sizes(const Params& p, const std::string& origin) {
+    const std::string in = " in " + origin;
     const double num_counts =
         static_cast<double>(p.num_iterations) * p.num_layers * p.num_devices * static_cast<double>(p.num_experts);
     if (num_counts > static_cast<double>(kMaxElements))
@@ -284,6 +296,15 @@ Params read_params(const Config& config, const std::string& origin) {
                                  " expert draws, beyond the generator's limit of 2^32 (it draws every token)",
                              "lower tokens_per_iteration (the loads' shape does not need more than ~1e6 tokens), "
                              "num_iterations or num_layers");
+}
+
+Params read_params(const Config& config, const std::string& origin) {
+    config.check_required();
+    const Params p = param_values(config);
+    const std::string in = " in " + origin;
+    if (p.count_sampling) check_count_sampling(p, in);
+    check_param_shape(p, in);
+    check_param_sizes(p, origin);
     return p;
 }
 
@@ -376,9 +397,8 @@ std::vector<double> device_weights(const std::vector<double>& layer_weights, int
     return w;
 }
 
-Trace generate(const Params& p) {
-    Trace trace;
-    TraceMeta& meta = trace.meta;
+TraceMeta generated_meta(const Params& p) {
+    TraceMeta meta;
     meta.num_iterations = p.num_iterations;
     meta.num_layers = p.num_layers;
     meta.num_devices = p.num_devices;
@@ -389,10 +409,73 @@ Trace generate(const Params& p) {
     meta.d_ffn = p.d_ffn;
     meta.seq_len = p.seq_len;
     meta.source = "synthetic:" + p.generator_name;
+    return meta;
+}
 
+// The per-token path's inputs and scratch, shared by every (iteration, device) of one generate().
+struct TokenRouting {
+    const Params& p;
+    const std::vector<int>& mapping;             // [L-1][E] the layer affinity's expert map
+    const std::vector<ExpertSampler>& samplers;  // [L][num_tables]
+    int num_tables;
+    bool use_affinity;
+    bool record;                       // transitions are recorded
+    std::vector<int> experts;          // [2][K] this and the previous layer's choices
+    std::vector<char> chosen;          // [E] scratch for distinct draws
+    std::vector<int64_t*> count_rows;  // [L] -> [E] counts of this iteration and device
+};
+
+// Every layer's sampler [L][D or 1] from this iteration's popularity: one table per device when per_device
+// (device_preference, each device's window from window_start [L]).
+void rebuild_samplers(const Params& p, const PopularityModel& popularity, bool per_device,
+                      const std::vector<int>& window_start, std::vector<ExpertSampler>& samplers) {
+    const int num_tables = per_device ? p.num_devices : 1;
+    for (int l = 0; l < p.num_layers; ++l) {
+        std::vector<double> weights = popularity.weights(l);
+        if (!per_device) {
+            samplers[l].build(std::move(weights));
+            continue;
+        }
+        for (int d = 0; d < p.num_devices; ++d)
+            samplers[static_cast<size_t>(l) * num_tables + d].build(device_weights(weights, d, window_start[l], p));
+    }
+}
+
+// One device's tokens of one iteration, each drawing top_k distinct experts per layer (or following the layer
+// affinity from the previous layer's choice): adds to r.count_rows and, when recorded, to transitions [L-1][E][E].
+void route_tokens(TokenRouting& r, Rng& rng, int table, int64_t* transitions) {
+    const Params& p = r.p;
+    const int num_experts = p.num_experts, num_layers = p.num_layers, top_k = p.top_k;
+    const size_t pairs = static_cast<size_t>(num_experts) * num_experts;
+    const int64_t tokens_per_device = p.tokens_per_iteration / p.num_devices;
+    for (int64_t t = 0; t < tokens_per_device; ++t) {
+        for (int l = 0; l < num_layers; ++l) {
+            int* current = r.experts.data() + (l & 1) * top_k;
+            const int* previous = r.experts.data() + ((l + 1) & 1) * top_k;
+            if (l > 0 && r.use_affinity && rng.uniform() < p.layer_affinity) {
+                const int* map = r.mapping.data() + static_cast<size_t>(l - 1) * num_experts;
+                for (int j = 0; j < top_k; ++j) current[j] = map[previous[j]];
+            } else {
+                r.samplers[static_cast<size_t>(l) * r.num_tables + table].draw_distinct(rng, top_k, current, r.chosen);
+            }
+            int64_t* row = r.count_rows[l];
+            for (int j = 0; j < top_k; ++j) ++row[current[j]];
+            if (r.record && l > 0) {
+                int64_t* pair_counts = transitions + static_cast<size_t>(l - 1) * pairs;
+                for (int a = 0; a < top_k; ++a) {
+                    int64_t* from = pair_counts + static_cast<size_t>(previous[a]) * num_experts;
+                    for (int b = 0; b < top_k; ++b) ++from[current[b]];
+                }
+            }
+        }
+    }
+}
+
+Trace generate(const Params& p) {
+    Trace trace;
+    trace.meta = generated_meta(p);
     const int num_experts = p.num_experts;
     const int num_layers = p.num_layers;
-    const int top_k = p.top_k;
     const size_t matrix = static_cast<size_t>(p.num_devices) * num_experts;
     const size_t pairs = static_cast<size_t>(num_experts) * num_experts;
     trace.counts.assign(static_cast<size_t>(p.num_iterations) * num_layers * matrix, 0);
@@ -400,7 +483,6 @@ Trace generate(const Params& p) {
     if (record) trace.transitions.assign(static_cast<size_t>(p.num_iterations) * (num_layers - 1) * pairs, 0);
 
     PopularityModel popularity(p);
-    const std::vector<int>& mapping = popularity.mapping();
     const bool per_device = p.generator == Generator::kDevicePreference;
     std::vector<int> window_start(num_layers, 0);  // [L]
     if (per_device) {
@@ -410,58 +492,32 @@ Trace generate(const Params& p) {
     const int num_tables = per_device ? p.num_devices : 1;
     std::vector<ExpertSampler> samplers(static_cast<size_t>(num_layers) * num_tables);  // [L][D or 1]
     const int64_t tokens_per_device = p.tokens_per_iteration / p.num_devices;
-    const bool use_affinity = p.layer_affinity > 0.0 && num_layers > 1;
-
-    std::vector<int> experts(static_cast<size_t>(2) * top_k);  // [2][K] this and the previous layer's choices
-    std::vector<char> chosen(num_experts, 0);                  // [E] scratch for distinct draws
-    std::vector<int64_t*> count_rows(num_layers);              // [L] -> [E] counts of this iteration and device
+    TokenRouting routing{p,
+                         popularity.mapping(),
+                         samplers,
+                         num_tables,
+                         p.layer_affinity > 0.0 && num_layers > 1,
+                         record,
+                         std::vector<int>(static_cast<size_t>(2) * p.top_k),
+                         std::vector<char>(num_experts, 0),
+                         std::vector<int64_t*>(num_layers)};
     for (int i = 0; i < p.num_iterations; ++i) {
         popularity.advance(i);
-        for (int l = 0; l < num_layers; ++l) {
-            std::vector<double> weights = popularity.weights(l);
-            if (!per_device) {
-                samplers[l].build(std::move(weights));
-                continue;
-            }
-            for (int d = 0; d < p.num_devices; ++d)
-                samplers[static_cast<size_t>(l) * num_tables + d].build(
-                    device_weights(weights, d, window_start[l], p));
-        }
+        rebuild_samplers(p, popularity, per_device, window_start, samplers);
         int64_t* transitions = record ? trace.transitions.data() + static_cast<size_t>(i) * (num_layers - 1) * pairs
                                       : nullptr;  // [L-1][E][E] of this iteration
         for (int d = 0; d < p.num_devices; ++d) {
             Rng rng(stream_seed(p.seed, kStreamTokens, static_cast<uint64_t>(i) * p.num_devices + d));
             for (int l = 0; l < num_layers; ++l)
-                count_rows[l] = trace.layer_counts(i, l) + static_cast<size_t>(d) * num_experts;
+                routing.count_rows[l] = trace.layer_counts(i, l) + static_cast<size_t>(d) * num_experts;
             const int table = per_device ? d : 0;
-            if (p.count_sampling) {  // top_k = 1, no affinity, no transitions (check_count_sampling)
-                for (int l = 0; l < num_layers; ++l)
-                    multinomial(rng, tokens_per_device, samplers[static_cast<size_t>(l) * num_tables + table].weights(),
-                                count_rows[l]);
+            if (!p.count_sampling) {
+                route_tokens(routing, rng, table, transitions);
                 continue;
             }
-            for (int64_t t = 0; t < tokens_per_device; ++t) {
-                for (int l = 0; l < num_layers; ++l) {
-                    int* current = experts.data() + (l & 1) * top_k;
-                    const int* previous = experts.data() + ((l + 1) & 1) * top_k;
-                    if (l > 0 && use_affinity && rng.uniform() < p.layer_affinity) {
-                        const int* map = mapping.data() + static_cast<size_t>(l - 1) * num_experts;
-                        for (int j = 0; j < top_k; ++j) current[j] = map[previous[j]];
-                    } else {
-                        samplers[static_cast<size_t>(l) * num_tables + table].draw_distinct(rng, top_k, current,
-                                                                                            chosen);
-                    }
-                    int64_t* row = count_rows[l];
-                    for (int j = 0; j < top_k; ++j) ++row[current[j]];
-                    if (record && l > 0) {
-                        int64_t* pair_counts = transitions + static_cast<size_t>(l - 1) * pairs;
-                        for (int a = 0; a < top_k; ++a) {
-                            int64_t* from = pair_counts + static_cast<size_t>(previous[a]) * num_experts;
-                            for (int b = 0; b < top_k; ++b) ++from[current[b]];
-                        }
-                    }
-                }
-            }
+            for (int l = 0; l < num_layers; ++l)  // top_k = 1, no affinity, no transitions (check_count_sampling)
+                multinomial(rng, tokens_per_device, samplers[static_cast<size_t>(l) * num_tables + table].weights(),
+                            routing.count_rows[l]);
         }
     }
     return trace;

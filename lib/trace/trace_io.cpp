@@ -171,10 +171,8 @@ void check_array_sizes(const TraceMeta& meta, bool has_transitions, const std::s
                           "record without transitions or split the trace into fewer iterations");
 }
 
-}  // namespace
-
-void validate_trace(const Trace& trace, const std::string& origin) {
-    const TraceMeta& m = trace.meta;
+// The header values on their own: positive sizes, top_k <= num_experts, sums that fit int64, array sizes in range.
+void check_meta_values(const TraceMeta& m, bool has_transitions, const std::string& origin) {
     auto positive = [&](const char* name, int64_t value) {
         if (value < 1)
             throw_input_error(origin, std::string(name) + " = " + std::to_string(value) + " must be >= 1",
@@ -200,17 +198,20 @@ void validate_trace(const Trace& trace, const std::string& origin) {
                           "fix the trace metadata");
     if (m.d_model < 0 || m.d_ffn < 0 || m.seq_len < 0)
         throw_input_error(origin, "d_model, d_ffn and seq_len must be >= 0 (0 = unknown)", "fix the trace metadata");
-    check_array_sizes(m, trace.has_transitions(), origin);
+    check_array_sizes(m, has_transitions, origin);
+}
 
-    const int num_experts = m.num_experts;
-    const size_t matrix = static_cast<size_t>(m.num_devices) * num_experts;
+// counts and transitions hold exactly the elements the header's sizes call for.
+void check_array_lengths(const Trace& trace, const std::string& origin) {
+    const TraceMeta& m = trace.meta;
+    const size_t matrix = static_cast<size_t>(m.num_devices) * m.num_experts;
     const size_t expected_counts = static_cast<size_t>(m.num_iterations) * m.num_layers * matrix;
     if (trace.counts.size() != expected_counts)
         throw_input_error(origin,
                           "counts has " + std::to_string(trace.counts.size()) + " elements, expected " +
                               size_product_text(m, false) + " = " + std::to_string(expected_counts),
                           "fill counts as [num_iterations][num_layers][num_devices][num_experts]");
-    const size_t pairs = static_cast<size_t>(num_experts) * num_experts;
+    const size_t pairs = static_cast<size_t>(m.num_experts) * m.num_experts;
     const size_t expected_transitions = static_cast<size_t>(m.num_iterations) * (m.num_layers - 1) * pairs;
     if (trace.has_transitions() && trace.transitions.size() != expected_transitions)
         throw_input_error(origin,
@@ -218,78 +219,97 @@ void validate_trace(const Trace& trace, const std::string& origin) {
                               size_product_text(m, true) + " = " + std::to_string(expected_transitions),
                           "fill transitions as [num_iterations][num_layers - 1][num_experts][num_experts] or leave "
                           "it empty");
+}
 
+// One (iteration, layer) count matrix: no negative count, summing to tokens_per_iteration x top_k. Fills
+// layer_loads [E] with the per-expert column sums (the layer's loads).
+void check_layer_counts(const Trace& trace, int i, int l, std::vector<int64_t>& layer_loads,
+                        const std::string& origin) {
+    const TraceMeta& m = trace.meta;
+    const int num_experts = m.num_experts;
     const int64_t expected_sum = m.tokens_per_iteration * m.top_k;
-    std::vector<std::vector<int64_t>> loads(m.num_layers, std::vector<int64_t>(num_experts));  // [L][E]
-    for (int i = 0; i < m.num_iterations; ++i) {
-        for (int l = 0; l < m.num_layers; ++l) {
-            const int64_t* c = trace.layer_counts(i, l);
-            std::fill(loads[l].begin(), loads[l].end(), 0);
-            int64_t sum = 0;
-            bool overflow = false;
-            for (int d = 0; d < m.num_devices; ++d) {
-                for (int e = 0; e < num_experts; ++e) {
-                    const int64_t value = c[static_cast<size_t>(d) * num_experts + e];
-                    if (value < 0)
-                        throw_input_error(origin,
-                                          "negative count " + std::to_string(value) + " at iteration " +
-                                              std::to_string(i) + ", layer " + std::to_string(l) + ", device " +
-                                              std::to_string(d) + ", expert " + std::to_string(e),
-                                          "counts are token numbers and must be >= 0; re-record the trace");
-                    overflow |= __builtin_add_overflow(sum, value, &sum);
-                    overflow |= __builtin_add_overflow(loads[l][e], value, &loads[l][e]);
-                }
-            }
-            if (overflow || sum != expected_sum)
+    const int64_t* c = trace.layer_counts(i, l);
+    std::fill(layer_loads.begin(), layer_loads.end(), 0);
+    int64_t sum = 0;
+    bool overflow = false;
+    for (int d = 0; d < m.num_devices; ++d) {
+        for (int e = 0; e < num_experts; ++e) {
+            const int64_t value = c[static_cast<size_t>(d) * num_experts + e];
+            if (value < 0)
                 throw_input_error(origin,
-                                  "counts of iteration " + std::to_string(i) + ", layer " + std::to_string(l) +
-                                      " sum to " + (overflow ? std::string("more than 2^63") : std::to_string(sum)) +
-                                      ", expected tokens_per_iteration x top_k = " +
-                                      std::to_string(m.tokens_per_iteration) + " x " + std::to_string(m.top_k) +
-                                      " = " + std::to_string(expected_sum),
-                                  "every token's top_k assignments must be counted once; check tokens_per_iteration "
-                                  "and top_k in the header, or re-record the trace");
+                                  "negative count " + std::to_string(value) + " at iteration " + std::to_string(i) +
+                                      ", layer " + std::to_string(l) + ", device " + std::to_string(d) + ", expert " +
+                                      std::to_string(e),
+                                  "counts are token numbers and must be >= 0; re-record the trace");
+            overflow |= __builtin_add_overflow(sum, value, &sum);
+            overflow |= __builtin_add_overflow(layer_loads[e], value, &layer_loads[e]);
         }
+    }
+    if (overflow || sum != expected_sum)
+        throw_input_error(origin,
+                          "counts of iteration " + std::to_string(i) + ", layer " + std::to_string(l) + " sum to " +
+                              (overflow ? std::string("more than 2^63") : std::to_string(sum)) +
+                              ", expected tokens_per_iteration x top_k = " + std::to_string(m.tokens_per_iteration) +
+                              " x " + std::to_string(m.top_k) + " = " + std::to_string(expected_sum),
+                          "every token's top_k assignments must be counted once; check tokens_per_iteration "
+                          "and top_k in the header, or re-record the trace");
+}
+
+// One (iteration, layers l -> l+1) transition matrix: each token with sets S_l, S_{l+1} adds 1 per pair, so row e1
+// sums to top_k x loads_l[e1] and column e2 to top_k x loads_{l+1}[e2]. column_sums [E] is scratch.
+void check_layer_transitions(const Trace& trace, int i, int l, const std::vector<int64_t>& loads_l,
+                             const std::vector<int64_t>& loads_next, std::vector<int64_t>& column_sums,
+                             const std::string& origin) {
+    const TraceMeta& m = trace.meta;
+    const int num_experts = m.num_experts;
+    const int64_t* t = trace.layer_transitions(i, l);
+    std::fill(column_sums.begin(), column_sums.end(), 0);
+    const std::string where =
+        "iteration " + std::to_string(i) + ", layers " + std::to_string(l) + "->" + std::to_string(l + 1);
+    for (int e1 = 0; e1 < num_experts; ++e1) {
+        int64_t row_sum = 0;
+        for (int e2 = 0; e2 < num_experts; ++e2) {
+            const int64_t value = t[static_cast<size_t>(e1) * num_experts + e2];
+            if (value < 0)
+                throw_input_error(origin,
+                                  "negative transition count " + std::to_string(value) + " at " + where + ", experts " +
+                                      std::to_string(e1) + "->" + std::to_string(e2),
+                                  "transitions are token numbers and must be >= 0; re-record the trace");
+            if (__builtin_add_overflow(row_sum, value, &row_sum) ||
+                __builtin_add_overflow(column_sums[e2], value, &column_sums[e2]))
+                throw_input_error(origin, "transition counts at " + where + " overflow int64", "re-record the trace");
+        }
+        if (row_sum != m.top_k * loads_l[e1])
+            throw_input_error(origin,
+                              "transitions at " + where + " from expert " + std::to_string(e1) + " sum to " +
+                                  std::to_string(row_sum) + ", expected top_k x load of expert " + std::to_string(e1) +
+                                  " at layer " + std::to_string(l) + " = " + std::to_string(m.top_k) + " x " +
+                                  std::to_string(loads_l[e1]),
+                              "transitions and counts disagree; re-record the trace");
+    }
+    for (int e2 = 0; e2 < num_experts; ++e2)
+        if (column_sums[e2] != m.top_k * loads_next[e2])
+            throw_input_error(origin,
+                              "transitions at " + where + " into expert " + std::to_string(e2) + " sum to " +
+                                  std::to_string(column_sums[e2]) + ", expected top_k x load of expert " +
+                                  std::to_string(e2) + " at layer " + std::to_string(l + 1) + " = " +
+                                  std::to_string(m.top_k) + " x " + std::to_string(loads_next[e2]),
+                              "transitions and counts disagree; re-record the trace");
+}
+
+}  // namespace
+
+void validate_trace(const Trace& trace, const std::string& origin) {
+    const TraceMeta& m = trace.meta;
+    check_meta_values(m, trace.has_transitions(), origin);
+    check_array_lengths(trace, origin);
+    std::vector<std::vector<int64_t>> loads(m.num_layers, std::vector<int64_t>(m.num_experts));  // [L][E]
+    std::vector<int64_t> column_sums(m.num_experts);                                             // [E]
+    for (int i = 0; i < m.num_iterations; ++i) {
+        for (int l = 0; l < m.num_layers; ++l) check_layer_counts(trace, i, l, loads[l], origin);
         if (!trace.has_transitions()) continue;
-        // each token with sets S_l, S_{l+1} adds 1 per pair: row e1 sums to top_k x load_l[e1],
-        // column e2 to top_k x load_{l+1}[e2]
-        std::vector<int64_t> column_sums(num_experts);  // [E]
-        for (int l = 0; l + 1 < m.num_layers; ++l) {
-            const int64_t* t = trace.layer_transitions(i, l);
-            std::fill(column_sums.begin(), column_sums.end(), 0);
-            const std::string where =
-                "iteration " + std::to_string(i) + ", layers " + std::to_string(l) + "->" + std::to_string(l + 1);
-            for (int e1 = 0; e1 < num_experts; ++e1) {
-                int64_t row_sum = 0;
-                for (int e2 = 0; e2 < num_experts; ++e2) {
-                    const int64_t value = t[static_cast<size_t>(e1) * num_experts + e2];
-                    if (value < 0)
-                        throw_input_error(origin,
-                                          "negative transition count " + std::to_string(value) + " at " + where +
-                                              ", experts " + std::to_string(e1) + "->" + std::to_string(e2),
-                                          "transitions are token numbers and must be >= 0; re-record the trace");
-                    if (__builtin_add_overflow(row_sum, value, &row_sum) ||
-                        __builtin_add_overflow(column_sums[e2], value, &column_sums[e2]))
-                        throw_input_error(origin, "transition counts at " + where + " overflow int64",
-                                          "re-record the trace");
-                }
-                if (row_sum != m.top_k * loads[l][e1])
-                    throw_input_error(origin,
-                                      "transitions at " + where + " from expert " + std::to_string(e1) + " sum to " +
-                                          std::to_string(row_sum) + ", expected top_k x load of expert " +
-                                          std::to_string(e1) + " at layer " + std::to_string(l) + " = " +
-                                          std::to_string(m.top_k) + " x " + std::to_string(loads[l][e1]),
-                                      "transitions and counts disagree; re-record the trace");
-            }
-            for (int e2 = 0; e2 < num_experts; ++e2)
-                if (column_sums[e2] != m.top_k * loads[l + 1][e2])
-                    throw_input_error(origin,
-                                      "transitions at " + where + " into expert " + std::to_string(e2) + " sum to " +
-                                          std::to_string(column_sums[e2]) + ", expected top_k x load of expert " +
-                                          std::to_string(e2) + " at layer " + std::to_string(l + 1) + " = " +
-                                          std::to_string(m.top_k) + " x " + std::to_string(loads[l + 1][e2]),
-                                      "transitions and counts disagree; re-record the trace");
-        }
+        for (int l = 0; l + 1 < m.num_layers; ++l)
+            check_layer_transitions(trace, i, l, loads[l], loads[l + 1], column_sums, origin);
     }
 }
 
@@ -324,18 +344,25 @@ void write_trace_file(const Trace& trace, const std::string& path) {
     out.commit();
 }
 
-Trace read_trace_file(const std::string& path) {
+namespace {
+
+// Opens `path` as a binary stream after checking it names a readable regular file; returns its size in bytes.
+uint64_t open_trace_file(const std::string& path, std::ifstream& in) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
         throw_input_error(path, "no such file", "check the path; traces are written by prophet profile or are "
                                                 "generator .toml files (experiments/traces/)");
     if (std::filesystem::is_directory(path, ec))
         throw_input_error(path, "is a directory, not a trace file", "pass a file");
-    std::ifstream in(path, std::ios::binary);
+    in.open(path, std::ios::binary);
     if (!in) throw_input_error(path, "cannot open file", "check its permissions");
     const uint64_t file_size = std::filesystem::file_size(path, ec);
     if (ec) throw_input_error(path, "cannot read the file size: " + ec.message(), "check the file");
+    return file_size;
+}
 
+// The 16-byte preamble (magic "PRTRACE1", u64 LE header length) and the JSON header text after it.
+std::string read_header_text(std::ifstream& in, uint64_t file_size, const std::string& path) {
     char magic[8] = {};
     in.read(magic, static_cast<std::streamsize>(std::min<uint64_t>(8, file_size)));
     if (file_size < 8 || std::memcmp(magic, kMagic, 8) != 0)
@@ -362,16 +389,12 @@ Trace read_trace_file(const std::string& path) {
     std::string header_text(header_length, '\0');
     in.read(header_text.data(), static_cast<std::streamsize>(header_length));
     if (!in) throw_input_error(path, "cannot read the header", "check the file");
+    return header_text;
+}
 
-    bool has_transitions = false;
-    Trace trace;
-    trace.meta = parse_header(header_text, path, has_transitions);
-    const TraceMeta& m = trace.meta;
-    check_array_sizes(m, has_transitions, path);
-
-    const uint64_t num_counts = capped_product({m.num_iterations, m.num_layers, m.num_devices, m.num_experts});
-    const uint64_t num_transitions =
-        has_transitions ? capped_product({m.num_iterations, m.num_layers - 1, m.num_experts, m.num_experts}) : 0;
+// The bytes after the preamble and header hold exactly num_counts, then num_transitions, int64 values.
+void check_data_size(const TraceMeta& m, bool has_transitions, uint64_t num_counts, uint64_t num_transitions,
+                     uint64_t file_size, uint64_t header_length, const std::string& path) {
     const uint64_t data_bytes = file_size - kPreambleBytes - header_length;
     if (data_bytes < num_counts * 8)
         throw_input_error(path, "truncated: expected " + std::to_string(num_counts * 8) + " bytes of counts (" +
@@ -391,6 +414,25 @@ Trace read_trace_file(const std::string& path) {
                           std::string("the file is corrupt or two files were concatenated") +
                               (has_transitions ? "" : " (has_transitions is false: was it meant to be true?)") +
                               "; write it again");
+}
+
+}  // namespace
+
+Trace read_trace_file(const std::string& path) {
+    std::ifstream in;
+    const uint64_t file_size = open_trace_file(path, in);
+    const std::string header_text = read_header_text(in, file_size, path);
+
+    bool has_transitions = false;
+    Trace trace;
+    trace.meta = parse_header(header_text, path, has_transitions);
+    const TraceMeta& m = trace.meta;
+    check_array_sizes(m, has_transitions, path);
+
+    const uint64_t num_counts = capped_product({m.num_iterations, m.num_layers, m.num_devices, m.num_experts});
+    const uint64_t num_transitions =
+        has_transitions ? capped_product({m.num_iterations, m.num_layers - 1, m.num_experts, m.num_experts}) : 0;
+    check_data_size(m, has_transitions, num_counts, num_transitions, file_size, header_text.size(), path);
 
     trace.counts.resize(num_counts);
     in.read(reinterpret_cast<char*>(trace.counts.data()), static_cast<std::streamsize>(num_counts * 8));
