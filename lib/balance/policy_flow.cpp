@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "balance/flow_split.h"
 #include "balance/relabel.h"
 #include "core/error.h"
 
@@ -149,11 +150,14 @@ Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra,
         if (best < 0) continue;  // every bin with room holds e: the copy is dropped
         weight[best] += w, ++used[best], in_bin[static_cast<size_t>(best) * E + e] = 1;
     }
+    std::vector<std::vector<int>> bin_experts(D);  // the experts of each bin (at most `slots`)
+    for (int b = 0; b < D; ++b)
+        for (int e = 0; e < E; ++e)
+            if (in_bin[static_cast<size_t>(b) * E + e]) bin_experts[b].push_back(e);
     std::vector<int64_t> moves(static_cast<size_t>(D) * D, 0);
     for (int b = 0; b < D; ++b)
-        for (int d = 0; d < D; ++d)
-            for (int e = 0; e < E; ++e)
-                moves[static_cast<size_t>(b) * D + d] += in_bin[static_cast<size_t>(b) * E + e] && !current.holds(e, d);
+        for (int e : bin_experts[b])
+            for (int d = 0; d < D; ++d) moves[static_cast<size_t>(b) * D + d] += !current.holds(e, d);
     const std::vector<int> device_of_bin = min_cost_assignment(moves, D);
     std::vector<int> owner(E, -1);
     for (int b = 0; b < D; ++b)
@@ -191,15 +195,21 @@ double one_off_transfer_s(const Placement& next, const Placement& current, const
 }  // namespace
 
 Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
-                    const Placement& current, FlowPlanReport* report) {
+                    const Placement& current, FlowPlanReport* report, FlowScoring scoring) {
     PROPHET_ASSERT(current.num_devices == D && current.num_experts == E);
     const std::vector<double> load = loads_of(P, D, E);
     const int cap = o.max_replicas_per_device;
     CopyOrder order(load, D);
     const int limit = cap > 0 ? std::min(cap * D, order.available()) : order.available();
     const std::vector<int> schedule = replica_schedule(limit);
+    // under the routing LP (kFlow) candidates are compared with its combinatorial stand-in (flow_split.h): the
+    // compute-optimal split, locality first; the batch itself is then routed by the LP
+    FastSplitter splitter(P, D, E, &cost.cluster);
     auto score = [&](const Placement& p) {
-        return layer_cost(predict_layer(cost, compute_flow(P, D, E, p, o.route_rule, &cost), p), o.cost_eq);
+        const LayerFlow flow = o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit
+                                   ? splitter.split_totals(p)
+                                   : compute_flow(P, D, E, p, o.route_rule, &cost);
+        return layer_cost(predict_layer(cost, flow, p), o.cost_eq);
     };
     FlowPlanReport rep;
     Placement best = Placement::make_owners(D, current.owner);
