@@ -12,7 +12,7 @@
 namespace prophet {
 namespace {
 
-// The replicated experts with load, their holders and the fixed loads of everything else.
+// The replicated experts with load, their holders (device order) and the fixed loads of everything else.
 struct SplitInstance {
     std::vector<int> experts;               // [K] replicated experts with tokens
     std::vector<std::vector<int>> holders;  // [K] devices holding each
@@ -25,17 +25,20 @@ SplitInstance split_instance(const std::vector<int64_t>& w, const Placement& p) 
     const int D = p.num_devices, E = p.num_experts;
     SplitInstance in;
     in.fixed.assign(D, 0.0);
+    std::vector<int> holders;
     for (int e = 0; e < E; ++e) {
-        if (w[e] == 0 || p.num_replicas_of(e) == 0) {
+        holders.clear();
+        if (w[e] > 0)  // one pass over e's replica flags: its holders in device order
+            for (int g = 0; g < D; ++g)
+                if (g == p.owner[e] || p.replica[static_cast<size_t>(e) * D + g]) holders.push_back(g);
+        if (holders.size() <= 1) {
             in.fixed[p.owner[e]] += static_cast<double>(w[e]);
             continue;
         }
         in.experts.push_back(e);
         in.load.push_back(w[e]);
         in.total += static_cast<double>(w[e]);
-        in.holders.emplace_back();
-        for (int g = 0; g < D; ++g)
-            if (p.holds(e, g)) in.holders.back().push_back(g);
+        in.holders.push_back(holders);
     }
     return in;
 }

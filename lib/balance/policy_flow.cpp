@@ -142,6 +142,7 @@ Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra,
     std::vector<double> weight(D, 0.0);
     std::vector<int> used(D, 0);
     std::vector<uint8_t> in_bin(static_cast<size_t>(D) * E, 0);  // [bin*E + e]
+    std::vector<std::vector<int>> bin_experts(D);                  // the experts of each bin (at most `slots`)
     for (const auto& [w, e] : items) {
         int best = -1;
         for (int b = 0; b < D; ++b)
@@ -149,11 +150,8 @@ Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra,
                 best = b;
         if (best < 0) continue;  // every bin with room holds e: the copy is dropped
         weight[best] += w, ++used[best], in_bin[static_cast<size_t>(best) * E + e] = 1;
+        bin_experts[best].push_back(e);
     }
-    std::vector<std::vector<int>> bin_experts(D);  // the experts of each bin (at most `slots`)
-    for (int b = 0; b < D; ++b)
-        for (int e = 0; e < E; ++e)
-            if (in_bin[static_cast<size_t>(b) * E + e]) bin_experts[b].push_back(e);
     std::vector<int64_t> moves(static_cast<size_t>(D) * D, 0);
     for (int b = 0; b < D; ++b)
         for (int e : bin_experts[b])
@@ -161,13 +159,11 @@ Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra,
     const std::vector<int> device_of_bin = min_cost_assignment(moves, D);
     std::vector<int> owner(E, -1);
     for (int b = 0; b < D; ++b)
-        for (int e = 0; e < E; ++e)
-            if (in_bin[static_cast<size_t>(b) * E + e] && (owner[e] < 0 || device_of_bin[b] == current.owner[e]))
-                owner[e] = device_of_bin[b];
+        for (int e : bin_experts[b])
+            if (owner[e] < 0 || device_of_bin[b] == current.owner[e]) owner[e] = device_of_bin[b];
     Placement p = Placement::make_owners(D, owner);
     for (int b = 0; b < D; ++b)
-        for (int e = 0; e < E; ++e)
-            if (in_bin[static_cast<size_t>(b) * E + e]) p.add_replica(e, device_of_bin[b]);
+        for (int e : bin_experts[b]) p.add_replica(e, device_of_bin[b]);
     return p;
 }
 
