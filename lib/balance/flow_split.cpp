@@ -62,7 +62,8 @@ double least_max_computed(const int64_t* counts, int E, const SplitInstance& in,
     std::vector<int> device_arc(D, -1);
     std::vector<double> room(D, 0.0);  // what the local start has left under t
     for (int g = 0; g < D; ++g)
-        if (holds_any[g]) device_arc[g] = mf.add_arc(first_device + g, sink, t - in.fixed[g]), room[g] = t - in.fixed[g];
+        if (holds_any[g])
+            device_arc[g] = mf.add_arc(first_device + g, sink, t - in.fixed[g]), room[g] = t - in.fixed[g];
     std::vector<std::vector<int>> arc(K);
     for (int k = 0; k < K; ++k) {
         const int e = in.experts[k];
@@ -184,7 +185,8 @@ LayerFlow FastSplitter::split_totals(const Placement& p, FastSplitReport* report
         base_owner_ = p.owner;
         base_route_.assign(static_cast<size_t>(D) * D, 0);
         for (int s = 0; s < D; ++s)
-            for (int e = 0; e < E; ++e) base_route_[static_cast<size_t>(s) * D + p.owner[e]] += counts_[static_cast<size_t>(s) * E + e];
+            for (int e = 0; e < E; ++e)
+                base_route_[static_cast<size_t>(s) * D + p.owner[e]] += counts_[static_cast<size_t>(s) * E + e];
     }
     LayerFlow flow;
     flow.num_devices = D, flow.num_experts = E, flow.total_tokens = total_;

@@ -52,9 +52,9 @@ class FastSplitter {
     const int64_t* counts_;
     int D_, E_;
     const ClusterSpec* cluster_;
-    std::vector<int64_t> load_;       // [E] tokens per expert
+    std::vector<int64_t> load_;  // [E] tokens per expert
     int64_t total_ = 0;
-    std::vector<int> base_owner_;     // the owners base_route_ is for
+    std::vector<int> base_owner_;      // the owners base_route_ is for
     std::vector<int64_t> base_route_;  // [D*D] every expert's tokens sent to its owner in base_owner_
     std::vector<SplitPart> parts(const Placement& placement, FastSplitReport* report) const;
 };

@@ -142,7 +142,7 @@ Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra,
     std::vector<double> weight(D, 0.0);
     std::vector<int> used(D, 0);
     std::vector<uint8_t> in_bin(static_cast<size_t>(D) * E, 0);  // [bin*E + e]
-    std::vector<std::vector<int>> bin_experts(D);                  // the experts of each bin (at most `slots`)
+    std::vector<std::vector<int>> bin_experts(D);                // the experts of each bin (at most `slots`)
     for (const auto& [w, e] : items) {
         int best = -1;
         for (int b = 0; b < D; ++b)
@@ -188,6 +188,29 @@ double one_off_transfer_s(const Placement& next, const Placement& current, const
     return added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
 }
 
+// A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) with kFastSplit, candidates
+// are compared with its combinatorial stand-in (flow_split.h: the compute-optimal split, locality first; the batch
+// itself is then routed by the LP); otherwise under the run's routing rule itself.
+class CandidateScore {
+  public:
+    CandidateScore(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o, FlowScoring scoring)
+        : P_(P), D_(D), E_(E), cost_(cost), o_(o),
+          fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit),
+          splitter_(P, D, E, &cost.cluster) {}
+    double operator()(const Placement& p) {
+        const LayerFlow flow = fast_ ? splitter_.split_totals(p) : compute_flow(P_, D_, E_, p, o_.route_rule, &cost_);
+        return layer_cost(predict_layer(cost_, flow, p), o_.cost_eq);
+    }
+
+  private:
+    const int64_t* P_;
+    int D_, E_;
+    const CostModel& cost_;
+    const BalanceOptions& o_;
+    bool fast_;
+    FastSplitter splitter_;
+};
+
 }  // namespace
 
 Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
@@ -198,15 +221,7 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     CopyOrder order(load, D);
     const int limit = cap > 0 ? std::min(cap * D, order.available()) : order.available();
     const std::vector<int> schedule = replica_schedule(limit);
-    // under the routing LP (kFlow) candidates are compared with its combinatorial stand-in (flow_split.h): the
-    // compute-optimal split, locality first; the batch itself is then routed by the LP
-    FastSplitter splitter(P, D, E, &cost.cluster);
-    auto score = [&](const Placement& p) {
-        const LayerFlow flow = o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit
-                                   ? splitter.split_totals(p)
-                                   : compute_flow(P, D, E, p, o.route_rule, &cost);
-        return layer_cost(predict_layer(cost, flow, p), o.cost_eq);
-    };
+    CandidateScore score(P, D, E, cost, o, scoring);
     FlowPlanReport rep;
     Placement best = Placement::make_owners(D, current.owner);
     double best_s = score(best);

@@ -131,13 +131,15 @@ TEST_P(FastSplitOracle, TotalsEqualTheFullFlow) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, FastSplitOracle,
-    ::testing::Values(SplitCase{"random", 4, 6, 9, Shape::kRandom, 1}, SplitCase{"random_large", 8, 16, 50, Shape::kRandom, 2},
-                      SplitCase{"ties", 4, 4, 6, Shape::kTies, 3}, SplitCase{"zero_groups", 5, 8, 7, Shape::kSparse, 4},
-                      SplitCase{"one_holder", 4, 6, 9, Shape::kOneHolder, 5}, SplitCase{"one_device", 1, 5, 9, Shape::kRandom, 6},
-                      SplitCase{"every_device_holds", 3, 4, 9, Shape::kAllReplicated, 7}),
-    [](const ::testing::TestParamInfo<SplitCase>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Table, FastSplitOracle,
+                         ::testing::Values(SplitCase{"random", 4, 6, 9, Shape::kRandom, 1},
+                                           SplitCase{"random_large", 8, 16, 50, Shape::kRandom, 2},
+                                           SplitCase{"ties", 4, 4, 6, Shape::kTies, 3},
+                                           SplitCase{"zero_groups", 5, 8, 7, Shape::kSparse, 4},
+                                           SplitCase{"one_holder", 4, 6, 9, Shape::kOneHolder, 5},
+                                           SplitCase{"one_device", 1, 5, 9, Shape::kRandom, 6},
+                                           SplitCase{"every_device_holds", 3, 4, 9, Shape::kAllReplicated, 7}),
+                         [](const ::testing::TestParamInfo<SplitCase>& info) { return std::string(info.param.name); });
 
 // Constructed cases with a known optimum (tokens), counts [D*E], each expert's holders as a bit mask.
 struct KnownCase {
@@ -205,7 +207,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         FlowNetworkCase{"single_arc", 2, {{0, 1, 2.5}}, 0, 4.0, 2.5, 4.0},
         FlowNetworkCase{"diamond", 4, {{0, 2, 3}, {0, 3, 2}, {2, 1, 2}, {3, 1, 9}, {2, 3, 1}}, 1, 9.0, 5.0, 11.0},
-        FlowNetworkCase{"needs_reverse_arc", 4, {{0, 2, 1}, {0, 3, 1}, {2, 3, 1}, {2, 1, 1}, {3, 1, 1}}, -1, 0, 2.0, 2.0},
+        FlowNetworkCase{
+            "needs_reverse_arc", 4, {{0, 2, 1}, {0, 3, 1}, {2, 3, 1}, {2, 1, 1}, {3, 1, 1}}, -1, 0, 2.0, 2.0},
         FlowNetworkCase{"disconnected", 3, {{0, 2, 5}}, -1, 0, 0.0, 0.0}),
     [](const ::testing::TestParamInfo<FlowNetworkCase>& info) { return std::string(info.param.name); });
 
@@ -244,14 +247,15 @@ TEST_P(FlowScoringChoice, SplitChoiceIsNoSlowerThanTheLpChoice) {
     EXPECT_LE(timed(fast), timed(lp) * (1 + c.max_slowdown + 1e-9)) << c.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, FlowScoringChoice,
-    ::testing::Values(ChoiceCase{"cap1_d4", 4, 8, 1, 6, false, 0.0}, ChoiceCase{"cap1_d8", 8, 16, 1, 6, false, 0.0},
-                      ChoiceCase{"cap2_d8", 8, 16, 2, 6, false, 0.0}, ChoiceCase{"uncapped_d8", 8, 8, 0, 6, false, 0.0},
-                      ChoiceCase{"uncapped_d8_eq8", 8, 8, 0, 8, false, 0.04},
-                      ChoiceCase{"cap2_d8_topology", 8, 16, 2, 6, true, 0.0},
-                      ChoiceCase{"uncapped_d8_eq8_topology", 8, 16, 0, 8, true, 0.01}),
-    [](const ::testing::TestParamInfo<ChoiceCase>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Table, FlowScoringChoice,
+                         ::testing::Values(ChoiceCase{"cap1_d4", 4, 8, 1, 6, false, 0.0},
+                                           ChoiceCase{"cap1_d8", 8, 16, 1, 6, false, 0.0},
+                                           ChoiceCase{"cap2_d8", 8, 16, 2, 6, false, 0.0},
+                                           ChoiceCase{"uncapped_d8", 8, 8, 0, 6, false, 0.0},
+                                           ChoiceCase{"uncapped_d8_eq8", 8, 8, 0, 8, false, 0.04},
+                                           ChoiceCase{"cap2_d8_topology", 8, 16, 2, 6, true, 0.0},
+                                           ChoiceCase{"uncapped_d8_eq8_topology", 8, 16, 0, 8, true, 0.01}),
+                         [](const ::testing::TestParamInfo<ChoiceCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace prophet
