@@ -65,7 +65,8 @@ void BM_layer_bound(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(layer_bound(cost, counts.data(), D, E, BoundBudget{}, 1, 4));
 }
 
-// flow: one plan (candidate placements, each scored with the routing LP) from the static placement. Target:
+// flow: one plan (candidate placements, each scored with the combinatorial split of flow_split.h) from the
+// static placement. Target:
 // E = 32, D = 16 in <= 50 us and E = 256, D = 64 in <= 1 ms median (issue 22).
 void BM_plan_flow(benchmark::State& state) {
     const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));
@@ -74,7 +75,10 @@ void BM_plan_flow(benchmark::State& state) {
     BalanceOptions options;
     options.route_rule = RouteRule::kFlow;
     const Placement current = Placement::make_static(D, E);
-    for (auto _ : state) benchmark::DoNotOptimize(plan_flow(counts.data(), D, E, cost, options, current));
+    FlowPlanReport report;
+    for (auto _ : state) benchmark::DoNotOptimize(plan_flow(counts.data(), D, E, cost, options, current, &report));
+    state.counters["candidates"] = report.candidates;
+    state.counters["replicas"] = report.replicas;
 }
 
 // flow's per-batch routing alone (the LP, warm-started from the previous iteration's basis) on a placement with

@@ -6,6 +6,7 @@
 #include <functional>
 #include <numeric>
 
+#include "balance/flow_split.h"
 #include "balance/lp_clp.h"
 #include "core/error.h"
 
@@ -60,27 +61,6 @@ void fixed_loads(const int64_t* counts, int D, int E, const Placement& p, const 
             for (int k = pr.pair_start[pair]; k < pr.pair_start[pair + 1]; ++k)
                 q[pr.pair_resource[k]] += pr.pair_cost[k] * static_cast<double>(n);
         }
-}
-
-// largest remainder: integers summing to `total` closest to the fractional shares x[0..n) (ties: lower index)
-std::vector<int64_t> round_exact(const double* x, int n, int64_t total) {
-    std::vector<int64_t> out(n);
-    std::vector<double> rest(n);
-    int64_t used = 0;
-    for (int i = 0; i < n; ++i) {
-        const double v = std::max(0.0, x[i]);
-        out[i] = std::min<int64_t>(static_cast<int64_t>(std::floor(v + 1e-9)), total);
-        rest[i] = v - static_cast<double>(out[i]);
-        used += out[i];
-    }
-    std::vector<int> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return rest[a] > rest[b]; });
-    for (int i = 0; used < total; i = (i + 1) % n, ++used) ++out[order[i]];
-    for (int i = n - 1; used > total; i = (i + n - 1) % n) {  // floor's epsilon overshot: take back from the end
-        if (out[order[i]] > 0) --out[order[i]], --used;
-    }
-    return out;
 }
 
 uint64_t structure_hash(const lp::LpModel& m) {
@@ -262,7 +242,13 @@ LayerFlow flow_route_layer(const int64_t* counts, int D, int E, const Placement&
         largest =
             static_cast<double>(*std::max_element(owner.received.begin(), owner.received.end())) * cost->token_bytes();
     }
-    const RoutePricing pr = route_pricing(cost, D, largest);
+    return flow_route_priced(counts, D, E, p, route_pricing(cost, D, largest), report);
+}
+
+LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement& p, const RoutePricing& pr,
+                            FlowRouteReport* report) {
+    std::vector<uint8_t> replicated(E, 0);
+    for (int e = 0; e < E; ++e) replicated[e] = p.num_replicas_of(e) > 0 ? 1 : 0;
     const RoutingLp lpm = build_routing_lp(counts, D, E, p, pr, replicated);
     // warm start: the basis of the last LP of the same structure on this thread
     thread_local uint64_t last_shape = 0;
@@ -275,7 +261,7 @@ LayerFlow flow_route_layer(const int64_t* counts, int D, int E, const Placement&
     std::vector<SplitPart> parts;
     for (size_t i = 0; i + 1 < lpm.group_start.size(); ++i) {
         const int first = lpm.group_start[i], n = lpm.group_start[i + 1] - first;
-        const std::vector<int64_t> share = round_exact(r.x.data() + first, n, lpm.group_tokens[i]);
+        const std::vector<int64_t> share = round_shares(r.x.data() + first, n, lpm.group_tokens[i]);
         for (int j = 0; j < n; ++j) {
             SplitPart part = lpm.columns[first + j];
             part.tokens = share[j];

@@ -68,4 +68,8 @@ struct FlowRouteReport {
 LayerFlow flow_route_layer(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
                            const CostModel* cost, FlowRouteReport* report = nullptr);
 
+// The same LP under given prices (flow_route_layer's own or any other: a test's compute-only prices).
+LayerFlow flow_route_priced(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
+                            const RoutePricing& pricing, FlowRouteReport* report = nullptr);
+
 }  // namespace prophet

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "balance/flow_split.h"
 #include "balance/relabel.h"
 #include "core/error.h"
 
@@ -141,6 +142,7 @@ Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra,
     std::vector<double> weight(D, 0.0);
     std::vector<int> used(D, 0);
     std::vector<uint8_t> in_bin(static_cast<size_t>(D) * E, 0);  // [bin*E + e]
+    std::vector<std::vector<int>> bin_experts(D);                // the experts of each bin (at most `slots`)
     for (const auto& [w, e] : items) {
         int best = -1;
         for (int b = 0; b < D; ++b)
@@ -148,22 +150,20 @@ Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra,
                 best = b;
         if (best < 0) continue;  // every bin with room holds e: the copy is dropped
         weight[best] += w, ++used[best], in_bin[static_cast<size_t>(best) * E + e] = 1;
+        bin_experts[best].push_back(e);
     }
     std::vector<int64_t> moves(static_cast<size_t>(D) * D, 0);
     for (int b = 0; b < D; ++b)
-        for (int d = 0; d < D; ++d)
-            for (int e = 0; e < E; ++e)
-                moves[static_cast<size_t>(b) * D + d] += in_bin[static_cast<size_t>(b) * E + e] && !current.holds(e, d);
+        for (int e : bin_experts[b])
+            for (int d = 0; d < D; ++d) moves[static_cast<size_t>(b) * D + d] += !current.holds(e, d);
     const std::vector<int> device_of_bin = min_cost_assignment(moves, D);
     std::vector<int> owner(E, -1);
     for (int b = 0; b < D; ++b)
-        for (int e = 0; e < E; ++e)
-            if (in_bin[static_cast<size_t>(b) * E + e] && (owner[e] < 0 || device_of_bin[b] == current.owner[e]))
-                owner[e] = device_of_bin[b];
+        for (int e : bin_experts[b])
+            if (owner[e] < 0 || device_of_bin[b] == current.owner[e]) owner[e] = device_of_bin[b];
     Placement p = Placement::make_owners(D, owner);
     for (int b = 0; b < D; ++b)
-        for (int e = 0; e < E; ++e)
-            if (in_bin[static_cast<size_t>(b) * E + e]) p.add_replica(e, device_of_bin[b]);
+        for (int e : bin_experts[b]) p.add_replica(e, device_of_bin[b]);
     return p;
 }
 
@@ -188,19 +188,40 @@ double one_off_transfer_s(const Placement& next, const Placement& current, const
     return added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
 }
 
+// A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) with kFastSplit, candidates
+// are compared with its combinatorial stand-in (flow_split.h: the compute-optimal split, locality first; the batch
+// itself is then routed by the LP); otherwise under the run's routing rule itself.
+class CandidateScore {
+  public:
+    CandidateScore(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o, FlowScoring scoring)
+        : P_(P), D_(D), E_(E), cost_(cost), o_(o),
+          fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit),
+          splitter_(P, D, E, &cost.cluster) {}
+    double operator()(const Placement& p) {
+        const LayerFlow flow = fast_ ? splitter_.split_totals(p) : compute_flow(P_, D_, E_, p, o_.route_rule, &cost_);
+        return layer_cost(predict_layer(cost_, flow, p), o_.cost_eq);
+    }
+
+  private:
+    const int64_t* P_;
+    int D_, E_;
+    const CostModel& cost_;
+    const BalanceOptions& o_;
+    bool fast_;
+    FastSplitter splitter_;
+};
+
 }  // namespace
 
 Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
-                    const Placement& current, FlowPlanReport* report) {
+                    const Placement& current, FlowPlanReport* report, FlowScoring scoring) {
     PROPHET_ASSERT(current.num_devices == D && current.num_experts == E);
     const std::vector<double> load = loads_of(P, D, E);
     const int cap = o.max_replicas_per_device;
     CopyOrder order(load, D);
     const int limit = cap > 0 ? std::min(cap * D, order.available()) : order.available();
     const std::vector<int> schedule = replica_schedule(limit);
-    auto score = [&](const Placement& p) {
-        return layer_cost(predict_layer(cost, compute_flow(P, D, E, p, o.route_rule, &cost), p), o.cost_eq);
-    };
+    CandidateScore score(P, D, E, cost, o, scoring);
     FlowPlanReport rep;
     Placement best = Placement::make_owners(D, current.owner);
     double best_s = score(best);

@@ -3,7 +3,8 @@
 //
 // Per layer, from planning counts P [D*E] (previous batch, or a predicted load, see FlowPlanner):
 //   candidates  R = 0, 1, 2, 3, 4, 6, 8, 12, ... extra copies (EPLB's rule: each to the expert with the largest
-//               load / copies), in two families, both scored by the cost model under the run's routing rule:
+//               load / copies), in two families, both scored by the cost model under the run's routing rule
+//               (the routing LP's combinatorial stand-in, flow_split.h, when that rule is flow; FlowScoring):
 //               anchored  owners stay where they are; each extra copy goes to a device without the expert and
 //                         with replica room: the lightest by estimated load (load / copies of what it holds),
 //                         ties to the owner's NVLink domain, then its node (a replica there is cheaper to send),
@@ -34,9 +35,15 @@ struct FlowPlanReport {
     double predicted_s = 0;     // its predicted layer time on the planning counts
 };
 
+// How candidates are scored under balance.route_to = "flow": kFastSplit with the combinatorial split of
+// flow_split.h (the planner's default: one max-flow per candidate), kRoutingLp with the routing LP itself (the
+// slow reference the tests compare the choice against). Other routing rules score with their own routing.
+enum class FlowScoring { kFastSplit, kRoutingLp };
+
 // One plan from planning counts P [D*E]; `current` is where the weights are now (owners and replicas).
 Placement plan_flow(const int64_t* planning_counts, int num_devices, int num_experts, const CostModel& cost,
-                    const BalanceOptions& options, const Placement& current, FlowPlanReport* report = nullptr);
+                    const BalanceOptions& options, const Placement& current, FlowPlanReport* report = nullptr,
+                    FlowScoring scoring = FlowScoring::kFastSplit);
 
 // The flow policy over a stream of batches of one layer: plan() before a batch, observe() after it.
 // balance.flow_predict: "previous" plans for the last batch's counts (Pro-Prophet's locality); "ewma" for the

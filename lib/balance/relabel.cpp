@@ -9,14 +9,42 @@
 
 namespace prophet {
 
+namespace {
+
+// Feasible starting potentials (row minima, then the column minima of what is left: every reduced cost >= 0) and a
+// greedy matching on pairs of reduced cost 0, which the shortest-path rows below then only complete: relabelling's
+// move counts are mostly ties, so most rows are matched here in O(n) instead of a Dijkstra each.
+void seed_potentials(const std::vector<int64_t>& cost, int n, std::vector<int64_t>& u, std::vector<int64_t>& v,
+                     std::vector<int>& match, std::vector<uint8_t>& row_done) {
+    auto at = [&](int r, int c) { return cost[static_cast<size_t>(r - 1) * n + (c - 1)]; };
+    for (int r = 1; r <= n; ++r) {
+        u[r] = at(r, 1);
+        for (int c = 2; c <= n; ++c) u[r] = std::min(u[r], at(r, c));
+    }
+    for (int c = 1; c <= n; ++c) {
+        v[c] = at(1, c) - u[1];
+        for (int r = 2; r <= n; ++r) v[c] = std::min(v[c], at(r, c) - u[r]);
+    }
+    for (int r = 1; r <= n; ++r)
+        for (int c = 1; c <= n; ++c)
+            if (match[c] == 0 && at(r, c) - u[r] - v[c] == 0) {
+                match[c] = r, row_done[r] = 1;
+                break;
+            }
+}
+
+}  // namespace
+
 std::vector<int> min_cost_assignment(const std::vector<int64_t>& cost, int n) {
     PROPHET_ASSERT(n >= 0 && cost.size() == static_cast<size_t>(n) * n);
     const int64_t inf = std::numeric_limits<int64_t>::max() / 4;
     // 1-based internals: u, v potentials; match[col] = row; column 0 is the virtual start
     std::vector<int64_t> u(n + 1, 0), v(n + 1, 0), reach(n + 1);
     std::vector<int> match(n + 1, 0), previous(n + 1);
-    std::vector<uint8_t> used(n + 1);
+    std::vector<uint8_t> used(n + 1), row_done(n + 1, 0);
+    seed_potentials(cost, n, u, v, match, row_done);
     for (int row = 1; row <= n; ++row) {
+        if (row_done[row]) continue;
         match[0] = row;
         int col = 0;
         std::fill(reach.begin(), reach.end(), inf);

@@ -1,0 +1,69 @@
+// flow_split.h: the combinatorial routing split that flow's planner scores its candidate placements with, in
+// place of the routing LP of flow_routing.h (which stays the per-batch router and this split's oracle in tests).
+//
+// One MoE layer, counts c[s][e] [D*E], holders G(e). Experts with one holder are fixed on their owner: h0_g tokens
+// on device g. A replicated expert's load w_e = sum_s c[s][e] may be split over G(e) in any shares.
+//   compute   min over fractional splits of max_g H_g, exactly: the network source -> e (capacity w_e) -> g in
+//             G(e) (unbounded) -> sink (T - h0_g) carries every w_e iff T >= the optimum T*. Newton's parametric
+//             search starts at the averaging bound max(max_g h0_g, (W + h0(holders)) / |holders|); while the
+//             max-flow falls short, the residual source side (experts A, devices S, every holder of A inside S)
+//             proves T* >= (w(A) + h0(S)) / |S| > T, so T rises to that ratio and the flow, still feasible,
+//             is augmented (MaxFlow resumes). The search ends at T* (the last ratio, or the start).
+//   tokens    each expert's fractional shares are rounded by largest remainder to integers summing to w_e (a
+//             device may exceed T* by under one token per replicated expert it holds), then filled from the
+//             expert's groups: every holder first takes its own device's tokens (they cross no link; the
+//             max-flow starts from that local assignment, so its shares keep as much of it as T* allows), the
+//             rest come from the nearest sources (same NVLink domain, same node, elsewhere; then device order).
+// The all-to-all is not minimised as the LP does: the split is the compute optimum with locality as the
+// tie-break, a cheaper proxy for comparing placements. Work: one max-flow on (replicated experts + D) nodes,
+// O(D * holders) per replicated expert to fill groups, O(D * E) to build the LayerFlow.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "balance/cluster.h"
+#include "balance/flow_routing.h"
+#include "balance/placement.h"
+
+namespace prophet {
+
+struct FastSplitReport {
+    double max_computed = 0;  // T*: the least max_g H_g of any fractional split (tokens)
+    int max_flow_solves = 0;  // Newton steps (0: nothing replicated carries tokens)
+};
+
+// The split of one layer's counts under many placements (flow's candidates): the expert loads are summed once,
+// and the owner rule's routes of the last owner vector are kept, so a placement with the same owners costs
+// O(D * (D + replicated experts * holders)) beyond its max-flow instead of O(D * E).
+class FastSplitter {
+  public:
+    // counts [D*E] must outlive the splitter; cluster: link classes for the nearest-source order (nullptr: device
+    // order)
+    FastSplitter(const int64_t* counts, int num_devices, int num_experts, const ClusterSpec* cluster);
+    // The split as a LayerFlow: route exact, expert_device filled, destination naming the owner as under kFlow
+    // (flow_from_parts of the split's parts).
+    LayerFlow split(const Placement& placement, FastSplitReport* report = nullptr);
+    // The same totals (computed, received, sent, route, replica_holders, total_tokens: what predict_layer reads)
+    // without the [D*E] destination and expert_device, which stay empty.
+    LayerFlow split_totals(const Placement& placement, FastSplitReport* report = nullptr);
+
+  private:
+    const int64_t* counts_;
+    int D_, E_;
+    const ClusterSpec* cluster_;
+    std::vector<int64_t> load_;  // [E] tokens per expert
+    int64_t total_ = 0;
+    std::vector<int> base_owner_;      // the owners base_route_ is for
+    std::vector<int64_t> base_route_;  // [D*D] every expert's tokens sent to its owner in base_owner_
+    std::vector<SplitPart> parts(const Placement& placement, FastSplitReport* report) const;
+};
+
+// One placement: FastSplitter(counts, ...).split(placement, report).
+LayerFlow fast_split_layer(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
+                           const ClusterSpec* cluster, FastSplitReport* report = nullptr);
+
+// Largest remainder: integers summing to `total` closest to the fractional shares x[0..n) (ties: lower index).
+std::vector<int64_t> round_shares(const double* x, int n, int64_t total);
+
+}  // namespace prophet
