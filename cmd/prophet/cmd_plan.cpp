@@ -342,8 +342,7 @@ std::vector<PolicyModels> evaluate_policies(const PlanInputs& in, const PlanArgs
     std::vector<PolicyModels> scores;
     try {
         for (size_t i = 0; i < in.policies.size(); ++i) {
-            std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, in.policies.size(),
-                         in.policies[i].c_str());
+            std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, in.policies.size(), in.policies[i].c_str());
             scores.push_back(plan::evaluate_models(in.policies[i], view, in.cost, settings, /*allow_skip=*/in.all));
         }
     } catch (...) {
@@ -407,11 +406,15 @@ void print_plan_json(const PlanInputs& in, const PlanOutcome& out, const std::st
     nlohmann::json j;
     j["schema_version"] = 1;
     j["run_id"] = run_id;
-    j["trace"] = {{"source", meta.source},           {"iterations", meta.num_iterations},
-                  {"layers", meta.num_layers},       {"devices", meta.num_devices},
-                  {"experts", meta.num_experts},     {"top_k", meta.top_k},
+    j["trace"] = {{"source", meta.source},
+                  {"iterations", meta.num_iterations},
+                  {"layers", meta.num_layers},
+                  {"devices", meta.num_devices},
+                  {"experts", meta.num_experts},
+                  {"top_k", meta.top_k},
                   {"tokens_per_iteration", meta.tokens_per_iteration},
-                  {"js_divergence_mean", in.js_mean}, {"js_divergence_max", in.js_max}};
+                  {"js_divergence_mean", in.js_mean},
+                  {"js_divergence_max", in.js_max}};
     j["cluster"] = in.cluster.name;
     // how the models price communication: the busiest link (topology) and the Trans/Agg collective
     j["pricing"] = {{"topology_aware", in.cost.topology_aware},
@@ -419,10 +422,11 @@ void print_plan_json(const PlanInputs& in, const PlanOutcome& out, const std::st
     j["models"] = {{"eq6", "Eq 6: Trans and Agg blocking (DeepSpeed, static EP, offline policies' systems)"},
                    {"eq8", "Eq 8: block-wise scheduler hides Trans/Agg as its whole-expert split allows"},
                    {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"},
-                   {"sim", "trace-driven simulator: MoE time per block under the policy's system schedule "
-                           "(blockwise for prophet/prophet-oracle on Eq-8 placements, fastermoe = "
-                           "broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers "
-                           "blocking for the rest, on Eq-6 placements), whole-expert split, no planning time"}};
+                   {"sim",
+                    "trace-driven simulator: MoE time per block under the policy's system schedule "
+                    "(blockwise for prophet/prophet-oracle on Eq-8 placements, fastermoe = "
+                    "broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers "
+                    "blocking for the rest, on Eq-6 placements), whole-expert split, no planning time"}};
     j["bound"] = bound_json(out.bounds, out.max_replicas);
     j["policies"] = nlohmann::json::array();
     for (size_t i = 0, t = 0; i < out.scores.size(); ++i) {
@@ -457,7 +461,8 @@ int run_plan(const PlanArgs& args) {
         return kExitOk;
     }
     if (args.trace.empty() || args.cluster.empty())
-        throw Error(kExitUsage, "usage error: prophet plan needs --trace FILE and --cluster FILE (see prophet plan --help)");
+        throw Error(kExitUsage,
+                    "usage error: prophet plan needs --trace FILE and --cluster FILE (see prophet plan --help)");
     const PlanInputs in = load_plan_inputs(args);
     log_inputs(in);
     if (args.common.dry_run) {

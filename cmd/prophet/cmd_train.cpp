@@ -327,11 +327,11 @@ namespace {
 
 void print_train_dry_run(const RunContext& ctx) {
     const MemoryEstimate mem = estimate_train_memory(ctx.settings.model, env_world_size());
-    std::printf("dry run: would train %lld steps on %d rank(s) with balance.policy=%s, recording into %s; "
-                "memory per rank at least %s (up to %s with skewed routing)\n",
-                static_cast<long long>(ctx.settings.steps), env_world_size(), ctx.settings.policy.c_str(),
-                ctx.settings.store_path.c_str(), format_gib(mem.total_bytes()).c_str(),
-                format_gib(mem.worst_bytes()).c_str());
+    std::printf(
+        "dry run: would train %lld steps on %d rank(s) with balance.policy=%s, recording into %s; "
+        "memory per rank at least %s (up to %s with skewed routing)\n",
+        static_cast<long long>(ctx.settings.steps), env_world_size(), ctx.settings.policy.c_str(),
+        ctx.settings.store_path.c_str(), format_gib(mem.total_bytes()).c_str(), format_gib(mem.worst_bytes()).c_str());
 }
 
 // --resume: the trainer continues from the checkpoint; the root records the resume and closes the resumed run.
@@ -454,8 +454,9 @@ void save_profile_trace(RunContext& ctx, const Trace& trace, size_t steps, const
 void calibrate_profile(RunContext& ctx, Trainer& trainer, const ProfileArgs& args,
                        const std::vector<ModelConfig>& further_shapes, bool root, nlohmann::json& out) {
     const int D = ctx.comm->size();
-    const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx.settings);  // the emulated link, if any
-    sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx.settings, further_shapes);  // the per-op model's [ops]
+    // the emulated link, if any, and the per-op model's [ops]
+    const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx.settings);
+    sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx.settings, further_shapes);
     if (!root) return;
     const sim::RecordedRun own = sim::load_recorded_run(*ctx.store, ctx.run_id);
     ops = sim::fit_in_step_overheads(sim::fit_op_scales(ops, own), own);

@@ -154,7 +154,8 @@ int run_validate(const ValidateArgs& args) {
     Store store = open_existing_store(args.db);
     std::set<std::string> by_experiment;
     const std::vector<std::string> ids = runs_to_check(store, args, by_experiment);
-    const sim::ReplaySource source = args.replay == "recorded" ? sim::ReplaySource::kRecorded : sim::ReplaySource::kOpModel;
+    const sim::ReplaySource source =
+        args.replay == "recorded" ? sim::ReplaySource::kRecorded : sim::ReplaySource::kOpModel;
     const sim::OpTables tables = op_tables_for(store, args, source);
     std::vector<sim::RunToValidate> runs;
     for (const std::string& id : ids) {

@@ -209,7 +209,8 @@ Value convert(const KeySpec& spec, const toml::node& node, const std::string& sh
         }
         case ValueType::kIntList:
         case ValueType::kFloatList:
-        case ValueType::kStringList: return convert_list(check, node);
+        case ValueType::kStringList:
+            return convert_list(check, node);
     }
     check.type_error("valid");
 }

@@ -158,8 +158,8 @@ struct TimeLimit {
         if (!limited) return -1;
         const auto now = Clock::now();
         if (now < next_action)
-            return static_cast<int>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(next_action - now).count() + 1);
+            return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_action - now).count() +
+                                    1);
         if (stage == 0) {
             r.timed_out = true;
             kill(-pid, SIGTERM);

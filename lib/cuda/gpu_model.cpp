@@ -105,8 +105,8 @@ double GpuModel::forward_block(int l, int B, int N) {
 
     // attention branch: x + proj(attn(ln1(x)))
     events_.begin(OpKind::kAttn, l);
-    layernorm_forward(ctx_, ln1, ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, x,
-                      param(p.ln1_w), param(p.ln1_b), N, C);
+    layernorm_forward(ctx_, ln1, ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, x, param(p.ln1_w),
+                      param(p.ln1_b), N, C);
     matmul_forward(ctx_, qkv, ln1, param(p.qkv_w), param(p.qkv_b), N, C, 3 * C);
     attention_forward(ctx_, atty, att, qkv, B, T, C, NH);
     matmul_forward(ctx_, branch_.data(), atty, param(p.proj_w), param(p.proj_b), N, C, C);
@@ -211,8 +211,8 @@ void GpuModel::backward_block(int l, int B, int N) {
     events_.end();
     // attention branch; dresidual is now d(residual_attn) and passes through to d(x)
     events_.begin(OpKind::kAttnBwd, l);
-    matmul_backward(ctx_, datty_.data(), grad(p.proj_w), grad(p.proj_b), dresidual_.data(), atty, param(p.proj_w), N,
-                    C, C, /*accumulate_dinp=*/false);
+    matmul_backward(ctx_, datty_.data(), grad(p.proj_w), grad(p.proj_b), dresidual_.data(), atty, param(p.proj_w), N, C,
+                    C, /*accumulate_dinp=*/false);
     attention_backward(ctx_, dqkv_.data(), datt_.data(), datty_.data(), qkv, att, B, T, C, NH);
     matmul_backward(ctx_, dln_.data(), grad(p.qkv_w), grad(p.qkv_b), dqkv_.data(), ln1, param(p.qkv_w), N, C, 3 * C,
                     /*accumulate_dinp=*/false);

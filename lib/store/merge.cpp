@@ -187,8 +187,8 @@ int64_t merge_attached_shard(const Db& d, const std::string& shard, const std::v
             if (shard_cols.empty()) continue;  // same version: cannot happen unless the shard was edited
             if (join(shard_cols, "", false) != join(cols, "", false))
                 throw Error(kExitDatabase, "prophet db merge: " + shard + ": table " + table + " has columns (" +
-                                               join(shard_cols, "", false) + "), the target (" +
-                                               join(cols, "", false) + ")");
+                                               join(shard_cols, "", false) + "), the target (" + join(cols, "", false) +
+                                               ")");
             rows_added += merge_table(d, table, cols);
         }
         d.exec("COMMIT");

@@ -11,8 +11,8 @@
 #include "balance/evaluate.h"
 #include "core/process.h"
 #include "sim/trace_view.h"
-#include "trace/trace.h"
 #include "sweep/sweep.h"
+#include "trace/trace.h"
 
 namespace prophet::sweep::detail {
 
