@@ -67,50 +67,45 @@ CLI::App* add_db_check_command(CLI::App* db, DbCheckArgs& args) {
     return cmd;
 }
 
-int run_db_check(const DbCheckArgs& args) {
-    // only --repair writes: without it a read-only store is checked read-only
-    Store store = args.repair ? open_existing_store(args.db) : open_store_to_read(args.db);
-    const auto stale_after_ms = static_cast<int64_t>(args.stale_after_s * 1000);
-    StoreHealth health = check_store(store, stale_after_ms);
-    std::vector<RunVerdict> repaired;
-    if (args.repair && health.integrity == "ok" && health.missing_objects.empty()) {
-        repaired = reap_lost_runs(store, stale_after_ms);
-        health = check_store(store, stale_after_ms);
-    }
-    const bool ok = health.ok();
-    if (args.json) {
-        nlohmann::json out = {{"path", health.path},
-                              {"schema_version", health.schema_version},
-                              {"opened_at_version", health.opened_at_version},
-                              {"integrity", health.integrity},
-                              {"missing_schema", health.missing_objects},
-                              {"ok", ok}};
-        out["status_counts"] = nlohmann::json::object();
-        for (const auto& [status, n] : health.status_counts) out["status_counts"][status] = n;
-        out["running"] = nlohmann::json::array();
-        for (const RunVerdict& v : health.running) out["running"].push_back(verdict_json(v));
-        out["traces"] = health.traces;
-        out["bad_traces"] = health.bad_traces;
-        out["repaired"] = nlohmann::json::array();
-        for (const RunVerdict& v : repaired) out["repaired"].push_back(verdict_json(v));
-        std::printf("%s\n", out.dump(2).c_str());
-    } else {
-        std::string schema = "schema " + std::to_string(health.schema_version);
-        if (health.opened_at_version > 0 && health.opened_at_version < health.schema_version)
-            schema += " (migrated from " + std::to_string(health.opened_at_version) + ")";
-        std::printf("store %s: %s, integrity %s\n", health.path.c_str(), schema.c_str(), health.integrity.c_str());
-        for (const std::string& object : health.missing_objects)
-            std::printf("missing from the schema: %s\n", object.c_str());
-        std::printf("runs: %s\n", counts_line(health).c_str());
-        std::printf("traces: %lld, %zu unreadable\n", static_cast<long long>(health.traces), health.bad_traces.size());
-        for (const std::string& problem : health.bad_traces) std::printf("bad trace: %s\n", problem.c_str());
-        for (const RunVerdict& v : repaired)
-            std::printf("repaired %s (%s): marked lost; %s\n", v.run.run_id.c_str(), v.run.info.experiment.c_str(),
-                        v.reason.c_str());
-        for (const RunVerdict& v : health.running)
-            std::printf("running %s (%s): %s\n", v.run.run_id.c_str(), v.run.info.experiment.c_str(),
-                        v.reason.c_str());
-    }
+namespace {
+
+void print_health_json(const StoreHealth& health, const std::vector<RunVerdict>& repaired) {
+    nlohmann::json out = {{"path", health.path},
+                          {"schema_version", health.schema_version},
+                          {"opened_at_version", health.opened_at_version},
+                          {"integrity", health.integrity},
+                          {"missing_schema", health.missing_objects},
+                          {"ok", health.ok()}};
+    out["status_counts"] = nlohmann::json::object();
+    for (const auto& [status, n] : health.status_counts) out["status_counts"][status] = n;
+    out["running"] = nlohmann::json::array();
+    for (const RunVerdict& v : health.running) out["running"].push_back(verdict_json(v));
+    out["traces"] = health.traces;
+    out["bad_traces"] = health.bad_traces;
+    out["repaired"] = nlohmann::json::array();
+    for (const RunVerdict& v : repaired) out["repaired"].push_back(verdict_json(v));
+    std::printf("%s\n", out.dump(2).c_str());
+}
+
+void print_health_text(const StoreHealth& health, const std::vector<RunVerdict>& repaired) {
+    std::string schema = "schema " + std::to_string(health.schema_version);
+    if (health.opened_at_version > 0 && health.opened_at_version < health.schema_version)
+        schema += " (migrated from " + std::to_string(health.opened_at_version) + ")";
+    std::printf("store %s: %s, integrity %s\n", health.path.c_str(), schema.c_str(), health.integrity.c_str());
+    for (const std::string& object : health.missing_objects)
+        std::printf("missing from the schema: %s\n", object.c_str());
+    std::printf("runs: %s\n", counts_line(health).c_str());
+    std::printf("traces: %lld, %zu unreadable\n", static_cast<long long>(health.traces), health.bad_traces.size());
+    for (const std::string& problem : health.bad_traces) std::printf("bad trace: %s\n", problem.c_str());
+    for (const RunVerdict& v : repaired)
+        std::printf("repaired %s (%s): marked lost; %s\n", v.run.run_id.c_str(), v.run.info.experiment.c_str(),
+                    v.reason.c_str());
+    for (const RunVerdict& v : health.running)
+        std::printf("running %s (%s): %s\n", v.run.run_id.c_str(), v.run.info.experiment.c_str(), v.reason.c_str());
+}
+
+// The exit code of a checked store, with the first problem and its fix on stderr.
+int health_exit_code(const StoreHealth& health) {
     if (health.integrity != "ok") {
         std::fprintf(stderr, "prophet db check: %s is damaged (%s); fix: restore it from a backup\n",
                      health.path.c_str(), health.integrity.c_str());
@@ -131,13 +126,32 @@ int run_db_check(const DbCheckArgs& args) {
                      health.bad_traces.size(), health.path.c_str());
         return kExitDatabase;
     }
-    if (!ok) {
+    if (!health.ok()) {
         std::fprintf(stderr, "prophet db check: %s holds lost runs still marked running; fix: prophet db check --db %s "
                              "--repair\n",
                      health.path.c_str(), health.path.c_str());
         return kExitDatabase;
     }
     return kExitOk;
+}
+
+}  // namespace
+
+int run_db_check(const DbCheckArgs& args) {
+    // only --repair writes: without it a read-only store is checked read-only
+    Store store = args.repair ? open_existing_store(args.db) : open_store_to_read(args.db);
+    const auto stale_after_ms = static_cast<int64_t>(args.stale_after_s * 1000);
+    StoreHealth health = check_store(store, stale_after_ms);
+    std::vector<RunVerdict> repaired;
+    if (args.repair && health.integrity == "ok" && health.missing_objects.empty()) {
+        repaired = reap_lost_runs(store, stale_after_ms);
+        health = check_store(store, stale_after_ms);
+    }
+    if (args.json)
+        print_health_json(health, repaired);
+    else
+        print_health_text(health, repaired);
+    return health_exit_code(health);
 }
 
 }  // namespace prophet::cli

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,8 +19,10 @@
 #include "balance/policy_registry.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "plan/policy_models.h"
 #include "plan_bound.h"
 #include "sim/simulator.h"
+#include "sim/trace_view.h"
 #include "trace/trace.h"
 
 namespace prophet::cli {
@@ -119,58 +122,8 @@ std::vector<std::string> apply_policy_option(Config& config, const std::string& 
     return listed;
 }
 
-// One policy under every system model. Planners with a cost objective (plans_with_cost_eq) plan once per
-// equation when balance.cost_eq = 0 (auto), so each column is a policy planned and scored by one equation;
-// the others (and any policy when cost_eq is set) plan once and are scored under every model.
-struct SimColumn {
-    std::string schedule;         // the policy's system schedule: blockwise (prophet, prophet-oracle), fastermoe
-                                  // (fastermoe) or none
-    double moe_ms = 0;            // mean over iterations and blocks of the simulated MoE time of a block
-    double iteration_ms = 0;      // mean simulated iteration (every block, FNEC/BNEC included)
-    double exposed_trans_ms = 0;  // per block, means like moe_ms
-    double exposed_agg_ms = 0;
-};
-
-struct PolicyModels {
-    PolicyScore eq6;  // planned for and scored by Eq 6 (transfers blocking)
-    PolicyScore eq8;  // planned for and scored by Eq 8 (block-wise scheduler hides what its split can)
-    SimColumn sim;    // the trace-driven simulator on the placements of the policy's own system (system())
-    MoveCost moves;   // the system's owner moves over the trace: one-off, in no column (moves.h)
-    const std::string& name() const { return eq6.name; }
-    bool skipped() const { return eq6.skipped || eq8.skipped; }
-    const std::string& note() const { return eq6.skipped ? eq6.note : eq8.note; }
-    // the planning of the policy's own system: Eq 8's for prophet's scheduler, Eq 6's for the others
-    const PolicyScore& system() const { return system_cost_eq(name()) == 8 ? eq8 : eq6; }
-};
-
-struct StaticTimes {
-    double eq6_ms = 0, eq8_ms = 0, fastermoe_ms = 0, sim_ms = 0;
-};
-
-// The simulator column: the system's placements timed op by op under the system's schedule (sim::system_schedule)
-// with the split rule `time` (whole experts, what the scheduler does) and no planning time (deterministic).
-SimColumn simulate_column(const PolicyScore& score, const TraceView& view, const CostModel& cost,
-                          const EvalSettings& settings) {
-    sim::SimOptions o;
-    o.schedule = sim::system_schedule(score.name);
-    o.split_rule = sim::SplitRule::kTime;
-    o.plan_s = 0;
-    o.record_timeline = false;
-    const sim::SimResult r = sim::simulate_score(score, view, cost, settings, o);
-    SimColumn c;
-    c.schedule = sim::schedule_kind_name(o.schedule);
-    c.iteration_ms = r.mean_iteration_s * 1e3;
-    double blocks = 0;
-    for (const sim::IterationResult& it : r.iterations)
-        for (const sim::BlockResult& b : it.blocks) {
-            c.moe_ms += b.moe_s * 1e3;
-            c.exposed_trans_ms += b.exposed_trans_s * 1e3;
-            c.exposed_agg_ms += b.exposed_agg_s * 1e3;
-            blocks += 1;
-        }
-    if (blocks > 0) c.moe_ms /= blocks, c.exposed_trans_ms /= blocks, c.exposed_agg_ms /= blocks;
-    return c;
-}
+using plan::PolicyModels;
+using plan::StaticTimes;
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
@@ -296,256 +249,250 @@ void record_failed_run(const std::string& store_path, const RunInfo& info, const
     store.transaction([&] { store.finish_run(store.begin_run(info), "failed", e.exit_code(), e.what()); });
 }
 
-PolicyModels evaluate_models(const std::string& name, const TraceView& view, const CostModel& cost,
-                             const EvalSettings& settings, bool allow_skip) {
-    PolicyModels m;
-    if (settings.options.cost_eq_auto && plans_with_cost_eq(name)) {
-        EvalSettings six = settings, eight = settings;
-        six.options.cost_eq = 6;
-        eight.options.cost_eq = 8;
-        six.options.cost_eq_auto = eight.options.cost_eq_auto = false;
-        m.eq6 = evaluate_policy(name, view, cost, six, allow_skip);
-        m.eq8 = evaluate_policy(name, view, cost, eight, allow_skip);
-    } else {
-        m.eq6 = evaluate_policy(name, view, cost, settings, allow_skip);
-        m.eq8 = m.eq6;
-    }
-    return m;
+// What run_plan works on, all validated before anything is written.
+struct PlanInputs {
+    explicit PlanInputs(Config resolved) : config(std::move(resolved)) {}
+    Config config;
+    BalanceOptions options;
+    std::string store_path;
+    std::vector<std::string> policies;  // in the order they run
+    bool all = false;                   // --policy all: a policy too large for the instance is skipped
+    ClusterSpec cluster;
+    Loaded loaded;
+    CostModel cost;
+    double js_mean = 0, js_max = 0;  // JS divergence of consecutive iterations
+};
+
+// The policies to run: every one for `all`, the --policy list, else balance.policy's one.
+std::vector<std::string> chosen_policies(const Config& config, const std::vector<std::string>& listed) {
+    const std::string& chosen = config.get_string("balance.policy");
+    if (chosen == "all") return policies_for_all();
+    if (!listed.empty()) return listed;
+    return {chosen};
 }
 
-}  // namespace
-
-int run_plan(const PlanArgs& args) {
-    const Schema& schema = plan_schema();
-    if (args.common.help_config) {
-        print_schema(schema, "plan");
-        return kExitOk;
-    }
-    if (args.trace.empty() || args.cluster.empty())
-        throw Error(kExitUsage, "usage error: prophet plan needs --trace FILE and --cluster FILE (see prophet plan --help)");
-    Config config = resolve_config(schema, args.common);
+// Config, cluster, trace and cost model; the cheap checks before the trace is generated.
+PlanInputs load_plan_inputs(const PlanArgs& args) {
+    PlanInputs in(resolve_config(plan_schema(), args.common));
     const std::vector<std::string> listed =
-        args.policy.empty() ? std::vector<std::string>{} : apply_policy_option(config, args.policy);
-    const BalanceOptions options = balance_options_from(config);
-    const std::string store_path = config.get_string("store.path");
-
-    // ---- inputs, all validated before anything is written; the cheap checks before the trace is generated --
-    const ClusterSpec cluster = load_cluster_file(args.cluster);
+        args.policy.empty() ? std::vector<std::string>{} : apply_policy_option(in.config, args.policy);
+    in.options = balance_options_from(in.config);
+    in.store_path = in.config.get_string("store.path");
+    in.cluster = load_cluster_file(args.cluster);
     if (const int declared = declared_generator_devices(args.trace); declared > 0)
-        check_trace_devices(cluster, args.cluster, declared, args.trace);
-    Loaded loaded = load_any_trace(args.trace, store_path);
-    const Trace& trace = loaded.trace;
-    const TraceMeta& meta = trace.meta;
+        check_trace_devices(in.cluster, args.cluster, declared, args.trace);
+    in.loaded = load_any_trace(args.trace, in.store_path);
+    const TraceMeta& meta = in.loaded.trace.meta;
     const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
                            meta.d_model,     meta.d_ffn,       meta.seq_len};
-    const CostModel cost = cost_model_for_trace(cluster, args.cluster, shape, args.trace, config,
-                                                "--set plan.d_model=1024 --set plan.d_ffn=2048");
-
-    std::vector<std::string> policies;
-    const std::string& chosen = config.get_string("balance.policy");
-    const bool all = chosen == "all";
-    if (all)
-        policies = policies_for_all();
-    else if (!listed.empty())
-        policies = listed;
-    else
-        policies = {chosen};
-
-    const std::vector<double> js = consecutive_js_divergence(trace);
-    double js_mean = 0, js_max = 0;
+    in.cost = cost_model_for_trace(in.cluster, args.cluster, shape, args.trace, in.config,
+                                   "--set plan.d_model=1024 --set plan.d_ffn=2048");
+    in.policies = chosen_policies(in.config, listed);
+    in.all = in.config.get_string("balance.policy") == "all";
+    const std::vector<double> js = consecutive_js_divergence(in.loaded.trace);
     for (double v : js) {
-        js_mean += v / static_cast<double>(js.size());
-        js_max = std::max(js_max, v);
+        in.js_mean += v / static_cast<double>(js.size());
+        in.js_max = std::max(in.js_max, v);
     }
+    return in;
+}
+
+// The Trans/Agg collective the topology-aware pricing assumes.
+const char* broadcast_name(const CostModel& cost) {
+    return cost.trans_broadcast == TransBroadcast::kChain ? "chain" : "star";
+}
+
+// The trace and cluster as read, on stderr.
+void log_inputs(const PlanInputs& in) {
+    const TraceMeta& meta = in.loaded.trace.meta;
+    const CostModel& cost = in.cost;
+    const ClusterSpec& cluster = in.cluster;
     std::fprintf(stderr,
                  "prophet plan: trace %s: I=%d L=%d D=%d E=%d k=%d, %lld tokens/iter, C=%d F=%d; "
                  "JS divergence of consecutive iterations: mean %.4g, max %.4g\n",
                  meta.source.c_str(), meta.num_iterations, meta.num_layers, meta.num_devices, meta.num_experts,
                  meta.top_k, static_cast<long long>(meta.tokens_per_iteration), cost.model.d_model, cost.model.d_ffn,
-                 js_mean, js_max);
-    const char* broadcast = cost.trans_broadcast == TransBroadcast::kChain ? "chain" : "star";
+                 in.js_mean, in.js_max);
     std::fprintf(stderr, "prophet plan: cluster %s: D=%d, %d per node, %.3g TFLOP/s, FNEC %.3g ms%s%s\n",
                  cluster.name.c_str(), cluster.num_devices, cluster.devices_per_node, cluster.compute_flops / 1e12,
                  cost.fnec_s() * 1e3, cost.topology_aware ? ", topology-aware, Trans/Agg " : "",
-                 cost.topology_aware ? broadcast : "");
-    if (args.common.dry_run) {
-        std::string list;
-        for (const auto& p : policies) list += (list.empty() ? "" : " ") + p;
-        std::printf("dry run: would evaluate [%s] on %d iterations x %d layers and record into %s\n", list.c_str(),
-                    meta.num_iterations, meta.num_layers, store_path.c_str());
-        return kExitOk;
-    }
+                 cost.topology_aware ? broadcast_name(cost) : "");
+}
 
-    // ---- evaluate ------------------------------------------------------------------------------------------
-    TraceView view;
-    view.counts = trace.counts.data();
-    view.transitions = trace.has_transitions() ? trace.transitions.data() : nullptr;
-    view.num_iterations = meta.num_iterations;
-    view.num_layers = meta.num_layers;
-    view.num_devices = meta.num_devices;
-    view.num_experts = meta.num_experts;
+void print_dry_run(const PlanInputs& in) {
+    std::string list;
+    for (const auto& p : in.policies) list += (list.empty() ? "" : " ") + p;
+    std::printf("dry run: would evaluate [%s] on %d iterations x %d layers and record into %s\n", list.c_str(),
+                in.loaded.trace.meta.num_iterations, in.loaded.trace.meta.num_layers, in.store_path.c_str());
+}
+
+EvalSettings eval_settings(const PlanInputs& in) {
     EvalSettings settings;
-    settings.options = options;
-    settings.plan_repeats = static_cast<int>(config.get_int("plan.repeats"));
-    settings.profile_iterations = static_cast<int>(config.get_int("balance.profile_iterations"));
-    settings.num_nodes = cluster.num_devices / cluster.devices_per_node;
+    settings.options = in.options;
+    settings.plan_repeats = static_cast<int>(in.config.get_int("plan.repeats"));
+    settings.profile_iterations = static_cast<int>(in.config.get_int("balance.profile_iterations"));
+    settings.num_nodes = in.cluster.num_devices / in.cluster.devices_per_node;
+    return settings;
+}
 
+// Every policy under every model, in order. A failure (e.g. an external policy's bad reply (3) or timeout (6)) is
+// recorded as a failed run, nothing else of it, and rethrown.
+std::vector<PolicyModels> evaluate_policies(const PlanInputs& in, const PlanArgs& args, const TraceView& view,
+                                            const EvalSettings& settings) {
     std::vector<PolicyModels> scores;
-    const int64_t started = now_ns();
     try {
-        for (size_t i = 0; i < policies.size(); ++i) {
-            std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, policies.size(), policies[i].c_str());
-            scores.push_back(evaluate_models(policies[i], view, cost, settings, /*allow_skip=*/all));
-            PolicyModels& m = scores.back();
-            if (!m.skipped()) m.sim = simulate_column(m.system(), view, cost, settings);
-            if (!m.skipped()) m.moves = owner_moves_of(m.system(), cost, meta.num_layers, kTrainingStateCopies);
+        for (size_t i = 0; i < in.policies.size(); ++i) {
+            std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, in.policies.size(), in.policies[i].c_str());
+            scores.push_back(plan::evaluate_models(in.policies[i], view, in.cost, settings, /*allow_skip=*/in.all));
         }
-    } catch (...) {  // e.g. an external policy's bad reply (3) or timeout (6): a failed run, nothing else of it
+    } catch (...) {
         const Error e = current_exception_as_error();
-        record_failed_run(store_path, make_run_info("plan", config, args.common), e);
+        record_failed_run(in.store_path, make_run_info("plan", in.config, args.common), e);
         throw e;
     }
-    std::vector<std::string> served;
-    for (const PolicyModels& m : scores)
-        if (!m.skipped()) served.push_back(m.name());
-    const PlanServing serving = evaluate_plan_serving(served, view, cost, settings, config);
-    StaticTimes static_times;
-    {
-        const PolicyModels* fixed = nullptr;
-        PolicyModels quick_static;
-        for (const PolicyModels& m : scores)
-            if (m.name() == "static") fixed = &m;
-        if (!fixed) {  // a single policy: score static too, for the ratios
-            EvalSettings quick = settings;
-            quick.plan_repeats = 1;
-            quick_static.eq6 = quick_static.eq8 = evaluate_policy("static", view, cost, quick, false);
-            quick_static.sim = simulate_column(quick_static.eq6, view, cost, quick);
-            fixed = &quick_static;
-        }
-        static_times = {fixed->eq6.mean_eq6_ms, fixed->eq6.mean_eq8_ms, fixed->eq6.mean_fastermoe_ms, fixed->sim.moe_ms};
-    }
+    return scores;
+}
 
-    // ---- the lower bound of every layer, and each policy's times beside it (plan_bound.h) ---------------------
-    const int max_replicas = options.max_replicas_per_device;
-    const TraceBounds bounds = trace_bounds(view, cost, BoundBudget{max_replicas});
+// Each policy's times beside the lower bound (plan_bound.h), skipped policies left out.
+std::vector<PolicyTimes> policy_times(const std::vector<PolicyModels>& scores) {
     std::vector<PolicyTimes> times;
     for (const PolicyModels& m : scores)
         if (!m.skipped())
             times.push_back({m.name(), m.eq8.token_path == "layer_to_layer", m.eq6.mean_eq6_ms, m.eq8.mean_eq8_ms,
                              m.eq6.mean_fastermoe_ms, m.sim.moe_ms, &m.system()});
+    return times;
+}
 
-    // ---- record: one transaction, so a failure leaves nothing half-written -----------------------------------
-    Store store = Store::open(store_path);
-    RunInfo info = make_run_info("plan", config, args.common);
-    info.experiment = config.get_string("run.experiment");
-    info.seed = config.get_int("run.seed");
+// What run_plan computed, for recording and printing.
+struct PlanOutcome {
+    std::vector<PolicyModels> scores;
+    StaticTimes static_times;
+    PlanServing serving;
+    TraceBounds bounds;
+    std::vector<PolicyTimes> times;  // points into scores
+    int max_replicas = 0;
+};
+
+// Records the run in one transaction, so a failure leaves nothing half-written; returns its id.
+std::string record_plan(const PlanInputs& in, const PlanArgs& args, const PlanOutcome& out) {
+    const TraceMeta& meta = in.loaded.trace.meta;
+    Store store = Store::open(in.store_path);
+    RunInfo info = make_run_info("plan", in.config, args.common);
+    info.experiment = in.config.get_string("run.experiment");
+    info.seed = in.config.get_int("run.seed");
     info.world_size = meta.num_devices;
     info.backend = "model";
     std::string run_id;
-    const bool record_layers = config.get_bool("plan.record_layers");
+    const bool record_layers = in.config.get_bool("plan.record_layers");
     store.transaction([&] {
         run_id = store.begin_run(info);
-        auto params = config.flat();
+        auto params = in.config.flat();
         params.emplace_back("input.trace", args.trace);
         params.emplace_back("input.cluster", args.cluster);
         params.emplace_back("trace.source", meta.source);
         store.put_params(run_id, params);
-        if (config.get_bool("plan.save_trace") && !loaded.from_store) store.save_trace(trace, run_id);
-        for (const PolicyModels& m : scores) {
-            const PolicyScore& p = m.eq8;
-            if (m.skipped()) {
-                store.put_event(run_id, 0, -1, "info", "policy_skipped", m.name() + ": " + m.note(), "");
-                continue;
-            }
-            if (!p.solver_status.empty())
-                store.put_event(run_id, 0, -1, "info", "solver_status", p.name + ": " + p.solver_status, "");
-            // one model per metric: eq6_* from the Eq-6 planning, eq8_* from the Eq-8 planning
-            const std::vector<std::pair<std::string, double>> metrics = {
-                {"eq6_ms", m.eq6.mean_eq6_ms},
-                {"eq8_ms", p.mean_eq8_ms},
-                {"fastermoe_sys_ms", m.eq6.mean_fastermoe_ms},
-                {"sim_ms", m.sim.moe_ms},
-                {"sim_iteration_ms", m.sim.iteration_ms},
-                {"eq6_max_mean_load", m.eq6.mean_max_mean_load},
-                {"max_mean_load", p.mean_max_mean_load},
-                {"balance_std", p.mean_balance_std},
-                {"rb_vs_static", p.mean_rb},
-                {"exposed_trans_ms", p.mean_exposed_trans_ms},
-                {"exposed_agg_ms", p.mean_exposed_agg_ms},
-                {"exposed_trans_chunked_ms", p.mean_exposed_trans_chunked_ms},
-                {"exposed_agg_chunked_ms", p.mean_exposed_agg_chunked_ms},
-                {"dropped_tokens", p.mean_dropped_tokens},
-                {"plan_us", p.median_plan_us}};
-            for (const auto& [key, v] : metrics) store.put_metric(run_id, "plan." + p.name + "." + key, 0, v);
-            if (!record_layers) continue;
-            for (size_t i = 0; i < p.layers.size(); ++i) {
-                const LayerScore& s = p.layers[i];
-                PlanResultRow row;
-                row.run_id = run_id;
-                row.policy = p.name;
-                row.iteration = s.iteration;
-                row.layer = s.layer;
-                row.predicted_eq6_ms = m.eq6.layers[i].cost.eq6_s * 1e3;  // the Eq-6 planning's layer
-                row.predicted_eq8_ms = s.cost.eq8_s * 1e3;
-                row.max_mean_load = s.max_mean_load;
-                row.balance_std = s.balance_std;
-                row.a2a_bytes = s.cost.a2a_bytes;
-                row.trans_bytes = s.cost.trans_bytes;
-                row.agg_bytes = s.cost.agg_bytes;
-                row.replicas = s.replicas;
-                row.plan_us = s.plan_us;
-                row.dropped_tokens = s.dropped_tokens;
-                store.put_plan_result(row);
-            }
-        }
-        put_bound_metrics(store, run_id, bounds, times, meta.num_layers, meta.num_experts);
+        if (in.config.get_bool("plan.save_trace") && !in.loaded.from_store) store.save_trace(in.loaded.trace, run_id);
+        for (const PolicyModels& m : out.scores) plan::put_policy_results(store, run_id, m, record_layers);
+        put_bound_metrics(store, run_id, out.bounds, out.times, meta.num_layers, meta.num_experts);
         store.finish_run(run_id, "finished", 0, "");
     });
     require_recorded(store, {run_id}, "run " + run_id);
-    const double elapsed_s = (now_ns() - started) * 1e-9;
+    return run_id;
+}
 
-    if (args.common.json) {
-        nlohmann::json out;
-        out["schema_version"] = 1;
-        out["run_id"] = run_id;
-        out["trace"] = {{"source", meta.source},           {"iterations", meta.num_iterations},
-                        {"layers", meta.num_layers},       {"devices", meta.num_devices},
-                        {"experts", meta.num_experts},     {"top_k", meta.top_k},
-                        {"tokens_per_iteration", meta.tokens_per_iteration},
-                        {"js_divergence_mean", js_mean},   {"js_divergence_max", js_max}};
-        out["cluster"] = cluster.name;
-        // how the models price communication: the busiest link (topology) and the Trans/Agg collective
-        out["pricing"] = {{"topology_aware", cost.topology_aware},
-                          {"trans_broadcast", cost.topology_aware ? broadcast : "flat (Eqs 4-5)"}};
-        out["models"] = {{"eq6", "Eq 6: Trans and Agg blocking (DeepSpeed, static EP, offline policies' systems)"},
-                         {"eq8", "Eq 8: block-wise scheduler hides Trans/Agg as its whole-expert split allows"},
-                         {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"},
-                         {"sim", "trace-driven simulator: MoE time per block under the policy's system schedule "
-                                 "(blockwise for prophet/prophet-oracle on Eq-8 placements, fastermoe = "
-                                 "broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers "
-                                 "blocking for the rest, on Eq-6 placements), whole-expert split, no planning time"}};
-        out["bound"] = bound_json(bounds, max_replicas);
-        out["policies"] = nlohmann::json::array();
-        for (size_t i = 0, t = 0; i < scores.size(); ++i) {
-            out["policies"].push_back(score_json(scores[i], static_times));
-            if (!scores[i].skipped())
-                add_policy_bound_json(out["policies"].back(), times[t++], bounds, meta.num_experts);
-        }
-        out["locality"] = locality_json(trace, scores, static_times);
-        out["regime"] = config.get_string("balance.regime");
-        if (serving.enabled) out["serving"] = serving_json(serving);
-        std::printf("%s\n", out.dump(2).c_str());
-    } else {
-        std::printf(
-            "# prophet plan | trace %s | cluster %s | run %s | regime %s | means over %d iterations x %d "
-            "layers\n",
-            meta.source.c_str(), cluster.name.c_str(), run_id.c_str(), config.get_string("balance.regime").c_str(),
-            meta.num_iterations, meta.num_layers);
-        print_table(scores, static_times);
-        print_bound_tables(bounds, times, static_times.eq6_ms, meta.num_experts, max_replicas);
-        if (serving.enabled) print_serving(serving);
+// --json: the whole run as one JSON document on stdout.
+void print_plan_json(const PlanInputs& in, const PlanOutcome& out, const std::string& run_id) {
+    const TraceMeta& meta = in.loaded.trace.meta;
+    nlohmann::json j;
+    j["schema_version"] = 1;
+    j["run_id"] = run_id;
+    j["trace"] = {{"source", meta.source},
+                  {"iterations", meta.num_iterations},
+                  {"layers", meta.num_layers},
+                  {"devices", meta.num_devices},
+                  {"experts", meta.num_experts},
+                  {"top_k", meta.top_k},
+                  {"tokens_per_iteration", meta.tokens_per_iteration},
+                  {"js_divergence_mean", in.js_mean},
+                  {"js_divergence_max", in.js_max}};
+    j["cluster"] = in.cluster.name;
+    // how the models price communication: the busiest link (topology) and the Trans/Agg collective
+    j["pricing"] = {{"topology_aware", in.cost.topology_aware},
+                    {"trans_broadcast", in.cost.topology_aware ? broadcast_name(in.cost) : "flat (Eqs 4-5)"}};
+    j["models"] = {{"eq6", "Eq 6: Trans and Agg blocking (DeepSpeed, static EP, offline policies' systems)"},
+                   {"eq8", "Eq 8: block-wise scheduler hides Trans/Agg as its whole-expert split allows"},
+                   {"fastermoe_system", "FasterMoE: broadcast/reduce beside one all-to-all each"},
+                   {"sim",
+                    "trace-driven simulator: MoE time per block under the policy's system schedule "
+                    "(blockwise for prophet/prophet-oracle on Eq-8 placements, fastermoe = "
+                    "broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers "
+                    "blocking for the rest, on Eq-6 placements), whole-expert split, no planning time"}};
+    j["bound"] = bound_json(out.bounds, out.max_replicas);
+    j["policies"] = nlohmann::json::array();
+    for (size_t i = 0, t = 0; i < out.scores.size(); ++i) {
+        j["policies"].push_back(score_json(out.scores[i], out.static_times));
+        if (!out.scores[i].skipped())
+            add_policy_bound_json(j["policies"].back(), out.times[t++], out.bounds, meta.num_experts);
     }
-    std::fprintf(stderr, "prophet plan: recorded run %s in %s (%.1f s)\n", run_id.c_str(), store_path.c_str(), elapsed_s);
+    j["locality"] = locality_json(in.loaded.trace, out.scores, out.static_times);
+    j["regime"] = in.config.get_string("balance.regime");
+    if (out.serving.enabled) j["serving"] = serving_json(out.serving);
+    std::printf("%s\n", j.dump(2).c_str());
+}
+
+// The text tables on stdout.
+void print_plan_text(const PlanInputs& in, const PlanOutcome& out, const std::string& run_id) {
+    const TraceMeta& meta = in.loaded.trace.meta;
+    std::printf(
+        "# prophet plan | trace %s | cluster %s | run %s | regime %s | means over %d iterations x %d "
+        "layers\n",
+        meta.source.c_str(), in.cluster.name.c_str(), run_id.c_str(), in.config.get_string("balance.regime").c_str(),
+        meta.num_iterations, meta.num_layers);
+    print_table(out.scores, out.static_times);
+    print_bound_tables(out.bounds, out.times, out.static_times.eq6_ms, meta.num_experts, out.max_replicas);
+    if (out.serving.enabled) print_serving(out.serving);
+}
+
+}  // namespace
+
+int run_plan(const PlanArgs& args) {
+    if (args.common.help_config) {
+        print_schema(plan_schema(), "plan");
+        return kExitOk;
+    }
+    if (args.trace.empty() || args.cluster.empty())
+        throw Error(kExitUsage,
+                    "usage error: prophet plan needs --trace FILE and --cluster FILE (see prophet plan --help)");
+    const PlanInputs in = load_plan_inputs(args);
+    log_inputs(in);
+    if (args.common.dry_run) {
+        print_dry_run(in);
+        return kExitOk;
+    }
+
+    const TraceView view = view_of(in.loaded.trace);
+    const EvalSettings settings = eval_settings(in);
+    const int64_t started = now_ns();
+    PlanOutcome out;
+    out.scores = evaluate_policies(in, args, view, settings);
+    std::vector<std::string> served;
+    for (const PolicyModels& m : out.scores)
+        if (!m.skipped()) served.push_back(m.name());
+    out.serving = evaluate_plan_serving(served, view, in.cost, settings, in.config);
+    out.static_times = plan::static_times_of(out.scores, view, in.cost, settings);
+    // the lower bound of every layer, and each policy's times beside it (plan_bound.h)
+    out.max_replicas = settings.options.max_replicas_per_device;
+    out.bounds = trace_bounds(view, in.cost, BoundBudget{out.max_replicas});
+    out.times = policy_times(out.scores);
+
+    const std::string run_id = record_plan(in, args, out);
+    const double elapsed_s = (now_ns() - started) * 1e-9;
+    if (args.common.json)
+        print_plan_json(in, out, run_id);
+    else
+        print_plan_text(in, out, run_id);
+    std::fprintf(stderr, "prophet plan: recorded run %s in %s (%.1f s)\n", run_id.c_str(), in.store_path.c_str(),
+                 elapsed_s);
     return kExitOk;
 }
 

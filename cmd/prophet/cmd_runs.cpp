@@ -183,75 +183,94 @@ int show_run(Store& store, const std::string& run_id, bool json) {
     return kExitOk;
 }
 
-int compare_runs(Store& store, const std::vector<std::string>& ids, bool json) {
+// Runs side by side: their rows, params and metric summaries, index i for ids[i].
+struct Comparison {
+    std::vector<std::string> ids;
     std::vector<RunRow> runs;
     std::vector<std::map<std::string, std::string>> params;
     std::vector<std::map<std::string, MetricSummary>> metrics;
     std::set<std::string> keys, metric_keys;
-    for (const std::string& id : ids) {
-        runs.push_back(store.get_run(id));
-        const auto p = store.get_params(id);
-        params.emplace_back(p.begin(), p.end());
-        for (const auto& [k, v] : p) keys.insert(k);
-        metrics.push_back(summarize_metrics(store, id));
-        for (const auto& [k, m] : metrics.back()) metric_keys.insert(k);
-    }
-    // only the params that differ: the point of a comparison
-    std::vector<std::string> differing;
-    for (const std::string& key : keys) {
-        std::set<std::string> values;
-        for (const auto& p : params) values.insert(p.count(key) ? p.at(key) : std::string("(unset)"));
-        if (values.size() > 1) differing.push_back(key);
-    }
-    auto value_of = [&](size_t i, const std::string& key) {
+    std::vector<std::string> differing;  // only the params that differ: the point of a comparison
+
+    std::string value_of(size_t i, const std::string& key) const {
         return params[i].count(key) ? params[i].at(key) : std::string("(unset)");
-    };
-    auto metric_of = [&](size_t i, const std::string& key) {
+    }
+    MetricSummary metric_of(size_t i, const std::string& key) const {
         const auto it = metrics[i].find(key);
         return it == metrics[i].end() ? MetricSummary{} : it->second;
-    };
-    if (json) {
-        nlohmann::json out = {{"runs", ids}};
-        out["status"] = nlohmann::json::array();
-        for (const RunRow& r : runs) out["status"].push_back(r.status);
-        out["params"] = nlohmann::json::object();
-        for (const std::string& key : differing) {
-            out["params"][key] = nlohmann::json::array();
-            for (size_t i = 0; i < ids.size(); ++i) out["params"][key].push_back(value_of(i, key));
-        }
-        out["metrics"] = nlohmann::json::object();
-        for (const std::string& key : metric_keys) {
-            out["metrics"][key] = nlohmann::json::array();
-            for (size_t i = 0; i < ids.size(); ++i) {
-                const MetricSummary m = metric_of(i, key);
-                out["metrics"][key].push_back({{"last", number_json(m.last)}, {"median", number_json(m.median)}});
-            }
-        }
-        std::printf("%s\n", out.dump(2).c_str());
-        return kExitOk;
     }
+};
+
+Comparison load_comparison(Store& store, const std::vector<std::string>& ids) {
+    Comparison c;
+    c.ids = ids;
+    for (const std::string& id : ids) {
+        c.runs.push_back(store.get_run(id));
+        const auto p = store.get_params(id);
+        c.params.emplace_back(p.begin(), p.end());
+        for (const auto& [k, v] : p) c.keys.insert(k);
+        c.metrics.push_back(summarize_metrics(store, id));
+        for (const auto& [k, m] : c.metrics.back()) c.metric_keys.insert(k);
+    }
+    for (const std::string& key : c.keys) {
+        std::set<std::string> values;
+        for (size_t i = 0; i < ids.size(); ++i) values.insert(c.value_of(i, key));
+        if (values.size() > 1) c.differing.push_back(key);
+    }
+    return c;
+}
+
+void print_comparison_json(const Comparison& c) {
+    nlohmann::json out = {{"runs", c.ids}};
+    out["status"] = nlohmann::json::array();
+    for (const RunRow& r : c.runs) out["status"].push_back(r.status);
+    out["params"] = nlohmann::json::object();
+    for (const std::string& key : c.differing) {
+        out["params"][key] = nlohmann::json::array();
+        for (size_t i = 0; i < c.ids.size(); ++i) out["params"][key].push_back(c.value_of(i, key));
+    }
+    out["metrics"] = nlohmann::json::object();
+    for (const std::string& key : c.metric_keys) {
+        out["metrics"][key] = nlohmann::json::array();
+        for (size_t i = 0; i < c.ids.size(); ++i) {
+            const MetricSummary m = c.metric_of(i, key);
+            out["metrics"][key].push_back({{"last", number_json(m.last)}, {"median", number_json(m.median)}});
+        }
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+}
+
+void print_comparison_text(const Comparison& c) {
     std::printf("%-28s", "");
-    for (const std::string& id : ids) std::printf("  %-20s", id.c_str());
+    for (const std::string& id : c.ids) std::printf("  %-20s", id.c_str());
     std::printf("\n%-28s", "status");
-    for (const RunRow& r : runs) std::printf("  %-20s", r.status.c_str());
+    for (const RunRow& r : c.runs) std::printf("  %-20s", r.status.c_str());
     std::printf("\n%-28s", "experiment");
-    for (const RunRow& r : runs) std::printf("  %-20s", r.info.experiment.substr(0, 20).c_str());
-    std::printf("\nparams that differ (%zu of %zu):\n", differing.size(), keys.size());
-    for (const std::string& key : differing) {
+    for (const RunRow& r : c.runs) std::printf("  %-20s", r.info.experiment.substr(0, 20).c_str());
+    std::printf("\nparams that differ (%zu of %zu):\n", c.differing.size(), c.keys.size());
+    for (const std::string& key : c.differing) {
         std::printf("  %-26s", key.substr(0, 26).c_str());
-        for (size_t i = 0; i < ids.size(); ++i) std::printf("  %-20s", value_of(i, key).substr(0, 20).c_str());
+        for (size_t i = 0; i < c.ids.size(); ++i) std::printf("  %-20s", c.value_of(i, key).substr(0, 20).c_str());
         std::printf("\n");
     }
     std::printf("metrics (median over steps of the global value; last step in brackets):\n");
-    for (const std::string& key : metric_keys) {
+    for (const std::string& key : c.metric_keys) {
         std::printf("  %-26s", key.substr(0, 26).c_str());
-        for (size_t i = 0; i < ids.size(); ++i) {
-            const MetricSummary m = metric_of(i, key);
+        for (size_t i = 0; i < c.ids.size(); ++i) {
+            const MetricSummary m = c.metric_of(i, key);
             const std::string text = std::isnan(m.median) ? "-" : fmt(m.median, 4) + " [" + fmt(m.last, 4) + "]";
             std::printf("  %-20s", text.c_str());
         }
         std::printf("\n");
     }
+}
+
+int compare_runs(Store& store, const std::vector<std::string>& ids, bool json) {
+    const Comparison c = load_comparison(store, ids);
+    if (json)
+        print_comparison_json(c);
+    else
+        print_comparison_text(c);
     return kExitOk;
 }
 

@@ -323,6 +323,52 @@ CLI::App* add_profile_command(CLI::App& app, ProfileArgs& args) {
     return cmd;
 }
 
+namespace {
+
+void print_train_dry_run(const RunContext& ctx) {
+    const MemoryEstimate mem = estimate_train_memory(ctx.settings.model, env_world_size());
+    std::printf(
+        "dry run: would train %lld steps on %d rank(s) with balance.policy=%s, recording into %s; "
+        "memory per rank at least %s (up to %s with skewed routing)\n",
+        static_cast<long long>(ctx.settings.steps), env_world_size(), ctx.settings.policy.c_str(),
+        ctx.settings.store_path.c_str(), format_gib(mem.total_bytes()).c_str(), format_gib(mem.worst_bytes()).c_str());
+}
+
+// --resume: the trainer continues from the checkpoint; the root records the resume and closes the resumed run.
+void resume_training(RunContext& ctx, Trainer& trainer, const std::string& resume, bool root) {
+    trainer.resume(resume);
+    if (!root) return;
+    ctx.store->put_event(ctx.run_id, trainer.next_step(), 0, "info", "resume", resume, "");
+    close_resumed_run(*ctx.store, resume, ctx.run_id, trainer.next_step());  // not left running
+    std::fprintf(stderr, "prophet: resumed from %s at step %lld\n", resume.c_str(),
+                 static_cast<long long>(trainer.next_step()));
+}
+
+// The root's end of a finished training run: the traffic event, the summary and the run marked finished.
+void finish_training(RunContext& ctx, const LoopResult& r, int64_t step, const Traffic& traffic, bool json) {
+    nlohmann::json summary = summary_json(ctx, r);
+    summary["traffic"] = traffic_json(traffic);
+    ctx.store->put_event(ctx.run_id, step, 0, "info", "traffic", "expert-parallel bytes per rank pair and host pair",
+                         summary["traffic"].dump());
+    if (json) std::printf("%s\n", summary.dump().c_str());
+    std::fprintf(stderr, "prophet: run %s finished: %zu steps, final loss %.5f, median %.2f ms/step, %.0f tok/s\n",
+                 ctx.run_id.c_str(), r.steps.size(), summary["final_loss"].get<double>(),
+                 summary["median_step_ms"].get<double>(), summary["median_tokens_per_s"].get<double>());
+    ctx.store->finish_run(ctx.run_id, "finished", 0, "");
+    require_recorded(*ctx.store, {ctx.run_id}, "run " + ctx.run_id);  // exit 5 if its rows are lost
+    ctx.store->checkpoint();
+}
+
+// A failure of a started run recorded with rank and step (main then aborts MPI); returns its exit code.
+int record_run_failure(RunContext& ctx, int64_t step) {
+    const Error e = current_exception_as_error();
+    std::fprintf(stderr, "prophet: rank %d: %s\n", ctx.comm->rank(), e.what());
+    ctx.watch->record_failure(e.exit_code(), e.what(), step);
+    return e.exit_code();
+}
+
+}  // namespace
+
 int run_train(const TrainArgs& args, int* argc, char*** argv) {
     const bool root_env = env_world_rank() == 0;
     if (args.common.help_config) {
@@ -336,14 +382,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
         return report_start_error(current_exception_as_error(), env_world_rank());
     }
     if (args.common.dry_run) {
-        if (root_env) {
-            const MemoryEstimate mem = estimate_train_memory(ctx->settings.model, env_world_size());
-            std::printf("dry run: would train %lld steps on %d rank(s) with balance.policy=%s, recording into %s; "
-                        "memory per rank at least %s (up to %s with skewed routing)\n",
-                        static_cast<long long>(ctx->settings.steps), env_world_size(), ctx->settings.policy.c_str(),
-                        ctx->settings.store_path.c_str(), format_gib(mem.total_bytes()).c_str(),
-                        format_gib(mem.worst_bytes()).c_str());
-        }
+        if (root_env) print_train_dry_run(*ctx);
         return kExitOk;
     }
     const bool root = ctx->comm->rank() == 0;
@@ -351,15 +390,7 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
     try {
         Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
         trainer.set_timeline(args.timeline);
-        if (!args.resume.empty()) {
-            trainer.resume(args.resume);
-            if (root) {
-                ctx->store->put_event(ctx->run_id, trainer.next_step(), 0, "info", "resume", args.resume, "");
-                close_resumed_run(*ctx->store, args.resume, ctx->run_id, trainer.next_step());  // not left running
-                std::fprintf(stderr, "prophet: resumed from %s at step %lld\n", args.resume.c_str(),
-                             static_cast<long long>(trainer.next_step()));
-            }
-        }
+        if (!args.resume.empty()) resume_training(*ctx, trainer, args.resume, root);
         if (root && !args.common.json) print_parameter_table(*ctx, trainer, stderr);
         const std::string checkpoint_dir = ctx->settings.checkpoint_dir.empty()
                                                ? "results/ckpt/" + ctx->run_id
@@ -367,28 +398,80 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
         const LoopResult r = run_loop(*ctx, trainer, args.common, args.save, false, checkpoint_dir);
         step = trainer.next_step();
         const Traffic traffic = gather_traffic(*ctx->comm, trainer.sent_bytes());  // collective
-        if (root) {
-            nlohmann::json summary = summary_json(*ctx, r);
-            summary["traffic"] = traffic_json(traffic);
-            ctx->store->put_event(ctx->run_id, step, 0, "info", "traffic",
-                                  "expert-parallel bytes per rank pair and host pair", summary["traffic"].dump());
-            if (args.common.json) std::printf("%s\n", summary.dump().c_str());
-            std::fprintf(stderr, "prophet: run %s finished: %zu steps, final loss %.5f, median %.2f ms/step, %.0f tok/s\n",
-                         ctx->run_id.c_str(), r.steps.size(), summary["final_loss"].get<double>(),
-                         summary["median_step_ms"].get<double>(), summary["median_tokens_per_s"].get<double>());
-            ctx->store->finish_run(ctx->run_id, "finished", 0, "");
-            require_recorded(*ctx->store, {ctx->run_id}, "run " + ctx->run_id);  // exit 5 if its rows are lost
-            ctx->store->checkpoint();
-        }
+        if (root) finish_training(*ctx, r, step, traffic, args.common.json);
     } catch (...) {  // every exception is recorded with rank and step; main then aborts MPI (exit code != 0)
-        const Error e = current_exception_as_error();
-        std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
-        ctx->watch->record_failure(e.exit_code(), e.what(), std::max(step, ctx->watch->step()));
-        return e.exit_code();
+        return record_run_failure(*ctx, std::max(step, ctx->watch->step()));
     }
     ctx->comm->barrier();
     return kExitOk;
 }
+
+namespace {
+
+// A trace records every routed token: dropped tokens would make its counts disagree with tokens x top-k.
+void check_profile_config(const ProfileArgs& args) {
+    const Config config = resolve_config(train_schema(), args.common);
+    if (config.get_float("model.capacity_factor") > 0)
+        throw_config_error("model.capacity_factor", std::to_string(config.get_float("model.capacity_factor")),
+                           "must be 0 for prophet profile: a trace records every routed token, and dropped "
+                           "tokens would make its counts disagree with tokens x top-k",
+                           "--set model.capacity_factor=0");
+}
+
+// The directories above `path` (the working directory when it has none).
+void create_parent_directories(const std::string& path) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::filesystem::create_directories(parent.empty() ? std::filesystem::path(".") : parent);
+}
+
+// The run's routing trace: every step's counts and transitions, in order.
+Trace profile_trace(const RunContext& ctx, const LoopResult& r) {
+    Trace trace;
+    trace.meta = routing_trace_meta(ctx.settings.model, ctx.comm->size(), static_cast<int>(r.steps.size()),
+                                    "profile:" + ctx.run_id);
+    for (const StepStats& st : r.steps) {
+        trace.counts.insert(trace.counts.end(), st.counts.begin(), st.counts.end());
+        trace.transitions.insert(trace.transitions.end(), st.transitions.begin(), st.transitions.end());
+    }
+    return trace;
+}
+
+// The root writes the trace file and saves the trace in the store; out gets both names.
+void save_profile_trace(RunContext& ctx, const Trace& trace, size_t steps, const std::string& trace_out,
+                        nlohmann::json& out) {
+    validate_trace(trace, trace.meta.source);
+    const std::string path = trace_out.empty() ? "results/traces/" + ctx.run_id + ".ptrace" : trace_out;
+    create_parent_directories(path);
+    write_trace_file(trace, path);
+    const std::string trace_id = ctx.store->save_trace(trace, ctx.run_id);
+    out["trace_file"] = path;
+    out["trace_id"] = trace_id;
+    std::fprintf(stderr, "prophet: routing trace of %zu iterations: %s (store trace:%s)\n", steps, path.c_str(),
+                 trace_id.c_str());
+}
+
+// --calibrate: every rank measures; the root fits the per-op model to this run and writes the cluster file.
+void calibrate_profile(RunContext& ctx, Trainer& trainer, const ProfileArgs& args,
+                       const std::vector<ModelConfig>& further_shapes, bool root, nlohmann::json& out) {
+    const int D = ctx.comm->size();
+    // the emulated link, if any, and the per-op model's [ops]
+    const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx.settings);
+    sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx.settings, further_shapes);
+    if (!root) return;
+    const sim::RecordedRun own = sim::load_recorded_run(*ctx.store, ctx.run_id);
+    ops = sim::fit_in_step_overheads(sim::fit_op_scales(ops, own), own);
+    ClusterSpec cluster = calibration_cluster(cal, D);
+    const std::string path =
+        args.cluster_out.empty() ? "results/clusters/calibrated-" + std::to_string(D) + "rank.toml" : args.cluster_out;
+    create_parent_directories(path);
+    write_cluster_file(cluster, cal, path, sim::op_tables_to_toml(ops));
+    ctx.store->put_event(ctx.run_id, 0, 0, "info", "calibration", path, calibration_json(cal));
+    out["cluster_file"] = path;
+    out["calibration"] = nlohmann::json::parse(calibration_json(cal));
+    std::fprintf(stderr, "prophet: calibrated cluster file %s\n", path.c_str());
+}
+
+}  // namespace
 
 int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
     const bool root_env = env_world_rank() == 0;
@@ -399,12 +482,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
     }
     std::unique_ptr<RunContext> ctx;
     try {
-        const Config config = resolve_config(train_schema(), args.common);
-        if (config.get_float("model.capacity_factor") > 0)
-            throw_config_error("model.capacity_factor", std::to_string(config.get_float("model.capacity_factor")),
-                               "must be 0 for prophet profile: a trace records every routed token, and dropped "
-                               "tokens would make its counts disagree with tokens x top-k",
-                               "--set model.capacity_factor=0");
+        check_profile_config(args);
         ctx = start_run("profile", args.common, argc, argv);
     } catch (...) {  // every exception, not only prophet::Error: nothing may escape without its exit code
         return report_start_error(current_exception_as_error(), env_world_rank());
@@ -417,70 +495,28 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         return kExitOk;
     }
     const bool root = ctx->comm->rank() == 0;
-    const int D = ctx->comm->size();
-    const ModelConfig& m = ctx->settings.model;
     try {
         if (!args.ops_shapes.empty() && !args.calibrate)
             throw_config_error("--ops-shape", args.ops_shapes.front(), "only applies with --calibrate",
                                "add --calibrate or drop --ops-shape");
         std::vector<ModelConfig> further_shapes;  // parsed before the run: a typo fails fast
-        for (const std::string& text : args.ops_shapes) further_shapes.push_back(parse_ops_shape(text, m));
+        for (const std::string& text : args.ops_shapes)
+            further_shapes.push_back(parse_ops_shape(text, ctx->settings.model));
         Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
         trainer.set_timeline(args.calibrate);  // the calibration fits the per-op model's scales on this run's ops
         if (root && !args.common.json) print_parameter_table(*ctx, trainer, stderr);
         const LoopResult r = run_loop(*ctx, trainer, args.common, false, true, "");
-        // the routing trace of the run
-        Trace trace;
-        trace.meta = routing_trace_meta(m, D, static_cast<int>(r.steps.size()), "profile:" + ctx->run_id);
-        for (const StepStats& st : r.steps) {
-            trace.counts.insert(trace.counts.end(), st.counts.begin(), st.counts.end());
-            trace.transitions.insert(trace.transitions.end(), st.transitions.begin(), st.transitions.end());
-        }
+        const Trace trace = profile_trace(*ctx, r);
         nlohmann::json out = {{"run_id", ctx->run_id}};
-        if (root) {
-            validate_trace(trace, trace.meta.source);
-            const std::string path =
-                args.trace_out.empty() ? "results/traces/" + ctx->run_id + ".ptrace" : args.trace_out;
-            std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
-                                                    ? std::filesystem::path(".")
-                                                    : std::filesystem::path(path).parent_path());
-            write_trace_file(trace, path);
-            const std::string trace_id = ctx->store->save_trace(trace, ctx->run_id);
-            out["trace_file"] = path;
-            out["trace_id"] = trace_id;
-            std::fprintf(stderr, "prophet: routing trace of %zu iterations: %s (store trace:%s)\n", r.steps.size(),
-                         path.c_str(), trace_id.c_str());
-        }
-        if (args.calibrate) {
-            const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx->settings);  // the emulated link, if any
-            sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx->settings, further_shapes);  // the per-op model's [ops]
-            if (root) {
-                const sim::RecordedRun own = sim::load_recorded_run(*ctx->store, ctx->run_id);
-                ops = sim::fit_in_step_overheads(sim::fit_op_scales(ops, own), own);
-                ClusterSpec cluster = calibration_cluster(cal, D);
-                const std::string path = args.cluster_out.empty()
-                                             ? "results/clusters/calibrated-" + std::to_string(D) + "rank.toml"
-                                             : args.cluster_out;
-                std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
-                                                        ? std::filesystem::path(".")
-                                                        : std::filesystem::path(path).parent_path());
-                write_cluster_file(cluster, cal, path, sim::op_tables_to_toml(ops));
-                ctx->store->put_event(ctx->run_id, 0, 0, "info", "calibration", path, calibration_json(cal));
-                out["cluster_file"] = path;
-                out["calibration"] = nlohmann::json::parse(calibration_json(cal));
-                std::fprintf(stderr, "prophet: calibrated cluster file %s\n", path.c_str());
-            }
-        }
+        if (root) save_profile_trace(*ctx, trace, r.steps.size(), args.trace_out, out);
+        if (args.calibrate) calibrate_profile(*ctx, trainer, args, further_shapes, root, out);
         if (root) {
             if (args.common.json) std::printf("%s\n", out.dump().c_str());
             ctx->store->finish_run(ctx->run_id, "finished", 0, "");
             require_recorded(*ctx->store, {ctx->run_id}, "run " + ctx->run_id);
         }
     } catch (...) {  // every exception is recorded with rank and step; main then aborts MPI (exit code != 0)
-        const Error e = current_exception_as_error();
-        std::fprintf(stderr, "prophet: rank %d: %s\n", ctx->comm->rank(), e.what());
-        ctx->watch->record_failure(e.exit_code(), e.what(), ctx->watch->step());
-        return e.exit_code();
+        return record_run_failure(*ctx, ctx->watch->step());
     }
     ctx->comm->barrier();
     return kExitOk;

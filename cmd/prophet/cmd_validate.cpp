@@ -90,7 +90,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
     return cmd;
 }
 
-int run_validate(const ValidateArgs& args) {
+namespace {
+
+void check_validate_args(const ValidateArgs& args) {
     if (args.run_ids.empty() && args.experiment.empty())
         throw Error(kExitUsage, "usage error: prophet validate needs --run ID (repeatable) or --experiment NAME; fix: "
                                 "e.g. prophet validate --experiment main-2rank --cluster c.toml");
@@ -98,9 +100,12 @@ int run_validate(const ValidateArgs& args) {
         throw Error(kExitUsage, "usage error: --replay model needs --cluster FILE with an [ops] section; fix: "
                                 "calibrate one with mpirun -np 2 prophet profile --config CONFIG --calibrate "
                                 "--cluster-out FILE, or pass --replay recorded");
-    Store store = open_existing_store(args.db);
+}
+
+// The --run ids, then every finished train run of --experiment not among them; those go into by_experiment too
+// (they may lack a timeline: left out with a note, not an error).
+std::vector<std::string> runs_to_check(Store& store, const ValidateArgs& args, std::set<std::string>& by_experiment) {
     std::vector<std::string> ids = args.run_ids;
-    std::set<std::string> by_experiment;  // these may lack a timeline: left out with a note, not an error
     if (!args.experiment.empty())
         for (const RunRow& r : store.list_runs(args.experiment))
             if (r.info.command == "train" && r.status == "finished" &&
@@ -111,25 +116,47 @@ int run_validate(const ValidateArgs& args) {
     if (ids.empty())
         throw_input_error(args.db, "has no finished train run of experiment " + args.experiment,
                           "list them with prophet runs --db " + args.db);
-    const sim::ReplaySource source = args.replay == "recorded" ? sim::ReplaySource::kRecorded : sim::ReplaySource::kOpModel;
+    return ids;
+}
+
+// --refit-on: the [ops] per-kind scales and in-step overheads fitted again on the calibration run.
+sim::OpTables refit_tables(Store& store, const ValidateArgs& args, const sim::OpTables& tables) {
+    const sim::RecordedRun own = sim::load_recorded_run(store, args.refit_on);
+    if (sim::config_key(own) != tables.calibrated_on + " link=0.0")
+        throw_config_error("--refit-on", args.refit_on,
+                           "must be the calibration run: its config " + sim::config_key(own) +
+                               " is not the tables' calibrated_on " + tables.calibrated_on + " with link=0.0",
+                           "pass the run of prophet profile --calibrate (prophet runs --db " + args.db + ")");
+    sim::OpTables fitted_tables = sim::fit_in_step_overheads(sim::fit_op_scales(tables, own), own);
+    std::string fitted;  // kind = factor / us per call, for the log
+    for (const auto& [kind, v] : fitted_tables.scale) fitted += " " + kind + "=x" + std::to_string(v).substr(0, 5);
+    for (const auto& [kind, v] : fitted_tables.in_step_s)
+        fitted += " " + kind + "=+" + std::to_string(v * 1e6).substr(0, 5) + "us";
+    std::fprintf(stderr, "prophet: [ops] scale and in_step_us re-fitted on run %s:%s\n", args.refit_on.c_str(),
+                 fitted.c_str());
+    return fitted_tables;
+}
+
+// The per-op model's tables of --cluster (none for --replay recorded), re-fitted with --refit-on.
+sim::OpTables op_tables_for(Store& store, const ValidateArgs& args, sim::ReplaySource source) {
     sim::OpTables tables;
     if (source == sim::ReplaySource::kOpModel) tables = sim::load_op_tables(args.cluster);
-    if (!args.refit_on.empty()) {
-        if (source != sim::ReplaySource::kOpModel)
-            throw_config_error("--refit-on", args.refit_on, "only applies with --replay model", "drop --refit-on");
-        const sim::RecordedRun own = sim::load_recorded_run(store, args.refit_on);
-        if (sim::config_key(own) != tables.calibrated_on + " link=0.0")
-            throw_config_error("--refit-on", args.refit_on,
-                               "must be the calibration run: its config " + sim::config_key(own) +
-                                   " is not the tables' calibrated_on " + tables.calibrated_on + " with link=0.0",
-                               "pass the run of prophet profile --calibrate (prophet runs --db " + args.db + ")");
-        tables = sim::fit_in_step_overheads(sim::fit_op_scales(tables, own), own);
-        std::string fitted;  // kind = factor / us per call, for the log
-        for (const auto& [kind, v] : tables.scale) fitted += " " + kind + "=x" + std::to_string(v).substr(0, 5);
-        for (const auto& [kind, v] : tables.in_step_s) fitted += " " + kind + "=+" + std::to_string(v * 1e6).substr(0, 5) + "us";
-        std::fprintf(stderr, "prophet: [ops] scale and in_step_us re-fitted on run %s:%s\n", args.refit_on.c_str(),
-                     fitted.c_str());
-    }
+    if (args.refit_on.empty()) return tables;
+    if (source != sim::ReplaySource::kOpModel)
+        throw_config_error("--refit-on", args.refit_on, "only applies with --replay model", "drop --refit-on");
+    return refit_tables(store, args, tables);
+}
+
+}  // namespace
+
+int run_validate(const ValidateArgs& args) {
+    check_validate_args(args);
+    Store store = open_existing_store(args.db);
+    std::set<std::string> by_experiment;
+    const std::vector<std::string> ids = runs_to_check(store, args, by_experiment);
+    const sim::ReplaySource source =
+        args.replay == "recorded" ? sim::ReplaySource::kRecorded : sim::ReplaySource::kOpModel;
+    const sim::OpTables tables = op_tables_for(store, args, source);
     std::vector<sim::RunToValidate> runs;
     for (const std::string& id : ids) {
         sim::RunToValidate r;

@@ -226,28 +226,22 @@ bool NcclRequest::test() {
 
 // ---- NcclComm ------------------------------------------------------------------------------------------------
 
-NcclComm::NcclComm(std::unique_ptr<Communicator> bootstrap) : bootstrap_(std::move(bootstrap)) {
-    rank_ = bootstrap_->rank();
-    size_ = bootstrap_->size();
-    cuda::set_error_rank(rank_);
-    char host[64] = {0};
-    gethostname(host, sizeof host - 1);
-    host_ = host;
-
-    // 1. hosts -> local rank and local size
-    std::vector<char> hosts((size_t)size_ * 64);
-    bootstrap_->all_gather(host, 64, hosts.data());
+// This rank's RankInfo: its host (hostname, 63 chars at most), local rank and size among the ranks on that host
+// (all_gather of the host names over the bootstrap), and its device (CONVENTIONS.md §3): device 0 when one is
+// visible (CUDA_VISIBLE_DEVICES may give each rank its own; check_rank_devices catches two ranks on one GPU), else
+// the local rank's, if there are enough. reason: why no device is visible.
+RankInfo local_rank_info(Communicator& bootstrap, const char* host, const char** reason) {
+    const int rank = bootstrap.rank(), size = bootstrap.size();
+    std::vector<char> hosts((size_t)size * 64);
+    bootstrap.all_gather(host, 64, hosts.data());
     RankInfo mine{};
     std::memcpy(mine.host, host, sizeof mine.host);
-    for (int r = 0; r < size_; r++) {
+    for (int r = 0; r < size; r++) {
         if (std::strncmp(&hosts[(size_t)r * 64], host, 64) != 0) continue;
-        if (r < rank_) mine.local_rank++;
+        if (r < rank) mine.local_rank++;
         mine.local_size++;
     }
-    // 2. this rank's device (CONVENTIONS.md §3): device 0 when one is visible (CUDA_VISIBLE_DEVICES may give each
-    // rank its own; the UUID check below catches two ranks on one GPU), else the local rank's, if there are enough
-    const char* reason = "no CUDA device";
-    mine.num_devices = cuda::device_count(&reason);
+    mine.num_devices = cuda::device_count(reason);
     mine.device = -1;
     if (mine.num_devices == 1) mine.device = 0;
     if (mine.num_devices > 1 && mine.local_size <= mine.num_devices) mine.device = mine.local_rank;
@@ -257,15 +251,18 @@ NcclComm::NcclComm(std::unique_ptr<Communicator> bootstrap) : bootstrap_(std::mo
         PROPHET_CUDA_CHECK(cudaGetDeviceProperties(&prop, mine.device));
         std::memcpy(mine.uuid, prop.uuid.bytes, sizeof mine.uuid);
     }
-    // 3. every rank checks every rank, so all of them refuse alike (no rank left waiting in ncclCommInitRank)
-    std::vector<RankInfo> all((size_t)size_);
-    bootstrap_->all_gather(&mine, sizeof mine, all.data());
-    for (int r = 0; r < size_; r++) {
-        const RankInfo& a = all[(size_t)r];
+    return mine;
+}
+
+// Every rank checks every rank, so all of them refuse alike (no rank left waiting in ncclCommInitRank): each needs
+// a device, and no two may share one. reason: why this rank (`rank`) sees none.
+void check_rank_devices(const std::vector<RankInfo>& all, int rank, const char* reason) {
+    for (size_t r = 0; r < all.size(); r++) {
+        const RankInfo& a = all[r];
         const std::string who = "rank " + std::to_string(r) + " on host " + std::string(a.host, strnlen(a.host, 64));
         if (a.num_devices == 0)
             throw Error(kExitConfig, "NCCL communicator: " + who + " sees no CUDA device" +
-                                         (r == rank_ ? std::string(" (") + reason + ")" : std::string()) +
+                                         ((int)r == rank ? std::string(" (") + reason + ")" : std::string()) +
                                          "; fix: run on GPU hosts, or use the MPI communicator");
         if (a.device < 0)
             throw Error(kExitConfig, "NCCL communicator: " + who + " is one of " + std::to_string(a.local_size) +
@@ -274,8 +271,8 @@ NcclComm::NcclComm(std::unique_ptr<Communicator> bootstrap) : bootstrap_(std::mo
                                          "refused; NCCL may hang); fix: at most " +
                                          std::to_string(a.num_devices) +
                                          " ranks per host, or the MPI communicator for ranks that share a GPU");
-        for (int s = 0; s < r; s++) {
-            if (std::memcmp(all[(size_t)s].uuid, a.uuid, sizeof a.uuid) == 0)
+        for (size_t s = 0; s < r; s++) {
+            if (std::memcmp(all[s].uuid, a.uuid, sizeof a.uuid) == 0)
                 throw Error(kExitConfig, "NCCL communicator: ranks " + std::to_string(s) + " and " +
                                              std::to_string(r) + " would share GPU " + uuid_string(a.uuid) +
                                              ": NCCL needs one rank per GPU (two ranks on one GPU are refused; "
@@ -283,6 +280,23 @@ NcclComm::NcclComm(std::unique_ptr<Communicator> bootstrap) : bootstrap_(std::mo
                                              "MPI communicator for ranks that share a GPU");
         }
     }
+}
+
+NcclComm::NcclComm(std::unique_ptr<Communicator> bootstrap) : bootstrap_(std::move(bootstrap)) {
+    rank_ = bootstrap_->rank();
+    size_ = bootstrap_->size();
+    cuda::set_error_rank(rank_);
+    char host[64] = {0};
+    gethostname(host, sizeof host - 1);
+    host_ = host;
+
+    // 1. hosts -> local rank and local size; 2. this rank's device
+    const char* reason = "no CUDA device";
+    const RankInfo mine = local_rank_info(*bootstrap_, host, &reason);
+    // 3. every rank checks every rank
+    std::vector<RankInfo> all((size_t)size_);
+    bootstrap_->all_gather(&mine, sizeof mine, all.data());
+    check_rank_devices(all, rank_, reason);
     device_ = mine.device;
 
     // 4. NCCL: rank 0's unique id to everyone over the bootstrap, then the communicator

@@ -69,11 +69,7 @@ class PacedSendRequest final : public CommRequest {
     // happens while an error unwinds): it is withdrawn. A posted one is waited for, as the inner request needs.
     ~PacedSendRequest() override {
         if (done_ || wire_->withdraw(send_)) return;
-        try {
-            wait();
-        } catch (...) {
-            // a destructor must not throw; wait() reported the failure to whoever called it
-        }
+        wait_quietly(*this);
     }
     // Bounded by comm.timeout_s (0 = none), like every blocking call: a send the emulated link cannot release in
     // time is withdrawn and the wait throws the timeout error (exit 6).

@@ -118,82 +118,101 @@ std::string value_fix(const KeySpec& spec, const std::string& origin, const std:
     return "write e.g. " + spec.key.substr(dot + 1) + " = " + example + table + " in " + origin;
 }
 
-// Converts a parsed TOML node from `origin` to the key's type, or throws a config error naming key, value, rule
-// and a fix in the syntax of the origin.
-Value convert(const KeySpec& spec, const toml::node& node, const std::string& shown, const std::string& origin) {
-    auto type_error = [&](const std::string& expected) -> Value {
+// The checks of a value read for `spec` from `origin`: each throws a config error naming key, value (`shown`),
+// rule and a fix in the syntax of the origin.
+struct ValueChecks {
+    const KeySpec& spec;
+    const std::string& shown;
+    const std::string& origin;
+
+    [[noreturn]] void type_error(const std::string& expected) const {
         throw_config_error(spec.key, shown, "must be " + expected,
                            value_fix(spec, origin, value_to_toml(spec.default_value)));
-    };
-    auto check_number = [&](double x) {
+    }
+    void number(double x) const {
         if (!number_ok(spec, x))
             throw_config_error(spec.key, shown, bounds_rule(spec), value_fix(spec, origin, example_number(spec)));
-    };
-    auto check_choice = [&](const std::string& s) {
+    }
+    void choice(const std::string& s) const {
         if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), s) == spec.choices.end())
             throw_config_error(spec.key, shown, "must be one of " + choices_text(spec.choices),
                                "pick one of " + choices_text(spec.choices));
-    };
+    }
+};
+
+// A TOML integer or float as a double (none for any other node).
+std::optional<double> number_of(const toml::node& node) {
+    std::optional<double> v;
+    if (auto i = node.value_exact<int64_t>()) v = static_cast<double>(*i);
+    if (auto d = node.value_exact<double>()) v = *d;
+    return v;
+}
+
+// A list key's value: every element of the TOML array converted and checked like a scalar of the element type.
+Value convert_list(const ValueChecks& check, const toml::node& node) {
+    const ValueType type = check.spec.type;
+    const toml::array* array = node.as_array();
+    if (!array) check.type_error("a list, e.g. [1, 2]");
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+    std::vector<std::string> strings;
+    for (const toml::node& element : *array) {
+        if (type == ValueType::kIntList) {
+            auto v = element.value_exact<int64_t>();
+            if (!v) check.type_error("a list of integers");
+            check.number(static_cast<double>(*v));
+            ints.push_back(*v);
+        } else if (type == ValueType::kFloatList) {
+            const std::optional<double> v = number_of(element);
+            if (!v) check.type_error("a list of numbers");
+            check.number(*v);
+            floats.push_back(*v);
+        } else {
+            auto v = element.value_exact<std::string>();
+            if (!v) check.type_error("a list of strings");
+            check.choice(*v);
+            strings.push_back(*v);
+        }
+    }
+    if (type == ValueType::kIntList) return ints;
+    if (type == ValueType::kFloatList) return floats;
+    return strings;
+}
+
+// Converts a parsed TOML node from `origin` to the key's type, or throws a config error naming key, value, rule
+// and a fix in the syntax of the origin.
+Value convert(const KeySpec& spec, const toml::node& node, const std::string& shown, const std::string& origin) {
+    const ValueChecks check{spec, shown, origin};
     switch (spec.type) {
         case ValueType::kInt: {
             auto v = node.value_exact<int64_t>();
-            if (!v) return type_error("an integer");
-            check_number(static_cast<double>(*v));
+            if (!v) check.type_error("an integer");
+            check.number(static_cast<double>(*v));
             return *v;
         }
         case ValueType::kFloat: {
-            std::optional<double> v;
-            if (auto i = node.value_exact<int64_t>()) v = static_cast<double>(*i);
-            if (auto d = node.value_exact<double>()) v = *d;
-            if (!v) return type_error("a number");
-            check_number(*v);
+            const std::optional<double> v = number_of(node);
+            if (!v) check.type_error("a number");
+            check.number(*v);
             return *v;
         }
         case ValueType::kBool: {
             auto v = node.value_exact<bool>();
-            if (!v) return type_error("true or false");
+            if (!v) check.type_error("true or false");
             return *v;
         }
         case ValueType::kString: {
             auto v = node.value_exact<std::string>();
-            if (!v) return type_error("a string");
-            check_choice(*v);
+            if (!v) check.type_error("a string");
+            check.choice(*v);
             return *v;
         }
         case ValueType::kIntList:
         case ValueType::kFloatList:
-        case ValueType::kStringList: {
-            const toml::array* array = node.as_array();
-            if (!array) return type_error("a list, e.g. [1, 2]");
-            std::vector<int64_t> ints;
-            std::vector<double> floats;
-            std::vector<std::string> strings;
-            for (const toml::node& element : *array) {
-                if (spec.type == ValueType::kIntList) {
-                    auto v = element.value_exact<int64_t>();
-                    if (!v) return type_error("a list of integers");
-                    check_number(static_cast<double>(*v));
-                    ints.push_back(*v);
-                } else if (spec.type == ValueType::kFloatList) {
-                    std::optional<double> v;
-                    if (auto i = element.value_exact<int64_t>()) v = static_cast<double>(*i);
-                    if (auto d = element.value_exact<double>()) v = *d;
-                    if (!v) return type_error("a list of numbers");
-                    check_number(*v);
-                    floats.push_back(*v);
-                } else {
-                    auto v = element.value_exact<std::string>();
-                    if (!v) return type_error("a list of strings");
-                    check_choice(*v);
-                    strings.push_back(*v);
-                }
-            }
-            if (spec.type == ValueType::kIntList) return ints;
-            if (spec.type == ValueType::kFloatList) return floats;
-            return strings;
-        }
+        case ValueType::kStringList:
+            return convert_list(check, node);
     }
-    return type_error("valid");
+    check.type_error("valid");
 }
 
 }  // namespace

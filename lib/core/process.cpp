@@ -107,14 +107,18 @@ StopSignalForwarder::~StopSignalForwarder() {
 
 int StopSignalForwarder::received() { return g_stop_signal; }
 
-ChildResult run_child(const std::vector<std::string>& args, const ChildOptions& options) {
-    ChildResult r;
-    const std::string program = args.empty() ? "" : find_program(args[0]);
-    if (program.empty()) {
-        r.exit_code = 127;
-        r.err = "cannot run " + (args.empty() ? std::string("(no command)") : args[0]) + ": not found on PATH";
-        return r;
-    }
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::duration seconds_of(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Forks and execs program with stdin from /dev/null and stdout/stderr into fresh pipes; out_fd / err_fd get the
+// read ends. Returns the child's pid (its own process group), or -1 with r.exit_code 127 and r.err set.
+pid_t start_child(const std::string& program, const std::vector<std::string>& args, int& out_fd, int& err_fd,
+                  ChildResult& r) {
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -134,61 +138,97 @@ ChildResult run_child(const std::vector<std::string>& args, const ChildOptions& 
         close(err_pipe[0]);
         r.exit_code = 127;
         r.err = "cannot run " + args[0] + ": fork failed: " + std::strerror(fork_errno);
-        return r;
+        return -1;
     }
     setpgid(pid, pid);  // also here: whichever of parent and child runs first, the group exists before a signal
-    g_child_group.store(pid);
-    if (g_stop_signal != 0) kill(-pid, g_stop_signal);  // a stop that came while the child was starting
+    out_fd = out_pipe[0];
+    err_fd = err_pipe[0];
+    return pid;
+}
 
-    using Clock = std::chrono::steady_clock;
-    const auto seconds = [](double s) {
-        return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-    };
-    const bool limited = options.time_limit_s > 0;
-    Clock::time_point next_action = Clock::now() + seconds(options.time_limit_s);
-    int stage = 0;  // time limit: 0 running, 1 SIGTERM sent, 2 SIGKILL sent, 3 gave up reading the pipes
-    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-    std::string* sinks[2] = {&r.out, &r.err};
-    int open_fds = 2;
-    char buffer[65536];
-    while (open_fds > 0 && stage < 3) {
-        int timeout_ms = -1;
-        if (limited) {
-            const auto now = Clock::now();
-            if (now >= next_action) {
-                if (stage == 0) {
-                    r.timed_out = true;
-                    kill(-pid, SIGTERM);
-                    next_action = now + seconds(options.kill_grace_s);
-                } else if (stage == 1) {
-                    kill(-pid, SIGKILL);
-                    next_action = now + std::chrono::seconds(5);  // a process outside the group may hold a pipe
-                }
-                ++stage;
-                continue;
-            }
-            timeout_ms = static_cast<int>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(next_action - now).count() + 1);
+// The time limit's escalation, one stage each time next_action comes: 0 running -> 1 SIGTERM sent (timed out)
+// -> 2 SIGKILL sent kill_grace_s later -> 3 gave up reading the pipes 5 s after that.
+struct TimeLimit {
+    bool limited = false;
+    int stage = 0;
+    Clock::time_point next_action;
+
+    // poll's timeout in ms until the next stage (-1: none); advances the stage when it has come (then 0)
+    int poll_timeout_ms(pid_t pid, const ChildOptions& options, ChildResult& r) {
+        if (!limited) return -1;
+        const auto now = Clock::now();
+        if (now < next_action)
+            return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_action - now).count() +
+                                    1);
+        if (stage == 0) {
+            r.timed_out = true;
+            kill(-pid, SIGTERM);
+            next_action = now + seconds_of(options.kill_grace_s);
+        } else if (stage == 1) {
+            kill(-pid, SIGKILL);
+            next_action = now + std::chrono::seconds(5);  // a process outside the group may hold a pipe
         }
+        ++stage;
+        return 0;
+    }
+};
+
+// Reads what is ready on fds into sinks, closing a pipe at its end or on an error; returns the pipes closed.
+int read_ready(pollfd (&fds)[2], std::string* const (&sinks)[2]) {
+    char buffer[65536];
+    int closed = 0;
+    for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+        if (n > 0) {
+            sinks[i]->append(buffer, static_cast<size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+            close(fds[i].fd);
+            fds[i].fd = -1;
+            ++closed;
+        }
+    }
+    return closed;
+}
+
+// Collects the child's stdout and stderr into r until both pipes close or the time limit gives up on them.
+void drain_child(pid_t pid, int out_fd, int err_fd, const ChildOptions& options, ChildResult& r) {
+    TimeLimit limit;
+    limit.limited = options.time_limit_s > 0;
+    limit.next_action = Clock::now() + seconds_of(options.time_limit_s);
+    pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+    std::string* const sinks[2] = {&r.out, &r.err};
+    int open_fds = 2;
+    while (open_fds > 0 && limit.stage < 3) {
+        const int timeout_ms = limit.poll_timeout_ms(pid, options, r);
+        if (timeout_ms == 0) continue;
         const int ready = poll(fds, 2, timeout_ms);
         if (ready < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        for (int i = 0; i < 2; ++i) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
-            if (n > 0) {
-                sinks[i]->append(buffer, static_cast<size_t>(n));
-            } else if (n == 0 || errno != EINTR) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                --open_fds;
-            }
-        }
+        open_fds -= read_ready(fds, sinks);
     }
     for (pollfd& f : fds)
         if (f.fd >= 0) close(f.fd);
+}
+
+}  // namespace
+
+ChildResult run_child(const std::vector<std::string>& args, const ChildOptions& options) {
+    ChildResult r;
+    const std::string program = args.empty() ? "" : find_program(args[0]);
+    if (program.empty()) {
+        r.exit_code = 127;
+        r.err = "cannot run " + (args.empty() ? std::string("(no command)") : args[0]) + ": not found on PATH";
+        return r;
+    }
+    int out_fd = -1, err_fd = -1;
+    const pid_t pid = start_child(program, args, out_fd, err_fd, r);
+    if (pid < 0) return r;
+    g_child_group.store(pid);
+    if (g_stop_signal != 0) kill(-pid, g_stop_signal);  // a stop that came while the child was starting
+    drain_child(pid, out_fd, err_fd, options, r);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }

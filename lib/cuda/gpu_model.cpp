@@ -84,9 +84,54 @@ void GpuModel::moe_forward_local(int l, int N, const float* ln2, const int* expe
     events_.end();
 }
 
+double GpuModel::forward_block(int l, int B, int N) {
+    const ModelConfig& cfg = config_;
+    const int T = cfg.T, C = cfg.C, NH = cfg.NH, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
+    const ParamLayout& lay = layout_;
+    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    const LayerTensorIdx& p = lay.layers[l];
+    // the block-wise schedule launches this block's Trans beside its non-expert compute (no-op otherwise)
+    if (executor_ != nullptr) executor_->block_forward_begin(l);
+    const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;  // [N,C]
+    float* ln1 = ln1_.data() + l * NC;
+    float* qkv = qkv_.data() + l * 3 * NC;
+    float* att = att_.data() + (size_t)l * B * NH * T * T;
+    float* atty = atty_.data() + l * NC;
+    float* residual_attn = residual_attn_.data() + l * NC;
+    float* ln2 = ln2_.data() + l * NC;
+    float* gate_logits = gate_logits_.data() + (size_t)l * N * E;
+    float* gate_w = gate_w_.data() + l * NK;
+    int* expert_idx = expert_idx_.data() + l * NK;
+
+    // attention branch: x + proj(attn(ln1(x)))
+    events_.begin(OpKind::kAttn, l);
+    layernorm_forward(ctx_, ln1, ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, x, param(p.ln1_w),
+                      param(p.ln1_b), N, C);
+    matmul_forward(ctx_, qkv, ln1, param(p.qkv_w), param(p.qkv_b), N, C, 3 * C);
+    attention_forward(ctx_, atty, att, qkv, B, T, C, NH);
+    matmul_forward(ctx_, branch_.data(), atty, param(p.proj_w), param(p.proj_b), N, C, C);
+    residual_forward(ctx_, residual_attn, x, branch_.data(), NC);
+    events_.end();
+    // MoE branch: route, then the experts of this layer (dropless: dispatch = the top-K selection)
+    events_.begin(OpKind::kGate, l);
+    layernorm_forward(ctx_, ln2, ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N, residual_attn,
+                      param(p.ln2_w), param(p.ln2_b), N, C);
+    matmul_forward(ctx_, gate_logits, ln2, param(p.gate_w), nullptr, N, C, E);
+    gate_topk_forward(ctx_, expert_idx, gate_w, gate_logits, N, E, K);
+    events_.end();
+    if (executor_ != nullptr) {
+        moe_forward_staged(l, N, ln2, expert_idx, gate_w);  // the executor records its own (host) ops
+    } else {
+        moe_forward_local(l, N, ln2, expert_idx, gate_w);
+    }
+    residual_forward(ctx_, residual_moe_.data() + l * NC, residual_attn, branch_.data(), NC);
+    return 2.0 * N * C * (3.0 * C + C + E) + 2.0 * 2.0 * B * NH * (double)T * T * (C / NH) +
+           2.0 * 2.0 * (double)offsets_host_[l][E] * C * F;
+}
+
 double GpuModel::forward(const int* inputs, const int* targets, int B, double loss_denominator) {
     const ModelConfig& cfg = config_;
-    const int V = cfg.V, T = cfg.T, C = cfg.C, NH = cfg.NH, L = cfg.L, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
+    const int V = cfg.V, T = cfg.T, C = cfg.C, L = cfg.L;
     const int N = B * T;
     PROPHET_ASSERT(inputs != nullptr && targets != nullptr && B >= 1 && loss_denominator > 0.0);
     if (B != B_) allocate(B);
@@ -94,53 +139,14 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
     PROPHET_CUDA_CHECK(cudaMemcpy(targets_.data(), targets, sizeof(int) * N, cudaMemcpyHostToDevice));
     loss_denominator_ = loss_denominator;
     const ParamLayout& lay = layout_;
-    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    const size_t NC = (size_t)N * C;
     double flops = 0.0;
 
     events_.begin_step();  // (with a timeline) the GPU clock's reference for this step
     events_.begin(OpKind::kEmbed, -1);
     encoder_forward(ctx_, encoded_.data(), inputs_.data(), param(lay.wte), param(lay.wpe), B, T, C, V);
     events_.end();
-    for (int l = 0; l < L; l++) {
-        const LayerTensorIdx& p = lay.layers[l];
-        // the block-wise schedule launches this block's Trans beside its non-expert compute (no-op otherwise)
-        if (executor_ != nullptr) executor_->block_forward_begin(l);
-        const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;  // [N,C]
-        float* ln1 = ln1_.data() + l * NC;
-        float* qkv = qkv_.data() + l * 3 * NC;
-        float* att = att_.data() + (size_t)l * B * NH * T * T;
-        float* atty = atty_.data() + l * NC;
-        float* residual_attn = residual_attn_.data() + l * NC;
-        float* ln2 = ln2_.data() + l * NC;
-        float* gate_logits = gate_logits_.data() + (size_t)l * N * E;
-        float* gate_w = gate_w_.data() + l * NK;
-        int* expert_idx = expert_idx_.data() + l * NK;
-
-        // attention branch: x + proj(attn(ln1(x)))
-        events_.begin(OpKind::kAttn, l);
-        layernorm_forward(ctx_, ln1, ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, x,
-                          param(p.ln1_w), param(p.ln1_b), N, C);
-        matmul_forward(ctx_, qkv, ln1, param(p.qkv_w), param(p.qkv_b), N, C, 3 * C);
-        attention_forward(ctx_, atty, att, qkv, B, T, C, NH);
-        matmul_forward(ctx_, branch_.data(), atty, param(p.proj_w), param(p.proj_b), N, C, C);
-        residual_forward(ctx_, residual_attn, x, branch_.data(), NC);
-        events_.end();
-        // MoE branch: route, then the experts of this layer (dropless: dispatch = the top-K selection)
-        events_.begin(OpKind::kGate, l);
-        layernorm_forward(ctx_, ln2, ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N,
-                          residual_attn, param(p.ln2_w), param(p.ln2_b), N, C);
-        matmul_forward(ctx_, gate_logits, ln2, param(p.gate_w), nullptr, N, C, E);
-        gate_topk_forward(ctx_, expert_idx, gate_w, gate_logits, N, E, K);
-        events_.end();
-        if (executor_ != nullptr) {
-            moe_forward_staged(l, N, ln2, expert_idx, gate_w);  // the executor records its own (host) ops
-        } else {
-            moe_forward_local(l, N, ln2, expert_idx, gate_w);
-        }
-        residual_forward(ctx_, residual_moe_.data() + l * NC, residual_attn, branch_.data(), NC);
-        flops += 2.0 * N * C * (3.0 * C + C + E) + 2.0 * 2.0 * B * NH * (double)T * T * (C / NH) +
-                 2.0 * 2.0 * (double)offsets_host_[l][E] * C * F;
-    }
+    for (int l = 0; l < L; l++) flops += forward_block(l, B, N);
     const float* x_last = residual_moe_.data() + (size_t)(L - 1) * NC;
     events_.begin(OpKind::kHead, -1);
     layernorm_forward(ctx_, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x_last, param(lay.ln_f_w),
@@ -152,13 +158,76 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
     return loss;
 }
 
+void GpuModel::moe_backward_local(int l, int N) {
+    const ModelConfig& cfg = config_;
+    const int C = cfg.C, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
+    const ParamLayout& lay = layout_;
+    const size_t NK = (size_t)N * K;
+    const float* gate_w = gate_w_.data() + l * NK;
+    const int* slot = assignment_slot_.data() + l * NK;
+    ExpertPointers w;
+    for (int e = 0; e < E; e++) {
+        const int i1 = lay.expert_w1[(size_t)l * E + e], i2 = lay.expert_w2[(size_t)l * E + e];
+        w.w1.push_back(param(i1)), w.w2.push_back(param(i2));
+        w.dw1.push_back(grad(i1)), w.dw2.push_back(grad(i2));
+    }
+    events_.begin(OpKind::kBec, l);
+    moe_unpermute_backward(ctx_, dy_.data(), dgate_w_.data(), dresidual_.data(), moe_y_.data() + l * NK * C, gate_w,
+                           slot, N, K, C);
+    moe_experts_backward(ctx_, dx_.data(), dpre_.data(), dy_.data(), moe_x_.data() + l * NK * C,
+                         moe_pre_.data() + l * NK * F, moe_act_.data() + l * NK * F, offsets_host_[l], w.w1.data(),
+                         w.w2.data(), w.dw1.data(), w.dw2.data(), C, F);
+    moe_permute_backward(ctx_, dln_.data(), dx_.data(), slot, N, K, C);  // dln = d ln2 from the experts
+    events_.end();
+}
+
+void GpuModel::backward_block(int l, int B, int N) {
+    const ModelConfig& cfg = config_;
+    const int T = cfg.T, C = cfg.C, NH = cfg.NH, E = cfg.E, K = cfg.K;
+    const ParamLayout& lay = layout_;
+    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    const LayerTensorIdx& p = lay.layers[l];
+    const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;
+    const float* ln1 = ln1_.data() + l * NC;
+    const float* qkv = qkv_.data() + l * 3 * NC;
+    const float* att = att_.data() + (size_t)l * B * NH * T * T;
+    const float* atty = atty_.data() + l * NC;
+    const float* residual_attn = residual_attn_.data() + l * NC;
+    const float* ln2 = ln2_.data() + l * NC;
+    const float* gate_w = gate_w_.data() + l * NK;
+    const int* expert_idx = expert_idx_.data() + l * NK;
+    // MoE branch; dresidual is d(residual_moe) and passes straight through to d(residual_attn)
+    if (executor_ != nullptr) {
+        moe_backward_staged(l, N);  // dln = d ln2 from the experts, dgate_w_
+    } else {
+        moe_backward_local(l, N);
+    }
+    events_.begin(OpKind::kGateBwd, l);
+    gate_topk_backward(ctx_, dgate_logits_.data(), dgate_w_.data(), gate_w, expert_idx, N, E, K);
+    matmul_backward(ctx_, dln_.data(), grad(p.gate_w), nullptr, dgate_logits_.data(), ln2, param(p.gate_w), N, C, E,
+                    /*accumulate_dinp=*/true);
+    layernorm_backward(ctx_, dresidual_.data(), grad(p.ln2_w), grad(p.ln2_b), dln_.data(), residual_attn,
+                       param(p.ln2_w), ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N, N, C);
+    events_.end();
+    // attention branch; dresidual is now d(residual_attn) and passes through to d(x)
+    events_.begin(OpKind::kAttnBwd, l);
+    matmul_backward(ctx_, datty_.data(), grad(p.proj_w), grad(p.proj_b), dresidual_.data(), atty, param(p.proj_w), N, C,
+                    C, /*accumulate_dinp=*/false);
+    attention_backward(ctx_, dqkv_.data(), datt_.data(), datty_.data(), qkv, att, B, T, C, NH);
+    matmul_backward(ctx_, dln_.data(), grad(p.qkv_w), grad(p.qkv_b), dqkv_.data(), ln1, param(p.qkv_w), N, C, 3 * C,
+                    /*accumulate_dinp=*/false);
+    layernorm_backward(ctx_, dresidual_.data(), grad(p.ln1_w), grad(p.ln1_b), dln_.data(), x, param(p.ln1_w),
+                       ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, N, C);
+    events_.end();
+}
+
 void GpuModel::backward() {
     const ModelConfig& cfg = config_;
-    const int V = cfg.V, T = cfg.T, C = cfg.C, NH = cfg.NH, L = cfg.L, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
+    const int V = cfg.V, T = cfg.T, C = cfg.C, L = cfg.L;
     PROPHET_ASSERT_MSG(B_ > 0, "GpuModel::backward before forward");
     const int B = B_, N = B * T;
     const ParamLayout& lay = layout_;
-    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    const size_t NC = (size_t)N * C;
 
     events_.begin(OpKind::kHeadBwd, -1);
     PROPHET_CUDA_CHECK(cudaMemsetAsync(dresidual_.data(), 0, sizeof(float) * NC, ctx_.stream()));
@@ -168,56 +237,7 @@ void GpuModel::backward() {
     layernorm_backward(ctx_, dresidual_.data(), grad(lay.ln_f_w), grad(lay.ln_f_b), dln_.data(), x_last,
                        param(lay.ln_f_w), lnf_mean_.data(), lnf_rstd_.data(), N, C);
     events_.end();
-
-    for (int l = L - 1; l >= 0; l--) {
-        const LayerTensorIdx& p = lay.layers[l];
-        const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;
-        const float* ln1 = ln1_.data() + l * NC;
-        const float* qkv = qkv_.data() + l * 3 * NC;
-        const float* att = att_.data() + (size_t)l * B * NH * T * T;
-        const float* atty = atty_.data() + l * NC;
-        const float* residual_attn = residual_attn_.data() + l * NC;
-        const float* ln2 = ln2_.data() + l * NC;
-        const float* gate_w = gate_w_.data() + l * NK;
-        const int* expert_idx = expert_idx_.data() + l * NK;
-        const int* slot = assignment_slot_.data() + l * NK;
-        ExpertPointers w;
-        for (int e = 0; e < E; e++) {
-            const int i1 = lay.expert_w1[(size_t)l * E + e], i2 = lay.expert_w2[(size_t)l * E + e];
-            w.w1.push_back(param(i1)), w.w2.push_back(param(i2));
-            w.dw1.push_back(grad(i1)), w.dw2.push_back(grad(i2));
-        }
-        // MoE branch; dresidual is d(residual_moe) and passes straight through to d(residual_attn)
-        if (executor_ != nullptr) {
-            moe_backward_staged(l, N);  // dln = d ln2 from the experts, dgate_w_
-        } else {
-            events_.begin(OpKind::kBec, l);
-            moe_unpermute_backward(ctx_, dy_.data(), dgate_w_.data(), dresidual_.data(), moe_y_.data() + l * NK * C,
-                                   gate_w, slot, N, K, C);
-            moe_experts_backward(ctx_, dx_.data(), dpre_.data(), dy_.data(), moe_x_.data() + l * NK * C,
-                                 moe_pre_.data() + l * NK * F, moe_act_.data() + l * NK * F, offsets_host_[l],
-                                 w.w1.data(), w.w2.data(), w.dw1.data(), w.dw2.data(), C, F);
-            moe_permute_backward(ctx_, dln_.data(), dx_.data(), slot, N, K, C);  // dln = d ln2 from the experts
-            events_.end();
-        }
-        events_.begin(OpKind::kGateBwd, l);
-        gate_topk_backward(ctx_, dgate_logits_.data(), dgate_w_.data(), gate_w, expert_idx, N, E, K);
-        matmul_backward(ctx_, dln_.data(), grad(p.gate_w), nullptr, dgate_logits_.data(), ln2, param(p.gate_w), N, C,
-                        E, /*accumulate_dinp=*/true);
-        layernorm_backward(ctx_, dresidual_.data(), grad(p.ln2_w), grad(p.ln2_b), dln_.data(), residual_attn,
-                           param(p.ln2_w), ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N, N, C);
-        events_.end();
-        // attention branch; dresidual is now d(residual_attn) and passes through to d(x)
-        events_.begin(OpKind::kAttnBwd, l);
-        matmul_backward(ctx_, datty_.data(), grad(p.proj_w), grad(p.proj_b), dresidual_.data(), atty, param(p.proj_w),
-                        N, C, C, /*accumulate_dinp=*/false);
-        attention_backward(ctx_, dqkv_.data(), datt_.data(), datty_.data(), qkv, att, B, T, C, NH);
-        matmul_backward(ctx_, dln_.data(), grad(p.qkv_w), grad(p.qkv_b), dqkv_.data(), ln1, param(p.qkv_w), N, C,
-                        3 * C, /*accumulate_dinp=*/false);
-        layernorm_backward(ctx_, dresidual_.data(), grad(p.ln1_w), grad(p.ln1_b), dln_.data(), x, param(p.ln1_w),
-                           ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, N, C);
-        events_.end();
-    }
+    for (int l = L - 1; l >= 0; l--) backward_block(l, B, N);
     events_.begin(OpKind::kEmbedBwd, -1);
     encoder_backward(ctx_, grad(lay.wte), grad(lay.wpe), dresidual_.data(), inputs_.data(), B, T, C, V);
     events_.end();

@@ -73,6 +73,13 @@ class GpuModel {
     void moe_forward_staged(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w);
     void moe_forward_local(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w);
     void moe_backward_staged(int l, int N);
+    // block l of forward() on B sequences (N = B*T rows); returns its FLOPs (attention, gate, experts' GEMMs)
+    double forward_block(int l, int B, int N);
+    // block l of backward(): the MoE branch, the gate, the attention branch (dresidual_ carries d(output) in and
+    // d(input) out)
+    void backward_block(int l, int B, int N);
+    // block l's experts' backward on this GPU, without an executor: dln_ = d ln2 from the experts, dgate_w_
+    void moe_backward_local(int l, int N);
 
     Context& ctx_;
     ModelConfig config_;

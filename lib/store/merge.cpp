@@ -153,15 +153,9 @@ int64_t merge_table(const Db& d, const std::string& table, const std::vector<Col
     return sqlite3_changes64(d.db);
 }
 
-}  // namespace
-
-MergeSummary merge_stores(const std::vector<std::string>& shards, const std::string& into) {
-    if (shards.empty()) throw Error(kExitUsage, "usage error: prophet db merge needs at least one shard store");
-    // creates the target with the current schema, or refuses a foreign / newer / unmigratable one (exit 5)
-    { Store::open(into); }
-    const auto [target_app, target_version] = read_header(into);
+// Every shard checked before anything is written: a file, not the target, a prophet store of the target's schema.
+void check_shards(const std::vector<std::string>& shards, const std::string& into, int64_t target_version) {
     std::error_code ec;
-    // every shard is checked before anything is written
     for (const std::string& shard : shards) {
         if (!fs::is_regular_file(shard, ec))
             throw Error(kExitConfig, "prophet db merge: shard " + shard + " does not exist or is not a file");
@@ -179,6 +173,57 @@ MergeSummary merge_stores(const std::vector<std::string>& shards, const std::str
                                            "; merge only stores of the same schema (open the older one with this "
                                            "prophet first when it migrates, or merge with the prophet that wrote it)");
     }
+}
+
+// Every table of the attached shard `src` into main, in one transaction (rolled back on a failure); returns the
+// rows added.
+int64_t merge_attached_shard(const Db& d, const std::string& shard, const std::vector<std::string>& tables) {
+    int64_t rows_added = 0;
+    d.exec("BEGIN IMMEDIATE");
+    try {
+        for (const std::string& table : tables) {
+            const std::vector<Column> cols = columns(d, "main", table);
+            const std::vector<Column> shard_cols = columns(d, "src", table);
+            if (shard_cols.empty()) continue;  // same version: cannot happen unless the shard was edited
+            if (join(shard_cols, "", false) != join(cols, "", false))
+                throw Error(kExitDatabase, "prophet db merge: " + shard + ": table " + table + " has columns (" +
+                                               join(shard_cols, "", false) + "), the target (" + join(cols, "", false) +
+                                               ")");
+            rows_added += merge_table(d, table, cols);
+        }
+        d.exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(d.db, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+    return rows_added;
+}
+
+// One shard attached as `src`, merged and detached again (also when the merge fails).
+MergeCount merge_shard(const Db& d, const std::string& shard, const std::vector<std::string>& tables) {
+    MergeCount count;
+    count.shard = shard;
+    d.exec("ATTACH DATABASE " + sql_text(store_detail::read_only_uri(shard)) + " AS src");
+    try {
+        const int64_t runs_before = d.count("main.runs");
+        count.rows_added = merge_attached_shard(d, shard, tables);
+        count.runs_added = d.count("main.runs") - runs_before;
+    } catch (...) {
+        sqlite3_exec(d.db, "DETACH DATABASE src", nullptr, nullptr, nullptr);
+        throw;
+    }
+    d.exec("DETACH DATABASE src");
+    return count;
+}
+
+}  // namespace
+
+MergeSummary merge_stores(const std::vector<std::string>& shards, const std::string& into) {
+    if (shards.empty()) throw Error(kExitUsage, "usage error: prophet db merge needs at least one shard store");
+    // creates the target with the current schema, or refuses a foreign / newer / unmigratable one (exit 5)
+    { Store::open(into); }
+    const auto [target_app, target_version] = read_header(into);
+    check_shards(shards, into, target_version);
 
     Db d;
     d.path = into;
@@ -196,34 +241,7 @@ MergeSummary merge_stores(const std::vector<std::string>& shards, const std::str
 
     MergeSummary summary;
     for (const std::string& shard : shards) {
-        MergeCount count;
-        count.shard = shard;
-        d.exec("ATTACH DATABASE " + sql_text(store_detail::read_only_uri(shard)) + " AS src");
-        try {
-            const int64_t runs_before = d.count("main.runs");
-            d.exec("BEGIN IMMEDIATE");
-            try {
-                for (const std::string& table : tables) {
-                    const std::vector<Column> cols = columns(d, "main", table);
-                    const std::vector<Column> shard_cols = columns(d, "src", table);
-                    if (shard_cols.empty()) continue;  // same version: cannot happen unless the shard was edited
-                    if (join(shard_cols, "", false) != join(cols, "", false))
-                        throw Error(kExitDatabase, "prophet db merge: " + shard + ": table " + table +
-                                                       " has columns (" + join(shard_cols, "", false) +
-                                                       "), the target (" + join(cols, "", false) + ")");
-                    count.rows_added += merge_table(d, table, cols);
-                }
-                d.exec("COMMIT");
-            } catch (...) {
-                sqlite3_exec(d.db, "ROLLBACK", nullptr, nullptr, nullptr);
-                throw;
-            }
-            count.runs_added = d.count("main.runs") - runs_before;
-        } catch (...) {
-            sqlite3_exec(d.db, "DETACH DATABASE src", nullptr, nullptr, nullptr);
-            throw;
-        }
-        d.exec("DETACH DATABASE src");
+        const MergeCount count = merge_shard(d, shard, tables);
         summary.rows_added += count.rows_added;
         summary.runs_added += count.runs_added;
         summary.shards.push_back(count);

@@ -177,13 +177,13 @@ void check_store_header(const Refuse& refuse, int64_t app_id, int64_t version, i
 
 }  // namespace store_detail
 
-Store Store::open(const std::string& path) {
-    namespace fs = std::filesystem;
-    auto refuse = [&](const std::string& problem, const std::string& fix) {
-        throw Error(kExitDatabase, "database error: " + path + ": " + problem + "; fix: " + fix);
-    };
-    if (path.empty()) refuse("empty store path", "set store.path to a file, e.g. results/prophet.db");
+namespace {
 
+using store_detail::Refuse;
+
+// The store file's directory created if missing; a directory at the path itself refused.
+void prepare_store_path(const std::string& path, const Refuse& refuse) {
+    namespace fs = std::filesystem;
     fs::path file(path);
     std::error_code ec;
     if (!file.parent_path().empty()) {
@@ -194,10 +194,13 @@ Store Store::open(const std::string& path) {
         }
     }
     if (fs::is_directory(file, ec)) refuse("is a directory", "set store.path to a file inside it");
+}
 
+// The SQLite connection, opened read-write (created if missing) with the busy timeout; a read-only file refused.
+std::unique_ptr<StoreImpl> open_connection(const std::string& path, const Refuse& refuse) {
     auto impl = std::make_unique<StoreImpl>();
     impl->path = path;
-    int rc = sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    const int rc = sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
     if (rc != SQLITE_OK) {
         std::string what = impl->db ? sqlite3_errmsg(impl->db) : sqlite3_errstr(rc);
         refuse("cannot open or create the file (" + what + ")",
@@ -210,29 +213,18 @@ Store Store::open(const std::string& path) {
     if (sqlite3_db_readonly(impl->db, "main") == 1) {
         refuse("the file is read-only", "make it writable or set store.path to another file");
     }
+    return impl;
+}
 
-    // Identify the file before writing anything to it. One statement, so one read snapshot: a concurrent creator
-    // commits the schema and both pragmas together.
-    auto read_header = [&](int64_t& app_id, int64_t& version, int64_t& objects) {
-        read_store_header(*impl, refuse, app_id, version, objects);
-    };
-    auto check_header = [&](int64_t app_id, int64_t version, int64_t objects) {
-        check_store_header(refuse, app_id, version, objects);
-    };
-
-    int64_t app_id = 0, version = 0, objects = 0;
-    read_header(app_id, version, objects);
-    check_header(app_id, version, objects);
-    impl->opened_at_version = app_id == kStoreApplicationId ? static_cast<int>(version) : 0;
-
-    // journal_mode cannot change inside a transaction; WAL persists in the file once set. The switch needs an
-    // exclusive lock and can return SQLITE_BUSY without waiting (another process creating the file), so retry it
-    // for up to the busy timeout.
+// journal_mode cannot change inside a transaction; WAL persists in the file once set. The switch needs an
+// exclusive lock and can return SQLITE_BUSY without waiting (another process creating the file), so retry it
+// for up to the busy timeout.
+void switch_to_wal(StoreImpl& impl, const Refuse& refuse) {
     for (int waited_ms = 0;;) {
         sqlite3_stmt* stmt = nullptr;
-        rc = sqlite3_prepare_v2(impl->db, "PRAGMA journal_mode=WAL", -1, &stmt, nullptr);
+        int rc = sqlite3_prepare_v2(impl.db, "PRAGMA journal_mode=WAL", -1, &stmt, nullptr);
         if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
-        std::string what = sqlite3_errmsg(impl->db);
+        std::string what = sqlite3_errmsg(impl.db);
         sqlite3_finalize(stmt);
         if (rc == SQLITE_ROW) break;
         if (is_busy(rc) && waited_ms < kBusyTimeoutMs) {
@@ -245,27 +237,47 @@ Store Store::open(const std::string& path) {
                "check that the directory is writable (WAL needs a -wal and -shm file next to it) and on a local "
                "file system, or stop the process holding the file and retry");
     }
-    impl->exec("PRAGMA synchronous=NORMAL", "PRAGMA synchronous");
+}
 
-    if (app_id == 0 || version < kStoreSchemaVersion) {
-        // Foreign keys stay off while the schema is created or migrated (schema.h); the pragma is a no-op inside a
-        // transaction, so it is set before. Two processes may race to create or migrate: the header is re-read
-        // under the write lock.
-        impl->exec("PRAGMA foreign_keys=OFF", "PRAGMA foreign_keys");
-        StoreImpl& db = *impl;
-        db.transaction([&] {
-            read_header(app_id, version, objects);
-            check_header(app_id, version, objects);
-            if (app_id == kStoreApplicationId && version == kStoreSchemaVersion) return;
-            if (app_id != kStoreApplicationId || version == 0) {
-                db.exec(store_schema_v1(), "create schema");
-                db.exec(("PRAGMA application_id=" + std::to_string(kStoreApplicationId)).c_str(),
-                        "PRAGMA application_id");
-                version = 1;
-            }
-            migrate_schema(db, version);
-        });
-    }
+// Creates the schema of a new file or migrates an older one to kStoreSchemaVersion. Foreign keys stay off while
+// the schema is created or migrated (schema.h); the pragma is a no-op inside a transaction, so it is set before.
+// Two processes may race to create or migrate: the header is re-read under the write lock.
+void create_or_migrate(StoreImpl& db, const Refuse& refuse) {
+    db.exec("PRAGMA foreign_keys=OFF", "PRAGMA foreign_keys");
+    db.transaction([&] {
+        int64_t app_id = 0, version = 0, objects = 0;
+        store_detail::read_store_header(db, refuse, app_id, version, objects);
+        store_detail::check_store_header(refuse, app_id, version, objects);
+        if (app_id == kStoreApplicationId && version == kStoreSchemaVersion) return;
+        if (app_id != kStoreApplicationId || version == 0) {
+            db.exec(store_schema_v1(), "create schema");
+            db.exec(("PRAGMA application_id=" + std::to_string(kStoreApplicationId)).c_str(), "PRAGMA application_id");
+            version = 1;
+        }
+        migrate_schema(db, version);
+    });
+}
+
+}  // namespace
+
+Store Store::open(const std::string& path) {
+    const Refuse refuse = [&](const std::string& problem, const std::string& fix) {
+        throw Error(kExitDatabase, "database error: " + path + ": " + problem + "; fix: " + fix);
+    };
+    if (path.empty()) refuse("empty store path", "set store.path to a file, e.g. results/prophet.db");
+    prepare_store_path(path, refuse);
+    std::unique_ptr<StoreImpl> impl = open_connection(path, refuse);
+
+    // Identify the file before writing anything to it. One statement, so one read snapshot: a concurrent creator
+    // commits the schema and both pragmas together.
+    int64_t app_id = 0, version = 0, objects = 0;
+    store_detail::read_store_header(*impl, refuse, app_id, version, objects);
+    store_detail::check_store_header(refuse, app_id, version, objects);
+    impl->opened_at_version = app_id == kStoreApplicationId ? static_cast<int>(version) : 0;
+
+    switch_to_wal(*impl, refuse);
+    impl->exec("PRAGMA synchronous=NORMAL", "PRAGMA synchronous");
+    if (app_id == 0 || version < kStoreSchemaVersion) create_or_migrate(*impl, refuse);
     impl->exec("PRAGMA foreign_keys=ON", "PRAGMA foreign_keys");
     return Store(std::move(impl));
 }

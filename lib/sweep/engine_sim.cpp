@@ -10,6 +10,7 @@
 #include "balance/options.h"
 #include "core/config.h"
 #include "sim/simulator.h"
+#include "sim/trace_view.h"
 #include "sim/truth_scale.h"
 #include "sweep/sweep_internal.h"
 #include "trace/trace.h"
@@ -85,21 +86,6 @@ PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
     d.settings.num_nodes = std::max(1, d.cluster.num_devices / std::max(1, d.cluster.devices_per_node));
     return d;
 }
-
-}  // namespace
-
-TraceView view_of(const Trace& trace) {
-    TraceView view;
-    view.counts = trace.counts.data();
-    view.transitions = trace.has_transitions() ? trace.transitions.data() : nullptr;
-    view.num_iterations = trace.meta.num_iterations;
-    view.num_layers = trace.meta.num_layers;
-    view.num_devices = trace.meta.num_devices;
-    view.num_experts = trace.meta.num_experts;
-    return view;
-}
-
-namespace {
 
 // Plans with the belief cost model, simulates on the true one (equal unless plan.*_scale != 1).
 // score: optional copy of the policy's PolicyScore (balance_std, rb_vs_static per iteration and layer).

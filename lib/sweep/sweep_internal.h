@@ -10,8 +10,9 @@
 
 #include "balance/evaluate.h"
 #include "core/process.h"
-#include "trace/trace.h"
+#include "sim/trace_view.h"
 #include "sweep/sweep.h"
+#include "trace/trace.h"
 
 namespace prophet::sweep::detail {
 
@@ -31,8 +32,8 @@ std::string stem(const std::string& path);
 // SHA-256 (hex) of a file's bytes.
 std::string file_sha256(const std::string& path);
 
-// A TraceView over a whole trace (all iterations and layers).
-TraceView view_of(const Trace& trace);
+// A TraceView over a whole trace (all iterations and layers): sim/trace_view.h's, one rule for plan and sweep.
+using ::prophet::view_of;
 
 // engine sim / model: one metric row of a point's run.
 struct Metric {
