@@ -25,7 +25,8 @@ std::string resolve_regime(const std::string& regime, const std::string& trace_s
 void resolve_regime_in(Config& config, const std::string& trace_source) {
     const std::string regime = config.get_string("balance.regime");
     if (regime == "auto")
-        config.set("balance.regime", resolve_regime(regime, trace_source), "balance.regime auto, trace " + trace_source);
+        config.set("balance.regime", resolve_regime(regime, trace_source),
+                   "balance.regime auto, trace " + trace_source);
 }
 
 RebalanceSettings rebalance_settings_from(const Config& config) {

@@ -33,12 +33,11 @@ void add_rebalance_metrics(std::vector<Metric>& m, const ServingScore& s) {
 
 }  // namespace
 
-std::vector<Metric> serving_point_metrics(const ServingPointInput& in, const std::string& policy,
-                                          double* headline_ms) {
+std::vector<Metric> serving_point_metrics(const ServingPointInput& in, const std::string& policy, double* headline_ms) {
     const ServingScore s = evaluate_serving(policy, in.view, in.cost, in.settings, in.rebalance);
-    const double static_ms = policy == "static"
-                                 ? s.mean_layer_ms
-                                 : evaluate_serving("static", in.view, in.cost, in.settings, in.rebalance).mean_layer_ms;
+    const double static_ms =
+        policy == "static" ? s.mean_layer_ms
+                           : evaluate_serving("static", in.view, in.cost, in.settings, in.rebalance).mean_layer_ms;
     std::vector<Metric> m;
     const double iteration_ms = s.mean_layer_ms * in.view.num_layers;  // the forward's MoE part
     m.push_back({"mean_iteration_ms", 0, iteration_ms});

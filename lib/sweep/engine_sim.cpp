@@ -264,10 +264,13 @@ std::vector<Metric> model_point_metrics(const PointData& d, const TraceView& vie
 std::vector<Metric> run_point(const PointData& d, const std::string& engine, const std::string& policy,
                               double* headline_ms) {
     const TraceView view = view_of(d.trace);
-    std::vector<Metric> m = d.regime == "serving" ? serving_point_metrics({view, d.belief, d.settings, d.rebalance},
-                                                                          policy, headline_ms)
-                            : engine == "sim"     ? sim_point_metrics(d, view, policy, headline_ms)
-                                            : model_point_metrics(d, view, policy, headline_ms);
+    std::vector<Metric> m;
+    if (d.regime == "serving")
+        m = serving_point_metrics({view, d.belief, d.settings, d.rebalance}, policy, headline_ms);
+    else if (engine == "sim")
+        m = sim_point_metrics(d, view, policy, headline_ms);
+    else
+        m = model_point_metrics(d, view, policy, headline_ms);
     const std::vector<double> js = consecutive_js_divergence(d.trace);
     double js_mean = 0;
     for (double v : js) js_mean += v / static_cast<double>(js.size());

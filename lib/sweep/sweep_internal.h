@@ -11,8 +11,8 @@
 #include "balance/evaluate.h"
 #include "balance/rebalance.h"
 #include "core/process.h"
-#include "trace/trace.h"
 #include "sweep/sweep.h"
+#include "trace/trace.h"
 
 namespace prophet::sweep::detail {
 
