@@ -46,6 +46,9 @@ FIGURES = [
                          "MoETuner's mean-of-max, by policy, measured and simulated (prophet profile --inference)."),
     ("fig_serving_sample", "Reduction of the MoE-part tail against static, in-sample against out-of-sample "
                            "(prophet profile --inference, bench/serve_policies.py)."),
+    ("fig_serving_sweep", "Serving regime with periodic rebalancing: balancedness predicted on each planning window "
+                          "against realised on the iterations served, the one-off moves and their stall, and the "
+                          "forward speedup over static per (rebalance_every, window) and policy (prophet sweep)."),
     ("fig_ilp_gap", "MoETuner's two-stage ILP against the joint ILP: gap in the joint objective, and solve time "
                     "against E, D and L (bench_ilp_gap)."),
 ]
@@ -68,6 +71,7 @@ PRODUCED_BY = {
     "fig_validation_replay": "prophet sweep experiments/sweeps/main-real.toml, or experiments/validate-heldout.sh",
     "fig_serving_tail": "prophet sweep experiments/sweeps/serving-moetuner.toml",
     "fig_serving_sample": "prophet sweep experiments/sweeps/serving-moetuner.toml",
+    "fig_serving_sweep": "prophet sweep experiments/sweeps/serving.toml",
     "fig_ilp_gap": "build/bench/bench_ilp_gap",
 }
 NOTHING = "nothing to report"  # the line (and exit 0) for a store without runs

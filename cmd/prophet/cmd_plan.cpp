@@ -17,6 +17,7 @@
 #include "balance/moves.h"
 #include "balance/options.h"
 #include "balance/policy_registry.h"
+#include "balance/regime.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "plan/policy_models.h"
@@ -58,6 +59,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& args) {
         "Policies: static deepspeed fastermoe prophet prophet-oracle eplb moetuner top2 top3 exhaustive "
         "moetuner-joint flow.\n"
         "`all` runs every policy; exhaustive and moetuner-joint are skipped (with a note) on instances too large.\n"
+        "Regime: balance.regime = auto (default) is serving for a trace imported from sglang, vllm, trtllm or eplb\n"
+        "statistics (a serving section: periodic rebalancing, balance.rebalance_every / balance.window), training\n"
+        "otherwise; --set balance.regime=serving or training overrides it (docs/serving.md).\n"
         "Example:\n"
         "  prophet plan --trace experiments/traces/zipf-e16-k2.toml --cluster experiments/clusters/hpwnv-16.toml "
         "--policy all");
@@ -282,6 +286,7 @@ PlanInputs load_plan_inputs(const PlanArgs& args) {
     if (const int declared = declared_generator_devices(args.trace); declared > 0)
         check_trace_devices(in.cluster, args.cluster, declared, args.trace);
     in.loaded = load_any_trace(args.trace, in.store_path);
+    resolve_regime_in(in.config, in.loaded.trace.meta.source);  // auto: serving for an inference engine's statistics
     const TraceMeta& meta = in.loaded.trace.meta;
     const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
                            meta.d_model,     meta.d_ffn,       meta.seq_len};

@@ -88,7 +88,12 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
     sweep->footer(
         "Points already finished in the store (same sweep name and point config hash) are skipped; a point\n"
         "another running sweep on the same store has claimed is left to it (docs/sweep.md).\n"
+        "Regime (sim / model points): balance.regime = auto (default) serves a trace imported from sglang, vllm,\n"
+        "trtllm or eplb statistics with periodic rebalancing (balance.rebalance_every, balance.window) and trains\n"
+        "every other trace; a [sweep.grid] \"balance.regime\" = [\"serving\"] makes any trace a serving sweep, and\n"
+        "command = \"infer\" points are serving runs (docs/serving.md).\n"
         "Example:\n  prophet sweep experiments/sweeps/smoke.toml --set store.path=/tmp/smoke.db\n"
+        "  prophet sweep experiments/sweeps/serving.toml --set store.path=/tmp/serving.db\n"
         "  prophet sweep experiments/sweeps/real-smoke.toml --set store.path=/tmp/real-smoke.db\n"
         "  prophet sweep experiments/sweeps/smoke.toml --launcher slurm --dry-run   (prints the sbatch script)");
     return sweep;

@@ -3,25 +3,18 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "balance/regime.h"
+
 namespace prophet::cli {
 
-void add_serving_keys(Schema& s) {
-    s.add_string("balance.regime", "training", {"training", "serving"},
-                 "training: replicas pay Trans and Agg every iteration (Pro-Prophet); serving: weights are static "
-                 "between rebalances, a rebalance sends new copies once (a stall), plan adds a serving section");
-    s.add_int("balance.rebalance_every", 3000, 1, 1 << 30,
-              "serving: iterations between rebalances (vLLM's default step_interval: 3000)");
-    s.add_int("balance.window", 1000, 1, 1 << 30,
-              "serving: iterations of history a rebalance plans on (vLLM's default window_size: 1000)");
-}
+void add_serving_keys(Schema& s) { add_regime_keys(s, "auto"); }
 
 PlanServing evaluate_plan_serving(const std::vector<std::string>& policies, const TraceView& view,
                                   const CostModel& cost, const EvalSettings& settings, const Config& config) {
     PlanServing out;
     out.enabled = config.get_string("balance.regime") == "serving";
     if (!out.enabled) return out;
-    out.settings.rebalance_every = static_cast<int>(config.get_int("balance.rebalance_every"));
-    out.settings.window = static_cast<int>(config.get_int("balance.window"));
+    out.settings = rebalance_settings_from(config);
     std::vector<std::string> names = policies;
     if (std::find(names.begin(), names.end(), "static") == names.end())
         names.insert(names.begin(), "static");  // the baseline of the xstatic column

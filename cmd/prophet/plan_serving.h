@@ -12,7 +12,8 @@
 
 namespace prophet::cli {
 
-// balance.regime (training | serving), balance.rebalance_every, balance.window (vLLM's defaults 3000 and 1000)
+// balance.regime (auto | training | serving, default auto: from the trace's source, balance/regime.h),
+// balance.rebalance_every, balance.window (vLLM's defaults 3000 and 1000)
 void add_serving_keys(Schema& schema);
 
 struct PlanServing {

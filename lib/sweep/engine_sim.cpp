@@ -8,7 +8,9 @@
 #include "balance/cost_model.h"
 #include "balance/evaluate.h"
 #include "balance/options.h"
+#include "balance/regime.h"
 #include "core/config.h"
+#include "core/error.h"
 #include "sim/simulator.h"
 #include "sim/trace_view.h"
 #include "sim/truth_scale.h"
@@ -33,7 +35,20 @@ struct PointData {
     EvalSettings settings;
     std::string schedule = "system";  // sim.schedule: system | none | blockwise | fastermoe
     sim::DenseOptions dense;          // sim.iteration full: the whole iteration
+    std::string regime = "training";  // balance.regime resolved (auto: from the trace's source)
+    RebalanceSettings rebalance;      // serving: balance.rebalance_every, balance.window
 };
+
+// serving points are timed by the cost model on the file's cluster: a perturbed truth would not be applied
+void check_serving_truth(const Config& pc) {
+    for (const char* name : {"compute", "bandwidth", "latency", "intra_bandwidth", "inter_bandwidth"}) {
+        const std::string key = std::string("truth.") + name + "_scale";
+        if (pc.get_float(key) != 1.0)
+            throw_config_error(key, std::to_string(pc.get_float(key)),
+                               "balance.regime = serving points are timed by the cost model on the cluster file",
+                               "leave truth_scale / uncertainty out of a serving sweep");
+    }
+}
 
 PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
     PointData d;
@@ -84,6 +99,9 @@ PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
     d.settings.plan_repeats = static_cast<int>(pc.get_int("plan.repeats"));
     d.settings.profile_iterations = static_cast<int>(pc.get_int("balance.profile_iterations"));
     d.settings.num_nodes = std::max(1, d.cluster.num_devices / std::max(1, d.cluster.devices_per_node));
+    d.regime = resolve_regime(pc.get_string("balance.regime"), d.trace.meta.source);
+    d.rebalance = rebalance_settings_from(pc);
+    if (d.regime == "serving") check_serving_truth(pc);
     return d;
 }
 
@@ -232,8 +250,13 @@ std::vector<Metric> model_point_metrics(const PointData& d, const TraceView& vie
 std::vector<Metric> run_point(const PointData& d, const std::string& engine, const std::string& policy,
                               double* headline_ms) {
     const TraceView view = view_of(d.trace);
-    std::vector<Metric> m = engine == "sim" ? sim_point_metrics(d, view, policy, headline_ms)
-                                            : model_point_metrics(d, view, policy, headline_ms);
+    std::vector<Metric> m;
+    if (d.regime == "serving")
+        m = serving_point_metrics({view, d.belief, d.settings, d.rebalance}, policy, headline_ms);
+    else if (engine == "sim")
+        m = sim_point_metrics(d, view, policy, headline_ms);
+    else
+        m = model_point_metrics(d, view, policy, headline_ms);
     const std::vector<double> js = consecutive_js_divergence(d.trace);
     double js_mean = 0;
     for (double v : js) js_mean += v / static_cast<double>(js.size());

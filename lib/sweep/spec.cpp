@@ -11,6 +11,7 @@
 #include "balance/cluster.h"
 #include "balance/cost_model.h"
 #include "balance/options.h"
+#include "balance/regime.h"
 #include "core/error.h"
 #include "core/names.h"
 #include "core/toml_text.h"
@@ -150,6 +151,7 @@ const Schema& point_schema() {
     static const Schema schema = [] {
         Schema s;
         add_balance_keys(s, /*allow_all=*/false, "static");
+        add_regime_keys(s, "auto");  // balance.regime, rebalance_every, window (balance/regime.h)
         s.add_int("plan.repeats", 1, 1, 1000, "timing repeats per planning call (median reported)");
         add_cost_model_keys(s, " (the simulated cluster stays fixed)");
         s.add_string("sim.schedule", "system", {"system", "none", "blockwise", "fastermoe"},

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "balance/evaluate.h"
+#include "balance/rebalance.h"
 #include "core/process.h"
 #include "sim/trace_view.h"
 #include "sweep/sweep.h"
@@ -52,6 +53,19 @@ struct SimulatedPoint {
 // engine sim / model: loads the point's cluster and trace and simulates (sim) or evaluates (model) its policy.
 // Throws prophet::Error (exit 3) for a defective input file.
 SimulatedPoint run_simulated_point(const SweepSpec& spec, const SweepPoint& p);
+
+// engine sim / model under balance.regime = serving (engine_serving.cpp): the point's trace, the cost model it is
+// planned and timed on, and the rebalancing protocol.
+struct ServingPointInput {
+    TraceView view;
+    CostModel cost;
+    EvalSettings settings;
+    RebalanceSettings rebalance;
+};
+
+// The policy served with periodic rebalancing and static on the same trace: forward time per layer, speedup over
+// static (moves apart), stall, balancedness per rebalance (predicted on its window, realised on what it served).
+std::vector<Metric> serving_point_metrics(const ServingPointInput& in, const std::string& policy, double* headline_ms);
 
 // engine real: the child's command line (mpirun for ranks > 1, then prophet train / profile --inference). String
 // values go to --set as TOML strings ("2024" stays a string).

@@ -15,13 +15,13 @@ namespace {
 
 class PlanServingCli : public testing::TempDirTest {
   protected:
-    nlohmann::json plan(const std::string& extra) {
+    nlohmann::json plan(const std::string& extra, const std::string& trace = "experiments/traces/tiny-e4-d4.toml") {
         const std::string cluster = (dir_ / "cluster4.toml").string();
         std::ofstream(cluster) << "[cluster]\nname = \"test4\"\nnum_devices = 4\ndevices_per_node = 2\n"
                                   "compute_tflop_s = 1.0\na2a_gbit_s = [10.0]\ntrans_gbit_s = 10.0\n";
         const testing::CliResult r = testing::run_prophet(
             "",
-            "plan --trace experiments/traces/tiny-e4-d4.toml --cluster '" + cluster +
+            "plan --trace '" + trace + "' --cluster '" + cluster +
                 "' --policy eplb --json --set plan.repeats=1 --set store.path='" + db_ + "' " + extra,
             dir_);
         EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -50,6 +50,19 @@ TEST_F(PlanServingCli, TrainingRegimeIsTheDefaultAndAddsNoSection) {
     const nlohmann::json j = plan("");
     EXPECT_EQ(j["regime"], "training");
     EXPECT_FALSE(j.contains("serving"));
+}
+
+// balance.regime = auto (the default): a trace imported from an inference engine's statistics is replayed as serving
+TEST_F(PlanServingCli, AutoRegimeServesAnImportedEngineTrace) {
+    const std::string trace = (dir_ / "vllm.ptrace").string();
+    const testing::CliResult imported = testing::run_prophet(
+        "", "trace import --format vllm tests/fixtures/import/vllm.json --devices 4 --top-k 2 -o '" + trace + "'",
+        dir_);
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+    const nlohmann::json j = plan(
+        "--set balance.rebalance_every=1 --set balance.window=1 --set plan.d_model=64 --set plan.d_ffn=128", trace);
+    EXPECT_EQ(j["regime"], "serving");
+    EXPECT_TRUE(j.contains("serving")) << j.dump();
 }
 
 }  // namespace
