@@ -45,6 +45,114 @@ std::string toml_text(const toml::node& node) {
     return out.str();
 }
 
+// ops.attn_at: the attention rate at further (C, NH) shapes.
+void read_attn_at(const toml::table& ops, const std::string& path, OpTables& t) {
+    if (const toml::array* attn = ops["attn_at"].as_array()) {
+        for (size_t i = 0; i < attn->size(); ++i) {
+            const toml::array* row = (*attn)[i].as_array();
+            const std::vector<double> v = row ? numbers(*row, "ops.attn_at", path) : std::vector<double>{};
+            if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0)
+                throw_config_error("ops.attn_at", "entry " + std::to_string(i),
+                                   "must be [C, NH, GFLOP/s] with every number > 0 in " + path,
+                                   "e.g. attn_at = [[128, 8, 2.5]]");
+            t.attn_flops_per_s_at[{static_cast<int>(v[0]), static_cast<int>(v[1])}] = v[2] * 1e9;
+        }
+    }
+}
+
+// Table i of gemm_nk / gemm_us (and gemm_op when given) over the rows gemm_m.
+GemmTable gemm_table(const toml::array& pair, const toml::array& times, const toml::array* gemm_ops, size_t i,
+                     const std::vector<double>& rows, const std::string& path) {
+    GemmTable g;
+    if (gemm_ops) {
+        const std::string op = (*gemm_ops)[i].value_or(std::string());
+        if (op == "nt") g.op = GemmOp::kNT;
+        else if (op == "tn") g.op = GemmOp::kTN;
+        else if (op != "nn")
+            throw_config_error("ops.gemm_op", "entry " + std::to_string(i) + " '" + op + "'",
+                               "must be one of nn, nt, tn in " + path, "re-run the calibration");
+    }
+    const std::vector<double> shape = numbers(pair, "ops.gemm_nk", path);
+    g.n = static_cast<int>(shape[0]);
+    g.k = static_cast<int>(shape[1]);
+    g.m = rows;
+    for (double v : numbers(times, "ops.gemm_us", path)) g.seconds.push_back(v * 1e-6);
+    if (g.seconds.size() != rows.size())
+        throw_config_error("ops.gemm_us", "entry " + std::to_string(i) + " of " + std::to_string(g.seconds.size()),
+                           "needs one time per gemm_m row (" + std::to_string(rows.size()) + ") in " + path,
+                           "re-run the calibration");
+    return g;
+}
+
+// ops.gemm_m, gemm_nk, gemm_us and gemm_op: one GEMM time table per (N, K) pair.
+void read_gemm_tables(const toml::table& ops, const std::string& path, OpTables& t) {
+    const toml::array* m = ops["gemm_m"].as_array();
+    const toml::array* nk = ops["gemm_nk"].as_array();
+    const toml::array* us = ops["gemm_us"].as_array();
+    if (!m || !nk || !us || m->empty() || nk->empty())
+        throw_config_error("ops.gemm_m", "(absent or empty)", "gemm_m, gemm_nk and gemm_us are required in " + path,
+                           "re-run prophet profile --calibrate");
+    const std::vector<double> rows = numbers(*m, "ops.gemm_m", path);
+    for (size_t i = 1; i < rows.size(); ++i)
+        if (rows[i] <= rows[i - 1])
+            throw_config_error("ops.gemm_m", std::to_string(rows[i]), "must be strictly ascending in " + path,
+                               "sort the rows");
+    if (nk->size() != us->size())
+        throw_config_error("ops.gemm_us", std::to_string(us->size()) + " lists",
+                           "needs one list per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
+                           "re-run the calibration");
+    const toml::array* gemm_ops = ops["gemm_op"].as_array();
+    if (gemm_ops && gemm_ops->size() != nk->size())
+        throw_config_error("ops.gemm_op", std::to_string(gemm_ops->size()) + " entries",
+                           "needs one op per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
+                           "re-run the calibration");
+    for (size_t i = 0; i < nk->size(); ++i) {
+        const toml::array* pair = (*nk)[i].as_array();
+        const toml::array* times = (*us)[i].as_array();
+        if (!pair || pair->size() != 2 || !times)
+            throw_config_error("ops.gemm_nk", "entry " + std::to_string(i), "must be [N, K] in " + path,
+                               "e.g. gemm_nk = [[192, 64]]");
+        t.gemms.push_back(gemm_table(*pair, *times, gemm_ops, i, rows, path));
+    }
+}
+
+// ops.scale: recorded / modelled factor per op kind.
+void read_scales(const toml::table& ops, const std::string& path, OpTables& t) {
+    if (const toml::table* scale = ops["scale"].as_table()) {
+        for (const auto& [kind, node] : *scale) {
+            const auto v = node.value<double>();
+            if (!v || *v <= 0)
+                throw_config_error("ops.scale." + std::string(kind.str()), toml_text(node), "must be > 0 in " + path,
+                                   "re-run prophet profile --calibrate");
+            t.scale[std::string(kind.str())] = *v;
+        }
+    }
+}
+
+// ops.in_step_us: microseconds added per call of a communication op kind.
+void read_in_step(const toml::table& ops, const std::string& path, OpTables& t) {
+    if (const toml::table* in_step = ops["in_step_us"].as_table()) {
+        std::set<std::string> kinds;  // the names is_in_step_kind accepts
+        std::string allowed;
+        for (int k = 0; k < static_cast<int>(prophet::OpKind::kCount); ++k)
+            if (is_in_step_kind(static_cast<prophet::OpKind>(k))) {
+                kinds.insert(prophet::op_kind_name(static_cast<prophet::OpKind>(k)));
+                allowed += std::string(allowed.empty() ? "" : ", ") + prophet::op_kind_name(static_cast<prophet::OpKind>(k));
+            }
+        for (const auto& [kind, node] : *in_step) {
+            const std::string name(kind.str());
+            if (kinds.count(name) == 0)
+                throw_config_error("ops.in_step_us." + name, toml_text(node),
+                                   "is not a communication op kind in " + path, "one of " + allowed);
+            const auto v = node.value<double>();
+            if (!v || *v < 0)
+                throw_config_error("ops.in_step_us." + name, toml_text(node), "must be a number >= 0 in " + path,
+                                   "re-run prophet profile --calibrate");
+            t.in_step_s[name] = *v * 1e-6;
+        }
+    }
+}
+
 }  // namespace
 
 OpTables load_op_tables(const std::string& path) {
@@ -77,94 +185,59 @@ OpTables load_op_tables(const std::string& path) {
                                "re-run prophet profile --calibrate");
         t.link_message_s = *v * 1e-6;
     }
-    if (const toml::array* attn = (*ops)["attn_at"].as_array()) {
-        for (size_t i = 0; i < attn->size(); ++i) {
-            const toml::array* row = (*attn)[i].as_array();
-            const std::vector<double> v = row ? numbers(*row, "ops.attn_at", path) : std::vector<double>{};
-            if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0)
-                throw_config_error("ops.attn_at", "entry " + std::to_string(i),
-                                   "must be [C, NH, GFLOP/s] with every number > 0 in " + path,
-                                   "e.g. attn_at = [[128, 8, 2.5]]");
-            t.attn_flops_per_s_at[{static_cast<int>(v[0]), static_cast<int>(v[1])}] = v[2] * 1e9;
-        }
-    }
-    const toml::array* m = (*ops)["gemm_m"].as_array();
-    const toml::array* nk = (*ops)["gemm_nk"].as_array();
-    const toml::array* us = (*ops)["gemm_us"].as_array();
-    if (!m || !nk || !us || m->empty() || nk->empty())
-        throw_config_error("ops.gemm_m", "(absent or empty)", "gemm_m, gemm_nk and gemm_us are required in " + path,
-                           "re-run prophet profile --calibrate");
-    const std::vector<double> rows = numbers(*m, "ops.gemm_m", path);
-    for (size_t i = 1; i < rows.size(); ++i)
-        if (rows[i] <= rows[i - 1])
-            throw_config_error("ops.gemm_m", std::to_string(rows[i]), "must be strictly ascending in " + path,
-                               "sort the rows");
-    if (nk->size() != us->size())
-        throw_config_error("ops.gemm_us", std::to_string(us->size()) + " lists",
-                           "needs one list per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
-                           "re-run the calibration");
-    const toml::array* gemm_ops = (*ops)["gemm_op"].as_array();
-    if (gemm_ops && gemm_ops->size() != nk->size())
-        throw_config_error("ops.gemm_op", std::to_string(gemm_ops->size()) + " entries",
-                           "needs one op per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
-                           "re-run the calibration");
-    for (size_t i = 0; i < nk->size(); ++i) {
-        const toml::array* pair = (*nk)[i].as_array();
-        const toml::array* times = (*us)[i].as_array();
-        if (!pair || pair->size() != 2 || !times)
-            throw_config_error("ops.gemm_nk", "entry " + std::to_string(i), "must be [N, K] in " + path,
-                               "e.g. gemm_nk = [[192, 64]]");
-        GemmTable g;
-        if (gemm_ops) {
-            const std::string op = (*gemm_ops)[i].value_or(std::string());
-            if (op == "nt") g.op = GemmOp::kNT;
-            else if (op == "tn") g.op = GemmOp::kTN;
-            else if (op != "nn")
-                throw_config_error("ops.gemm_op", "entry " + std::to_string(i) + " '" + op + "'",
-                                   "must be one of nn, nt, tn in " + path, "re-run the calibration");
-        }
-        const std::vector<double> shape = numbers(*pair, "ops.gemm_nk", path);
-        g.n = static_cast<int>(shape[0]);
-        g.k = static_cast<int>(shape[1]);
-        g.m = rows;
-        for (double v : numbers(*times, "ops.gemm_us", path)) g.seconds.push_back(v * 1e-6);
-        if (g.seconds.size() != rows.size())
-            throw_config_error("ops.gemm_us", "entry " + std::to_string(i) + " of " + std::to_string(g.seconds.size()),
-                               "needs one time per gemm_m row (" + std::to_string(rows.size()) + ") in " + path,
-                               "re-run the calibration");
-        t.gemms.push_back(std::move(g));
-    }
-    if (const toml::table* scale = (*ops)["scale"].as_table()) {
-        for (const auto& [kind, node] : *scale) {
-            const auto v = node.value<double>();
-            if (!v || *v <= 0)
-                throw_config_error("ops.scale." + std::string(kind.str()), toml_text(node), "must be > 0 in " + path,
-                                   "re-run prophet profile --calibrate");
-            t.scale[std::string(kind.str())] = *v;
-        }
-    }
-    if (const toml::table* in_step = (*ops)["in_step_us"].as_table()) {
-        std::set<std::string> kinds;  // the names is_in_step_kind accepts
-        std::string allowed;
-        for (int k = 0; k < static_cast<int>(prophet::OpKind::kCount); ++k)
-            if (is_in_step_kind(static_cast<prophet::OpKind>(k))) {
-                kinds.insert(prophet::op_kind_name(static_cast<prophet::OpKind>(k)));
-                allowed += std::string(allowed.empty() ? "" : ", ") + prophet::op_kind_name(static_cast<prophet::OpKind>(k));
-            }
-        for (const auto& [kind, node] : *in_step) {
-            const std::string name(kind.str());
-            if (kinds.count(name) == 0)
-                throw_config_error("ops.in_step_us." + name, toml_text(node),
-                                   "is not a communication op kind in " + path, "one of " + allowed);
-            const auto v = node.value<double>();
-            if (!v || *v < 0)
-                throw_config_error("ops.in_step_us." + name, toml_text(node), "must be a number >= 0 in " + path,
-                                   "re-run prophet profile --calibrate");
-            t.in_step_s[name] = *v * 1e-6;
-        }
-    }
+    read_attn_at(*ops, path, t);
+    read_gemm_tables(*ops, path, t);
+    read_scales(*ops, path, t);
+    read_in_step(*ops, path, t);
     return t;
 }
+
+namespace {
+
+// gemm_m, gemm_nk, gemm_op and gemm_us lines.
+void write_gemm_tables(std::ostringstream& out, const OpTables& t) {
+    out << "gemm_m = [";
+    const std::vector<double>& rows = t.gemms.empty() ? std::vector<double>{} : t.gemms[0].m;
+    for (size_t i = 0; i < rows.size(); ++i) out << (i ? ", " : "") << rows[i];
+    out << "]\ngemm_nk = [";
+    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "[" << t.gemms[i].n << ", " << t.gemms[i].k << "]";
+    out << "]\ngemm_op = [";
+    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "\"" << gemm_op_name(t.gemms[i].op) << "\"";
+    out << "]\ngemm_us = [";
+    for (size_t i = 0; i < t.gemms.size(); ++i) {
+        out << (i ? ",\n           [" : "[");
+        for (size_t j = 0; j < t.gemms[i].seconds.size(); ++j) out << (j ? ", " : "") << t.gemms[i].seconds[j] * 1e6;
+        out << "]";
+    }
+    out << "]\n";
+}
+
+// The fitted corrections: scale and in_step_us, each only when there is one.
+void write_fitted(std::ostringstream& out, const OpTables& t) {
+    if (!t.scale.empty()) {
+        out << "# recorded / modelled own time per op kind on the calibration run's own steps (fit_op_scales)\n";
+        out << "scale = {";
+        bool first = true;
+        for (const auto& [kind, v] : t.scale) {
+            out << (first ? " " : ", ") << kind << " = " << v;
+            first = false;
+        }
+        out << " }\n";
+    }
+    if (!t.in_step_s.empty()) {
+        out << "# microseconds added per call of a communication kind: recorded - modelled own time per call on the\n"
+            << "# calibration run's own steps, median over steps (fit_in_step_overheads; the early ranks' poll wake-up)\n";
+        out << "in_step_us = {";
+        bool first = true;
+        for (const auto& [kind, v] : t.in_step_s) {
+            out << (first ? " " : ", ") << kind << " = " << v * 1e6;
+            first = false;
+        }
+        out << " }\n";
+    }
+}
+
+}  // namespace
 
 std::string op_tables_to_toml(const OpTables& t) {
     std::ostringstream out;
@@ -192,41 +265,8 @@ std::string op_tables_to_toml(const OpTables& t) {
         }
         out << "]\n";
     }
-    out << "gemm_m = [";
-    const std::vector<double>& rows = t.gemms.empty() ? std::vector<double>{} : t.gemms[0].m;
-    for (size_t i = 0; i < rows.size(); ++i) out << (i ? ", " : "") << rows[i];
-    out << "]\ngemm_nk = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "[" << t.gemms[i].n << ", " << t.gemms[i].k << "]";
-    out << "]\ngemm_op = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "\"" << gemm_op_name(t.gemms[i].op) << "\"";
-    out << "]\ngemm_us = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) {
-        out << (i ? ",\n           [" : "[");
-        for (size_t j = 0; j < t.gemms[i].seconds.size(); ++j) out << (j ? ", " : "") << t.gemms[i].seconds[j] * 1e6;
-        out << "]";
-    }
-    out << "]\n";
-    if (!t.scale.empty()) {
-        out << "# recorded / modelled own time per op kind on the calibration run's own steps (fit_op_scales)\n";
-        out << "scale = {";
-        bool first = true;
-        for (const auto& [kind, v] : t.scale) {
-            out << (first ? " " : ", ") << kind << " = " << v;
-            first = false;
-        }
-        out << " }\n";
-    }
-    if (!t.in_step_s.empty()) {
-        out << "# microseconds added per call of a communication kind: recorded - modelled own time per call on the\n"
-            << "# calibration run's own steps, median over steps (fit_in_step_overheads; the early ranks' poll wake-up)\n";
-        out << "in_step_us = {";
-        bool first = true;
-        for (const auto& [kind, v] : t.in_step_s) {
-            out << (first ? " " : ", ") << kind << " = " << v * 1e6;
-            first = false;
-        }
-        out << " }\n";
-    }
+    write_gemm_tables(out, t);
+    write_fitted(out, t);
     return out.str();
 }
 
