@@ -66,8 +66,10 @@ GemmTable gemm_table(const toml::array& pair, const toml::array& times, const to
     GemmTable g;
     if (gemm_ops) {
         const std::string op = (*gemm_ops)[i].value_or(std::string());
-        if (op == "nt") g.op = GemmOp::kNT;
-        else if (op == "tn") g.op = GemmOp::kTN;
+        if (op == "nt")
+            g.op = GemmOp::kNT;
+        else if (op == "tn")
+            g.op = GemmOp::kTN;
         else if (op != "nn")
             throw_config_error("ops.gemm_op", "entry " + std::to_string(i) + " '" + op + "'",
                                "must be one of nn, nt, tn in " + path, "re-run the calibration");
@@ -165,9 +167,9 @@ OpTables load_op_tables(const std::string& path) {
     }
     const toml::table* ops = file["ops"].as_table();
     if (ops == nullptr)
-        throw_input_error(path, "has no [ops] section (the per-op model's tables)",
-                          "calibrate it: mpirun -np 2 prophet profile --config CONFIG --calibrate --cluster-out " +
-                              path);
+        throw_input_error(
+            path, "has no [ops] section (the per-op model's tables)",
+            "calibrate it: mpirun -np 2 prophet profile --config CONFIG --calibrate --cluster-out " + path);
     OpTables t;
     t.calibrated_on = (*ops)["calibrated_on"].value_or(std::string());
     t.stream_latency_s = positive(*ops, path, "stream_latency_us", true) * 1e-6;

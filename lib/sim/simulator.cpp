@@ -210,31 +210,45 @@ double op_duration(const SimSetup& su, const SimOptions& options, const Schedule
                    double plan_s) {
     const DenseOpTimes& dense = su.dense;
     switch (op.kind) {
-        case OpKind::kGate: return options.gate_s;
-        case OpKind::kPlan: return plan_s;
+        case OpKind::kGate:
+            return options.gate_s;
+        case OpKind::kPlan:
+            return plan_s;
         case OpKind::kTrans:
-            return op.part == OpPart::kWhole       ? st->cost.trans_s
+            return op.part == OpPart::kWhole      ? st->cost.trans_s
                    : op.part == OpPart::kUnderNec ? st->trans.under_nec_s
                                                   : st->trans.under_expert_s;
         case OpKind::kAgg:
-            return op.part == OpPart::kWhole       ? st->cost.agg_s
+            return op.part == OpPart::kWhole      ? st->cost.agg_s
                    : op.part == OpPart::kUnderNec ? st->agg.under_nec_s
                                                   : st->agg.under_expert_s;
         case OpKind::kDispatchA2a:
         case OpKind::kCombineA2a:
         case OpKind::kCombineA2aBwd:
-        case OpKind::kDispatchA2aBwd: return st->cost.a2a_s;
-        case OpKind::kFec: return st->fec_s[d];
-        case OpKind::kBec: return 2.0 * st->fec_s[d];
-        case OpKind::kFnec: return su.dense_on ? dense.fnec_s : st->cost.fnec_s;
-        case OpKind::kBnec: return su.dense_on ? dense.bnec_s : st->cost.bnec_s;
-        case OpKind::kOptimizer: return su.dense_on ? dense.optimizer_s : options.optimizer_s;
-        case OpKind::kEmbedFwd: return dense.embed_fwd_s;
-        case OpKind::kAttnFwd: return dense.attn_fwd_s;
-        case OpKind::kHeadFwd: return dense.head_fwd_s;
-        case OpKind::kHeadBwd: return dense.head_bwd_s;
-        case OpKind::kAttnBwd: return dense.attn_bwd_s;
-        case OpKind::kEmbedBwd: return dense.embed_bwd_s;
+        case OpKind::kDispatchA2aBwd:
+            return st->cost.a2a_s;
+        case OpKind::kFec:
+            return st->fec_s[d];
+        case OpKind::kBec:
+            return 2.0 * st->fec_s[d];
+        case OpKind::kFnec:
+            return su.dense_on ? dense.fnec_s : st->cost.fnec_s;
+        case OpKind::kBnec:
+            return su.dense_on ? dense.bnec_s : st->cost.bnec_s;
+        case OpKind::kOptimizer:
+            return su.dense_on ? dense.optimizer_s : options.optimizer_s;
+        case OpKind::kEmbedFwd:
+            return dense.embed_fwd_s;
+        case OpKind::kAttnFwd:
+            return dense.attn_fwd_s;
+        case OpKind::kHeadFwd:
+            return dense.head_fwd_s;
+        case OpKind::kHeadBwd:
+            return dense.head_bwd_s;
+        case OpKind::kAttnBwd:
+            return dense.attn_bwd_s;
+        case OpKind::kEmbedBwd:
+            return dense.embed_bwd_s;
         case OpKind::kAllReduce:
             return dense.all_reduce_in_tail ? 0.0 : all_reduce_s(su.ar_cluster, op.bytes, options.dense.algorithm);
     }
