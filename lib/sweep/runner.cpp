@@ -152,8 +152,8 @@ ChildOutcome read_child(const SweepSpec& spec, const ChildResult& child) {
         }
     } else {
         const std::string line = last_line(child.err);
-        out.error = "prophet train exited with code " + std::to_string(child.exit_code) +
-                    (line.empty() ? "" : ": " + line);
+        out.error =
+            "prophet train exited with code " + std::to_string(child.exit_code) + (line.empty() ? "" : ": " + line);
     }
     return out;
 }

@@ -178,7 +178,6 @@ const Schema& point_schema() {
     return schema;
 }
 
-
 namespace {
 
 toml::table parse_toml(const std::string& text, const std::string& origin) {
@@ -295,7 +294,8 @@ void read_real_validation_keys(const toml::table& sweep, SweepSpec& spec) {
             if (r < 2)
                 throw_config_error("sweep.validate_cluster", "\"calibrate\"",
                                    "needs every entry of sweep.ranks >= 2 (a calibration measures communication), "
-                                   "but ranks has " + std::to_string(r),
+                                   "but ranks has " +
+                                       std::to_string(r),
                                    "ranks = [2] or more, or a cluster file measured elsewhere");
     if (const toml::node* vo = sweep.get("validate_oversubscribed")) {
         const auto* b = vo->as_boolean();
@@ -445,8 +445,9 @@ void read_set_table(const toml::node& set_node, const std::string& table_name, c
     for (const auto& [key, node] : *set) {
         const std::string k(key.str());
         if (!child_schema(spec).find(k) || reserved_train_key(k)) {
-            std::string fix = "use a prophet train key (prophet train --help-config) other than balance.policy, "
-                              "run.seed, run.experiment and store.path";
+            std::string fix =
+                "use a prophet train key (prophet train --help-config) other than balance.policy, "
+                "run.seed, run.experiment and store.path";
             const std::string near = child_schema(spec).closest(k);
             if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
             throw_config_error("sweep." + table_name + "." + k, toml_node_text(node), "not a key a real sweep may set",

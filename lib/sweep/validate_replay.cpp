@@ -64,8 +64,8 @@ bool runs_to_validate(const SweepSpec& spec, const std::vector<ValidatedChild>& 
             }
             cluster_text += (cluster_text.empty() ? "" : ", ") + c.cluster;
             const std::string& on = tables.at(c.cluster).calibrated_on;
-            calibrated_text +=
-                (calibrated_text.empty() ? "" : "; ") + on + (c.calibrated_on.empty() ? "" : " (" + c.calibrated_on + ")");
+            calibrated_text += (calibrated_text.empty() ? "" : "; ") + on +
+                               (c.calibrated_on.empty() ? "" : " (" + c.calibrated_on + ")");
         }
         sim::RunToValidate r;
         r.run_id = c.child;

@@ -7,17 +7,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "balance/device_load.h"
+#include "comm/comm_paced.h"
 #include "core/error.h"
 #include "core/sha256.h"
 #include "core/timer.h"
-#include "balance/device_load.h"
 #include "kernels/optim.h"
 #include "model/checkpoint.h"
-#include "train/resume_check.h"
-#include "comm/comm_paced.h"
-#include "train/traffic.h"
 #include "moe/ep_executor.h"
 #include "train/device.h"
+#include "train/resume_check.h"
+#include "train/traffic.h"
 
 namespace prophet {
 
@@ -204,7 +204,7 @@ std::vector<std::string> Trainer::gather_timelines(int64_t step_start_ns, int64_
 }
 
 double step_mean_max_mean_load(const std::vector<int64_t>& counts, const std::vector<Placement>& placements, int D,
-                                int E, RouteRule route_rule) {
+                               int E, RouteRule route_rule) {
     const int L = static_cast<int>(placements.size());
     double load_sum = 0;
     for (int l = 0; l < L; ++l) {
