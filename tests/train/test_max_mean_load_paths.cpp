@@ -21,12 +21,12 @@ namespace {
 struct LoadCase {
     std::string name;
     int iterations, layers, devices, experts;
-    std::string policy;  // plans the placements all three paths score
+    std::string policy;  // plans the placements all three paths score (any but static must replicate)
     RouteRule route_rule;
-    uint64_t seed;           // 0: every (device, expert) count is `flat`
+    uint64_t seed;  // 0: every (device, expert) count is `flat`
     int64_t flat;
-    double expected_first;          // max/mean of iteration 0, layer 0 by hand; < 0: not given
-    std::vector<int64_t> given;     // [I][L][D][E] counts, when not generated
+    double expected_first;       // max/mean of iteration 0, layer 0 by hand; < 0: not given
+    std::vector<int64_t> given;  // [I][L][D][E] counts, when not generated
 };
 
 void PrintTo(const LoadCase& c, std::ostream* os) { *os << c.name; }
@@ -65,7 +65,13 @@ TEST_P(MaxMeanLoadPaths, EvaluationSimulatorTrainerAgree) {
     ASSERT_FALSE(eval.skipped) << eval.note;
     ASSERT_EQ(eval.layers.size(), static_cast<size_t>(I) * L);
     std::vector<std::vector<Placement>> placements(I);
-    for (const LayerScore& s : eval.layers) placements[s.iteration].push_back(s.placement);
+    int replicas = 0;
+    for (const LayerScore& s : eval.layers) {
+        placements[s.iteration].push_back(s.placement);
+        replicas += s.placement.num_replicas();
+    }
+    if (c.policy != "static")
+        EXPECT_GT(replicas, 0) << "the placements replicate no expert: the route rule goes untested";
     sim::SimOptions options;
     options.route_rule = c.route_rule;
     const sim::SimResult sim = sim::simulate(view, placements, cost, options);
@@ -97,13 +103,20 @@ TEST_P(MaxMeanLoadPaths, EvaluationSimulatorTrainerAgree) {
 std::vector<LoadCase> cases() {
     return {
         {"tiny_static_by_hand", 1, 1, 2, 2, "static", RouteRule::kOwner, 0, 0, 7.0 / 5.5, {3, 5, 1, 2}},
+        // H = {3, 1, 1}: 3 * 3 / 5 rounds once to 1.8; 3 / (5 / 3.0) rounds twice to 1.7999999999999998
+        {"d3_one_rounding", 1, 1, 3, 3, "static", RouteRule::kOwner, 0, 0, 1.8, {3, 1, 1, 0, 0, 0, 0, 0, 0}},
+        // H = {3, 2, 2, 1, 1}: 3 * 5 / 9 = 1.6666666666666667 (two roundings: ...665)
+        {"d5_one_rounding", 1, 1, 5, 5, "static", RouteRule::kOwner, 0, 0, 3.0 * 5 / 9, {3, 2, 2, 1, 1, 0, 0, 0, 0,
+                                                                                         0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                                         0, 0, 0, 0, 0, 0, 0}},
         {"flat_static", 2, 2, 4, 8, "static", RouteRule::kOwner, 0, 3, 1.0},
         {"no_tokens", 1, 2, 4, 4, "static", RouteRule::kOwner, 0, 0, 1.0},
         {"skewed_static_d4", 2, 3, 4, 8, "static", RouteRule::kOwner, 7, 0, -1},
         {"skewed_static_d3_uneven", 2, 2, 3, 6, "static", RouteRule::kOwner, 11, 0, -1},
-        {"skewed_prophet_owner", 3, 2, 4, 8, "prophet", RouteRule::kOwner, 5, 0, -1},
-        {"skewed_prophet_least_loaded", 3, 2, 4, 8, "prophet", RouteRule::kLeastLoaded, 9, 0, -1},
-        {"skewed_oracle_d8", 2, 2, 8, 16, "prophet-oracle", RouteRule::kLeastLoaded, 13, 0, -1},
+        {"skewed_static_d6", 2, 3, 6, 12, "static", RouteRule::kOwner, 17, 0, -1},
+        {"skewed_top2_owner", 3, 2, 4, 8, "top2", RouteRule::kOwner, 5, 0, -1},
+        {"skewed_top2_least_loaded", 3, 2, 4, 8, "top2", RouteRule::kLeastLoaded, 9, 0, -1},
+        {"skewed_top3_least_loaded_d6", 2, 2, 6, 12, "top3", RouteRule::kLeastLoaded, 13, 0, -1},
     };
 }
 
