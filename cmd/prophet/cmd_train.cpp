@@ -107,7 +107,7 @@ void record_step(Store& store, const std::string& run_id, const StepStats& s, co
     store.transaction([&] {
         const std::pair<const char*, double> metrics[] = {
             {"loss", s.loss},         {"lr", s.lr},           {"grad_norm", s.grad_norm},
-            {"step_ms", s.step_ms},   {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.max_mean_load},
+            {"step_ms", s.step_ms},   {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.mean_max_mean_load},
             {"a2a_ms", s.a2a_ms},     {"expert_ms", s.expert_ms},       {"nonexpert_ms", s.nonexpert_ms},
             {"trans_ms", s.trans_ms}, {"agg_ms", s.agg_ms},             {"plan_ms", s.plan_ms},
             {"replicas", static_cast<double>(s.replicas)},
@@ -142,7 +142,7 @@ void record_step(Store& store, const std::string& run_id, const StepStats& s, co
 
 nlohmann::json step_json(const StepStats& s) {
     return {{"step", s.step},          {"loss", s.loss},           {"step_ms", s.step_ms},
-            {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.max_mean_load}, {"a2a_ms", s.a2a_ms},
+            {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.mean_max_mean_load}, {"a2a_ms", s.a2a_ms},
             {"expert_ms", s.expert_ms}, {"nonexpert_ms", s.nonexpert_ms}, {"trans_ms", s.trans_ms},
             {"agg_ms", s.agg_ms},      {"plan_ms", s.plan_ms},     {"lr", s.lr},
             {"trans_exposed_ms", s.trans_exposed_ms}, {"agg_exposed_ms", s.agg_exposed_ms},
@@ -236,7 +236,7 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
                 std::fflush(stdout);
             } else if (st.step % s.log_every == 0 || st.step + 1 == s.steps) {
                 std::printf("%6lld | %9.5f | %8.2f | %9.0f | %8.3f | %7.2f | %7.2f | %8.2f | %7.2f | %7.2f | %7.3f\n",
-                            static_cast<long long>(st.step), st.loss, st.step_ms, st.tokens_per_s, st.max_mean_load,
+                            static_cast<long long>(st.step), st.loss, st.step_ms, st.tokens_per_s, st.mean_max_mean_load,
                             st.a2a_ms, st.expert_ms, st.nonexpert_ms, st.trans_ms, st.agg_ms, st.plan_ms);
                 std::fflush(stdout);
             }
@@ -276,7 +276,7 @@ nlohmann::json summary_json(const RunContext& ctx, const LoopResult& r) {
     // the first step pays for allocation and page faults; medians skip it when there are more
     for (size_t i = r.steps.size() > 1 ? 1 : 0; i < r.steps.size(); ++i) {
         ms.push_back(r.steps[i].step_ms);
-        load.push_back(r.steps[i].max_mean_load);
+        load.push_back(r.steps[i].mean_max_mean_load);
         tps.push_back(r.steps[i].tokens_per_s);
     }
     return {{"summary", true},

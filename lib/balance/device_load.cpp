@@ -24,4 +24,13 @@ DeviceLoad device_load(const int64_t* computed, int D) {
     return out;
 }
 
+double max_mean_load(const int64_t* computed, int num_devices) {
+    int64_t h_max = 0, h_sum = 0;
+    for (int i = 0; i < num_devices; ++i) {
+        h_max = std::max(h_max, computed[i]);
+        h_sum += computed[i];
+    }
+    return h_sum > 0 ? static_cast<double>(h_max) * num_devices / static_cast<double>(h_sum) : 1.0;
+}
+
 }  // namespace prophet

@@ -19,4 +19,9 @@ struct DeviceLoad {
 
 DeviceLoad device_load(const int64_t* computed, int num_devices);
 
+// max_i H_i / mean_i H_i of one layer, as max_i H_i * D / sum_i H_i (one rounding), 1 for a layer with no tokens:
+// the per-layer figure the simulator and the trainer record. DeviceLoad::max_mean is the same ratio taken as
+// max / (sum / D) (two roundings); the two agree to within a few ulp (tests/train/test_max_mean_load_paths.cpp).
+double max_mean_load(const int64_t* computed, int num_devices);
+
 }  // namespace prophet

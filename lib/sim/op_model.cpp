@@ -270,6 +270,99 @@ OpModelConfig op_model_config(const RecordedRun& run) {
     return c;
 }
 
+namespace {
+
+// What predict_durations knows of one step while it models its ops: the layers' features (made on first use), the
+// Trans/Agg parts recorded per (kind, block, rank) (a split transfer shares the block's bytes), and the bytes of
+// the dense parameters and of one rank's home experts.
+struct StepOpContext {
+    const OpTables& t;
+    const OpModelConfig& c;
+    const RecordedStep& step;
+    const ReplayGraph& g;
+    std::map<int, LayerFeatures> layers;
+    std::map<std::tuple<int, int, int>, int> parts;
+    double dense_bytes = 0, home_expert_bytes = 0;
+
+    const LayerFeatures& features(int layer) {
+        auto it = layers.find(layer);
+        if (it == layers.end()) it = layers.emplace(layer, layer_features(c, step, layer)).first;
+        return it->second;
+    }
+};
+
+// Pack / Unpack: streaming the rank's rows (its experts' rows, or what it sends or receives, whichever is most).
+double pack_op_s(StepOpContext& x, const ReplayOp& op) {
+    const OpModelConfig& c = x.c;
+    const LayerFeatures& f = x.features(op.block);
+    double rows = 0;
+    for (int e = 0; e < c.E; ++e) rows += f.rows[static_cast<size_t>(op.rank) * c.E + e];
+    rows = std::max({rows, f.sent[op.rank], f.recv[op.rank]});
+    return stream_s(x.t, 2 * rows * c.C * kFloat);
+}
+
+// Trans / Agg: a unit over the ranks, the busiest one's transfer, shared by the block's recorded parts.
+double transfer_op_s(StepOpContext& x, const ReplayOp& op) {
+    const OpTables& t = x.t;
+    const OpModelConfig& c = x.c;
+    const LayerFeatures& f = x.features(op.block);
+    const int share = x.parts[{static_cast<int>(op.kind), op.block, op.rank}];
+    double s = 0;
+    for (int r = 0; r < c.D; ++r)
+        s = std::max(s, t.p2p_latency_s * f.messages[r] +
+                            wire_s(t, c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
+    return s / std::max(1, share);
+}
+
+// The modelled seconds of op i (the occurrence-th of its (rank, lane, kind, block)), before the fitted
+// corrections.
+double modelled_op_s(StepOpContext& x, size_t i, int occurrence) {
+    using K = prophet::OpKind;
+    const OpTables& t = x.t;
+    const OpModelConfig& c = x.c;
+    const ReplayGraph& g = x.g;
+    const ReplayOp& op = g.ops[i];
+    switch (op.kind) {
+        case K::kFec:
+            return expert_s(t, c, x.features(op.block), op.rank, false);
+        case K::kBec:
+            return expert_s(t, c, x.features(op.block), op.rank, true);
+        case K::kDispatch:
+        case K::kCombine:
+        case K::kDispatchBwd:
+        case K::kCombineBwd: {  // a collective: the slowest rank's exchange
+            const LayerFeatures& f = x.features(op.block);
+            double s = 0;
+            for (int r = 0; r < c.D; ++r) s = std::max(s, a2a_s(t, c, f, r));
+            return s;
+        }
+        case K::kPack:
+        case K::kUnpack:
+            return pack_op_s(x, op);
+        case K::kTrans:
+        case K::kAgg:
+            return transfer_op_s(x, op);
+        case K::kLayout:  // the counts all-gather, or (a local unit) the blockwise dispatch-layout build
+            return (g.collective[g.unit[i]] ? t.a2a_latency_s * (c.D - 1) : 0.0) + stream_s(t, c.D * c.E * 8.0);
+        case K::kAllReduce:
+            return ring_allreduce_seconds(t, x.dense_bytes, c.D);
+        case K::kOptimizer:
+            return ring_allreduce_seconds(t, 8, c.D) + stream_s(t, 7 * (x.dense_bytes + x.home_expert_bytes));
+        case K::kStats:
+            return 2 * ring_allreduce_seconds(t, 8 * 9, c.D) + stream_s(t, c.L * c.D * c.E * 8.0);
+        case K::kPlan:
+            return (op.end_us - op.start_us) * 1e-6;  // recorded (the policy's CPU time)
+        case K::kTransWait:
+        case K::kAggWait:
+        case K::kPlanWait:
+            return 0;
+        default:
+            return dense_op_s(t, c, op.kind, occurrence);
+    }
+}
+
+}  // namespace
+
 ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, const RecordedStep& step,
                                   const ReplayGraph& g) {
     using K = prophet::OpKind;
@@ -277,67 +370,21 @@ ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, con
     ReplayDurations d;
     d.own_us.assign(n, 0.0);
     d.lead_us.assign(n, 0.0);
-    std::map<int, LayerFeatures> layers;
-    auto features = [&](int layer) -> const LayerFeatures& {
-        auto it = layers.find(layer);
-        if (it == layers.end()) it = layers.emplace(layer, layer_features(c, step, layer)).first;
-        return it->second;
-    };
-    // Trans/Agg parts recorded per (kind, block, rank): a split transfer shares the block's bytes
-    std::map<std::tuple<int, int, int>, int> parts;
+    StepOpContext x{t,
+                    c,
+                    step,
+                    g,
+                    {},
+                    {},
+                    dense_params(c) * kFloat,
+                    static_cast<double>(c.L) * c.E / c.D * 2.0 * c.C * c.F * kFloat};
     std::map<std::tuple<int, int, int, int>, int> occurrences;  // (rank, lane, kind, block) -> seen so far
     for (const ReplayOp& op : g.ops)
-        if (op.kind == K::kTrans || op.kind == K::kAgg) ++parts[{static_cast<int>(op.kind), op.block, op.rank}];
-    const double dense_bytes = dense_params(c) * kFloat;
-    const double home_expert_bytes = static_cast<double>(c.L) * c.E / c.D * 2.0 * c.C * c.F * kFloat;
+        if (op.kind == K::kTrans || op.kind == K::kAgg) ++x.parts[{static_cast<int>(op.kind), op.block, op.rank}];
     for (size_t i = 0; i < n; ++i) {
         const ReplayOp& op = g.ops[i];
         const int occurrence = occurrences[{op.rank, static_cast<int>(op.lane), static_cast<int>(op.kind), op.block}]++;
-        double s = 0;
-        switch (op.kind) {
-            case K::kFec: s = expert_s(t, c, features(op.block), op.rank, false); break;
-            case K::kBec: s = expert_s(t, c, features(op.block), op.rank, true); break;
-            case K::kDispatch:
-            case K::kCombine:
-            case K::kDispatchBwd:
-            case K::kCombineBwd: {  // a collective: the slowest rank's exchange
-                const LayerFeatures& f = features(op.block);
-                for (int r = 0; r < c.D; ++r) s = std::max(s, a2a_s(t, c, f, r));
-                break;
-            }
-            case K::kPack:
-            case K::kUnpack: {
-                const LayerFeatures& f = features(op.block);
-                double rows = 0;
-                for (int e = 0; e < c.E; ++e) rows += f.rows[static_cast<size_t>(op.rank) * c.E + e];
-                rows = std::max({rows, f.sent[op.rank], f.recv[op.rank]});
-                s = stream_s(t, 2 * rows * c.C * kFloat);
-                break;
-            }
-            case K::kTrans:
-            case K::kAgg: {
-                const LayerFeatures& f = features(op.block);
-                const int share = parts[{static_cast<int>(op.kind), op.block, op.rank}];
-                for (int r = 0; r < c.D; ++r)  // a unit over the ranks: the busiest one's transfer
-                    s = std::max(s, t.p2p_latency_s * f.messages[r] +
-                                        wire_s(t, c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
-                s /= std::max(1, share);
-                break;
-            }
-            case K::kLayout:  // the counts all-gather, or (a local unit) the blockwise dispatch-layout build
-                s = (g.collective[g.unit[i]] ? t.a2a_latency_s * (c.D - 1) : 0.0) + stream_s(t, c.D * c.E * 8.0);
-                break;
-            case K::kAllReduce: s = ring_allreduce_seconds(t, dense_bytes, c.D); break;
-            case K::kOptimizer:
-                s = ring_allreduce_seconds(t, 8, c.D) + stream_s(t, 7 * (dense_bytes + home_expert_bytes));
-                break;
-            case K::kStats: s = 2 * ring_allreduce_seconds(t, 8 * 9, c.D) + stream_s(t, c.L * c.D * c.E * 8.0); break;
-            case K::kPlan: s = (op.end_us - op.start_us) * 1e-6; break;  // recorded (the policy's CPU time)
-            case K::kTransWait:
-            case K::kAggWait:
-            case K::kPlanWait: s = 0; break;
-            default: s = dense_op_s(t, c, op.kind, occurrence); break;
-        }
+        const double s = modelled_op_s(x, i, occurrence);
         const auto scale = t.scale.find(prophet::op_kind_name(op.kind));
         d.own_us[i] = s * 1e6 * (scale == t.scale.end() ? 1.0 : scale->second);
         const auto in_step = t.in_step_s.find(prophet::op_kind_name(op.kind));

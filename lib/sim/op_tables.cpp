@@ -45,39 +45,9 @@ std::string toml_text(const toml::node& node) {
     return out.str();
 }
 
-}  // namespace
-
-OpTables load_op_tables(const std::string& path) {
-    toml::table file;
-    try {
-        file = toml::parse_file(path);
-    } catch (const toml::parse_error& e) {
-        throw_input_error(path, std::string("cannot read the cluster file: ") + std::string(e.description()),
-                          "check the path and the TOML syntax");
-    }
-    const toml::table* ops = file["ops"].as_table();
-    if (ops == nullptr)
-        throw_input_error(path, "has no [ops] section (the per-op model's tables)",
-                          "calibrate it: mpirun -np 2 prophet profile --config CONFIG --calibrate --cluster-out " +
-                              path);
-    OpTables t;
-    t.calibrated_on = (*ops)["calibrated_on"].value_or(std::string());
-    t.stream_latency_s = positive(*ops, path, "stream_latency_us", true) * 1e-6;
-    t.stream_bytes_per_s = positive(*ops, path, "stream_gbyte_s") * 1e9;
-    t.attn_flops_per_s = positive(*ops, path, "attn_gflop_s") * 1e9;
-    t.a2a_latency_s = positive(*ops, path, "a2a_latency_us", true) * 1e-6;
-    t.a2a_bytes_per_s = positive(*ops, path, "a2a_gbyte_s") * 1e9;
-    t.p2p_latency_s = positive(*ops, path, "p2p_latency_us", true) * 1e-6;
-    t.p2p_bytes_per_s = positive(*ops, path, "p2p_gbyte_s") * 1e9;
-    t.allreduce_latency_s = positive(*ops, path, "allreduce_latency_us", true) * 1e-6;
-    t.allreduce_bytes_per_s = positive(*ops, path, "allreduce_gbyte_s") * 1e9;
-    if (const auto v = (*ops)["link_message_us"].value<double>()) {
-        if (*v < 0)
-            throw_config_error("ops.link_message_us", std::to_string(*v), "must be >= 0 in " + path,
-                               "re-run prophet profile --calibrate");
-        t.link_message_s = *v * 1e-6;
-    }
-    if (const toml::array* attn = (*ops)["attn_at"].as_array()) {
+// ops.attn_at: the attention rate at further (C, NH) shapes.
+void read_attn_at(const toml::table& ops, const std::string& path, OpTables& t) {
+    if (const toml::array* attn = ops["attn_at"].as_array()) {
         for (size_t i = 0; i < attn->size(); ++i) {
             const toml::array* row = (*attn)[i].as_array();
             const std::vector<double> v = row ? numbers(*row, "ops.attn_at", path) : std::vector<double>{};
@@ -88,9 +58,39 @@ OpTables load_op_tables(const std::string& path) {
             t.attn_flops_per_s_at[{static_cast<int>(v[0]), static_cast<int>(v[1])}] = v[2] * 1e9;
         }
     }
-    const toml::array* m = (*ops)["gemm_m"].as_array();
-    const toml::array* nk = (*ops)["gemm_nk"].as_array();
-    const toml::array* us = (*ops)["gemm_us"].as_array();
+}
+
+// Table i of gemm_nk / gemm_us (and gemm_op when given) over the rows gemm_m.
+GemmTable gemm_table(const toml::array& pair, const toml::array& times, const toml::array* gemm_ops, size_t i,
+                     const std::vector<double>& rows, const std::string& path) {
+    GemmTable g;
+    if (gemm_ops) {
+        const std::string op = (*gemm_ops)[i].value_or(std::string());
+        if (op == "nt")
+            g.op = GemmOp::kNT;
+        else if (op == "tn")
+            g.op = GemmOp::kTN;
+        else if (op != "nn")
+            throw_config_error("ops.gemm_op", "entry " + std::to_string(i) + " '" + op + "'",
+                               "must be one of nn, nt, tn in " + path, "re-run the calibration");
+    }
+    const std::vector<double> shape = numbers(pair, "ops.gemm_nk", path);
+    g.n = static_cast<int>(shape[0]);
+    g.k = static_cast<int>(shape[1]);
+    g.m = rows;
+    for (double v : numbers(times, "ops.gemm_us", path)) g.seconds.push_back(v * 1e-6);
+    if (g.seconds.size() != rows.size())
+        throw_config_error("ops.gemm_us", "entry " + std::to_string(i) + " of " + std::to_string(g.seconds.size()),
+                           "needs one time per gemm_m row (" + std::to_string(rows.size()) + ") in " + path,
+                           "re-run the calibration");
+    return g;
+}
+
+// ops.gemm_m, gemm_nk, gemm_us and gemm_op: one GEMM time table per (N, K) pair.
+void read_gemm_tables(const toml::table& ops, const std::string& path, OpTables& t) {
+    const toml::array* m = ops["gemm_m"].as_array();
+    const toml::array* nk = ops["gemm_nk"].as_array();
+    const toml::array* us = ops["gemm_us"].as_array();
     if (!m || !nk || !us || m->empty() || nk->empty())
         throw_config_error("ops.gemm_m", "(absent or empty)", "gemm_m, gemm_nk and gemm_us are required in " + path,
                            "re-run prophet profile --calibrate");
@@ -103,7 +103,7 @@ OpTables load_op_tables(const std::string& path) {
         throw_config_error("ops.gemm_us", std::to_string(us->size()) + " lists",
                            "needs one list per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
                            "re-run the calibration");
-    const toml::array* gemm_ops = (*ops)["gemm_op"].as_array();
+    const toml::array* gemm_ops = ops["gemm_op"].as_array();
     if (gemm_ops && gemm_ops->size() != nk->size())
         throw_config_error("ops.gemm_op", std::to_string(gemm_ops->size()) + " entries",
                            "needs one op per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
@@ -114,27 +114,13 @@ OpTables load_op_tables(const std::string& path) {
         if (!pair || pair->size() != 2 || !times)
             throw_config_error("ops.gemm_nk", "entry " + std::to_string(i), "must be [N, K] in " + path,
                                "e.g. gemm_nk = [[192, 64]]");
-        GemmTable g;
-        if (gemm_ops) {
-            const std::string op = (*gemm_ops)[i].value_or(std::string());
-            if (op == "nt") g.op = GemmOp::kNT;
-            else if (op == "tn") g.op = GemmOp::kTN;
-            else if (op != "nn")
-                throw_config_error("ops.gemm_op", "entry " + std::to_string(i) + " '" + op + "'",
-                                   "must be one of nn, nt, tn in " + path, "re-run the calibration");
-        }
-        const std::vector<double> shape = numbers(*pair, "ops.gemm_nk", path);
-        g.n = static_cast<int>(shape[0]);
-        g.k = static_cast<int>(shape[1]);
-        g.m = rows;
-        for (double v : numbers(*times, "ops.gemm_us", path)) g.seconds.push_back(v * 1e-6);
-        if (g.seconds.size() != rows.size())
-            throw_config_error("ops.gemm_us", "entry " + std::to_string(i) + " of " + std::to_string(g.seconds.size()),
-                               "needs one time per gemm_m row (" + std::to_string(rows.size()) + ") in " + path,
-                               "re-run the calibration");
-        t.gemms.push_back(std::move(g));
+        t.gemms.push_back(gemm_table(*pair, *times, gemm_ops, i, rows, path));
     }
-    if (const toml::table* scale = (*ops)["scale"].as_table()) {
+}
+
+// ops.scale: recorded / modelled factor per op kind.
+void read_scales(const toml::table& ops, const std::string& path, OpTables& t) {
+    if (const toml::table* scale = ops["scale"].as_table()) {
         for (const auto& [kind, node] : *scale) {
             const auto v = node.value<double>();
             if (!v || *v <= 0)
@@ -143,7 +129,11 @@ OpTables load_op_tables(const std::string& path) {
             t.scale[std::string(kind.str())] = *v;
         }
     }
-    if (const toml::table* in_step = (*ops)["in_step_us"].as_table()) {
+}
+
+// ops.in_step_us: microseconds added per call of a communication op kind.
+void read_in_step(const toml::table& ops, const std::string& path, OpTables& t) {
+    if (const toml::table* in_step = ops["in_step_us"].as_table()) {
         std::set<std::string> kinds;  // the names is_in_step_kind accepts
         std::string allowed;
         for (int k = 0; k < static_cast<int>(prophet::OpKind::kCount); ++k)
@@ -163,8 +153,93 @@ OpTables load_op_tables(const std::string& path) {
             t.in_step_s[name] = *v * 1e-6;
         }
     }
+}
+
+}  // namespace
+
+OpTables load_op_tables(const std::string& path) {
+    toml::table file;
+    try {
+        file = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+        throw_input_error(path, std::string("cannot read the cluster file: ") + std::string(e.description()),
+                          "check the path and the TOML syntax");
+    }
+    const toml::table* ops = file["ops"].as_table();
+    if (ops == nullptr)
+        throw_input_error(
+            path, "has no [ops] section (the per-op model's tables)",
+            "calibrate it: mpirun -np 2 prophet profile --config CONFIG --calibrate --cluster-out " + path);
+    OpTables t;
+    t.calibrated_on = (*ops)["calibrated_on"].value_or(std::string());
+    t.stream_latency_s = positive(*ops, path, "stream_latency_us", true) * 1e-6;
+    t.stream_bytes_per_s = positive(*ops, path, "stream_gbyte_s") * 1e9;
+    t.attn_flops_per_s = positive(*ops, path, "attn_gflop_s") * 1e9;
+    t.a2a_latency_s = positive(*ops, path, "a2a_latency_us", true) * 1e-6;
+    t.a2a_bytes_per_s = positive(*ops, path, "a2a_gbyte_s") * 1e9;
+    t.p2p_latency_s = positive(*ops, path, "p2p_latency_us", true) * 1e-6;
+    t.p2p_bytes_per_s = positive(*ops, path, "p2p_gbyte_s") * 1e9;
+    t.allreduce_latency_s = positive(*ops, path, "allreduce_latency_us", true) * 1e-6;
+    t.allreduce_bytes_per_s = positive(*ops, path, "allreduce_gbyte_s") * 1e9;
+    if (const auto v = (*ops)["link_message_us"].value<double>()) {
+        if (*v < 0)
+            throw_config_error("ops.link_message_us", std::to_string(*v), "must be >= 0 in " + path,
+                               "re-run prophet profile --calibrate");
+        t.link_message_s = *v * 1e-6;
+    }
+    read_attn_at(*ops, path, t);
+    read_gemm_tables(*ops, path, t);
+    read_scales(*ops, path, t);
+    read_in_step(*ops, path, t);
     return t;
 }
+
+namespace {
+
+// gemm_m, gemm_nk, gemm_op and gemm_us lines.
+void write_gemm_tables(std::ostringstream& out, const OpTables& t) {
+    out << "gemm_m = [";
+    const std::vector<double>& rows = t.gemms.empty() ? std::vector<double>{} : t.gemms[0].m;
+    for (size_t i = 0; i < rows.size(); ++i) out << (i ? ", " : "") << rows[i];
+    out << "]\ngemm_nk = [";
+    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "[" << t.gemms[i].n << ", " << t.gemms[i].k << "]";
+    out << "]\ngemm_op = [";
+    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "\"" << gemm_op_name(t.gemms[i].op) << "\"";
+    out << "]\ngemm_us = [";
+    for (size_t i = 0; i < t.gemms.size(); ++i) {
+        out << (i ? ",\n           [" : "[");
+        for (size_t j = 0; j < t.gemms[i].seconds.size(); ++j) out << (j ? ", " : "") << t.gemms[i].seconds[j] * 1e6;
+        out << "]";
+    }
+    out << "]\n";
+}
+
+// The fitted corrections: scale and in_step_us, each only when there is one.
+void write_fitted(std::ostringstream& out, const OpTables& t) {
+    if (!t.scale.empty()) {
+        out << "# recorded / modelled own time per op kind on the calibration run's own steps (fit_op_scales)\n";
+        out << "scale = {";
+        bool first = true;
+        for (const auto& [kind, v] : t.scale) {
+            out << (first ? " " : ", ") << kind << " = " << v;
+            first = false;
+        }
+        out << " }\n";
+    }
+    if (!t.in_step_s.empty()) {
+        out << "# microseconds added per call of a communication kind: recorded - modelled own time per call on the\n"
+            << "# calibration run's own steps, median over steps (fit_in_step_overheads; the early ranks' poll wake-up)\n";
+        out << "in_step_us = {";
+        bool first = true;
+        for (const auto& [kind, v] : t.in_step_s) {
+            out << (first ? " " : ", ") << kind << " = " << v * 1e6;
+            first = false;
+        }
+        out << " }\n";
+    }
+}
+
+}  // namespace
 
 std::string op_tables_to_toml(const OpTables& t) {
     std::ostringstream out;
@@ -192,41 +267,8 @@ std::string op_tables_to_toml(const OpTables& t) {
         }
         out << "]\n";
     }
-    out << "gemm_m = [";
-    const std::vector<double>& rows = t.gemms.empty() ? std::vector<double>{} : t.gemms[0].m;
-    for (size_t i = 0; i < rows.size(); ++i) out << (i ? ", " : "") << rows[i];
-    out << "]\ngemm_nk = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "[" << t.gemms[i].n << ", " << t.gemms[i].k << "]";
-    out << "]\ngemm_op = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "\"" << gemm_op_name(t.gemms[i].op) << "\"";
-    out << "]\ngemm_us = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) {
-        out << (i ? ",\n           [" : "[");
-        for (size_t j = 0; j < t.gemms[i].seconds.size(); ++j) out << (j ? ", " : "") << t.gemms[i].seconds[j] * 1e6;
-        out << "]";
-    }
-    out << "]\n";
-    if (!t.scale.empty()) {
-        out << "# recorded / modelled own time per op kind on the calibration run's own steps (fit_op_scales)\n";
-        out << "scale = {";
-        bool first = true;
-        for (const auto& [kind, v] : t.scale) {
-            out << (first ? " " : ", ") << kind << " = " << v;
-            first = false;
-        }
-        out << " }\n";
-    }
-    if (!t.in_step_s.empty()) {
-        out << "# microseconds added per call of a communication kind: recorded - modelled own time per call on the\n"
-            << "# calibration run's own steps, median over steps (fit_in_step_overheads; the early ranks' poll wake-up)\n";
-        out << "in_step_us = {";
-        bool first = true;
-        for (const auto& [kind, v] : t.in_step_s) {
-            out << (first ? " " : ", ") << kind << " = " << v * 1e6;
-            first = false;
-        }
-        out << " }\n";
-    }
+    write_gemm_tables(out, t);
+    write_fitted(out, t);
     return out.str();
 }
 

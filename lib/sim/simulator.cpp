@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "balance/device_load.h"
 #include "balance/policy_registry.h"
 #include "core/error.h"
 #include "sim/engine.h"
@@ -129,51 +130,307 @@ TransferSplit split_transfer(const CostModel& cost, const LayerFlow& flow, const
     return split;
 }
 
-SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placement>>& placements,
-                   const CostModel& planner_cost, const SimOptions& options, const std::vector<double>* plan_s) {
+namespace {
+
+// What every iteration of one simulate() call shares.
+struct SimSetup {
+    CostModel cost;         // blocks >= 1; Trans/Agg reach the replica holders only
+    CostModel first_block;  // block 0's (its Eq 8 credits no window)
+    bool dense_on = false, blockwise = false;
+    DenseOpTimes dense;      // the whole iteration's non-expert ops (zeros without options.dense.enabled)
+    ClusterSpec ar_cluster;  // the dense all-reduce's links, under the model's bandwidth scale
+    double flops = 0;        // per device, under the model's compute scale
+    int I = 0, L = 0, D = 0, E = 0;
+};
+
+SimSetup sim_setup(const TraceView& trace, const CostModel& planner_cost, const SimOptions& options) {
+    SimSetup su;
     // the simulator times the bytes that move: Trans/Agg reach the replica holders only (Eq 4-5's D - n counts
     // the owner too, a planner's estimate)
     CostModel cost = planner_cost;
     cost.trans_receivers = TransReceivers::kReplicaHolders;
     // the per-block Eq 8 it reports credits what its split rule can hide: bytes (fluid) or whole experts
     cost.transfer_credit = options.split_rule == SplitRule::kFluid ? TransferCredit::kChunks : TransferCredit::kWholeExperts;
-    const CostModel first_block = model_for_layer(cost, 0);
-    cost = model_for_layer(cost, 1);
-    const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
-    PROPHET_ASSERT_MSG(trace.counts != nullptr && I >= 1 && L >= 1 && D >= 1 && E >= 1, "empty trace");
+    su.first_block = model_for_layer(cost, 0);
+    su.cost = model_for_layer(cost, 1);
+    su.I = trace.num_iterations, su.L = trace.num_layers, su.D = trace.num_devices, su.E = trace.num_experts;
+    PROPHET_ASSERT_MSG(trace.counts != nullptr && su.I >= 1 && su.L >= 1 && su.D >= 1 && su.E >= 1, "empty trace");
+    su.dense_on = options.dense.enabled;
+    su.blockwise = options.schedule == ScheduleKind::kBlockwise;
+    su.dense = su.dense_on ? dense_op_times(su.cost, options.dense, su.L, su.E) : DenseOpTimes{};
+    su.ar_cluster = su.cost.cluster;
+    su.ar_cluster.intra_node_bytes_per_s *= su.cost.bandwidth_scale;
+    su.ar_cluster.inter_node_bytes_per_s *= su.cost.bandwidth_scale;
+    su.ar_cluster.node_nic_bytes_per_s *= su.cost.bandwidth_scale;
+    su.flops = su.cost.cluster.compute_flops * su.cost.compute_scale;
+    return su;
+}
+
+// The ops an iteration runs beside the MoE blocks: optimizer, dense ops, the all-reduce.
+IterationOps extra_ops(const SimSetup& su, const SimOptions& options) {
+    IterationOps extra;
+    extra.optimizer = options.include_optimizer || su.dense_on;
+    extra.dense = su.dense_on;
+    extra.all_reduce = options.dense.all_reduce;
+    extra.grad_bytes = su.dense.grad_bytes;
+    extra.bucket_bytes = options.dense.bucket_bytes;
+    return extra;
+}
+
+// Iteration it's flow, cost and expert compute per block under its placements [L], and each block's max/mean load.
+void prepare_blocks(const SimSetup& su, const TraceView& trace, const std::vector<Placement>& placements,
+                    const SimOptions& options, int it, std::vector<LayerState>& layers, IterationResult& ir) {
+    const int D = su.D;
+    for (int l = 0; l < su.L; ++l) {
+        const Placement& p = placements[l];
+        PROPHET_ASSERT_MSG(p.num_devices == D && p.num_experts == su.E, "placement shape differs from the trace");
+        LayerState& st = layers[l];
+        st.flow = compute_flow(trace.layer(it, l), D, su.E, p, options.route_rule, &su.cost);
+        // block 0 opens the forward with its whole Trans and closes the backward with its whole Agg: its Eq 8
+        // credits no window (CostModel::first_block), as this schedule runs it
+        st.cost = predict_layer(l == 0 ? su.first_block : su.cost, st.flow, p);
+        st.fec_s.assign(D, 0.0);
+        for (int d = 0; d < D; ++d)
+            st.fec_s[d] = static_cast<double>(st.flow.computed[d]) * su.cost.expert_flops_per_token() / su.flops;
+        if (su.blockwise && l >= 1) {
+            // the non-expert window: FNEC(l-1) (+ attention of block l), BNEC(l-1) (+ attention bwd of l)
+            const double fwd_window = su.dense_on ? su.dense.fnec_s + su.dense.attn_fwd_s : st.cost.fnec_s;
+            const double bwd_window = su.dense_on ? su.dense.bnec_s + su.dense.attn_bwd_s : st.cost.bnec_s;
+            st.trans = split_transfer(su.cost, st.flow, p, options.split_rule, fwd_window, false);
+            st.agg = split_transfer(su.cost, st.flow, p, options.split_rule, bwd_window, true);
+        }
+        BlockResult& br = ir.blocks[l];
+        br.cost = st.cost;
+        br.max_mean_load = max_mean_load(st.flow.computed.data(), D);
+    }
+}
+
+// Seconds op runs on device d; st is its block's state (null for an op of no block), plan_s its Plan time.
+double op_duration(const SimSetup& su, const SimOptions& options, const ScheduleOp& op, const LayerState* st, int d,
+                   double plan_s) {
+    const DenseOpTimes& dense = su.dense;
+    switch (op.kind) {
+        case OpKind::kGate:
+            return options.gate_s;
+        case OpKind::kPlan:
+            return plan_s;
+        case OpKind::kTrans:
+            return op.part == OpPart::kWhole      ? st->cost.trans_s
+                   : op.part == OpPart::kUnderNec ? st->trans.under_nec_s
+                                                  : st->trans.under_expert_s;
+        case OpKind::kAgg:
+            return op.part == OpPart::kWhole      ? st->cost.agg_s
+                   : op.part == OpPart::kUnderNec ? st->agg.under_nec_s
+                                                  : st->agg.under_expert_s;
+        case OpKind::kDispatchA2a:
+        case OpKind::kCombineA2a:
+        case OpKind::kCombineA2aBwd:
+        case OpKind::kDispatchA2aBwd:
+            return st->cost.a2a_s;
+        case OpKind::kFec:
+            return st->fec_s[d];
+        case OpKind::kBec:
+            return 2.0 * st->fec_s[d];
+        case OpKind::kFnec:
+            return su.dense_on ? dense.fnec_s : st->cost.fnec_s;
+        case OpKind::kBnec:
+            return su.dense_on ? dense.bnec_s : st->cost.bnec_s;
+        case OpKind::kOptimizer:
+            return su.dense_on ? dense.optimizer_s : options.optimizer_s;
+        case OpKind::kEmbedFwd:
+            return dense.embed_fwd_s;
+        case OpKind::kAttnFwd:
+            return dense.attn_fwd_s;
+        case OpKind::kHeadFwd:
+            return dense.head_fwd_s;
+        case OpKind::kHeadBwd:
+            return dense.head_bwd_s;
+        case OpKind::kAttnBwd:
+            return dense.attn_bwd_s;
+        case OpKind::kEmbedBwd:
+            return dense.embed_bwd_s;
+        case OpKind::kAllReduce:
+            return dense.all_reduce_in_tail ? 0.0 : all_reduce_s(su.ar_cluster, op.bytes, options.dense.algorithm);
+    }
+    return 0;
+}
+
+// Plan(it, l)'s seconds: options.plan_s, or the measured plan_s [I*L] (blockwise: Plan(j+1) runs in iteration j).
+double plan_time(const SimSetup& su, const SimOptions& options, const std::vector<double>* plan_s, int it, int l) {
+    if (!plan_s) return options.plan_s;
+    const int planned = su.blockwise && it + 1 < su.I ? it + 1 : it;
+    return (*plan_s)[static_cast<size_t>(planned) * su.L + l];
+}
+
+// durations [ops * D]: every op's seconds on every device in iteration it.
+void op_durations(const SimSetup& su, const SimOptions& options, const std::vector<ScheduleOp>& ops,
+                  const std::vector<LayerState>& layers, const std::vector<double>* plan_s, int it,
+                  std::vector<double>& durations) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const ScheduleOp& op = ops[i];
+        const LayerState* st = op.layer >= 0 ? &layers[op.layer] : nullptr;
+        const double plan = op.kind == OpKind::kPlan ? plan_time(su, options, plan_s, it, op.layer) : 0.0;
+        for (int d = 0; d < su.D; ++d) durations[i * su.D + d] = op_duration(su, options, op, st, d, plan);
+    }
+}
+
+// One iteration's engine run: ops [n], durations and times [n * D] (a collective reads device 0's entry).
+struct IterationRun {
+    const std::vector<ScheduleOp>& ops;
+    const std::vector<double>& durations;
+    const EngineTimes& times;
+    int D;
+};
+
+// The iteration's length, per-kind busy time (max over devices) and compute time; returns the compute coverage
+// (the union over devices of every compute op).
+std::vector<Interval> account_compute(const IterationRun& run, IterationResult& ir) {
+    const int D = run.D;
+    const std::vector<ScheduleOp>& ops = run.ops;
+    std::vector<Interval> compute_iv;
+    std::vector<std::array<double, kNumOpKinds>> busy(D);
+    for (auto& b : busy) b.fill(0.0);
+    for (size_t i = 0; i < ops.size(); ++i)
+        for (int d = 0; d < D; ++d) {
+            const double s = run.times.start[i * D + d], e = run.times.end[i * D + d];
+            ir.iteration_s = std::max(ir.iteration_s, e);
+            busy[d][static_cast<int>(ops[i].kind)] += run.durations[i * D + (ops[i].collective ? 0 : d)];
+            if (ops[i].resource == Resource::kCompute) compute_iv.emplace_back(s, e);
+        }
+    std::vector<Interval> compute_cover = merge_intervals(std::move(compute_iv));
+    ir.compute_s = measure(compute_cover);
+    for (int k = 0; k < kNumOpKinds; ++k)
+        for (int d = 0; d < D; ++d) ir.kind_busy_s[k] = std::max(ir.kind_busy_s[k], busy[d][k]);
+    return compute_cover;
+}
+
+// Exposed communication: the union of every comm interval (the all-reduce's and the shadow stream may overlap the
+// comm stream) less the compute coverage.
+void account_exposed_comm(const IterationRun& run, const std::vector<Interval>& compute_cover, IterationResult& ir) {
+    std::vector<Interval> comm_iv;
+    for (size_t i = 0; i < run.ops.size(); ++i)
+        if (run.ops[i].resource != Resource::kCompute)
+            comm_iv.emplace_back(run.times.start[i * run.D], run.times.end[i * run.D]);
+    for (const Interval& iv : merge_intervals(std::move(comm_iv)))
+        ir.exposed_comm_s += (iv.second - iv.first) - covered(compute_cover, iv.first, iv.second);
+}
+
+// Per kind, each op's own uncovered time; per block, its Trans/Agg lengths and exposed parts, FEC, and the
+// intervals of its all-to-alls, FEC and BEC into moe_iv [L]. Returns the shadow-stream ops (fastermoe's
+// Trans/Agg), measured once every block's all-to-alls are known.
+std::vector<size_t> account_block_ops(const IterationRun& run, const std::vector<Interval>& compute_cover,
+                                      std::vector<std::vector<Interval>>& moe_iv, IterationResult& ir) {
+    const int D = run.D;
+    std::vector<size_t> shadow_ops;
+    for (size_t i = 0; i < run.ops.size(); ++i) {
+        const ScheduleOp& op = run.ops[i];
+        if (op.resource == Resource::kShadowComm) {
+            shadow_ops.push_back(i);
+            continue;
+        }
+        const double s = run.times.start[i * D], e = run.times.end[i * D];
+        const double exposed =
+            op.resource != Resource::kCompute ? std::max(0.0, (e - s) - covered(compute_cover, s, e)) : 0.0;
+        ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
+        if (op.layer < 0) continue;  // embedding, head, all-reduce, optimizer: no block's
+        BlockResult& br = ir.blocks[op.layer];
+        const double length = run.durations[i * D];
+        if (op.resource == Resource::kComm) {
+            if (op.kind == OpKind::kTrans) {
+                br.trans_s += length;
+                br.exposed_trans_s += exposed;
+                if (op.part == OpPart::kUnderNec) br.trans_under_nec_s = length;
+                if (op.part == OpPart::kUnderExpert) br.trans_under_expert_s = length;
+            } else if (op.kind == OpKind::kAgg) {
+                br.agg_s += length;
+                br.exposed_agg_s += exposed;
+                if (op.part == OpPart::kUnderNec) br.agg_under_nec_s = length;
+                if (op.part == OpPart::kUnderExpert) br.agg_under_expert_s = length;
+            } else {
+                moe_iv[op.layer].emplace_back(s, e);
+            }
+        } else if (op.kind == OpKind::kFec || op.kind == OpKind::kBec) {
+            for (int d = 0; d < D; ++d) {
+                moe_iv[op.layer].emplace_back(run.times.start[i * D + d], run.times.end[i * D + d]);
+                if (op.kind == OpKind::kFec) br.fec_s = std::max(br.fec_s, run.durations[i * D + d]);
+            }
+        }
+    }
+    return shadow_ops;
+}
+
+// A shadow Trans/Agg runs beside its block's all-to-alls: its exposed part is what neither compute nor the
+// block's all-to-alls cover (so Trans hidden under the dispatch is not counted twice in the kind sums),
+// and the block's MoE time is the union of its all-to-alls, FEC, BEC and the transfers themselves.
+void account_shadow_ops(const IterationRun& run, const std::vector<size_t>& shadow_ops,
+                        const std::vector<Interval>& compute_cover, std::vector<std::vector<Interval>>& moe_iv,
+                        IterationResult& ir) {
+    const int D = run.D;
+    for (size_t i : shadow_ops) {
+        const ScheduleOp& op = run.ops[i];
+        PROPHET_ASSERT_MSG(op.kind == OpKind::kTrans || op.kind == OpKind::kAgg, "only Trans and Agg shadow");
+        const double s = run.times.start[i * D], e = run.times.end[i * D];
+        std::vector<Interval> hide = moe_iv[op.layer];  // the block's all-to-alls, FEC and BEC so far
+        hide.insert(hide.end(), compute_cover.begin(), compute_cover.end());
+        const double exposed = std::max(0.0, (e - s) - covered(merge_intervals(std::move(hide)), s, e));
+        ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
+        BlockResult& br = ir.blocks[op.layer];
+        (op.kind == OpKind::kTrans ? br.trans_s : br.agg_s) += run.durations[i * D];
+        (op.kind == OpKind::kTrans ? br.exposed_trans_s : br.exposed_agg_s) += exposed;
+        moe_iv[op.layer].emplace_back(s, e);
+    }
+}
+
+// Every measure of one iteration the engine ran, into ir.
+void account_iteration(const IterationRun& run, int L, IterationResult& ir) {
+    const std::vector<Interval> compute_cover = account_compute(run, ir);
+    std::vector<std::vector<Interval>> moe_iv(L);
+    account_exposed_comm(run, compute_cover, ir);
+    const std::vector<size_t> shadow_ops = account_block_ops(run, compute_cover, moe_iv, ir);
+    account_shadow_ops(run, shadow_ops, compute_cover, moe_iv, ir);
+    for (int l = 0; l < L; ++l) {
+        BlockResult& br = ir.blocks[l];
+        // the comm-stream transfers (none, blockwise) are outside the union: their exposed parts add to it
+        br.moe_s = measure(merge_intervals(std::move(moe_iv[l])));
+        if (shadow_ops.empty()) br.moe_s = br.moe_s + br.exposed_trans_s + br.exposed_agg_s;
+        ir.mean_max_mean_load += br.max_mean_load / L;
+        ir.max_max_mean_load = std::max(ir.max_max_mean_load, br.max_mean_load);
+    }
+}
+
+// Every op's interval on every device of iteration it, appended to timeline.
+void record_timeline(const IterationRun& run, int it, std::vector<TimelineEntry>& timeline) {
+    for (size_t i = 0; i < run.ops.size(); ++i)
+        for (int d = 0; d < run.D; ++d) {
+            TimelineEntry entry;
+            entry.iteration = it;
+            entry.op = static_cast<int>(i);
+            entry.kind = run.ops[i].kind;
+            entry.layer = run.ops[i].layer;
+            entry.part = run.ops[i].part;
+            entry.device = d;
+            entry.start_s = run.times.start[i * run.D + d];
+            entry.end_s = run.times.end[i * run.D + d];
+            timeline.push_back(entry);
+        }
+}
+
+}  // namespace
+
+SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placement>>& placements,
+                   const CostModel& planner_cost, const SimOptions& options, const std::vector<double>* plan_s) {
+    const SimSetup su = sim_setup(trace, planner_cost, options);
+    const int I = su.I, L = su.L, D = su.D;
     PROPHET_ASSERT_MSG(static_cast<int>(placements.size()) == I, "placements must be [I][L]");
     PROPHET_ASSERT_MSG(!plan_s || plan_s->size() == static_cast<size_t>(I) * L, "plan_s must be [I*L]");
     PROPHET_ASSERT(options.gate_s >= 0 && options.plan_s >= 0 && options.optimizer_s >= 0);
 
-    // the whole iteration's non-expert ops (zeros and no ops without options.dense.enabled)
-    const bool dense_on = options.dense.enabled;
-    const DenseOpTimes dense = dense_on ? dense_op_times(cost, options.dense, L, E) : DenseOpTimes{};
-    ClusterSpec ar_cluster = cost.cluster;  // the dense all-reduce's links, under the model's bandwidth scale
-    ar_cluster.intra_node_bytes_per_s *= cost.bandwidth_scale;
-    ar_cluster.inter_node_bytes_per_s *= cost.bandwidth_scale;
-    ar_cluster.node_nic_bytes_per_s *= cost.bandwidth_scale;
-    IterationOps extra;
-    extra.optimizer = options.include_optimizer || dense_on;
-    extra.dense = dense_on;
-    extra.all_reduce = options.dense.all_reduce;
-    extra.grad_bytes = dense.grad_bytes;
-    extra.bucket_bytes = options.dense.bucket_bytes;
-
     SimResult result;
-    result.schedule = build_schedule(options.schedule, L, extra);
+    result.schedule = build_schedule(options.schedule, L, extra_ops(su, options));
     result.num_devices = D;
     const std::vector<ScheduleOp>& ops = result.schedule.ops;
-    const size_t n_ops = ops.size();
-    const bool blockwise = options.schedule == ScheduleKind::kBlockwise;
-    const double flops = cost.cluster.compute_flops * cost.compute_scale;
-    auto plan_time = [&](int it, int l) {
-        if (!plan_s) return options.plan_s;
-        const int planned = blockwise && it + 1 < I ? it + 1 : it;  // blockwise: Plan(j+1) runs in iteration j
-        return (*plan_s)[static_cast<size_t>(planned) * L + l];
-    };
-
     std::vector<LayerState> layers(L);
-    std::vector<double> durations(n_ops * D);
+    std::vector<double> durations(ops.size() * D);
     double elapsed = 0;
     for (int it = 0; it < I; ++it) {
         PROPHET_ASSERT_MSG(static_cast<int>(placements[it].size()) == L, "placements must be [I][L]");
@@ -181,175 +438,12 @@ SimResult simulate(const TraceView& trace, const std::vector<std::vector<Placeme
         ir.iteration = it;
         ir.start_s = elapsed;
         ir.blocks.resize(L);
-        for (int l = 0; l < L; ++l) {
-            const Placement& p = placements[it][l];
-            PROPHET_ASSERT_MSG(p.num_devices == D && p.num_experts == E, "placement shape differs from the trace");
-            LayerState& st = layers[l];
-            st.flow = compute_flow(trace.layer(it, l), D, E, p, options.route_rule, &cost);
-            // block 0 opens the forward with its whole Trans and closes the backward with its whole Agg: its Eq 8
-            // credits no window (CostModel::first_block), as this schedule runs it
-            st.cost = predict_layer(l == 0 ? first_block : cost, st.flow, p);
-            st.fec_s.assign(D, 0.0);
-            for (int d = 0; d < D; ++d)
-                st.fec_s[d] = static_cast<double>(st.flow.computed[d]) * cost.expert_flops_per_token() / flops;
-            if (blockwise && l >= 1) {
-                // the non-expert window: FNEC(l-1) (+ attention of block l), BNEC(l-1) (+ attention bwd of l)
-                const double fwd_window = dense_on ? dense.fnec_s + dense.attn_fwd_s : st.cost.fnec_s;
-                const double bwd_window = dense_on ? dense.bnec_s + dense.attn_bwd_s : st.cost.bnec_s;
-                st.trans = split_transfer(cost, st.flow, p, options.split_rule, fwd_window, false);
-                st.agg = split_transfer(cost, st.flow, p, options.split_rule, bwd_window, true);
-            }
-            BlockResult& br = ir.blocks[l];
-            br.cost = st.cost;
-            int64_t h_max = 0, h_sum = 0;
-            for (int64_t h : st.flow.computed) {
-                h_max = std::max(h_max, h);
-                h_sum += h;
-            }
-            br.max_mean_load = h_sum > 0 ? static_cast<double>(h_max) * D / static_cast<double>(h_sum) : 1.0;
-        }
-
-        for (size_t i = 0; i < n_ops; ++i) {
-            const ScheduleOp& op = ops[i];
-            const LayerState* st = op.layer >= 0 ? &layers[op.layer] : nullptr;
-            for (int d = 0; d < D; ++d) {
-                double t = 0;
-                switch (op.kind) {
-                    case OpKind::kGate: t = options.gate_s; break;
-                    case OpKind::kPlan: t = plan_time(it, op.layer); break;
-                    case OpKind::kTrans:
-                        t = op.part == OpPart::kWhole       ? st->cost.trans_s
-                            : op.part == OpPart::kUnderNec ? st->trans.under_nec_s
-                                                           : st->trans.under_expert_s;
-                        break;
-                    case OpKind::kAgg:
-                        t = op.part == OpPart::kWhole       ? st->cost.agg_s
-                            : op.part == OpPart::kUnderNec ? st->agg.under_nec_s
-                                                           : st->agg.under_expert_s;
-                        break;
-                    case OpKind::kDispatchA2a:
-                    case OpKind::kCombineA2a:
-                    case OpKind::kCombineA2aBwd:
-                    case OpKind::kDispatchA2aBwd: t = st->cost.a2a_s; break;
-                    case OpKind::kFec: t = st->fec_s[d]; break;
-                    case OpKind::kBec: t = 2.0 * st->fec_s[d]; break;
-                    case OpKind::kFnec: t = dense_on ? dense.fnec_s : st->cost.fnec_s; break;
-                    case OpKind::kBnec: t = dense_on ? dense.bnec_s : st->cost.bnec_s; break;
-                    case OpKind::kOptimizer: t = dense_on ? dense.optimizer_s : options.optimizer_s; break;
-                    case OpKind::kEmbedFwd: t = dense.embed_fwd_s; break;
-                    case OpKind::kAttnFwd: t = dense.attn_fwd_s; break;
-                    case OpKind::kHeadFwd: t = dense.head_fwd_s; break;
-                    case OpKind::kHeadBwd: t = dense.head_bwd_s; break;
-                    case OpKind::kAttnBwd: t = dense.attn_bwd_s; break;
-                    case OpKind::kEmbedBwd: t = dense.embed_bwd_s; break;
-                    case OpKind::kAllReduce:
-                        t = dense.all_reduce_in_tail ? 0.0 : all_reduce_s(ar_cluster, op.bytes, options.dense.algorithm);
-                        break;
-                }
-                durations[i * D + d] = t;
-            }
-        }
-
+        prepare_blocks(su, trace, placements[it], options, it, layers, ir);
+        op_durations(su, options, ops, layers, plan_s, it, durations);
         const EngineTimes times = run_engine(ops, D, durations);
-
-        // compute coverage: union over devices of every compute op
-        std::vector<Interval> compute_iv;
-        std::vector<std::array<double, kNumOpKinds>> busy(D);
-        for (auto& b : busy) b.fill(0.0);
-        for (size_t i = 0; i < n_ops; ++i)
-            for (int d = 0; d < D; ++d) {
-                const double s = times.start[i * D + d], e = times.end[i * D + d];
-                ir.iteration_s = std::max(ir.iteration_s, e);
-                busy[d][static_cast<int>(ops[i].kind)] += durations[i * D + (ops[i].collective ? 0 : d)];
-                if (ops[i].resource == Resource::kCompute) compute_iv.emplace_back(s, e);
-            }
-        const std::vector<Interval> compute_cover = merge_intervals(std::move(compute_iv));
-        ir.compute_s = measure(compute_cover);
-        for (int k = 0; k < kNumOpKinds; ++k)
-            for (int d = 0; d < D; ++d) ir.kind_busy_s[k] = std::max(ir.kind_busy_s[k], busy[d][k]);
-
-        std::vector<std::vector<Interval>> moe_iv(L);
-        std::vector<size_t> shadow_ops;  // fastermoe's Trans/Agg, measured once every block's all-to-alls are known
-        // exposed communication: the union of every comm interval (the all-reduce's and the shadow stream may
-        // overlap the comm stream) less the compute coverage; per kind, each op's own uncovered time
-        std::vector<Interval> comm_iv;
-        for (size_t i = 0; i < n_ops; ++i)
-            if (ops[i].resource != Resource::kCompute) comm_iv.emplace_back(times.start[i * D], times.end[i * D]);
-        for (const Interval& iv : merge_intervals(std::move(comm_iv)))
-            ir.exposed_comm_s += (iv.second - iv.first) - covered(compute_cover, iv.first, iv.second);
-        for (size_t i = 0; i < n_ops; ++i) {
-            const ScheduleOp& op = ops[i];
-            if (op.resource == Resource::kShadowComm) {
-                shadow_ops.push_back(i);
-                continue;
-            }
-            const double s = times.start[i * D], e = times.end[i * D];
-            const double exposed =
-                op.resource != Resource::kCompute ? std::max(0.0, (e - s) - covered(compute_cover, s, e)) : 0.0;
-            ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
-            if (op.layer < 0) continue;  // embedding, head, all-reduce, optimizer: no block's
-            BlockResult& br = ir.blocks[op.layer];
-            const double length = durations[i * D];
-            if (op.resource == Resource::kComm) {
-                if (op.kind == OpKind::kTrans) {
-                    br.trans_s += length;
-                    br.exposed_trans_s += exposed;
-                    if (op.part == OpPart::kUnderNec) br.trans_under_nec_s = length;
-                    if (op.part == OpPart::kUnderExpert) br.trans_under_expert_s = length;
-                } else if (op.kind == OpKind::kAgg) {
-                    br.agg_s += length;
-                    br.exposed_agg_s += exposed;
-                    if (op.part == OpPart::kUnderNec) br.agg_under_nec_s = length;
-                    if (op.part == OpPart::kUnderExpert) br.agg_under_expert_s = length;
-                } else {
-                    moe_iv[op.layer].emplace_back(s, e);
-                }
-            } else if (op.kind == OpKind::kFec || op.kind == OpKind::kBec) {
-                for (int d = 0; d < D; ++d) {
-                    moe_iv[op.layer].emplace_back(times.start[i * D + d], times.end[i * D + d]);
-                    if (op.kind == OpKind::kFec) br.fec_s = std::max(br.fec_s, durations[i * D + d]);
-                }
-            }
-        }
-        // A shadow Trans/Agg runs beside its block's all-to-alls: its exposed part is what neither compute nor the
-        // block's all-to-alls cover (so Trans hidden under the dispatch is not counted twice in the kind sums),
-        // and the block's MoE time is the union of its all-to-alls, FEC, BEC and the transfers themselves.
-        for (size_t i : shadow_ops) {
-            const ScheduleOp& op = ops[i];
-            PROPHET_ASSERT_MSG(op.kind == OpKind::kTrans || op.kind == OpKind::kAgg, "only Trans and Agg shadow");
-            const double s = times.start[i * D], e = times.end[i * D];
-            std::vector<Interval> hide = moe_iv[op.layer];  // the block's all-to-alls, FEC and BEC so far
-            hide.insert(hide.end(), compute_cover.begin(), compute_cover.end());
-            const double exposed = std::max(0.0, (e - s) - covered(merge_intervals(std::move(hide)), s, e));
-            ir.kind_exposed_s[static_cast<int>(op.kind)] += exposed;
-            BlockResult& br = ir.blocks[op.layer];
-            (op.kind == OpKind::kTrans ? br.trans_s : br.agg_s) += durations[i * D];
-            (op.kind == OpKind::kTrans ? br.exposed_trans_s : br.exposed_agg_s) += exposed;
-            moe_iv[op.layer].emplace_back(s, e);
-        }
-        for (int l = 0; l < L; ++l) {
-            BlockResult& br = ir.blocks[l];
-            // the comm-stream transfers (none, blockwise) are outside the union: their exposed parts add to it
-            br.moe_s = measure(merge_intervals(std::move(moe_iv[l])));
-            if (shadow_ops.empty()) br.moe_s = br.moe_s + br.exposed_trans_s + br.exposed_agg_s;
-            ir.mean_max_mean_load += br.max_mean_load / L;
-            ir.max_max_mean_load = std::max(ir.max_max_mean_load, br.max_mean_load);
-        }
-
-        if (options.record_timeline)
-            for (size_t i = 0; i < n_ops; ++i)
-                for (int d = 0; d < D; ++d) {
-                    TimelineEntry entry;
-                    entry.iteration = it;
-                    entry.op = static_cast<int>(i);
-                    entry.kind = ops[i].kind;
-                    entry.layer = ops[i].layer;
-                    entry.part = ops[i].part;
-                    entry.device = d;
-                    entry.start_s = times.start[i * D + d];
-                    entry.end_s = times.end[i * D + d];
-                    result.timeline.push_back(entry);
-                }
+        const IterationRun run{ops, durations, times, D};
+        account_iteration(run, L, ir);
+        if (options.record_timeline) record_timeline(run, it, result.timeline);
         elapsed += ir.iteration_s;
         result.iterations.push_back(std::move(ir));
     }

@@ -133,6 +133,63 @@ std::string coordinates_key(const SweepPoint& p) {
     return canonical_text(rest);
 }
 
+namespace {
+
+// engine "model" simulates no schedule, no truth and only the MoE blocks: exit 3 on a point config that asks it to.
+void check_model_engine_config(const Config& config) {
+    if (config.get_string("sim.schedule") != "system")
+        throw_config_error("sim.schedule", quoted(config.get_string("sim.schedule")),
+                           "engine = \"model\" simulates no schedule (it reports Eq 6 or Eq 8 by the policy's system)",
+                           "use engine = \"sim\", or leave sim.schedule out");
+    for (const char* k : {"truth.compute_scale", "truth.bandwidth_scale", "truth.latency_scale",
+                          "truth.intra_bandwidth_scale", "truth.inter_bandwidth_scale"})
+        if (config.get_float(k) != 1.0)
+            throw_config_error(k, value_to_toml(config.get(k)), "engine = \"model\" has no simulated truth to perturb",
+                               "use engine = \"sim\"");
+    if (config.get_string("sim.iteration") != "moe")
+        throw_config_error("sim.iteration", quoted(config.get_string("sim.iteration")),
+                           "engine = \"model\" reports Eq 6 / Eq 8 of the MoE blocks only",
+                           "use engine = \"sim\", or leave sim.iteration out");
+}
+
+// A sim / model point's parameters, sorted: the point config (policy, grid, the arm's keys) and the point.*
+// coordinates, with the files' contents, not only their paths, so an edited file reruns the point.
+KeyValues sim_point_params(const SweepSpec& spec, const SweepPoint& p, const Variant& arm, FileHashes& hashes) {
+    Config config(point_schema(), "sweep point of " + spec.origin);
+    config.apply_set("balance.policy=" + quoted(p.policy));
+    KeyValues params;
+    for (const auto& [k, v] : p.grid) {
+        if (k.rfind("trace.", 0) == 0)
+            params.emplace_back(k, v);
+        else
+            config.apply_set(k + "=" + v);
+    }
+    for (const auto& [k, v] : arm.set) config.apply_set(k + "=" + v);
+    if (spec.engine == "model") check_model_engine_config(config);
+    for (auto& kv : config.flat()) params.push_back(std::move(kv));
+    if (!arm.name.empty()) params.emplace_back("ablate.variant", quoted(arm.name));
+    params.emplace_back("point.engine", quoted(spec.engine));
+    params.emplace_back("point.cluster", quoted(p.cluster));
+    params.emplace_back("point.trace", quoted(p.trace));
+    params.emplace_back("point.cluster_sha256", quoted(hashes.of(p.cluster)));
+    params.emplace_back("point.trace_sha256", quoted(hashes.of(p.trace)));
+    params.emplace_back("point.prophet_version", quoted(kProphetVersion));
+    params.emplace_back("point.seed", std::to_string(p.seed));
+    if (is_generator(p.trace)) params.emplace_back("trace.seed", std::to_string(p.seed));
+    std::sort(params.begin(), params.end());
+    return params;
+}
+
+// "variant (policy) cluster trace seed=N key=value ..."
+std::string sim_point_description(const SweepPoint& p) {
+    std::string text = (p.variant.empty() ? p.policy : p.variant + " (" + p.policy + ")") + " " + stem(p.cluster) +
+                       " " + stem(p.trace) + " seed=" + std::to_string(p.seed);
+    for (const auto& [k, v] : p.grid) text += " " + k + "=" + v;
+    return text;
+}
+
+}  // namespace
+
 std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
     size_t combos = 1;
     for (const GridAxis& axis : spec.grid) combos *= axis.values.size();
@@ -148,11 +205,10 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
             for (int64_t seed : spec.seeds)
                 for (size_t c = 0; c < combos; ++c)
                     for (const Variant& arm : arms) {
-                        const std::string& policy = arm.policy;
                         SweepPoint p;
                         p.cluster = cluster;
                         p.trace = trace;
-                        p.policy = policy;
+                        p.policy = arm.policy;
                         p.variant = arm.name;
                         p.seed = seed;
                         p.grid = grid_combination(spec, c);
@@ -160,50 +216,10 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
                             const int td = generator_devices(spec, trace, p.grid);
                             if (td >= 0 && td != cluster_devices(spec, cluster)) continue;
                         }
-                        Config config(point_schema(), "sweep point of " + spec.origin);
-                        config.apply_set("balance.policy=" + quoted(policy));
-                        KeyValues params;
-                        for (const auto& [k, v] : p.grid) {
-                            if (k.rfind("trace.", 0) == 0)
-                                params.emplace_back(k, v);
-                            else
-                                config.apply_set(k + "=" + v);
-                        }
-                        for (const auto& [k, v] : arm.set) config.apply_set(k + "=" + v);
-                        if (spec.engine == "model" && config.get_string("sim.schedule") != "system")
-                            throw_config_error("sim.schedule", quoted(config.get_string("sim.schedule")),
-                                               "engine = \"model\" simulates no schedule (it reports Eq 6 or Eq 8 "
-                                               "by the policy's system)",
-                                               "use engine = \"sim\", or leave sim.schedule out");
-                        if (spec.engine == "model")  // the model engine simulates nothing: no truth to perturb
-                            for (const char* k : {"truth.compute_scale", "truth.bandwidth_scale", "truth.latency_scale",
-                                                  "truth.intra_bandwidth_scale", "truth.inter_bandwidth_scale"})
-                                if (config.get_float(k) != 1.0)
-                                    throw_config_error(k, value_to_toml(config.get(k)),
-                                                       "engine = \"model\" has no simulated truth to perturb",
-                                                       "use engine = \"sim\"");
-                        if (spec.engine == "model" && config.get_string("sim.iteration") != "moe")
-                            throw_config_error("sim.iteration", quoted(config.get_string("sim.iteration")),
-                                               "engine = \"model\" reports Eq 6 / Eq 8 of the MoE blocks only",
-                                               "use engine = \"sim\", or leave sim.iteration out");
-                        for (auto& kv : config.flat()) params.push_back(std::move(kv));
-                        if (!arm.name.empty()) params.emplace_back("ablate.variant", quoted(arm.name));
-                        params.emplace_back("point.engine", quoted(spec.engine));
-                        params.emplace_back("point.cluster", quoted(cluster));
-                        params.emplace_back("point.trace", quoted(trace));
-                        // the files' contents, not only their paths: an edited file reruns the point
-                        params.emplace_back("point.cluster_sha256", quoted(hashes.of(cluster)));
-                        params.emplace_back("point.trace_sha256", quoted(hashes.of(trace)));
-                        params.emplace_back("point.prophet_version", quoted(kProphetVersion));
-                        params.emplace_back("point.seed", std::to_string(seed));
-                        if (is_generator(trace)) params.emplace_back("trace.seed", std::to_string(seed));
-                        std::sort(params.begin(), params.end());
-                        p.params = params;
-                        p.canonical = canonical_text(params);
+                        p.params = sim_point_params(spec, p, arm, hashes);
+                        p.canonical = canonical_text(p.params);
                         p.hash = sha256_hex(p.canonical);
-                        p.description = (arm.name.empty() ? policy : arm.name + " (" + policy + ")") + " " +
-                                        stem(cluster) + " " + stem(trace) + " seed=" + std::to_string(seed);
-                        for (const auto& [k, v] : p.grid) p.description += " " + k + "=" + v;
+                        p.description = sim_point_description(p);
                         p.index = static_cast<int>(points.size());
                         points.push_back(std::move(p));
                     }

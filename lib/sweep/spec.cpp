@@ -180,11 +180,11 @@ const Schema& point_schema() {
     return schema;
 }
 
+namespace {
 
-SweepSpec parse_sweep_string(const std::string& text, const std::string& origin, const std::string& dir) {
-    toml::table root;
+toml::table parse_toml(const std::string& text, const std::string& origin) {
     try {
-        root = toml::parse(text, origin);
+        return toml::parse(text, origin);
     } catch (const toml::parse_error& e) {
         std::ostringstream where;
         where << e.source().begin;
@@ -192,6 +192,10 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                           std::string("TOML syntax error: ") + std::string(e.description()) + " at " + where.str(),
                           "fix the TOML syntax");
     }
+}
+
+// The file's [sweep] table, after checking that it is the only table and holds only known keys.
+const toml::table& sweep_table(const toml::table& root) {
     for (const auto& [key, node] : root)
         if (key.str() != "sweep")
             throw_config_error(std::string(key.str()), toml_node_text(node), "a sweep file has only a [sweep] table",
@@ -208,16 +212,18 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                 "validate_cluster, validate_oversubscribed, command, time_limit_s, [sweep.grid], [sweep.set], "
                 "[sweep.variants], [sweep.calibrate_set] and [sweep.slurm]");
     }
-    SweepSpec spec;
-    spec.origin = origin;
-    spec.dir = dir;
-    const auto name = (*sweep)["name"].value<std::string>();
+    return *sweep;
+}
+
+// name, engine, store and match_devices: the keys of every engine.
+void read_common_keys(const toml::table& sweep, SweepSpec& spec) {
+    const auto name = sweep["name"].value<std::string>();
     if (!name || name->empty())
         throw_config_error("sweep.name", "(missing)", "a sweep needs a non-empty name (the runs' experiment label)",
                            "add `name = \"my-sweep\"` under [sweep]");
     check_file_name("sweep.name", *name);  // it names files: <name>-<stamp>.sbatch, clusters/<name>-<D>rank.toml
     spec.name = *name;
-    if (const toml::node* engine = sweep->get("engine")) {
+    if (const toml::node* engine = sweep.get("engine")) {
         const auto* s = engine->as_string();
         if (!s || (s->get() != "sim" && s->get() != "model" && s->get() != "real"))
             throw_config_error("sweep.engine", toml_node_text(*engine), "must be \"sim\", \"model\" or \"real\"",
@@ -225,112 +231,127 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                                "\"real\" (prophet train child processes)");
         spec.engine = s->get();
     }
-    if (const toml::node* store = sweep->get("store")) {
+    if (const toml::node* store = sweep.get("store")) {
         const auto* s = store->as_string();
         if (!s || s->get().empty())
             throw_config_error("sweep.store", toml_node_text(*store), "must be a non-empty path string",
                                "store = \"results/prophet.db\"");
         spec.store_path = s->get();
     }
-    if (const toml::node* match = sweep->get("match_devices")) {
+    if (const toml::node* match = sweep.get("match_devices")) {
         const auto* b = match->as_boolean();
         if (!b)
             throw_config_error("sweep.match_devices", toml_node_text(*match), "must be true or false",
                                "match_devices = true");
         spec.match_devices = b->get();
     }
-    const bool real = spec.engine == "real";
-    if (real) {
-        // a real point trains the model of train_config; a cluster or trace would be silently meaningless
-        for (const char* k : {"clusters", "traces", "match_devices"})
-            if (const toml::node* node = sweep->get(k))
-                throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
-                                   "engine = \"real\" trains the model of train_config and takes no " +
-                                       std::string(k),
-                                   "remove `" + std::string(k) + "` (vary the training run with [sweep.grid])");
-        const toml::node* tc = sweep->get("train_config");
-        const auto* tcs = tc ? tc->as_string() : nullptr;
-        if (!tcs || tcs->get().empty())
-            throw_config_error("sweep.train_config", tc ? toml_node_text(*tc) : "(missing)",
-                               "engine = \"real\" needs the prophet train config file its points run",
-                               "add `train_config = \"experiments/train/skewed-4rank.toml\"` under [sweep]");
-        spec.train_config = tcs->get();
-        if (const toml::node* command = sweep->get("command")) {
-            const auto* c = command->as_string();
-            if (!c || (c->get() != "train" && c->get() != "infer"))
-                throw_config_error("sweep.command", toml_node_text(*command), "must be \"train\" or \"infer\"",
-                                   "command = \"infer\" runs prophet profile --inference per point (docs/serving.md)");
-            spec.command = c->get();
-        }
-        if (sweep->get("ranks")) {
-            for (const toml::node& item : require_array(*sweep, "ranks", "[1, 4]")) {
-                const auto* v = item.as_integer();
-                if (!v || v->get() < 1 || v->get() > 4096)
-                    throw_config_error("sweep.ranks", toml_node_text(item), "every entry must be an integer in [1, 4096]",
-                                       "ranks = [1, 4] (1 runs without mpirun)");
-                spec.ranks.push_back(static_cast<int>(v->get()));
-            }
-        } else {
-            spec.ranks = {1};
-        }
-        if (const toml::node* vc = sweep->get("validate_cluster")) {
-            const auto* vcs = vc->as_string();
-            if (!vcs || vcs->get().empty())
-                throw_config_error("sweep.validate_cluster", toml_node_text(*vc),
-                                   "must be a non-empty path string, or \"calibrate\"",
-                                   "validate_cluster = \"calibrate\" (measure the ranks at hand first)");
-            spec.validate_cluster = vcs->get();
-        }
-        if (spec.validate_cluster == kCalibrate)
-            for (int r : spec.ranks)
-                if (r < 2)
-                    throw_config_error("sweep.validate_cluster", "\"calibrate\"",
-                                       "needs every entry of sweep.ranks >= 2 (a calibration measures communication), "
-                                       "but ranks has " + std::to_string(r),
-                                       "ranks = [2] or more, or a cluster file measured elsewhere");
-        if (const toml::node* vo = sweep->get("validate_oversubscribed")) {
-            const auto* b = vo->as_boolean();
-            if (!b)
-                throw_config_error("sweep.validate_oversubscribed", toml_node_text(*vo), "must be true or false",
-                                   "validate_oversubscribed = true (validate runs with more ranks than cores too)");
-            spec.validate_oversubscribed = b->get();
-        }
-        if (const toml::node* limit = sweep->get("time_limit_s")) {
-            const std::optional<double> v = limit->is_number() ? limit->value<double>() : std::nullopt;
-            if (!v || !(*v > 0) || *v > 1e7)
-                throw_config_error("sweep.time_limit_s", toml_node_text(*limit),
-                                   "must be a number of seconds in (0, 1e7]",
-                                   "time_limit_s = 3600 (each point's child is stopped after an hour)");
-            spec.time_limit_s = *v;
-        }
-        if (spec.command == "infer" && !spec.validate_cluster.empty())
-            throw_config_error("sweep.validate_cluster", "\"" + spec.validate_cluster + "\"",
-                               "simulates training steps, and an infer point runs none",
-                               "remove it (serve.sim_clusters replays an inference run on simulated nodes)");
-    } else {
+}
+
+// Engine real: train_config, command and ranks (a cluster or trace would be silently meaningless).
+void read_real_run_keys(const toml::table& sweep, SweepSpec& spec) {
+    for (const char* k : {"clusters", "traces", "match_devices"})
+        if (const toml::node* node = sweep.get(k))
+            throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
+                               "engine = \"real\" trains the model of train_config and takes no " + std::string(k),
+                               "remove `" + std::string(k) + "` (vary the training run with [sweep.grid])");
+    const toml::node* tc = sweep.get("train_config");
+    const auto* tcs = tc ? tc->as_string() : nullptr;
+    if (!tcs || tcs->get().empty())
+        throw_config_error("sweep.train_config", tc ? toml_node_text(*tc) : "(missing)",
+                           "engine = \"real\" needs the prophet train config file its points run",
+                           "add `train_config = \"experiments/train/skewed-4rank.toml\"` under [sweep]");
+    spec.train_config = tcs->get();
+    if (const toml::node* command = sweep.get("command")) {
+        const auto* c = command->as_string();
+        if (!c || (c->get() != "train" && c->get() != "infer"))
+            throw_config_error("sweep.command", toml_node_text(*command), "must be \"train\" or \"infer\"",
+                               "command = \"infer\" runs prophet profile --inference per point (docs/serving.md)");
+        spec.command = c->get();
+    }
+    if (!sweep.get("ranks")) {
+        spec.ranks = {1};
+        return;
+    }
+    for (const toml::node& item : require_array(sweep, "ranks", "[1, 4]")) {
+        const auto* v = item.as_integer();
+        if (!v || v->get() < 1 || v->get() > 4096)
+            throw_config_error("sweep.ranks", toml_node_text(item), "every entry must be an integer in [1, 4096]",
+                               "ranks = [1, 4] (1 runs without mpirun)");
+        spec.ranks.push_back(static_cast<int>(v->get()));
+    }
+}
+
+// Engine real: validate_cluster and validate_oversubscribed.
+void read_real_validation_keys(const toml::table& sweep, SweepSpec& spec) {
+    if (const toml::node* vc = sweep.get("validate_cluster")) {
+        const auto* vcs = vc->as_string();
+        if (!vcs || vcs->get().empty())
+            throw_config_error("sweep.validate_cluster", toml_node_text(*vc),
+                               "must be a non-empty path string, or \"calibrate\"",
+                               "validate_cluster = \"calibrate\" (measure the ranks at hand first)");
+        spec.validate_cluster = vcs->get();
+    }
+    if (spec.validate_cluster == kCalibrate)
+        for (int r : spec.ranks)
+            if (r < 2)
+                throw_config_error("sweep.validate_cluster", "\"calibrate\"",
+                                   "needs every entry of sweep.ranks >= 2 (a calibration measures communication), "
+                                   "but ranks has " +
+                                       std::to_string(r),
+                                   "ranks = [2] or more, or a cluster file measured elsewhere");
+    if (const toml::node* vo = sweep.get("validate_oversubscribed")) {
+        const auto* b = vo->as_boolean();
+        if (!b)
+            throw_config_error("sweep.validate_oversubscribed", toml_node_text(*vo), "must be true or false",
+                               "validate_oversubscribed = true (validate runs with more ranks than cores too)");
+        spec.validate_oversubscribed = b->get();
+    }
+}
+
+// The keys of engine real, or (sim, model) clusters and traces and no real-only key.
+void read_engine_keys(const toml::table& sweep, SweepSpec& spec) {
+    if (spec.engine != "real") {
         for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "validate_oversubscribed", "command",
                               "time_limit_s", "calibrate_set"})
-            if (const toml::node* node = sweep->get(k))
+            if (const toml::node* node = sweep.get(k))
                 throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),
                                    "remove it, or set engine = \"real\"");
-        spec.clusters = string_list(*sweep, "clusters", "[\"experiments/clusters/hpwnv-16.toml\"]");
-        spec.traces = string_list(*sweep, "traces", "[\"experiments/traces/zipf-e16-k2.toml\"]");
+        spec.clusters = string_list(sweep, "clusters", "[\"experiments/clusters/hpwnv-16.toml\"]");
+        spec.traces = string_list(sweep, "traces", "[\"experiments/traces/zipf-e16-k2.toml\"]");
+        return;
     }
+    read_real_run_keys(sweep, spec);
+    read_real_validation_keys(sweep, spec);
+    if (const toml::node* limit = sweep.get("time_limit_s")) {
+        const std::optional<double> v = limit->is_number() ? limit->value<double>() : std::nullopt;
+        if (!v || !(*v > 0) || *v > 1e7)
+            throw_config_error("sweep.time_limit_s", toml_node_text(*limit), "must be a number of seconds in (0, 1e7]",
+                               "time_limit_s = 3600 (each point's child is stopped after an hour)");
+        spec.time_limit_s = *v;
+    }
+    if (spec.command == "infer" && !spec.validate_cluster.empty())
+        throw_config_error("sweep.validate_cluster", "\"" + spec.validate_cluster + "\"",
+                           "simulates training steps, and an infer point runs none",
+                           "remove it (serve.sim_clusters replays an inference run on simulated nodes)");
+}
+
+// policies (or [sweep.variants], which name theirs) and seeds.
+void read_policies_and_seeds(const toml::table& sweep, SweepSpec& spec, const std::string& origin) {
     const auto& known = policy_names();
-    if (const toml::node* variants_node = sweep->get("variants")) {
-        if (sweep->get("policies"))
-            throw_config_error("sweep.policies", toml_node_text(*sweep->get("policies")),
+    if (const toml::node* variants_node = sweep.get("variants")) {
+        if (sweep.get("policies"))
+            throw_config_error("sweep.policies", toml_node_text(*sweep.get("policies")),
                                "a sweep with [sweep.variants] takes its policies from the variants",
                                "remove `policies` (each variant sets \"balance.policy\")");
-        if (real)
+        if (spec.engine == "real")
             throw_config_error("sweep.variants", toml_node_text(*variants_node),
                                "engine = \"real\" takes no variants", "use engine = \"sim\" (prophet ablate runs the "
                                "real variants)");
         spec.variants = parse_variants(*variants_node, origin);
         for (const Variant& v : spec.variants) spec.policies.push_back(v.policy);
     } else {
-        spec.policies = string_list(*sweep, "policies", "[\"static\", \"prophet\"]");
+        spec.policies = string_list(sweep, "policies", "[\"static\", \"prophet\"]");
     }
     for (const std::string& p : spec.policies)
         if (std::find(known.begin(), known.end(), p) == known.end()) {
@@ -338,14 +359,61 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             for (const auto& n : known) list += (list.empty() ? "" : " ") + n;
             throw_config_error("sweep.policies", quoted(p), "unknown policy", "use one of: " + list);
         }
-    for (const toml::node& item : require_array(*sweep, "seeds", "[1, 2, 3]")) {
+    for (const toml::node& item : require_array(sweep, "seeds", "[1, 2, 3]")) {
         const auto* v = item.as_integer();
         if (!v || v->get() < 0)
             throw_config_error("sweep.seeds", toml_node_text(item), "every seed must be a non-negative integer",
                                "seeds = [1, 2, 3]");
         spec.seeds.push_back(v->get());
     }
-    if (const toml::node* grid_node = sweep->get("grid")) {
+}
+
+// Exit 3 unless a grid may vary key k under `schema`: a prophet train key (engine real), else a trace generator
+// or plan.* / balance.* key; never the policy or the seed, which have their own lists.
+void check_grid_key(const Schema& schema, bool real, const std::string& k, const toml::node& node) {
+    if (real && (!schema.find(k) || reserved_train_key(k))) {
+        std::string fix = "a real sweep's grid key is a prophet train key (prophet train --help-config)";
+        if (k == "balance.policy") fix = "list policies in `policies`, not in the grid";
+        if (k == "run.seed") fix = "list seeds in `seeds`, not in the grid";
+        if (k == "run.experiment" || k == "store.path") fix = "the sweep sets it (the sweep name / the sweep's store)";
+        const std::string near = schema.closest(k);
+        if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
+        throw_config_error("sweep.grid." + k, toml_node_text(node), "not a key a real sweep grid may vary", fix);
+    }
+    if (!real && (!schema.find(k) || k == "balance.policy" || k == "trace.seed")) {
+        std::string fix = "a grid key is a trace generator key (trace.*) or a plan.* / balance.* key";
+        if (k == "balance.policy") fix = "list policies in `policies`, not in the grid";
+        if (k == "trace.seed") fix = "list seeds in `seeds`, not in the grid";
+        const std::string near = schema.closest(k);
+        if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
+        throw_config_error("sweep.grid." + k, toml_node_text(node), "not a key a sweep grid may vary", fix);
+    }
+}
+
+// One [sweep.grid] entry: its values, each checked against the key's type and bounds and written canonically.
+GridAxis grid_axis(const Schema& schema, const std::string& k, const toml::node& node, const std::string& origin) {
+    const toml::array* values = node.as_array();
+    if (!values || values->empty())
+        throw_config_error("sweep.grid." + k, toml_node_text(node), "must be a non-empty list of values",
+                           "\"" + k + "\" = [v1, v2]");
+    GridAxis axis;
+    axis.key = k;
+    for (const toml::node& item : *values) {
+        const std::optional<std::string> v = value_text(item);
+        if (!v)
+            throw_config_error("sweep.grid." + k, toml_node_text(item),
+                               "every value must be a number, bool, string or list", "\"" + k + "\" = [v1, v2]");
+        Config check(schema, "sweep grid of " + origin);
+        check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
+        axis.values.push_back(value_to_toml(check.get(k)));
+    }
+    return axis;
+}
+
+// [sweep.grid], then the axes truth_scale / uncertainty add, sorted by key.
+void read_grid(const toml::table& sweep, SweepSpec& spec, const std::string& origin) {
+    const bool real = spec.engine == "real";
+    if (const toml::node* grid_node = sweep.get("grid")) {
         const toml::table* grid = grid_node->as_table();
         if (!grid)
             throw_config_error("sweep.grid", toml_node_text(*grid_node), "must be a table of key -> list of values",
@@ -354,43 +422,11 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
             const std::string k(key.str());
             const bool trace_key = k.rfind("trace.", 0) == 0;
             const Schema& schema = real ? child_schema(spec) : trace_key ? trace_generator_schema() : point_schema();
-            if (real && (!schema.find(k) || reserved_train_key(k))) {
-                std::string fix = "a real sweep's grid key is a prophet train key (prophet train --help-config)";
-                if (k == "balance.policy") fix = "list policies in `policies`, not in the grid";
-                if (k == "run.seed") fix = "list seeds in `seeds`, not in the grid";
-                if (k == "run.experiment" || k == "store.path")
-                    fix = "the sweep sets it (the sweep name / the sweep's store)";
-                const std::string near = schema.closest(k);
-                if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error("sweep.grid." + k, toml_node_text(node), "not a key a real sweep grid may vary", fix);
-            }
-            if (!real && (!schema.find(k) || k == "balance.policy" || k == "trace.seed")) {
-                std::string fix = "a grid key is a trace generator key (trace.*) or a plan.* / balance.* key";
-                if (k == "balance.policy") fix = "list policies in `policies`, not in the grid";
-                if (k == "trace.seed") fix = "list seeds in `seeds`, not in the grid";
-                const std::string near = schema.closest(k);
-                if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error("sweep.grid." + k, toml_node_text(node), "not a key a sweep grid may vary", fix);
-            }
-            const toml::array* values = node.as_array();
-            if (!values || values->empty())
-                throw_config_error("sweep.grid." + k, toml_node_text(node), "must be a non-empty list of values",
-                                   "\"" + k + "\" = [v1, v2]");
-            GridAxis axis;
-            axis.key = k;
-            for (const toml::node& item : *values) {
-                const std::optional<std::string> v = value_text(item);
-                if (!v)
-                    throw_config_error("sweep.grid." + k, toml_node_text(item),
-                                       "every value must be a number, bool, string or list", "\"" + k + "\" = [v1, v2]");
-                Config check(schema, "sweep grid of " + origin);
-                check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
-                axis.values.push_back(value_to_toml(check.get(k)));
-            }
-            spec.grid.push_back(std::move(axis));
+            check_grid_key(schema, real, k, node);
+            spec.grid.push_back(grid_axis(schema, k, node, origin));
         }
     }
-    for (GridAxis& axis : detail::truth_axes(*sweep, spec.engine)) {
+    for (GridAxis& axis : detail::truth_axes(sweep, spec.engine)) {
         for (const GridAxis& existing : spec.grid)
             if (existing.key == axis.key)
                 throw_config_error("sweep.grid." + axis.key, "(" + std::to_string(existing.values.size()) + " values)",
@@ -398,40 +434,45 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
         spec.grid.push_back(std::move(axis));
     }
     std::sort(spec.grid.begin(), spec.grid.end(), [](const GridAxis& a, const GridAxis& b) { return a.key < b.key; });
-    // [sweep.set]: every point's train overrides; [sweep.calibrate_set]: the calibration run's, held out (below)
-    for (const std::string table_name : {"set", "calibrate_set"}) {
-        const toml::node* set_node = real ? sweep->get(table_name) : nullptr;
-        if (!set_node) continue;
-        KeyValues& target = table_name == "set" ? spec.set : spec.calibrate_set;
-        const toml::table* set = set_node->as_table();
-        if (!set)
-            throw_config_error("sweep." + table_name, toml_node_text(*set_node),
-                               "must be a table of train key -> value",
-                               "[sweep." + table_name + "]\n\"train.steps\" = 6");
-        for (const auto& [key, node] : *set) {
-            const std::string k(key.str());
-            if (!child_schema(spec).find(k) || reserved_train_key(k)) {
-                std::string fix = "use a prophet train key (prophet train --help-config) other than balance.policy, "
-                                  "run.seed, run.experiment and store.path";
-                const std::string near = child_schema(spec).closest(k);
-                if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
-                throw_config_error("sweep." + table_name + "." + k, toml_node_text(node),
-                                   "not a key a real sweep may set", fix);
-            }
-            for (const GridAxis& axis : spec.grid)
-                if (axis.key == k && table_name == "set")
-                    throw_config_error("sweep.set." + k, toml_node_text(node), "the key is also in [sweep.grid]",
-                                       "keep it in one of [sweep.set] and [sweep.grid]");
-            const std::optional<std::string> v = value_text(node);
-            if (!v)
-                throw_config_error("sweep." + table_name + "." + k, toml_node_text(node),
-                                   "must be a number, bool, string or list", "\"" + k + "\" = 6");
-            Config check(child_schema(spec), "sweep " + table_name + " of " + origin);
-            check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
-            target.emplace_back(k, value_to_toml(check.get(k)));
+}
+
+// One of [sweep.set] (every point's train overrides) and [sweep.calibrate_set] (the calibration run's, held out)
+// into `target`, sorted by key.
+void read_set_table(const toml::node& set_node, const std::string& table_name, const SweepSpec& spec,
+                    const std::string& origin, KeyValues& target) {
+    const toml::table* set = set_node.as_table();
+    if (!set)
+        throw_config_error("sweep." + table_name, toml_node_text(set_node), "must be a table of train key -> value",
+                           "[sweep." + table_name + "]\n\"train.steps\" = 6");
+    for (const auto& [key, node] : *set) {
+        const std::string k(key.str());
+        if (!child_schema(spec).find(k) || reserved_train_key(k)) {
+            std::string fix =
+                "use a prophet train key (prophet train --help-config) other than balance.policy, "
+                "run.seed, run.experiment and store.path";
+            const std::string near = child_schema(spec).closest(k);
+            if (!near.empty() && near != k) fix += "; did you mean \"" + near + "\"?";
+            throw_config_error("sweep." + table_name + "." + k, toml_node_text(node), "not a key a real sweep may set",
+                               fix);
         }
-        std::sort(target.begin(), target.end());
+        for (const GridAxis& axis : spec.grid)
+            if (axis.key == k && table_name == "set")
+                throw_config_error("sweep.set." + k, toml_node_text(node), "the key is also in [sweep.grid]",
+                                   "keep it in one of [sweep.set] and [sweep.grid]");
+        const std::optional<std::string> v = value_text(node);
+        if (!v)
+            throw_config_error("sweep." + table_name + "." + k, toml_node_text(node),
+                               "must be a number, bool, string or list", "\"" + k + "\" = 6");
+        Config check(child_schema(spec), "sweep " + table_name + " of " + origin);
+        check.apply_set(k + "=" + *v);  // exit 3 on a wrong type or bound
+        target.emplace_back(k, value_to_toml(check.get(k)));
     }
+    std::sort(target.begin(), target.end());
+}
+
+// The checks across sections (calibrate_set needs calibration, a key in one of the grid and the variants), then
+// that every file named exists (and a validation cluster file loads).
+void check_cross_references(const SweepSpec& spec) {
     if (!spec.calibrate_set.empty() && spec.validate_cluster != kCalibrate)
         throw_config_error("sweep.calibrate_set", "(" + std::to_string(spec.calibrate_set.size()) + " keys)",
                            "is the calibration run's config, and only validate_cluster = \"calibrate\" calibrates",
@@ -443,13 +484,33 @@ SweepSpec parse_sweep_string(const std::string& text, const std::string& origin,
                     throw_config_error("sweep.variants." + v.name + "." + kv.first, kv.second,
                                        "the key is also in [sweep.grid]",
                                        "keep it in one of [sweep.grid] and the variants");
-    if (real) check_files(spec, {spec.train_config}, "train_config");
+    if (spec.engine == "real") check_files(spec, {spec.train_config}, "train_config");
     if (!spec.validate_cluster.empty() && spec.validate_cluster != kCalibrate) {
         check_files(spec, {spec.validate_cluster}, "validate_cluster");
         load_cluster_file(resolve_path(spec, spec.validate_cluster));  // exit 3 on a defective cluster file now
     }
     check_files(spec, spec.clusters, "clusters");
     check_files(spec, spec.traces, "traces");
+}
+
+}  // namespace
+
+SweepSpec parse_sweep_string(const std::string& text, const std::string& origin, const std::string& dir) {
+    const toml::table root = parse_toml(text, origin);
+    const toml::table& sweep = sweep_table(root);
+    SweepSpec spec;
+    spec.origin = origin;
+    spec.dir = dir;
+    read_common_keys(sweep, spec);
+    read_engine_keys(sweep, spec);
+    read_policies_and_seeds(sweep, spec, origin);
+    read_grid(sweep, spec, origin);
+    if (spec.engine == "real") {
+        if (const toml::node* set = sweep.get("set")) read_set_table(*set, "set", spec, origin, spec.set);
+        if (const toml::node* set = sweep.get("calibrate_set"))
+            read_set_table(*set, "calibrate_set", spec, origin, spec.calibrate_set);
+    }
+    check_cross_references(spec);
     return spec;
 }
 

@@ -20,8 +20,10 @@ namespace prophet::sweep {
 
 using detail::view_of;
 
-Validation validate_run(Store& store, const std::string& run_id, const std::string& policy,
-                        const std::string& cluster_path, bool include_oversubscribed) {
+namespace {
+
+// The run's train config from its params; exit 3 when it ran oversubscribed and those are left out.
+Config recorded_config(Store& store, const std::string& run_id, bool include_oversubscribed) {
     Config config(train_schema(), "the params of run " + run_id);
     std::string oversubscribed, cores;  // testbed.* (docs/testbed.md); absent in runs recorded before them
     for (const auto& [k, v] : store.get_params(run_id)) {
@@ -33,6 +35,10 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
         throw_input_error("run " + run_id, "ran oversubscribed (more ranks than the " + cores + " online cores)",
                           "left out of validation: its step times measure the OS scheduler; set "
                           "validate_oversubscribed = true in [sweep] to include it");
+    return config;
+}
+
+ModelConfig recorded_model(const Config& config) {
     ModelConfig m;
     m.T = static_cast<int>(config.get_int("model.T"));
     m.C = static_cast<int>(config.get_int("model.C"));
@@ -41,15 +47,23 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
     m.K = static_cast<int>(config.get_int("model.K"));
     m.F = static_cast<int>(config.get_int("model.F"));
     m.B = static_cast<int>(config.get_int("model.B"));
-    const RunRow run = store.get_run(run_id);
-    const int D = run.info.world_size;
-    // the global step_ms rows give the recorded steps (the loads are recorded for the same steps)
+    return m;
+}
+
+// step -> ms of the global step_ms rows: the recorded steps (the loads are recorded for the same steps); at least 2.
+std::map<int64_t, double> recorded_step_ms(Store& store, const std::string& run_id) {
     std::map<int64_t, double> step_ms;
     for (const MetricRow& row : store.get_metrics(run_id, "step_ms"))
         if (row.layer == -1 && row.rank == -1) step_ms[row.step] = row.value;
     if (step_ms.size() < 2)
         throw_input_error("run " + run_id, "recorded " + std::to_string(step_ms.size()) + " steps",
                           "validation skips step 0 and needs at least 2 steps (train.steps >= 2)");
+    return step_ms;
+}
+
+// The recorded expert loads of those steps as a trace of one iteration per step.
+Trace recorded_loads(Store& store, const std::string& run_id, const ModelConfig& m, int D,
+                     const std::map<int64_t, double>& step_ms) {
     Trace trace;
     trace.meta = routing_trace_meta(m, D, static_cast<int>(step_ms.size()), "profile:" + run_id);
     for (const auto& [step, ms] : step_ms)
@@ -62,6 +76,39 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
                                   "keep train.record_loads = true in the train config");
             trace.counts.insert(trace.counts.end(), load->tokens.begin(), load->tokens.end());
         }
+    return trace;
+}
+
+// The simulated mean step (steps 1.., step 0 is the warm-up) and its per-kind split against the measured median.
+Validation compare_steps(const sim::SimResult& r, const std::map<int64_t, double>& step_ms, int D) {
+    Validation v;
+    const double iterations = static_cast<double>(r.iterations.size() - 1);
+    for (size_t i = 1; i < r.iterations.size(); ++i) {
+        v.sim_step_ms += r.iterations[i].iteration_s * 1e3 / iterations;
+        for (const auto kind : {sim::OpKind::kTrans, sim::OpKind::kAgg})
+            v.kind_ms[std::string(sim::op_kind_name(kind)) + "_exposed"] +=
+                r.iterations[i].kind_exposed_s[static_cast<size_t>(kind)] * 1e3 / iterations;
+    }
+    for (const sim::TimelineEntry& e : r.timeline)
+        if (e.iteration >= 1) v.kind_ms[sim::op_kind_name(e.kind)] += (e.end_s - e.start_s) * 1e3 / (iterations * D);
+    std::vector<double> measured;
+    for (const auto& [step, ms] : step_ms)
+        if (step != step_ms.begin()->first) measured.push_back(ms);
+    v.measured_step_ms = median(std::move(measured));
+    v.sim_error = v.measured_step_ms > 0 ? (v.sim_step_ms - v.measured_step_ms) / v.measured_step_ms : 0.0;
+    return v;
+}
+
+}  // namespace
+
+Validation validate_run(Store& store, const std::string& run_id, const std::string& policy,
+                        const std::string& cluster_path, bool include_oversubscribed) {
+    const Config config = recorded_config(store, run_id, include_oversubscribed);
+    const ModelConfig m = recorded_model(config);
+    const RunRow run = store.get_run(run_id);
+    const int D = run.info.world_size;
+    const std::map<int64_t, double> step_ms = recorded_step_ms(store, run_id);
+    const Trace trace = recorded_loads(store, run_id, m, D, step_ms);
     ClusterSpec cluster = load_cluster_file(cluster_path);
     cluster.num_devices = D;
     if (cluster.devices_per_node > D || D % cluster.devices_per_node != 0) cluster.devices_per_node = D;
@@ -85,23 +132,7 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
     o.include_optimizer = cluster.step_tail_s >= 0;
     o.optimizer_s = std::max(0.0, cluster.step_tail_s);
     o.record_timeline = true;  // the per-kind split of the simulated step (Validation::kind_ms)
-    const sim::SimResult r = sim::simulate_policy(policy, view_of(trace), cost, settings, o);
-    Validation v;
-    const double iterations = static_cast<double>(r.iterations.size() - 1);
-    for (size_t i = 1; i < r.iterations.size(); ++i) {
-        v.sim_step_ms += r.iterations[i].iteration_s * 1e3 / iterations;
-        for (const auto kind : {sim::OpKind::kTrans, sim::OpKind::kAgg})
-            v.kind_ms[std::string(sim::op_kind_name(kind)) + "_exposed"] +=
-                r.iterations[i].kind_exposed_s[static_cast<size_t>(kind)] * 1e3 / iterations;
-    }
-    for (const sim::TimelineEntry& e : r.timeline)
-        if (e.iteration >= 1) v.kind_ms[sim::op_kind_name(e.kind)] += (e.end_s - e.start_s) * 1e3 / (iterations * D);
-    std::vector<double> measured;
-    for (const auto& [step, ms] : step_ms)
-        if (step != step_ms.begin()->first) measured.push_back(ms);
-    v.measured_step_ms = median(std::move(measured));
-    v.sim_error = v.measured_step_ms > 0 ? (v.sim_step_ms - v.measured_step_ms) / v.measured_step_ms : 0.0;
-    return v;
+    return compare_steps(sim::simulate_policy(policy, view_of(trace), cost, settings, o), step_ms, D);
 }
 
 }  // namespace prophet::sweep

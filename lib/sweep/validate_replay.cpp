@@ -1,6 +1,7 @@
 // validate_replay.cpp: the per-op replay validation of a real sweep's children after its last point (see
 // replay_validate_points in sweep_internal.h; docs/sweep.md "Validation").
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -10,64 +11,88 @@
 
 namespace prophet::sweep::detail {
 
-std::string replay_validate_points(Store& store, const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                                   const SweepOptions& options) {
-    const auto log = [&](const std::string& line) {
-        if (options.log) options.log("per-op replay validation " + line);
-    };
+namespace {
+
+using Log = std::function<void(const std::string&)>;
+
+// A finished point's child run and the cluster file it was validated against (with what the calibration ran).
+struct ValidatedChild {
+    std::string child, cluster, calibrated_on;
+};
+
+// The newest finished point row of each point (list_runs is newest first) that was validated on a cluster file.
+std::vector<ValidatedChild> validated_children(Store& store, const SweepSpec& spec,
+                                               const std::vector<SweepPoint>& points) {
     std::set<std::string> hashes;
     for (const SweepPoint& p : points) hashes.insert(p.hash);
-    // the newest finished point row of each point (list_runs is newest first): its child and its cluster file
     std::set<std::string> seen;
-    std::vector<std::string> children, clusters, calibrated_on;
+    std::vector<ValidatedChild> out;
     for (const RunRow& row : store.list_runs(spec.name)) {
         if (row.info.command != "sweep" || row.status != "finished" || !hashes.count(row.info.config_hash) ||
             !seen.insert(row.info.config_hash).second)
             continue;
-        std::string child, cluster, description;
+        ValidatedChild c;
         for (const auto& [k, v] : store.get_params(row.run_id)) {
             const auto text = [&v = v] {  // a TOML string literal is a JSON string
                 const nlohmann::json j = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
                 return j.is_string() ? j.get<std::string>() : std::string();
             };
-            if (k == "child_run_id") child = text();
-            if (k == "validate_cluster") cluster = text();
-            if (k == "validate_calibrated_on") description = text();
+            if (k == "child_run_id") c.child = text();
+            if (k == "validate_cluster") c.cluster = text();
+            if (k == "validate_calibrated_on") c.calibrated_on = text();
         }
-        if (child.empty() || cluster.empty()) continue;  // no validation cluster (its calibration failed)
-        children.push_back(child);
-        clusters.push_back(cluster);
-        calibrated_on.push_back(description);
+        if (c.child.empty() || c.cluster.empty()) continue;  // no validation cluster (its calibration failed)
+        out.push_back(std::move(c));
     }
+    return out;
+}
+
+// The children to replay, each with its cluster file's [ops] (loaded once into tables), and the text naming the
+// clusters and what they were calibrated on. False (logged) when a cluster file has no usable [ops].
+bool runs_to_validate(const SweepSpec& spec, const std::vector<ValidatedChild>& children, const Log& log,
+                      std::map<std::string, sim::OpTables>& tables, std::vector<sim::RunToValidate>& runs,
+                      std::string& cluster_text, std::string& calibrated_text) {
+    const bool held_out = spec.validate_cluster == kCalibrate && !spec.calibrate_set.empty();
+    for (const ValidatedChild& c : children) {
+        if (!tables.count(c.cluster)) {
+            try {
+                tables.emplace(c.cluster, sim::load_op_tables(c.cluster));
+            } catch (const Error& e) {
+                log("skipped: " + std::string(e.what()) +
+                    " (validate_cluster = \"calibrate\" writes [ops]; docs/simulator.md \"Replay validation\")");
+                return false;
+            }
+            cluster_text += (cluster_text.empty() ? "" : ", ") + c.cluster;
+            const std::string& on = tables.at(c.cluster).calibrated_on;
+            calibrated_text += (calibrated_text.empty() ? "" : "; ") + on +
+                               (c.calibrated_on.empty() ? "" : " (" + c.calibrated_on + ")");
+        }
+        sim::RunToValidate r;
+        r.run_id = c.child;
+        r.tables = &tables.at(c.cluster);
+        r.optional = true;  // a child recorded before the sweep asked for --timeline is left out with a note
+        if (held_out) r.held_out = 1;
+        runs.push_back(r);
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string replay_validate_points(Store& store, const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                   const SweepOptions& options) {
+    const Log log = [&](const std::string& line) {
+        if (options.log) options.log("per-op replay validation " + line);
+    };
+    const std::vector<ValidatedChild> children = validated_children(store, spec, points);
     if (children.empty()) {
         log("skipped: no finished point was validated on a cluster file");
         return "";
     }
     std::map<std::string, sim::OpTables> tables;  // cluster file -> its [ops]
     std::vector<sim::RunToValidate> runs;
-    const bool held_out = spec.validate_cluster == kCalibrate && !spec.calibrate_set.empty();
     std::string cluster_text, calibrated_text;
-    for (size_t i = 0; i < children.size(); ++i) {
-        if (!tables.count(clusters[i])) {
-            try {
-                tables.emplace(clusters[i], sim::load_op_tables(clusters[i]));
-            } catch (const Error& e) {
-                log("skipped: " + std::string(e.what()) +
-                    " (validate_cluster = \"calibrate\" writes [ops]; docs/simulator.md \"Replay validation\")");
-                return "";
-            }
-            cluster_text += (cluster_text.empty() ? "" : ", ") + clusters[i];
-            const std::string& on = tables.at(clusters[i]).calibrated_on;
-            calibrated_text += (calibrated_text.empty() ? "" : "; ") + on +
-                               (calibrated_on[i].empty() ? "" : " (" + calibrated_on[i] + ")");
-        }
-        sim::RunToValidate r;
-        r.run_id = children[i];
-        r.tables = &tables.at(clusters[i]);
-        r.optional = true;  // a child recorded before the sweep asked for --timeline is left out with a note
-        if (held_out) r.held_out = 1;
-        runs.push_back(r);
-    }
+    if (!runs_to_validate(spec, children, log, tables, runs, cluster_text, calibrated_text)) return "";
     try {
         const sim::StoredValidation v = sim::validate_stored_runs(store, runs, sim::ReplaySource::kOpModel,
                                                                   spec.validate_oversubscribed, "sweep " + spec.name);

@@ -7,16 +7,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "balance/device_load.h"
+#include "comm/comm_paced.h"
 #include "core/error.h"
 #include "core/sha256.h"
 #include "core/timer.h"
 #include "kernels/optim.h"
 #include "model/checkpoint.h"
-#include "train/resume_check.h"
-#include "comm/comm_paced.h"
-#include "train/traffic.h"
 #include "moe/ep_executor.h"
 #include "train/device.h"
+#include "train/resume_check.h"
+#include "train/traffic.h"
 
 namespace prophet {
 
@@ -61,6 +62,28 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     const int D = comm_.size();
     model_ = std::make_unique<Model<float>>(m);
     data_ = make_data_source(settings_.data, m.T, m.B);
+    set_up_policy(D);
+    executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, *model_, settings_.balance.route_rule);
+    executor_->set_placement_provider(
+        [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });
+    model_set_executor(*model_, static_cast<MoeExecutor<float>*>(executor_.get()));
+    if (!settings_.routing_trace.empty()) {
+        router_ = std::make_unique<TraceRouter>(load_trace(settings_.routing_trace), m.L, m.E, comm_.rank(), D);
+        model_->route_override = [this](int layer, int N, int K, int* expert_idx) {
+            router_->route(next_step_, layer, N, K, expert_idx);
+        };
+    }
+    set_up_schedule(D);
+    set_up_device(D);
+    skip_ = executor_->optimizer_skip_mask(model_->layout);
+    home_experts_ = executor_->home_expert_tensor_mask(model_->layout);
+    const int B_local = m.B / D;
+    inputs_.resize(static_cast<size_t>(B_local) * m.T);
+    targets_.resize(inputs_.size());
+}
+
+void Trainer::set_up_policy(int D) {
+    const ModelConfig& m = settings_.model;
     const int num_nodes = std::max(1, D / std::max(1, settings_.cost.cluster.devices_per_node));
     policy_ = std::make_unique<PolicyRunner>(settings_.policy, m.L, D, m.E, settings_.cost, settings_.balance,
                                              settings_.profile_iterations, num_nodes);
@@ -74,16 +97,10 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
             policy_->set_root_broadcast(comm_.rank(),
                                         [this](void* data, size_t bytes) { comm_.broadcast(data, bytes, 0); });
     }
-    executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, *model_, settings_.balance.route_rule);
-    executor_->set_placement_provider(
-        [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });
-    model_set_executor(*model_, static_cast<MoeExecutor<float>*>(executor_.get()));
-    if (!settings_.routing_trace.empty()) {
-        router_ = std::make_unique<TraceRouter>(load_trace(settings_.routing_trace), m.L, m.E, comm_.rank(), D);
-        model_->route_override = [this](int layer, int N, int K, int* expert_idx) {
-            router_->route(next_step_, layer, N, K, expert_idx);
-        };
-    }
+}
+
+void Trainer::set_up_schedule(int D) {
+    const ModelConfig& m = settings_.model;
     if (settings_.schedule_blockwise) {
         require_thread_multiple(comm_, "schedule.mode = blockwise (Trans/Agg run on a communication thread)");
         EpSchedule sched;
@@ -109,7 +126,9 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
         sched.mode = EpScheduleMode::kFasterMoE;
         executor_->set_schedule(sched);
     }
+}
 
+void Trainer::set_up_device(int D) {
     // the model operations on the run's device; the CPU one drives model_ itself (with the executor above), a
     // GPU one keeps its own copy and syncs model_ only for checkpoints (save / resume)
     // (ranks of one host share its GPUs round-robin: local rank % devices; gather_rank_hosts is a collective)
@@ -123,12 +142,6 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
         executor_->set_expert_compute(step_model_->expert_compute(*model_));
         step_model_->set_moe_executor(executor_.get());
     }
-
-    skip_ = executor_->optimizer_skip_mask(model_->layout);
-    home_experts_ = executor_->home_expert_tensor_mask(model_->layout);
-    const int B_local = m.B / D;
-    inputs_.resize(static_cast<size_t>(B_local) * m.T);
-    targets_.resize(inputs_.size());
 }
 
 Trainer::~Trainer() = default;
@@ -190,38 +203,46 @@ std::vector<std::string> Trainer::gather_timelines(int64_t step_start_ns, int64_
     return out;
 }
 
-StepStats Trainer::step() {
+double step_mean_max_mean_load(const std::vector<int64_t>& counts, const std::vector<Placement>& placements, int D,
+                               int E, RouteRule route_rule) {
+    const int L = static_cast<int>(placements.size());
+    double load_sum = 0;
+    for (int l = 0; l < L; ++l) {
+        const LayerFlow flow =
+            compute_flow(counts.data() + static_cast<size_t>(l) * D * E, D, E, placements[l], route_rule);
+        load_sum += max_mean_load(flow.computed.data(), D);
+    }
+    return load_sum / L;
+}
+
+void Trainer::train_on_batch(int64_t step, StepStats& s, int64_t* cursor) {
     const ModelConfig& m = settings_.model;
     const int D = comm_.size();
-    const int B_local = m.B / D;
-    const int64_t step = next_step_;
-    StepStats s;
-    s.step = step;
-    const int64_t t0 = now_ns();
-    int64_t cursor = t0;  // the timeline's: the end of the last op the trainer itself recorded
-
     const auto [seq_begin, seq_end] = rank_sequences(m.B, comm_.rank(), D);
     data_->batch(step, seq_begin, seq_end, inputs_.data(), targets_.data());
     step_model_->zero_grad();
-    mark(OpKind::kData, &cursor);
-    double loss = step_model_->forward(inputs_.data(), targets_.data(), B_local, static_cast<double>(m.B) * m.T);
+    mark(OpKind::kData, cursor);
+    double loss = step_model_->forward(inputs_.data(), targets_.data(), m.B / D, static_cast<double>(m.B) * m.T);
     step_model_->backward();
-    cursor = now_ns();
+    *cursor = now_ns();
     if (uses_executor_) {  // one device rank has no other rank to sum with, and never runs the executor
         sum_dense_gradients();     // beside the last Agg under the block-wise schedule
-        mark(OpKind::kAllReduce, &cursor);
+        mark(OpKind::kAllReduce, cursor);
         executor_->finish_backward();  // every Agg done before the optimizer (records its waits)
     }
-    cursor = now_ns();
+    *cursor = now_ns();
     const double norm_sq = global_grad_norm_sq();
     s.grad_norm = std::sqrt(norm_sq);
     s.lr = lr_at_step(settings_.lr, step);
     step_model_->adamw_step(s.lr, settings_.adamw, grad_clip_scale(s.grad_norm, settings_.grad_clip), &skip_);
-    mark(OpKind::kOptimizer, &cursor);
+    mark(OpKind::kOptimizer, cursor);
     comm_.all_reduce_sum(&loss, 1);
     s.loss = loss;
+}
 
-    // routing of this step: counts per layer (identical on every rank) and optional transitions
+void Trainer::collect_routing(int64_t step, StepStats& s) {
+    const ModelConfig& m = settings_.model;
+    const int D = comm_.size();
     s.counts.resize(static_cast<size_t>(m.L) * D * m.E);
     for (int l = 0; l < m.L; ++l) {
         int64_t* counts = s.counts.data() + static_cast<size_t>(l) * D * m.E;  // [D,E]
@@ -235,45 +256,34 @@ StepStats Trainer::step() {
         std::copy(stats.counts.begin(), stats.counts.end(), counts);
         s.placements.push_back(stats.placement);
     }
-    if (record_transitions_ && m.L > 1) {
-        s.transitions.assign(static_cast<size_t>(m.L - 1) * m.E * m.E, 0);
-        const int N = B_local * m.T;
-        const int* idx = step_model_->dispatch_indices();  // [L,N,K], -1 where dropped
-        for (int l = 0; l + 1 < m.L; ++l)
-            for (int n = 0; n < N; ++n)
-                for (int a = 0; a < m.K; ++a) {
-                    const int e1 = idx[(static_cast<size_t>(l) * N + n) * m.K + a];
-                    if (e1 < 0) continue;
-                    for (int b = 0; b < m.K; ++b) {
-                        const int e2 = idx[(static_cast<size_t>(l + 1) * N + n) * m.K + b];
-                        if (e2 >= 0) ++s.transitions[(static_cast<size_t>(l) * m.E + e1) * m.E + e2];
-                    }
+}
+
+void Trainer::count_transitions(StepStats& s) {
+    const ModelConfig& m = settings_.model;
+    s.transitions.assign(static_cast<size_t>(m.L - 1) * m.E * m.E, 0);
+    const int N = m.B / comm_.size() * m.T;
+    const int* idx = step_model_->dispatch_indices();  // [L,N,K], -1 where dropped
+    for (int l = 0; l + 1 < m.L; ++l)
+        for (int n = 0; n < N; ++n)
+            for (int a = 0; a < m.K; ++a) {
+                const int e1 = idx[(static_cast<size_t>(l) * N + n) * m.K + a];
+                if (e1 < 0) continue;
+                for (int b = 0; b < m.K; ++b) {
+                    const int e2 = idx[(static_cast<size_t>(l + 1) * N + n) * m.K + b];
+                    if (e2 >= 0) ++s.transitions[(static_cast<size_t>(l) * m.E + e1) * m.E + e2];
                 }
-        comm_.all_reduce_sum(s.transitions.data(), s.transitions.size());
-    }
-    policy_->end_iteration(step, s.counts);
+            }
+    comm_.all_reduce_sum(s.transitions.data(), s.transitions.size());
+}
 
-    // load balance actually achieved: H under the placement each layer used
-    double load_sum = 0;
-    for (int l = 0; l < m.L; ++l) {
-        const LayerFlow flow = compute_flow(s.counts.data() + static_cast<size_t>(l) * D * m.E, D, m.E,
-                                            s.placements[l], settings_.balance.route_rule);
-        int64_t h_max = 0, h_sum = 0;
-        for (int64_t h : flow.computed) {
-            h_max = std::max(h_max, h);
-            h_sum += h;
-        }
-        load_sum += h_sum > 0 ? static_cast<double>(h_max) * D / h_sum : 1.0;
-        s.replicas += s.placements[l].num_replicas();
-    }
-    s.max_mean_load = load_sum / m.L;
-
+void Trainer::time_step(int64_t t0, int64_t* cursor, StepStats& s) {
+    const ModelConfig& m = settings_.model;
     // TEST ONLY (debug.slow_step_pct): the injected slowdown ci/bench-regress.sh must catch: a spin of this % of the
     // step's wall time so far, just before the step time is taken, so the step becomes that % slower
     if (settings_.debug_slow_step_pct > 0)
         spin_wall_ns(static_cast<int64_t>((now_ns() - t0) * settings_.debug_slow_step_pct / 100.0));
     const MoeLayerStats t = executor_->step_stats();  // summed over layers
-    mark(OpKind::kStats, &cursor);
+    mark(OpKind::kStats, cursor);
     const int64_t t_end = now_ns();  // the step's end on this rank: the max over ranks below is step_ms
     // the counts all-gather (layout) is communication: it counts with the all-to-all
     double times[9] = {(t_end - t0) * 1e-6, t.a2a_ms() + t.layout_ms, t.expert_ms(), t.trans_ms, t.agg_ms,
@@ -293,6 +303,25 @@ StepStats Trainer::step() {
                                        s.plan_ms - s.plan_wait_ms);
     if (timeline_) s.timelines = gather_timelines(t0, t_end, &s);
     s.tokens_per_s = s.step_ms > 0 ? static_cast<double>(m.B) * m.T / (s.step_ms * 1e-3) : 0.0;
+}
+
+StepStats Trainer::step() {
+    const ModelConfig& m = settings_.model;
+    const int64_t step = next_step_;
+    StepStats s;
+    s.step = step;
+    const int64_t t0 = now_ns();
+    int64_t cursor = t0;  // the timeline's: the end of the last op the trainer itself recorded
+    train_on_batch(step, s, &cursor);
+    // routing of this step: counts per layer (identical on every rank) and optional transitions
+    collect_routing(step, s);
+    if (record_transitions_ && m.L > 1) count_transitions(s);
+    policy_->end_iteration(step, s.counts);
+    // load balance actually achieved: H under the placement each layer used
+    s.mean_max_mean_load =
+        step_mean_max_mean_load(s.counts, s.placements, comm_.size(), m.E, settings_.balance.route_rule);
+    for (const Placement& p : s.placements) s.replicas += p.num_replicas();
+    time_step(t0, &cursor, s);
     ++next_step_;
     return s;
 }

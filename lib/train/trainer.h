@@ -33,7 +33,7 @@ struct StepStats {
     double grad_norm = 0;      // before clipping
     double step_ms = 0;        // wall time of the step (max over ranks)
     double tokens_per_s = 0;   // global tokens / step time
-    double max_mean_load = 0;  // max_i H_i / mean_i H_i under the placement used, mean over layers
+    double mean_max_mean_load = 0;  // max_i H_i / mean_i H_i under the placement used, mean over layers
     // wall time per activity, max over ranks, summed over layers (ms)
     double a2a_ms = 0, expert_ms = 0, trans_ms = 0, agg_ms = 0, plan_ms = 0, nonexpert_ms = 0;
     int replicas = 0;                   // replicas over all layers
@@ -89,6 +89,16 @@ class Trainer {
     // records [*cursor, now) as a compute-lane op of the step (block -1) when a timeline is on; cursor = now
     void mark(OpKind kind, int64_t* cursor);
     double global_grad_norm_sq();
+    // the constructor's steps: the balancing policy, the Trans/Agg schedule, the device the model runs on
+    void set_up_policy(int D);
+    void set_up_schedule(int D);
+    void set_up_device(int D);
+    // step()'s steps: forward, backward and optimizer on this rank's batch (grad_norm, lr, loss into s); the
+    // counts [L][D][E] and placements [L]; the transitions [L-1][E][E]; the step's times (max over ranks)
+    void train_on_batch(int64_t step, StepStats& s, int64_t* cursor);
+    void collect_routing(int64_t step, StepStats& s);
+    void count_transitions(StepStats& s);
+    void time_step(int64_t t0, int64_t* cursor, StepStats& s);
 
     std::unique_ptr<Communicator> paced_;  // comm.link_gbps > 0: the emulated network
     std::unique_ptr<CountingCommunicator> counting_;  // in front of paced_ or the given one
@@ -111,6 +121,12 @@ class Trainer {
     int64_t next_step_ = 0;
     bool record_transitions_ = false;
 };
+
+// The load balance a step achieved: max_i H_i / mean_i H_i (balance/device_load.h's max_mean_load) of each
+// layer's flow under the placement it used, summed over layers, then divided by L. counts: [L][D][E] tokens rank d
+// routed to expert e; placements: [L].
+double step_mean_max_mean_load(const std::vector<int64_t>& counts, const std::vector<Placement>& placements, int D,
+                               int E, RouteRule route_rule);
 
 // sha256 over the keys that change the numbers a resumed run must repeat (model.*, data.*, run.seed, the
 // optimizer and schedule keys, balance.*); store paths, logging and checkpoint keys may differ on resume.
