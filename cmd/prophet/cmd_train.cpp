@@ -105,14 +105,22 @@ void print_parameter_table(const RunContext& ctx, const Trainer& trainer, FILE* 
 void record_step(Store& store, const std::string& run_id, const StepStats& s, const std::vector<Placement>& previous,
                  bool record_loads, int D, int E) {
     store.transaction([&] {
-        const std::pair<const char*, double> metrics[] = {
-            {"loss", s.loss},         {"lr", s.lr},           {"grad_norm", s.grad_norm},
-            {"step_ms", s.step_ms},   {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.mean_max_mean_load},
-            {"a2a_ms", s.a2a_ms},     {"expert_ms", s.expert_ms},       {"nonexpert_ms", s.nonexpert_ms},
-            {"trans_ms", s.trans_ms}, {"agg_ms", s.agg_ms},             {"plan_ms", s.plan_ms},
-            {"replicas", static_cast<double>(s.replicas)},
-            {"trans_exposed_ms", s.trans_exposed_ms}, {"agg_exposed_ms", s.agg_exposed_ms},
-            {"plan_wait_ms", s.plan_wait_ms}};
+        const std::pair<const char*, double> metrics[] = {{"loss", s.loss},
+                                                          {"lr", s.lr},
+                                                          {"grad_norm", s.grad_norm},
+                                                          {"step_ms", s.step_ms},
+                                                          {"tokens_per_s", s.tokens_per_s},
+                                                          {"max_mean_load", s.mean_max_mean_load},
+                                                          {"a2a_ms", s.a2a_ms},
+                                                          {"expert_ms", s.expert_ms},
+                                                          {"nonexpert_ms", s.nonexpert_ms},
+                                                          {"trans_ms", s.trans_ms},
+                                                          {"agg_ms", s.agg_ms},
+                                                          {"plan_ms", s.plan_ms},
+                                                          {"replicas", static_cast<double>(s.replicas)},
+                                                          {"trans_exposed_ms", s.trans_exposed_ms},
+                                                          {"agg_exposed_ms", s.agg_exposed_ms},
+                                                          {"plan_wait_ms", s.plan_wait_ms}};
         for (const auto& [key, value] : metrics) store.put_metric(run_id, key, s.step, value);
         // one event per rank: its ops of this step (schedule/timeline.h: [kind, lane, block, part, start_us, end_us])
         for (size_t r = 0; r < s.timelines.size(); ++r)
@@ -133,7 +141,8 @@ void record_step(Store& store, const std::string& run_id, const StepStats& s, co
                 store.put_placement_row(run_id, s.step, l, e, 0, p.owner[e]);
                 int r = 1;
                 for (int d = 0; d < D; ++d)
-                    if (p.replica[static_cast<size_t>(e) * D + d]) store.put_placement_row(run_id, s.step, l, e, r++, d);
+                    if (p.replica[static_cast<size_t>(e) * D + d])
+                        store.put_placement_row(run_id, s.step, l, e, r++, d);
             }
         }
         store.heartbeat(run_id);
@@ -141,12 +150,22 @@ void record_step(Store& store, const std::string& run_id, const StepStats& s, co
 }
 
 nlohmann::json step_json(const StepStats& s) {
-    return {{"step", s.step},          {"loss", s.loss},           {"step_ms", s.step_ms},
-            {"tokens_per_s", s.tokens_per_s}, {"max_mean_load", s.mean_max_mean_load}, {"a2a_ms", s.a2a_ms},
-            {"expert_ms", s.expert_ms}, {"nonexpert_ms", s.nonexpert_ms}, {"trans_ms", s.trans_ms},
-            {"agg_ms", s.agg_ms},      {"plan_ms", s.plan_ms},     {"lr", s.lr},
-            {"trans_exposed_ms", s.trans_exposed_ms}, {"agg_exposed_ms", s.agg_exposed_ms},
-            {"grad_norm", s.grad_norm}, {"replicas", s.replicas}};
+    return {{"step", s.step},
+            {"loss", s.loss},
+            {"step_ms", s.step_ms},
+            {"tokens_per_s", s.tokens_per_s},
+            {"max_mean_load", s.mean_max_mean_load},
+            {"a2a_ms", s.a2a_ms},
+            {"expert_ms", s.expert_ms},
+            {"nonexpert_ms", s.nonexpert_ms},
+            {"trans_ms", s.trans_ms},
+            {"agg_ms", s.agg_ms},
+            {"plan_ms", s.plan_ms},
+            {"lr", s.lr},
+            {"trans_exposed_ms", s.trans_exposed_ms},
+            {"agg_exposed_ms", s.agg_exposed_ms},
+            {"grad_norm", s.grad_norm},
+            {"replicas", s.replicas}};
 }
 
 // Everything both commands share: config, validation before any communication, MPI, the store record.
@@ -236,8 +255,9 @@ LoopResult run_loop(RunContext& ctx, Trainer& trainer, const CommonArgs& args, b
                 std::fflush(stdout);
             } else if (st.step % s.log_every == 0 || st.step + 1 == s.steps) {
                 std::printf("%6lld | %9.5f | %8.2f | %9.0f | %8.3f | %7.2f | %7.2f | %8.2f | %7.2f | %7.2f | %7.3f\n",
-                            static_cast<long long>(st.step), st.loss, st.step_ms, st.tokens_per_s, st.mean_max_mean_load,
-                            st.a2a_ms, st.expert_ms, st.nonexpert_ms, st.trans_ms, st.agg_ms, st.plan_ms);
+                            static_cast<long long>(st.step), st.loss, st.step_ms, st.tokens_per_s,
+                            st.mean_max_mean_load, st.a2a_ms, st.expert_ms, st.nonexpert_ms, st.trans_ms, st.agg_ms,
+                            st.plan_ms);
                 std::fflush(stdout);
             }
             progress.update(st.step + 1);
