@@ -102,26 +102,30 @@ void print_parameter_table(const RunContext& ctx, const Trainer& trainer, FILE* 
     std::fprintf(out, "+----------------------+--------------------------------------------------+\n");
 }
 
+// A step's figures under their store and --json names, written once for both.
+std::vector<std::pair<const char*, double>> step_metrics(const StepStats& s) {
+    return {{"loss", s.loss},
+            {"lr", s.lr},
+            {"grad_norm", s.grad_norm},
+            {"step_ms", s.step_ms},
+            {"tokens_per_s", s.tokens_per_s},
+            {"max_mean_load", s.mean_max_mean_load},
+            {"a2a_ms", s.a2a_ms},
+            {"expert_ms", s.expert_ms},
+            {"nonexpert_ms", s.nonexpert_ms},
+            {"trans_ms", s.trans_ms},
+            {"agg_ms", s.agg_ms},
+            {"plan_ms", s.plan_ms},
+            {"replicas", static_cast<double>(s.replicas)},
+            {"trans_exposed_ms", s.trans_exposed_ms},
+            {"agg_exposed_ms", s.agg_exposed_ms},
+            {"plan_wait_ms", s.plan_wait_ms}};
+}
+
 void record_step(Store& store, const std::string& run_id, const StepStats& s, const std::vector<Placement>& previous,
                  bool record_loads, int D, int E) {
     store.transaction([&] {
-        const std::pair<const char*, double> metrics[] = {{"loss", s.loss},
-                                                          {"lr", s.lr},
-                                                          {"grad_norm", s.grad_norm},
-                                                          {"step_ms", s.step_ms},
-                                                          {"tokens_per_s", s.tokens_per_s},
-                                                          {"max_mean_load", s.mean_max_mean_load},
-                                                          {"a2a_ms", s.a2a_ms},
-                                                          {"expert_ms", s.expert_ms},
-                                                          {"nonexpert_ms", s.nonexpert_ms},
-                                                          {"trans_ms", s.trans_ms},
-                                                          {"agg_ms", s.agg_ms},
-                                                          {"plan_ms", s.plan_ms},
-                                                          {"replicas", static_cast<double>(s.replicas)},
-                                                          {"trans_exposed_ms", s.trans_exposed_ms},
-                                                          {"agg_exposed_ms", s.agg_exposed_ms},
-                                                          {"plan_wait_ms", s.plan_wait_ms}};
-        for (const auto& [key, value] : metrics) store.put_metric(run_id, key, s.step, value);
+        for (const auto& [key, value] : step_metrics(s)) store.put_metric(run_id, key, s.step, value);
         // one event per rank: its ops of this step (schedule/timeline.h: [kind, lane, block, part, start_us, end_us])
         for (size_t r = 0; r < s.timelines.size(); ++r)
             store.put_event(run_id, s.step, static_cast<int>(r), "info", "timeline", "ops of one step", s.timelines[r]);
@@ -150,22 +154,10 @@ void record_step(Store& store, const std::string& run_id, const StepStats& s, co
 }
 
 nlohmann::json step_json(const StepStats& s) {
-    return {{"step", s.step},
-            {"loss", s.loss},
-            {"step_ms", s.step_ms},
-            {"tokens_per_s", s.tokens_per_s},
-            {"max_mean_load", s.mean_max_mean_load},
-            {"a2a_ms", s.a2a_ms},
-            {"expert_ms", s.expert_ms},
-            {"nonexpert_ms", s.nonexpert_ms},
-            {"trans_ms", s.trans_ms},
-            {"agg_ms", s.agg_ms},
-            {"plan_ms", s.plan_ms},
-            {"lr", s.lr},
-            {"trans_exposed_ms", s.trans_exposed_ms},
-            {"agg_exposed_ms", s.agg_exposed_ms},
-            {"grad_norm", s.grad_norm},
-            {"replicas", s.replicas}};
+    nlohmann::json j = {{"step", s.step}};
+    for (const auto& [key, value] : step_metrics(s)) j[key] = value;
+    j["replicas"] = s.replicas;  // a count: an integer in the JSON
+    return j;
 }
 
 // Everything both commands share: config, validation before any communication, MPI, the store record.

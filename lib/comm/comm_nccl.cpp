@@ -232,12 +232,12 @@ bool NcclRequest::test() {
 // the local rank's, if there are enough. reason: why no device is visible.
 RankInfo local_rank_info(Communicator& bootstrap, const char* host, const char** reason) {
     const int rank = bootstrap.rank(), size = bootstrap.size();
-    std::vector<char> hosts((size_t)size * 64);
+    std::vector<char> hosts(static_cast<size_t>(size) * 64);
     bootstrap.all_gather(host, 64, hosts.data());
     RankInfo mine{};
     std::memcpy(mine.host, host, sizeof mine.host);
     for (int r = 0; r < size; r++) {
-        if (std::strncmp(&hosts[(size_t)r * 64], host, 64) != 0) continue;
+        if (std::strncmp(&hosts[static_cast<size_t>(r) * 64], host, 64) != 0) continue;
         if (r < rank) mine.local_rank++;
         mine.local_size++;
     }
@@ -261,9 +261,10 @@ void check_rank_devices(const std::vector<RankInfo>& all, int rank, const char* 
         const RankInfo& a = all[r];
         const std::string who = "rank " + std::to_string(r) + " on host " + std::string(a.host, strnlen(a.host, 64));
         if (a.num_devices == 0)
-            throw Error(kExitConfig, "NCCL communicator: " + who + " sees no CUDA device" +
-                                         ((int)r == rank ? std::string(" (") + reason + ")" : std::string()) +
-                                         "; fix: run on GPU hosts, or use the MPI communicator");
+            throw Error(kExitConfig,
+                        "NCCL communicator: " + who + " sees no CUDA device" +
+                            (static_cast<int>(r) == rank ? std::string(" (") + reason + ")" : std::string()) +
+                            "; fix: run on GPU hosts, or use the MPI communicator");
         if (a.device < 0)
             throw Error(kExitConfig, "NCCL communicator: " + who + " is one of " + std::to_string(a.local_size) +
                                          " ranks on that host but it has " + std::to_string(a.num_devices) +
@@ -294,7 +295,7 @@ NcclComm::NcclComm(std::unique_ptr<Communicator> bootstrap) : bootstrap_(std::mo
     const char* reason = "no CUDA device";
     const RankInfo mine = local_rank_info(*bootstrap_, host, &reason);
     // 3. every rank checks every rank
-    std::vector<RankInfo> all((size_t)size_);
+    std::vector<RankInfo> all(static_cast<size_t>(size_));
     bootstrap_->all_gather(&mine, sizeof mine, all.data());
     check_rank_devices(all, rank_, reason);
     device_ = mine.device;
@@ -424,7 +425,7 @@ void NcclComm::all_reduce(void* data, size_t count, ncclDataType_t type, ncclRed
 void NcclComm::all_gather(const void* send, size_t bytes, void* recv) {
     auto request = start("all_gather");
     std::byte* s = stage(*request, send, bytes, true, false);
-    std::byte* r = stage(*request, recv, bytes * (size_t)size_, false, true);
+    std::byte* r = stage(*request, recv, bytes * static_cast<size_t>(size_), false, true);
     PROPHET_NCCL(ncclAllGather(s, r, bytes, ncclInt8, comm_, stream_));
     record(*request);
     request->wait();
@@ -449,7 +450,7 @@ void NcclComm::all_reduce_sum_ordered(T* data, size_t count) {
     std::vector<T> x(count);
     if (on_device) copy_to_host({{x.data(), reinterpret_cast<const std::byte*>(data), count * sizeof(T)}});
     else if (count > 0) std::memcpy(x.data(), data, count * sizeof(T));
-    const size_t n = (size_t)size_;
+    const size_t n = static_cast<size_t>(size_);
     auto begin = [&](size_t r) { return count * r / n; };  // chunk r = [begin(r), begin(r+1))
     const size_t my_len = begin(rank_ + 1) - begin(rank_);
     std::vector<size_t> send_bytes(n), send_off(n), recv_bytes(n), recv_off(n);
@@ -462,7 +463,7 @@ void NcclComm::all_reduce_sum_ordered(T* data, size_t count) {
     std::vector<T> parts(my_len * n);  // [n][my_len]: rank s's values of my chunk
     all_to_all_v(x.data(), send_bytes.data(), send_off.data(), parts.data(), recv_bytes.data(), recv_off.data());
     const size_t max_len = (count + n - 1) / n;
-    std::vector<T> mine(max_len, T(0));
+    std::vector<T> mine(max_len, static_cast<T>(0));
     for (size_t k = 0; k < my_len; k++) mine[k] = parts[k];
     for (size_t s = 1; s < n; s++)
         for (size_t k = 0; k < my_len; k++) mine[k] += parts[s * my_len + k];

@@ -22,7 +22,7 @@ inline int64_t unix_ms() {
 inline int64_t thread_cpu_ns() {
     timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 // TEST ONLY (the throughput gate's injected slowdown, docs/reliability.md): busy-spin, not sleep, so the core is

@@ -25,8 +25,8 @@ bool backward_kind(OpKind k) {
 
 // The expert FFN on M rows: one expert, so one GEMM of each kind; the median seconds of kRepeats after kWarmup.
 double time_expert_ffn(Context& ctx, int M, int C, int F) {
-    DeviceBuffer<float> x((size_t)M * C), w1((size_t)C * F), w2((size_t)F * C), pre((size_t)M * F), act((size_t)M * F),
-        y((size_t)M * C);
+    DeviceBuffer<float> x(static_cast<size_t>(M) * C), w1(static_cast<size_t>(C) * F), w2(static_cast<size_t>(F) * C),
+        pre(static_cast<size_t>(M) * F), act(static_cast<size_t>(M) * F), y(static_cast<size_t>(M) * C);
     x.upload(std::vector<float>(x.size(), 0.01f));
     w1.upload(std::vector<float>(w1.size(), 0.02f));
     w2.upload(std::vector<float>(w2.size(), 0.02f));

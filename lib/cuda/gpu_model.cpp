@@ -37,8 +37,8 @@ GpuModel::GpuModel(Context& ctx, const Model<float>& model)
 
 void GpuModel::allocate(int B) {
     const ModelConfig& c = config_;
-    const size_t N = (size_t)B * c.T, L = c.L, C = c.C, E = c.E, K = c.K, F = c.hidden_size();
-    const size_t att = (size_t)B * c.NH * c.T * c.T;
+    const size_t N = static_cast<size_t>(B) * c.T, L = c.L, C = c.C, E = c.E, K = c.K, F = c.hidden_size();
+    const size_t att = static_cast<size_t>(B) * c.NH * c.T * c.T;
     encoded_.resize(N * C);
     ln1_.resize(L * N * C), ln1_mean_.resize(L * N), ln1_rstd_.resize(L * N);
     qkv_.resize(L * N * 3 * C), att_.resize(L * att), atty_.resize(L * N * C), residual_attn_.resize(L * N * C);
@@ -88,25 +88,25 @@ double GpuModel::forward_block(int l, int B, int N) {
     const ModelConfig& cfg = config_;
     const int T = cfg.T, C = cfg.C, NH = cfg.NH, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
     const ParamLayout& lay = layout_;
-    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    const size_t NC = static_cast<size_t>(N) * C, NK = static_cast<size_t>(N) * K;
     const LayerTensorIdx& p = lay.layers[l];
     // the block-wise schedule launches this block's Trans beside its non-expert compute (no-op otherwise)
     if (executor_ != nullptr) executor_->block_forward_begin(l);
     const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;  // [N,C]
     float* ln1 = ln1_.data() + l * NC;
     float* qkv = qkv_.data() + l * 3 * NC;
-    float* att = att_.data() + (size_t)l * B * NH * T * T;
+    float* att = att_.data() + static_cast<size_t>(l) * B * NH * T * T;
     float* atty = atty_.data() + l * NC;
     float* residual_attn = residual_attn_.data() + l * NC;
     float* ln2 = ln2_.data() + l * NC;
-    float* gate_logits = gate_logits_.data() + (size_t)l * N * E;
+    float* gate_logits = gate_logits_.data() + static_cast<size_t>(l) * N * E;
     float* gate_w = gate_w_.data() + l * NK;
     int* expert_idx = expert_idx_.data() + l * NK;
 
     // attention branch: x + proj(attn(ln1(x)))
     events_.begin(OpKind::kAttn, l);
-    layernorm_forward(ctx_, ln1, ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, x, param(p.ln1_w),
-                      param(p.ln1_b), N, C);
+    layernorm_forward(ctx_, ln1, ln1_mean_.data() + static_cast<size_t>(l) * N,
+                      ln1_rstd_.data() + static_cast<size_t>(l) * N, x, param(p.ln1_w), param(p.ln1_b), N, C);
     matmul_forward(ctx_, qkv, ln1, param(p.qkv_w), param(p.qkv_b), N, C, 3 * C);
     attention_forward(ctx_, atty, att, qkv, B, T, C, NH);
     matmul_forward(ctx_, branch_.data(), atty, param(p.proj_w), param(p.proj_b), N, C, C);
@@ -114,8 +114,9 @@ double GpuModel::forward_block(int l, int B, int N) {
     events_.end();
     // MoE branch: route, then the experts of this layer (dropless: dispatch = the top-K selection)
     events_.begin(OpKind::kGate, l);
-    layernorm_forward(ctx_, ln2, ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N, residual_attn,
-                      param(p.ln2_w), param(p.ln2_b), N, C);
+    layernorm_forward(ctx_, ln2, ln2_mean_.data() + static_cast<size_t>(l) * N,
+                      ln2_rstd_.data() + static_cast<size_t>(l) * N, residual_attn, param(p.ln2_w), param(p.ln2_b), N,
+                      C);
     matmul_forward(ctx_, gate_logits, ln2, param(p.gate_w), nullptr, N, C, E);
     gate_topk_forward(ctx_, expert_idx, gate_w, gate_logits, N, E, K);
     events_.end();
@@ -125,8 +126,9 @@ double GpuModel::forward_block(int l, int B, int N) {
         moe_forward_local(l, N, ln2, expert_idx, gate_w);
     }
     residual_forward(ctx_, residual_moe_.data() + l * NC, residual_attn, branch_.data(), NC);
-    return 2.0 * N * C * (3.0 * C + C + E) + 2.0 * 2.0 * B * NH * (double)T * T * (C / NH) +
-           2.0 * 2.0 * (double)offsets_host_[l][E] * C * F;
+    const int head_size = C / NH;  // C is a multiple of NH (checked with the model's shape)
+    return 2.0 * N * C * (3.0 * C + C + E) + 2.0 * 2.0 * B * NH * static_cast<double>(T) * T * head_size +
+           2.0 * 2.0 * static_cast<double>(offsets_host_[l][E]) * C * F;
 }
 
 double GpuModel::forward(const int* inputs, const int* targets, int B, double loss_denominator) {
@@ -139,7 +141,7 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
     PROPHET_CUDA_CHECK(cudaMemcpy(targets_.data(), targets, sizeof(int) * N, cudaMemcpyHostToDevice));
     loss_denominator_ = loss_denominator;
     const ParamLayout& lay = layout_;
-    const size_t NC = (size_t)N * C;
+    const size_t NC = static_cast<size_t>(N) * C;
     double flops = 0.0;
 
     events_.begin_step();  // (with a timeline) the GPU clock's reference for this step
@@ -147,7 +149,7 @@ double GpuModel::forward(const int* inputs, const int* targets, int B, double lo
     encoder_forward(ctx_, encoded_.data(), inputs_.data(), param(lay.wte), param(lay.wpe), B, T, C, V);
     events_.end();
     for (int l = 0; l < L; l++) flops += forward_block(l, B, N);
-    const float* x_last = residual_moe_.data() + (size_t)(L - 1) * NC;
+    const float* x_last = residual_moe_.data() + static_cast<size_t>(L - 1) * NC;
     events_.begin(OpKind::kHead, -1);
     layernorm_forward(ctx_, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x_last, param(lay.ln_f_w),
                       param(lay.ln_f_b), N, C);
@@ -162,12 +164,13 @@ void GpuModel::moe_backward_local(int l, int N) {
     const ModelConfig& cfg = config_;
     const int C = cfg.C, E = cfg.E, K = cfg.K, F = cfg.hidden_size();
     const ParamLayout& lay = layout_;
-    const size_t NK = (size_t)N * K;
+    const size_t NK = static_cast<size_t>(N) * K;
     const float* gate_w = gate_w_.data() + l * NK;
     const int* slot = assignment_slot_.data() + l * NK;
     ExpertPointers w;
     for (int e = 0; e < E; e++) {
-        const int i1 = lay.expert_w1[(size_t)l * E + e], i2 = lay.expert_w2[(size_t)l * E + e];
+        const int i1 = lay.expert_w1[static_cast<size_t>(l) * E + e],
+                  i2 = lay.expert_w2[static_cast<size_t>(l) * E + e];
         w.w1.push_back(param(i1)), w.w2.push_back(param(i2));
         w.dw1.push_back(grad(i1)), w.dw2.push_back(grad(i2));
     }
@@ -185,12 +188,12 @@ void GpuModel::backward_block(int l, int B, int N) {
     const ModelConfig& cfg = config_;
     const int T = cfg.T, C = cfg.C, NH = cfg.NH, E = cfg.E, K = cfg.K;
     const ParamLayout& lay = layout_;
-    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    const size_t NC = static_cast<size_t>(N) * C, NK = static_cast<size_t>(N) * K;
     const LayerTensorIdx& p = lay.layers[l];
     const float* x = l == 0 ? encoded_.data() : residual_moe_.data() + (l - 1) * NC;
     const float* ln1 = ln1_.data() + l * NC;
     const float* qkv = qkv_.data() + l * 3 * NC;
-    const float* att = att_.data() + (size_t)l * B * NH * T * T;
+    const float* att = att_.data() + static_cast<size_t>(l) * B * NH * T * T;
     const float* atty = atty_.data() + l * NC;
     const float* residual_attn = residual_attn_.data() + l * NC;
     const float* ln2 = ln2_.data() + l * NC;
@@ -207,7 +210,8 @@ void GpuModel::backward_block(int l, int B, int N) {
     matmul_backward(ctx_, dln_.data(), grad(p.gate_w), nullptr, dgate_logits_.data(), ln2, param(p.gate_w), N, C, E,
                     /*accumulate_dinp=*/true);
     layernorm_backward(ctx_, dresidual_.data(), grad(p.ln2_w), grad(p.ln2_b), dln_.data(), residual_attn,
-                       param(p.ln2_w), ln2_mean_.data() + (size_t)l * N, ln2_rstd_.data() + (size_t)l * N, N, C);
+                       param(p.ln2_w), ln2_mean_.data() + static_cast<size_t>(l) * N,
+                       ln2_rstd_.data() + static_cast<size_t>(l) * N, N, C);
     events_.end();
     // attention branch; dresidual is now d(residual_attn) and passes through to d(x)
     events_.begin(OpKind::kAttnBwd, l);
@@ -217,7 +221,8 @@ void GpuModel::backward_block(int l, int B, int N) {
     matmul_backward(ctx_, dln_.data(), grad(p.qkv_w), grad(p.qkv_b), dqkv_.data(), ln1, param(p.qkv_w), N, C, 3 * C,
                     /*accumulate_dinp=*/false);
     layernorm_backward(ctx_, dresidual_.data(), grad(p.ln1_w), grad(p.ln1_b), dln_.data(), x, param(p.ln1_w),
-                       ln1_mean_.data() + (size_t)l * N, ln1_rstd_.data() + (size_t)l * N, N, C);
+                       ln1_mean_.data() + static_cast<size_t>(l) * N, ln1_rstd_.data() + static_cast<size_t>(l) * N, N,
+                       C);
     events_.end();
 }
 
@@ -227,13 +232,13 @@ void GpuModel::backward() {
     PROPHET_ASSERT_MSG(B_ > 0, "GpuModel::backward before forward");
     const int B = B_, N = B * T;
     const ParamLayout& lay = layout_;
-    const size_t NC = (size_t)N * C;
+    const size_t NC = static_cast<size_t>(N) * C;
 
     events_.begin(OpKind::kHeadBwd, -1);
     PROPHET_CUDA_CHECK(cudaMemsetAsync(dresidual_.data(), 0, sizeof(float) * NC, ctx_.stream()));
     crossentropy_tied_backward(ctx_, dln_.data(), grad(lay.wte), probs_.data(), lnf_.data(), param(lay.wte),
                                targets_.data(), N, C, V, loss_denominator_);
-    const float* x_last = residual_moe_.data() + (size_t)(L - 1) * NC;
+    const float* x_last = residual_moe_.data() + static_cast<size_t>(L - 1) * NC;
     layernorm_backward(ctx_, dresidual_.data(), grad(lay.ln_f_w), grad(lay.ln_f_b), dln_.data(), x_last,
                        param(lay.ln_f_w), lnf_mean_.data(), lnf_rstd_.data(), N, C);
     events_.end();
@@ -249,7 +254,7 @@ void GpuModel::zero_grad() {
 
 void GpuModel::moe_forward_staged(int l, int N, const float* ln2, const int* expert_idx, const float* gate_w) {
     const int C = config_.C, E = config_.E, K = config_.K;
-    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    const size_t NC = static_cast<size_t>(N) * C, NK = static_cast<size_t>(N) * K;
     h_rows_.resize(NC), h_out_.resize(NC), h_idx_.resize(NK), h_gate_w_.resize(NK);
     // plain cudaMemcpy: waits for the stream's kernels that wrote these (the stream is a blocking one)
     PROPHET_CUDA_CHECK(cudaMemcpy(h_rows_.data(), ln2, sizeof(float) * NC, cudaMemcpyDeviceToHost));
@@ -267,7 +272,7 @@ void GpuModel::moe_forward_staged(int l, int N, const float* ln2, const int* exp
 
 void GpuModel::moe_backward_staged(int l, int N) {
     const int C = config_.C, K = config_.K;
-    const size_t NC = (size_t)N * C, NK = (size_t)N * K;
+    const size_t NC = static_cast<size_t>(N) * C, NK = static_cast<size_t>(N) * K;
     h_out_.resize(NC), h_rows_.resize(NC), h_dgate_w_.resize(NK);
     // dout = d residual_moe (h_out_), dh (h_rows_), dgate_w
     PROPHET_CUDA_CHECK(cudaMemcpy(h_out_.data(), dresidual_.data(), sizeof(float) * NC, cudaMemcpyDeviceToHost));

@@ -40,8 +40,8 @@ void LocalMoeExecutor<Float>::sort_assignments(LayerState& st, int N, const int*
     for (int e = 0; e < E; e++) st.expert_offsets[e + 1] += st.expert_offsets[e];
     st.M = st.expert_offsets[E];
     std::vector<int> fill(st.expert_offsets.begin(), st.expert_offsets.end() - 1);  // [E] next free slot
-    st.slot_token.resize((size_t)N * K);
-    st.assignment_slot.resize((size_t)N * K);
+    st.slot_token.resize(static_cast<size_t>(N) * K);
+    st.assignment_slot.resize(static_cast<size_t>(N) * K);
     for (int a = 0; a < N * K; a++) {
         const int e = expert_idx[a];
         if (e < 0) {
@@ -52,7 +52,7 @@ void LocalMoeExecutor<Float>::sort_assignments(LayerState& st, int N, const int*
         st.assignment_slot[a] = s;
         st.slot_token[s] = a / K;
     }
-    st.gate_w.assign(gate_w, gate_w + (size_t)N * K);
+    st.gate_w.assign(gate_w, gate_w + static_cast<size_t>(N) * K);
 }
 
 // Dispatch (gather h [N,C] into slot order), then each expert's FFN over its slots, in expert order.
@@ -63,19 +63,20 @@ void LocalMoeExecutor<Float>::run_experts(int layer, LayerState& st, const Float
     st.pre.resize((size_t)M * F);
     st.act.resize((size_t)M * F);
     st.y.resize((size_t)M * C);
-    for (int s = 0; s < M; s++) std::copy_n(h + (size_t)st.slot_token[s] * C, C, st.x.data() + (size_t)s * C);
+    for (int s = 0; s < M; s++)
+        std::copy_n(h + (size_t)st.slot_token[s] * C, C, st.x.data() + static_cast<size_t>(s) * C);
     for (int e = 0; e < E; e++) {
         const int begin = st.expert_offsets[e];
         const int M_e = st.expert_offsets[e + 1] - begin;
         if (M_e == 0) continue;
-        const ExpertWeights<Float>& w = weights_[(size_t)layer * E + e];
+        const ExpertWeights<Float>& w = weights_[static_cast<size_t>(layer) * E + e];
         Float* x_e = st.x.data() + (size_t)begin * C;      // [M_e,C]
         Float* pre_e = st.pre.data() + (size_t)begin * F;  // [M_e,F]
         Float* act_e = st.act.data() + (size_t)begin * F;  // [M_e,F]
         Float* y_e = st.y.data() + (size_t)begin * C;      // [M_e,C]
-        gemm<Float>(false, false, M_e, F, C, Float(1), x_e, C, w.w1, F, Float(0), pre_e, F);
+        gemm<Float>(false, false, M_e, F, C, static_cast<Float>(1), x_e, C, w.w1, F, static_cast<Float>(0), pre_e, F);
         gelu_forward(act_e, pre_e, (size_t)M_e * F);
-        gemm<Float>(false, false, M_e, C, F, Float(1), act_e, F, w.w2, C, Float(0), y_e, C);
+        gemm<Float>(false, false, M_e, C, F, static_cast<Float>(1), act_e, F, w.w2, C, static_cast<Float>(0), y_e, C);
     }
 }
 
@@ -84,12 +85,12 @@ template <typename Float>
 void LocalMoeExecutor<Float>::combine(const LayerState& st, int N, Float* out) const {
     const int K = K_, C = C_;
     for (int n = 0; n < N; n++) {
-        Float* out_n = out + (size_t)n * C;  // [C]
-        std::fill_n(out_n, C, Float(0));
+        Float* out_n = out + static_cast<size_t>(n) * C;  // [C]
+        std::fill_n(out_n, C, static_cast<Float>(0));
         for (int k = 0; k < K; k++) {
-            const int s = st.assignment_slot[(size_t)n * K + k];
+            const int s = st.assignment_slot[static_cast<size_t>(n) * K + k];
             if (s < 0) continue;
-            const Float w = st.gate_w[(size_t)n * K + k];
+            const Float w = st.gate_w[static_cast<size_t>(n) * K + k];
             const Float* y_s = st.y.data() + (size_t)s * C;  // [C]
             for (int c = 0; c < C; c++) out_n[c] += w * y_s[c];
         }
@@ -116,9 +117,9 @@ template <typename Float>
 void LocalMoeExecutor<Float>::combine_backward(const LayerState& st, int N, const Float* dout, Float* dgate_w) {
     const int K = K_, C = C_;
     for (int n = 0; n < N; n++) {
-        const Float* dout_n = dout + (size_t)n * C;  // [C]
+        const Float* dout_n = dout + static_cast<size_t>(n) * C;  // [C]
         for (int k = 0; k < K; k++) {
-            const size_t a = (size_t)n * K + k;
+            const size_t a = static_cast<size_t>(n) * K + k;
             const int s = st.assignment_slot[a];
             if (s < 0) {
                 dgate_w[a] = 0;
@@ -145,7 +146,7 @@ void LocalMoeExecutor<Float>::experts_backward(int layer, const LayerState& st) 
         const int begin = st.expert_offsets[e];
         const int M_e = st.expert_offsets[e + 1] - begin;
         if (M_e == 0) continue;
-        const ExpertWeights<Float>& w = weights_[(size_t)layer * E + e];
+        const ExpertWeights<Float>& w = weights_[static_cast<size_t>(layer) * E + e];
         const Float* x_e = st.x.data() + (size_t)begin * C;      // [M_e,C]
         const Float* pre_e = st.pre.data() + (size_t)begin * F;  // [M_e,F]
         const Float* act_e = st.act.data() + (size_t)begin * F;  // [M_e,F]
@@ -153,12 +154,12 @@ void LocalMoeExecutor<Float>::experts_backward(int layer, const LayerState& st) 
         Float* dpre_e = dpre_.data() + (size_t)begin * F;        // [M_e,F] (d act first, then d pre in place)
         Float* dx_e = dx_.data() + (size_t)begin * C;            // [M_e,C]
         // y = act W2: d act = dy W2^T, dW2 += act^T dy
-        gemm<Float>(false, true, M_e, F, C, Float(1), dy_e, C, w.w2, C, Float(0), dpre_e, F);
-        gemm<Float>(true, false, F, C, M_e, Float(1), act_e, F, dy_e, C, Float(1), w.dw2, C);
+        gemm<Float>(false, true, M_e, F, C, static_cast<Float>(1), dy_e, C, w.w2, C, static_cast<Float>(0), dpre_e, F);
+        gemm<Float>(true, false, F, C, M_e, static_cast<Float>(1), act_e, F, dy_e, C, static_cast<Float>(1), w.dw2, C);
         gelu_backward(dpre_e, pre_e, dpre_e, (size_t)M_e * F);
         // pre = x W1: dW1 += x^T dpre, dx = dpre W1^T
-        gemm<Float>(true, false, C, F, M_e, Float(1), x_e, C, dpre_e, F, Float(1), w.dw1, F);
-        gemm<Float>(false, true, M_e, C, F, Float(1), dpre_e, F, w.w1, F, Float(0), dx_e, C);
+        gemm<Float>(true, false, C, F, M_e, static_cast<Float>(1), x_e, C, dpre_e, F, static_cast<Float>(1), w.dw1, F);
+        gemm<Float>(false, true, M_e, C, F, static_cast<Float>(1), dpre_e, F, w.w1, F, static_cast<Float>(0), dx_e, C);
     }
 }
 
@@ -167,10 +168,10 @@ template <typename Float>
 void LocalMoeExecutor<Float>::dispatch_backward(const LayerState& st, int N, Float* dh) const {
     const int K = K_, C = C_;
     for (int n = 0; n < N; n++) {
-        Float* dh_n = dh + (size_t)n * C;  // [C]
-        std::fill_n(dh_n, C, Float(0));
+        Float* dh_n = dh + static_cast<size_t>(n) * C;  // [C]
+        std::fill_n(dh_n, C, static_cast<Float>(0));
         for (int k = 0; k < K; k++) {
-            const int s = st.assignment_slot[(size_t)n * K + k];
+            const int s = st.assignment_slot[static_cast<size_t>(n) * K + k];
             if (s < 0) continue;
             const Float* dx_s = dx_.data() + (size_t)s * C;  // [C]
             for (int c = 0; c < C; c++) dh_n[c] += dx_s[c];

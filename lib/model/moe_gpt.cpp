@@ -28,7 +28,7 @@ ParamLayout param_layout(const ModelConfig& config) {
         t.name = name;
         t.shape = std::move(shape);
         t.size = 1;
-        for (int d : t.shape) t.size *= (size_t)d;
+        for (int d : t.shape) t.size *= static_cast<size_t>(d);
         t.offset = layout.num_params;
         t.is_matrix = t.shape.size() >= 2;
         t.is_expert = expert >= 0;
@@ -38,7 +38,7 @@ ParamLayout param_layout(const ModelConfig& config) {
         t.init_value = init_value;
         layout.num_params += t.size;
         layout.tensors.push_back(std::move(t));
-        return (int)layout.tensors.size() - 1;
+        return static_cast<int>(layout.tensors.size()) - 1;
     };
     layout.wte = add("wte", {V, C}, std_base, 0.0, -1, -1);
     layout.wpe = add("wpe", {T, C}, std_base, 0.0, -1, -1);
@@ -59,13 +59,13 @@ ParamLayout param_layout(const ModelConfig& config) {
     layout.ln_f_w = add("ln_f.w", {C}, 0.0, 1.0, -1, -1);
     layout.ln_f_b = add("ln_f.b", {C}, 0.0, 0.0, -1, -1);
     layout.num_dense_params = layout.num_params;
-    layout.expert_w1.resize((size_t)L * E);
-    layout.expert_w2.resize((size_t)L * E);
+    layout.expert_w1.resize(static_cast<size_t>(L) * E);
+    layout.expert_w2.resize(static_cast<size_t>(L) * E);
     for (int l = 0; l < L; l++) {
         for (int e = 0; e < E; e++) {
             const std::string p = "h." + std::to_string(l) + ".moe.experts." + std::to_string(e) + ".";
-            layout.expert_w1[(size_t)l * E + e] = add(p + "w1", {C, F}, std_base, 0.0, l, e);
-            layout.expert_w2[(size_t)l * E + e] = add(p + "w2", {F, C}, std_residual, 0.0, l, e);
+            layout.expert_w1[static_cast<size_t>(l) * E + e] = add(p + "w1", {C, F}, std_base, 0.0, l, e);
+            layout.expert_w2[static_cast<size_t>(l) * E + e] = add(p + "w2", {F, C}, std_residual, 0.0, l, e);
         }
     }
     return layout;
@@ -92,7 +92,7 @@ void init_params(std::vector<Float>& params, const ParamLayout& layout, uint64_t
 template <typename Float>
 void acts_allocate(Activations<Float>& a, const ModelConfig& cfg, int B) {
     const size_t T = cfg.T, C = cfg.C, L = cfg.L, NH = cfg.NH, V = cfg.V, E = cfg.E, K = cfg.K;
-    const size_t N = (size_t)B * T;
+    const size_t N = static_cast<size_t>(B) * T;
     for (int pass = 0; pass < 2; pass++) {
         size_t float_offset = 0;
         size_t int_offset = 0;
@@ -137,7 +137,7 @@ void acts_allocate(Activations<Float>& a, const ModelConfig& cfg, int B) {
         take_int(a.inputs, N);
         take_int(a.targets, N);
         if (pass == 0) {
-            a.float_arena.assign(float_offset, Float(0));
+            a.float_arena.assign(float_offset, static_cast<Float>(0));
             a.int_arena.assign(int_offset, 0);
         }
     }
@@ -151,10 +151,10 @@ Model<Float>::Model(const ModelConfig& cfg) : config(cfg) {
     model_config_validate(config);
     config.F = config.hidden_size();
     layout = param_layout(config);
-    params.assign(layout.num_params, Float(0));
-    grads.assign(layout.num_params, Float(0));
-    adam_m.assign(layout.num_params, Float(0));
-    adam_v.assign(layout.num_params, Float(0));
+    params.assign(layout.num_params, static_cast<Float>(0));
+    grads.assign(layout.num_params, static_cast<Float>(0));
+    adam_m.assign(layout.num_params, static_cast<Float>(0));
+    adam_v.assign(layout.num_params, static_cast<Float>(0));
     init_params(params, layout, config.seed);
     routing_counts.assign((size_t)config.L * config.E, 0);
     num_dropped.assign(config.L, 0);
@@ -371,24 +371,24 @@ void moe_branch_backward(Model<Float>& model, int l, int64_t* cursor) {
     Activations<Float>& a = model.acts;
     const int N = a.B * cfg.T;
     const LayerTensorIdx& p = model.layout.layers[l];
-    const Float* residual_attn = a.residual_attn + (size_t)l * N * C;  // [N,C]
-    const Float* ln2 = a.ln2 + (size_t)l * N * C;                      // [N,C]
-    const Float* ln2_mean = a.ln2_mean + (size_t)l * N;                // [N]
-    const Float* ln2_rstd = a.ln2_rstd + (size_t)l * N;                // [N]
-    const Float* gate_probs = a.gate_probs + (size_t)l * N * E;        // [N,E]
-    const Float* gate_w = a.gate_w + (size_t)l * N * K;                // [N,K]
-    const int* expert_idx = a.expert_idx + (size_t)l * N * K;          // [N,K]
+    const Float* residual_attn = a.residual_attn + static_cast<size_t>(l) * N * C;  // [N,C]
+    const Float* ln2 = a.ln2 + static_cast<size_t>(l) * N * C;                      // [N,C]
+    const Float* ln2_mean = a.ln2_mean + static_cast<size_t>(l) * N;                // [N]
+    const Float* ln2_rstd = a.ln2_rstd + static_cast<size_t>(l) * N;                // [N]
+    const Float* gate_probs = a.gate_probs + static_cast<size_t>(l) * N * E;        // [N,E]
+    const Float* gate_w = a.gate_w + static_cast<size_t>(l) * N * K;                // [N,K]
+    const int* expert_idx = a.expert_idx + static_cast<size_t>(l) * N * K;          // [N,K]
 
     model.executor->backward(l, N, a.dresidual, a.dln, a.dgate_w);  // dln = d ln2 from the experts
     *cursor = mark_start(model);
     gate_topk_backward(a.dgate_logits, a.dgate_w, gate_w, expert_idx, N, E, K);
     if (cfg.aux_loss_coef > 0.0) {
         // d aux / d p[n,e] = coef * E * f_e / loss_denominator (the N of P_e's mean cancels the N weight)
-        const int64_t* counts = model.routing_counts.data() + (size_t)l * E;  // [E]
+        const int64_t* counts = model.routing_counts.data() + static_cast<size_t>(l) * E;  // [E]
         for (int e = 0; e < E; e++) {
-            const double f_e = double(counts[e]) / (double(N) * K);
+            const double f_e = static_cast<double>(counts[e]) / (static_cast<double>(N) * K);
             const Float dp = Float(cfg.aux_loss_coef * E * f_e / model.loss_denominator);
-            for (int n = 0; n < N; n++) a.dgate_probs[(size_t)n * E + e] = dp;
+            for (int n = 0; n < N; n++) a.dgate_probs[static_cast<size_t>(n) * E + e] = dp;
         }
         softmax_backward(a.dgate_logits, a.dgate_probs, gate_probs, N, E);
     }
@@ -409,13 +409,13 @@ void attention_branch_backward(Model<Float>& model, int l, int64_t* cursor) {
     const int B = a.B;
     const int N = B * T;
     const LayerTensorIdx& p = model.layout.layers[l];
-    const Float* x = l == 0 ? a.encoded : a.residual_moe + (size_t)(l - 1) * N * C;  // [N,C]
-    const Float* ln1 = a.ln1 + (size_t)l * N * C;                                    // [N,C]
-    const Float* ln1_mean = a.ln1_mean + (size_t)l * N;                              // [N]
-    const Float* ln1_rstd = a.ln1_rstd + (size_t)l * N;                              // [N]
-    const Float* qkv = a.qkv + (size_t)l * N * 3 * C;                                // [N,3C]
-    const Float* att = a.att + (size_t)l * B * NH * T * T;                           // [B,NH,T,T]
-    const Float* atty = a.atty + (size_t)l * N * C;                                  // [N,C]
+    const Float* x = l == 0 ? a.encoded : a.residual_moe + static_cast<size_t>(l - 1) * N * C;  // [N,C]
+    const Float* ln1 = a.ln1 + static_cast<size_t>(l) * N * C;                                  // [N,C]
+    const Float* ln1_mean = a.ln1_mean + static_cast<size_t>(l) * N;                            // [N]
+    const Float* ln1_rstd = a.ln1_rstd + static_cast<size_t>(l) * N;                            // [N]
+    const Float* qkv = a.qkv + static_cast<size_t>(l) * N * 3 * C;                              // [N,3C]
+    const Float* att = a.att + static_cast<size_t>(l) * B * NH * T * T;                         // [B,NH,T,T]
+    const Float* atty = a.atty + static_cast<size_t>(l) * N * C;                                // [N,C]
     matmul_backward(a.datty, model.grad(p.proj_w), model.grad(p.proj_b), a.dresidual, atty, model.param(p.proj_w), N, C,
                     C, /*accumulate_dinp=*/false);
     attention_backward(a.dqkv, a.datt, a.datty, qkv, att, B, T, C, NH);
@@ -440,7 +440,7 @@ void model_backward(Model<Float>& model) {
 
     // top: loss -> ln_f output -> residual stream
     int64_t cursor = mark_start(model);
-    std::fill_n(a.dresidual, (size_t)N * C, Float(0));
+    std::fill_n(a.dresidual, (size_t)N * C, static_cast<Float>(0));
     crossentropy_tied_backward(a.dln, model.grad(lay.wte), a.probs, a.lnf, model.param(lay.wte), a.targets, N, C, V,
                                model.loss_denominator);
     const Float* x_last = a.residual_moe + (size_t)(L - 1) * N * C;  // [N,C]
@@ -461,7 +461,7 @@ void model_backward(Model<Float>& model) {
 
 template <typename Float>
 void model_zero_grad(Model<Float>& model) {
-    std::fill(model.grads.begin(), model.grads.end(), Float(0));
+    std::fill(model.grads.begin(), model.grads.end(), static_cast<Float>(0));
 }
 
 template <typename Float>
@@ -497,13 +497,13 @@ Span<Float> model_dense_grads(Model<Float>& model) {
 
 template <typename Float>
 Span<Float> model_expert_params(Model<Float>& model, int layer, int expert) {
-    const size_t i = (size_t)layer * model.config.E + expert;
+    const size_t i = static_cast<size_t>(layer) * model.config.E + expert;
     return Span<Float>{model.param(model.layout.expert_w1[i]), 2 * (size_t)model.config.C * model.config.F};
 }
 
 template <typename Float>
 Span<Float> model_expert_grads(Model<Float>& model, int layer, int expert) {
-    const size_t i = (size_t)layer * model.config.E + expert;
+    const size_t i = static_cast<size_t>(layer) * model.config.E + expert;
     return Span<Float>{model.grad(model.layout.expert_w1[i]), 2 * (size_t)model.config.C * model.config.F};
 }
 

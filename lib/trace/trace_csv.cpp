@@ -18,6 +18,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "trace/capped_product.h"
+#include "trace/escaped_bytes.h"
 #include "trace/trace.h"
 #include "trace/trace_gzip.h"
 
@@ -84,21 +85,8 @@ std::vector<std::string_view> split_cells(std::string_view text) {
 
 // The text of a cell or line for a message: printable ASCII, others as \xNN, long text cut with "...".
 std::string shown(std::string_view text) {
-    static const char* kHex = "0123456789abcdef";
     constexpr size_t kMaxShown = 60;
-    std::string out = "\"";
-    for (size_t i = 0; i < std::min(text.size(), kMaxShown); ++i) {
-        const unsigned char c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            out += "\\x";
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
-        }
-    }
-    if (text.size() > kMaxShown) out += "...";
-    return out + "\"";
+    return "\"" + escaped_bytes(text.substr(0, kMaxShown)) + (text.size() > kMaxShown ? "..." : "") + "\"";
 }
 
 enum class NumberKind { kOk, kEmpty, kNaN, kNegative, kNotInteger, kInfinite, kTooLarge, kNotNumber };

@@ -17,6 +17,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "trace/capped_product.h"
+#include "trace/escaped_bytes.h"
 #include "trace/trace.h"
 #include "trace/trace_gzip.h"
 
@@ -31,22 +32,6 @@ constexpr int64_t kMaxTokensPerIteration = 1ll << 48;   // keeps tokens * top_k^
 constexpr uint64_t kMaxGeneratorTomlBytes = 1ull << 20;
 constexpr const char* kRewriteFix =
     "the file is corrupt or was cut short; write it again (prophet profile or write_trace_file)";
-
-std::string escaped_bytes(const char* data, size_t n) {
-    static const char* kHex = "0123456789abcdef";
-    std::string out;
-    for (size_t i = 0; i < n; ++i) {
-        const unsigned char c = static_cast<unsigned char>(data[i]);
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            out += "\\x";
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
-        }
-    }
-    return out;
-}
 
 uint64_t load_u64_le(const unsigned char* bytes) {
     uint64_t value = 0;
@@ -366,11 +351,12 @@ std::string read_header_text(std::ifstream& in, uint64_t file_size, const std::s
     char magic[8] = {};
     in.read(magic, static_cast<std::streamsize>(std::min<uint64_t>(8, file_size)));
     if (file_size < 8 || std::memcmp(magic, kMagic, 8) != 0)
-        throw_input_error(path,
-                          "not a prophet trace file (bad magic: expected \"PRTRACE1\", found \"" +
-                              escaped_bytes(magic, static_cast<size_t>(std::min<uint64_t>(8, file_size))) + "\")",
-                          "pass a trace written by prophet profile or write_trace_file; load_trace also accepts a "
-                          "generator .toml");
+        throw_input_error(
+            path,
+            "not a prophet trace file (bad magic: expected \"PRTRACE1\", found \"" +
+                escaped_bytes(std::string_view(magic, static_cast<size_t>(std::min<uint64_t>(8, file_size)))) + "\")",
+            "pass a trace written by prophet profile or write_trace_file; load_trace also accepts a "
+            "generator .toml");
     if (file_size < kPreambleBytes)
         throw_input_error(path, "truncated: expected 8 bytes of header length after the magic, found " +
                                     std::to_string(file_size - 8),
