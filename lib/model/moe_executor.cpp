@@ -64,7 +64,7 @@ void LocalMoeExecutor<Float>::run_experts(int layer, LayerState& st, const Float
     st.act.resize((size_t)M * F);
     st.y.resize((size_t)M * C);
     for (int s = 0; s < M; s++)
-        std::copy_n(h + (size_t)st.slot_token[s] * C, C, st.x.data() + static_cast<size_t>(s) * C);
+        std::copy_n(h + static_cast<size_t>(st.slot_token[s]) * C, C, st.x.data() + static_cast<size_t>(s) * C);
     for (int e = 0; e < E; e++) {
         const int begin = st.expert_offsets[e];
         const int M_e = st.expert_offsets[e + 1] - begin;
@@ -103,9 +103,9 @@ void LocalMoeExecutor<Float>::backward(int layer, int N, const Float* dout, Floa
     const LayerState& st = layers_[layer];
     PROPHET_ASSERT_MSG(st.N == N, "backward called with a different N than forward");
     const int M = st.M;
-    dy_.resize((size_t)M * C_);
-    dpre_.resize((size_t)M * F_);
-    dx_.resize((size_t)M * C_);
+    dy_.resize(static_cast<size_t>(M) * C_);
+    dpre_.resize(static_cast<size_t>(M) * F_);
+    dx_.resize(static_cast<size_t>(M) * C_);
     combine_backward(st, N, dout, dgate_w);
     experts_backward(layer, st);
     dispatch_backward(st, N, dh);

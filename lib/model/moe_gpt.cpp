@@ -387,12 +387,13 @@ void moe_branch_backward(Model<Float>& model, int l, int64_t* cursor) {
         const int64_t* counts = model.routing_counts.data() + static_cast<size_t>(l) * E;  // [E]
         for (int e = 0; e < E; e++) {
             const double f_e = static_cast<double>(counts[e]) / (static_cast<double>(N) * K);
-            const Float dp = Float(cfg.aux_loss_coef * E * f_e / model.loss_denominator);
+            const Float dp = static_cast<Float>(cfg.aux_loss_coef * E * f_e / model.loss_denominator);
             for (int n = 0; n < N; n++) a.dgate_probs[static_cast<size_t>(n) * E + e] = dp;
         }
         softmax_backward(a.dgate_logits, a.dgate_probs, gate_probs, N, E);
     }
-    matmul_backward(a.dln, model.grad(p.gate_w), (Float*)nullptr, a.dgate_logits, ln2, model.param(p.gate_w), N, C, E,
+    matmul_backward(a.dln, model.grad(p.gate_w), static_cast<Float*>(nullptr), a.dgate_logits, ln2,
+                    model.param(p.gate_w), N, C, E,
                     /*accumulate_dinp=*/true);
     layernorm_backward(a.dresidual, model.grad(p.ln2_w), model.grad(p.ln2_b), a.dln, residual_attn,
                        model.param(p.ln2_w), ln2_mean, ln2_rstd, N, C);
@@ -440,7 +441,7 @@ void model_backward(Model<Float>& model) {
 
     // top: loss -> ln_f output -> residual stream
     int64_t cursor = mark_start(model);
-    std::fill_n(a.dresidual, (size_t)N * C, static_cast<Float>(0));
+    std::fill_n(a.dresidual, static_cast<size_t>(N) * C, static_cast<Float>(0));
     crossentropy_tied_backward(a.dln, model.grad(lay.wte), a.probs, a.lnf, model.param(lay.wte), a.targets, N, C, V,
                                model.loss_denominator);
     const Float* x_last = a.residual_moe + (size_t)(L - 1) * N * C;  // [N,C]
