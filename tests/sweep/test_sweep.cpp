@@ -399,9 +399,11 @@ TEST_F(Sweep, SimScheduleKeyChangesTheSchedule) {
     EXPECT_GT(ms["\"none\""], ms["\"blockwise\""] * 1.01);
     same_system("\"fm-system\"", "\"fm-shadow\"");
     EXPECT_LT(ms["\"fm-system\""], ms["\"fm-none\""]);
-    std::printf("prophet simulated: blockwise %.2f ms, none %.2f ms; fastermoe: own %.2f ms, none %.2f ms; static "
-                "%.2f ms; planning: fastermoe %.3f/%.3f ms\n", ms["\"blockwise\""], ms["\"none\""], ms["\"fm-system\""],
-                ms["\"fm-none\""], ms["\"static-system\""], plan_ms["\"fm-system\""], plan_ms["\"fm-shadow\""]);
+    std::printf(
+        "prophet simulated: blockwise %.2f ms, none %.2f ms; fastermoe: own %.2f ms, none %.2f ms; static "
+        "%.2f ms; planning: fastermoe %.3f/%.3f ms\n",
+        ms["\"blockwise\""], ms["\"none\""], ms["\"fm-system\""], ms["\"fm-none\""], ms["\"static-system\""],
+        plan_ms["\"fm-system\""], plan_ms["\"fm-shadow\""]);
 }
 
 TEST(SweepFormat, Duration) {
