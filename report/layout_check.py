@@ -11,6 +11,7 @@ Used by test_reports.py.
 """
 import argparse
 import importlib
+import io
 import math
 import os
 import sys
@@ -109,9 +110,10 @@ def plotted_values(fig):
     return bars, lines
 
 
-def render(name, db, out, experiment=None):
+def render(name, db, out, experiment=None, outcome=None):
     """Run figure script `name` in this process; returns (status, overlaps, bars, lines) with status 'drawn' or
-    'no data' (the script exited without a figure)."""
+    'no data' (the script exited without a figure). A dict `outcome` receives what the script's process would have
+    shown: "exit" (its exit status: main's return value or sys.exit's code, 0 for None) and "stdout"."""
     captured = {}
     original = C.save_figure
 
@@ -124,16 +126,18 @@ def render(name, db, out, experiment=None):
     argv = ["--db", db, "--out", out] + (["--experiment", experiment] if experiment else [])
     try:
         module = importlib.import_module(name)
-        with open(os.devnull, "w") as devnull:
-            stdout, sys.stdout = sys.stdout, devnull
-            try:
-                module.main(argv)
-            except SystemExit:
-                pass
-            finally:
-                sys.stdout = stdout
+        printed = io.StringIO()
+        stdout, sys.stdout = sys.stdout, printed
+        try:
+            code = module.main(argv)
+        except SystemExit as e:
+            code = e.code
+        finally:
+            sys.stdout = stdout
     finally:
         C.save_figure = original
+    if outcome is not None:
+        outcome.update({"exit": code or 0, "stdout": printed.getvalue()})
     if "overlaps" not in captured:
         return "no data", [], {}, {}
     bars, lines = captured["values"]

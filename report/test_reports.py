@@ -17,8 +17,9 @@ in <build>/bench/) for the serving figures, two 3-step `prophet train` runs (sta
 second store (fig_validation's), a tiny real sweep (ranks = [1], 3 steps, static / prophet, validate_cluster =
 experiments/clusters/cpu-local.toml).
 The sim sweeps record the per-layer metrics (layer_moe_ms, layer_rb_vs_static, ...) that fig_layers / fig_rb draw.
-Checks: every figure script writes a non-empty PNG and PDF and prints a markdown table; rebuilding gives identical
-files; every script exits 0 with the no-data message on a missing, an empty and a data-less store;
+Checks: every figure script writes a non-empty PNG and PDF and prints a markdown table (run in the test's process,
+as layout_check.py runs them; build_report.py runs each again as a process); rebuilding gives identical files;
+every script exits 0 with the no-data message on a missing, an empty and a data-less store;
 build_report.py writes a report that opens with the summary and links every figure; every figure drawn from the
 fixture has no overlapping tick labels, legend entries or panel titles (layout_check.py measures the text boxes) and
 fig_speedup's bars are the store's means; `prophet report` on a missing store exits 5 with one line, on an empty
@@ -30,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 
 import pytest
 
@@ -228,10 +230,23 @@ def run_script(name, db, out, extra=()):
                env=dict(os.environ, MPLBACKEND="Agg"), timeout=120)
 
 
-def check_layout(c, db, vdb, out):
+def draw_figure(name, db, out):
+    """Figure script `name` on `db`, run in this process (layout_check.render) as its process would run: what it
+    wrote to `out`, {"exit", "stdout", "error"} ("error": the traceback of an exception, else ""), and the layout
+    check's ("drawn" or "no data", overlapping text pairs)."""
+    outcome, status, found = {}, "no data", []
+    try:
+        status, found, _, _ = layout_check.render(name, db, out, outcome=outcome)
+        outcome["error"] = ""
+    except Exception:  # a crash: what the process would have printed, and its exit status
+        outcome = {"exit": 1, "stdout": "", "error": traceback.format_exc()}
+    return outcome, (status, found)
+
+
+def check_layout(c, drawn):
     """Every figure drawn from the fixture: no two tick labels, legend entries or panel titles overlap."""
     for name in FIGS:
-        status, found, _, _ = layout_check.render(name, vdb if name in VALIDATION_FIGS else db, out)
+        status, found = drawn[name][1]
         c.check(status == "drawn" and not found, f"{name}: no overlapping text ({status})",
                 "; ".join(f"{a} / {b}" for a, b in found[:4]))
 
@@ -517,10 +532,12 @@ def fixture(prophet, request):
     c = Checker()
     db, vdb = build_fixture(prophet, tmp, c)
     out = os.path.join(tmp, "figs")
-    scripts = {name: run_script(name, vdb if name in VALIDATION_FIGS else db, out) for name in FIGS}
+    # in this process: each script's import of pandas / matplotlib / seaborn once, not once per figure; the report
+    # fixture's build_report.py runs every one again as a process (and test_rebuild_gives_identical_bytes compares)
+    drawn = {name: draw_figure(name, vdb if name in VALIDATION_FIGS else db, out) for name in FIGS}
     empty = os.path.join(tmp, "empty.db")
     open(empty, "w").close()
-    yield {"tmp": tmp, "db": db, "vdb": vdb, "out": out, "scripts": scripts, "empty": empty, "checks": c}
+    yield {"tmp": tmp, "db": db, "vdb": vdb, "out": out, "drawn": drawn, "empty": empty, "checks": c}
     if request.config.getoption("--keep"):
         print(f"kept {tmp}")
     else:
@@ -534,19 +551,19 @@ def test_fixture_commands(fixture):
 @pytest.mark.parametrize("name", FIGS)
 def test_figure_script(fixture, name):
     c = Checker()
-    r, out = fixture["scripts"][name], fixture["out"]
+    r, out = fixture["drawn"][name][0], fixture["out"]
     png, pdf = os.path.join(out, name + ".png"), os.path.join(out, name + ".pdf")
-    c.check(r.returncode == 0, f"{name}: exit 0", r.stderr[-800:])
-    c.check(nonempty(png) and nonempty(pdf), f"{name}: wrote non-empty PNG and PDF", r.stdout.strip()[:300])
-    c.check("\n|---" in r.stdout, f"{name}: printed a markdown table", r.stdout[:300])
-    c.check("sd" in r.stdout.splitlines()[0] if r.stdout else False, f"{name}: caption names the sd",
-            r.stdout[:200])
+    c.check(r["exit"] == 0, f"{name}: exit 0", f"exit {r['exit']}: {r['error'][-800:]}")
+    c.check(nonempty(png) and nonempty(pdf), f"{name}: wrote non-empty PNG and PDF", r["stdout"].strip()[:300])
+    c.check("\n|---" in r["stdout"], f"{name}: printed a markdown table", r["stdout"][:300])
+    c.check("sd" in r["stdout"].splitlines()[0] if r["stdout"] else False, f"{name}: caption names the sd",
+            r["stdout"][:200])
     c.assert_passed()
 
 
 def test_layout(fixture):
     c = Checker()
-    check_layout(c, fixture["db"], fixture["vdb"], os.path.join(fixture["tmp"], "figs-layout"))
+    check_layout(c, fixture["drawn"])
     c.assert_passed()
 
 
@@ -563,11 +580,11 @@ def test_truth_band(prophet, fixture):
 
 
 @pytest.mark.parametrize("name", ["fig_speedup", "fig_train"])
-def test_rebuild_gives_identical_bytes(fixture, name):
-    """deterministic output: rebuild a figure and compare bytes"""
+def test_rebuild_gives_identical_bytes(fixture, report, name):
+    """deterministic output: the figure rebuilt by build_report.py (the same script on the same store, another
+    process and --out) has the same bytes as the fixture's"""
     c = Checker()
-    out, out2 = fixture["out"], os.path.join(fixture["tmp"], "figs2")
-    run_script(name, fixture["db"], out2)
+    out, out2 = fixture["out"], report["figures"]
     for ext in ("png", "pdf"):
         a, b = os.path.join(out, f"{name}.{ext}"), os.path.join(out2, f"{name}.{ext}")
         same = nonempty(a) and nonempty(b) and open(a, "rb").read() == open(b, "rb").read()
@@ -623,17 +640,25 @@ def test_store_with_train_runs_only(prophet, fixture):
     c.assert_passed()
 
 
-def test_build_report(fixture):
+@pytest.fixture(scope="session")
+def report(fixture):
+    """build_report.py on the fixture store, once: its REPORT.md (test_build_report) and its figures (rebuilt
+    figures, test_rebuild_gives_identical_bytes)"""
+    rdir = os.path.join(fixture["tmp"], "results")
+    path, figures = os.path.join(rdir, "REPORT.md"), os.path.join(rdir, "figures")
+    r = run([PY, os.path.join(HERE, "build_report.py"), "--db", fixture["db"], "--out", figures, "--report", path],
+            timeout=600)
+    return {"dir": rdir, "path": path, "figures": figures, "result": r}
+
+
+def test_build_report(fixture, report):
     """build_report.py links every figure; the validation store's report links fig_validation (fig_speedup's exit
     on real points is not ours); REPORT.md's text (check_report_text)"""
     c = Checker()
-    db, vdb, rdir = fixture["db"], fixture["vdb"], os.path.join(fixture["tmp"], "results")
-    report = os.path.join(rdir, "REPORT.md")
-    r = run([PY, os.path.join(HERE, "build_report.py"), "--db", db, "--out", os.path.join(rdir, "figures"),
-             "--report", report], timeout=600)
-    c.check(r.returncode == 0 and os.path.isfile(report), "build_report.py: exit 0 and REPORT.md written",
+    vdb, rdir, r = fixture["vdb"], report["dir"], report["result"]
+    c.check(r.returncode == 0 and os.path.isfile(report["path"]), "build_report.py: exit 0 and REPORT.md written",
             r.stderr[-800:])
-    text = open(report).read() if os.path.isfile(report) else ""
+    text = open(report["path"]).read() if os.path.isfile(report["path"]) else ""
     for name in FIGS:
         if name in VALIDATION_FIGS:
             continue
