@@ -33,7 +33,7 @@ void score_layer(LayerScore& s, const int64_t* counts, int D, int E, const CostM
     s.cost = predict_layer(cost, flow, s.placement);
     const DeviceLoad load = device_load(flow.computed.data(), D);
     s.balance_std = load.std;
-    s.max_mean_load = load.max_mean;
+    s.max_mean_load = load.max_mean_load;
     s.balancedness = load.balancedness;
     s.replicas = s.placement.num_replicas();
     const std::vector<int> per_device = s.placement.replicas_per_device();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "balance/device_load.h"
 #include "balance/moves.h"
 #include "core/error.h"
 
@@ -43,21 +44,13 @@ double window_balancedness(const TraceView& trace, int begin, int end, const std
             const int64_t* c = trace.layer(it, l);
             for (size_t k = 0; k < summed.size(); ++k) summed[k] += c[k];
         }
-        total += balancedness(compute_flow(summed.data(), D, E, placements[static_cast<size_t>(l)], rule).computed);
+        const LayerFlow flow = compute_flow(summed.data(), D, E, placements[static_cast<size_t>(l)], rule);
+        total += balancedness(flow.computed.data(), D);
     }
     return total / L;
 }
 
 }  // namespace
-
-double balancedness(const std::vector<int64_t>& computed) {
-    int64_t top = 0, sum = 0;
-    for (int64_t h : computed) {
-        top = std::max(top, h);
-        sum += h;
-    }
-    return top > 0 ? static_cast<double>(sum) / static_cast<double>(computed.size()) / static_cast<double>(top) : 1.0;
-}
 
 ServingScore evaluate_serving(const std::string& policy, const TraceView& trace, const CostModel& cost,
                               const EvalSettings& settings, const RebalanceSettings& rebalance) {
@@ -97,7 +90,7 @@ ServingScore evaluate_serving(const std::string& policy, const TraceView& trace,
                 const LayerFlow flow = compute_flow(trace.layer(it, l), D, E, p, rule);
                 const CostBreakdown c = predict_layer(cost, flow, p);
                 out.mean_layer_ms += (2.0 * c.a2a_s + c.fec_s) * 1e3;
-                out.mean_balancedness += balancedness(flow.computed);
+                out.mean_balancedness += balancedness(flow.computed.data(), D);
             }
     }
     const double n = static_cast<double>(I) * L;

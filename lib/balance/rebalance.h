@@ -48,7 +48,4 @@ struct ServingScore {
 ServingScore evaluate_serving(const std::string& policy, const TraceView& trace, const CostModel& cost,
                               const EvalSettings& settings, const RebalanceSettings& rebalance);
 
-// mean_d H_d / max_d H_d of one layer's computed tokens (1 when nothing is computed)
-double balancedness(const std::vector<int64_t>& computed);
-
 }  // namespace prophet

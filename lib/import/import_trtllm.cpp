@@ -5,7 +5,7 @@
 // rank's own tokens selected in that iteration and layer. So row r of a layer is what device r routes to each
 // expert: the per-device split the trace holds, recorded (with attention data parallelism every rank routes its
 // own tokens). rank{r}_raw.safetensors and cooccurrence files in the same directory are not read.
-// The safetensors header is parsed by lib/model/checkpoint.cpp's reader (bounds and offsets checked there).
+// The safetensors header is parsed by lib/model/safetensors.cpp's reader (bounds and offsets checked there).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

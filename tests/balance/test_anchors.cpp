@@ -84,7 +84,7 @@ TEST(Anchors, XlaH100AllToAllWithin15Percent) {
     expect_within(checks, 0.15);
 }
 
-TEST(Anchors, DeepEpLowLatencyDispatchAndCombineWithin15Percent) {
+TEST(Anchors, DeepEpLowLatencyAllToAllsWithin15Percent) {
     // deepseek-ai/DeepEP docs/legacy.md, low-latency kernels, H800: 128 tokens per rank, hidden 7168, top-8; every
     // (token, selected expert) pair is sent on its own: FP8 dispatch 7,408 B, BF16 combine 14,336 B per pair.
     // Experts spread evenly, so each rank sends 128 * 8 / EP pairs to every rank (itself included).
@@ -105,7 +105,7 @@ TEST(Anchors, DeepEpLowLatencyDispatchAndCombineWithin15Percent) {
     expect_within(checks, 0.15);
 }
 
-TEST(Anchors, DeepEpNormalDispatchAndCombineWithin15Percent) {
+TEST(Anchors, DeepEpNormalAllToAllsWithin15Percent) {
     // deepseek-ai/DeepEP docs/legacy.md, normal kernels, H800: 4096 tokens per rank, hidden 7168, top-8 of 256
     // experts, FP8 dispatch (7,168 + 7,168 / 128 * 4 = 7,392 B per token), BF16 combine (14,336 B); bandwidth =
     // bytes received per rank, deduplicated per destination rank / time. Expert choices are taken uniform.

@@ -29,7 +29,7 @@ TEST(DeepSpeed, DroplessPadsEveryExpertToTheLargestCount) {
     EXPECT_DOUBLE_EQ(pad.a2a_s, 5.0);
 }
 
-TEST(DeepSpeed, CapacityFactorDropsAndPadsToTheCapacity) {
+TEST(DeepSpeed, CapacityFactorMakesEveryExpertExactlyTheCapacity) {
     int64_t dropped = -1;
     // device 0: 8 assignments, capacity ceil(8 / 2 * 1.0) = 4: e1 drops 1, e0 pads 3 -> 4;
     // device 1: 3 assignments, capacity ceil(1.5) = 2: nothing dropped, e0 pads to 2
@@ -38,17 +38,31 @@ TEST(DeepSpeed, CapacityFactorDropsAndPadsToTheCapacity) {
     EXPECT_EQ(dropped, 1);
 }
 
-TEST(DeepSpeed, EvaluateReportsDroppedTokensAndPaddedTime) {
+// kCounts as one iteration and layer of 2 devices and 2 experts
+TraceView counts_view() {
     TraceView view;
     view.counts = kCounts.data();
     view.num_iterations = view.num_layers = 1;
     view.num_devices = view.num_experts = 2;
+    return view;
+}
+
+TEST(DeepSpeed, EvaluatePricesThePaddedTime) {
+    const TraceView view = counts_view();
     const CostModel m = testing::unit_cost_model(2);
     EvalSettings s;
     s.plan_repeats = 1;
     const PolicyScore fixed = evaluate_policy("static", view, m, s, false);
     const PolicyScore padded = evaluate_policy("deepspeed", view, m, s, false);
     EXPECT_GT(padded.mean_eq6_ms, fixed.mean_eq6_ms);
+}
+
+TEST(DeepSpeed, EvaluateReportsDroppedTokens) {
+    const TraceView view = counts_view();
+    const CostModel m = testing::unit_cost_model(2);
+    EvalSettings s;
+    s.plan_repeats = 1;
+    const PolicyScore padded = evaluate_policy("deepspeed", view, m, s, false);
     EXPECT_EQ(padded.mean_dropped_tokens, 0.0);
     s.options.capacity_factor = 1.0;
     EXPECT_EQ(evaluate_policy("deepspeed", view, m, s, false).mean_dropped_tokens, 1.0);

@@ -217,7 +217,7 @@ TEST(Eplb, HierarchicalFallsBackToGlobalWhenGroupsDoNotSplitOverNodes) {
     }
 }
 
-TEST(Eplb, OwnerIsTheFirstPackedCopyAndReplicasGoToOtherDevices) {
+TEST(Eplb, PackedCopiesBecomeOwnerThenReplicasOnOtherDevices) {
     // 2 experts, 2 devices, 2 slots each: both experts get two copies, one per device
     const std::vector<double> loads = {10.0, 1.0};
     BalanceOptions o;

@@ -35,7 +35,7 @@ TEST(ExternalCommandLine, SplitsWithoutAShell) {
     for (const SplitCase& c : cases) EXPECT_EQ(split_command_line(c.line, "balance.external"), c.words) << c.line;
 }
 
-TEST(ExternalCommandLine, RefusesUnclosedQuotesAndEmptyLines) {
+TEST(ExternalCommandLine, RefusesMalformedLines) {
     for (const char* line : {"a 'b", "a \"b", "   ", ""}) {
         try {
             split_command_line(line, "balance.external");
@@ -81,7 +81,7 @@ TEST(ExternalReply, EveryDefectIsExit3NamingTheField) {
     }
 }
 
-TEST(ExternalReply, HoldersBecomeOwnerAndReplicas) {
+TEST(ExternalReply, FirstHolderIsTheOwnerTheRestReplicas) {
     const Placement p = parse_placement_reply(R"({"type":"placement","experts":[[1,0],[0],[1],[0,1]]})", 2, 4, 0, "r");
     EXPECT_EQ(p.owner, (std::vector<int>{1, 0, 1, 0}));
     EXPECT_TRUE(p.holds(0, 0));

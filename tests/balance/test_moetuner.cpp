@@ -381,7 +381,7 @@ TEST(MoeTunerIlp2, BothIlpFormulationsAloneMatchBruteForce) {
     }
 }
 
-TEST(MoeTunerIlp2, EmptyTransitionsOnlyBalanceMemoryAndPreferIdentity) {
+TEST(MoeTunerIlp2, WithoutTransitionsKeepsAFeasibleIdentity) {
     const int D = 4, E = 8, L = 2;
     std::vector<double> link = two_halves_links(D);
     // equal sizes: identity is feasible and must be kept
@@ -392,6 +392,11 @@ TEST(MoeTunerIlp2, EmptyTransitionsOnlyBalanceMemoryAndPreferIdentity) {
     for (int l = 0; l < L; ++l)
         for (int c = 0; c < D; ++c) EXPECT_EQ(r.gpu_of_cluster[static_cast<size_t>(l) * D + c], c);
     EXPECT_EQ(r.objective, 0.0);
+}
+
+TEST(MoeTunerIlp2, WithoutTransitionsOnlyBalancesMemory) {
+    const int D = 4, E = 8, L = 2;
+    std::vector<double> link = two_halves_links(D);
     // unequal sizes (3,3,1,1) in both layers: identity puts 6 experts on GPUs 0 and 1; Eq 13 (4 each) is
     // reachable by pairing a big cluster with a small one
     const std::vector<int> uneven = {0, 0, 0, 1, 1, 1, 2, 3, 0, 0, 0, 1, 1, 1, 2, 3};
@@ -417,7 +422,7 @@ TEST(MoeTunerIlp2, EmptyTransitionsOnlyBalanceMemoryAndPreferIdentity) {
 
 // ---- plan_moetuner end to end ------------------------------------------------------------------------------
 
-TEST(MoeTunerPlan, PlacementsAreValidAndSatisfyEq13) {
+TEST(MoeTunerPlan, PlanIsAValidReproducibleEq13Placement) {
     const int L = 4, D = 4, E = 8;
     Rng rng(31);
     std::vector<double> loads(static_cast<size_t>(L) * E), transitions(static_cast<size_t>(L - 1) * E * E);
@@ -554,7 +559,7 @@ double memory_band(const std::vector<Placement>& ps, int D, int E, int L) {
     return band;
 }
 
-TEST(MoeTunerJoint, NeverWorseThanTwoStageAndEqualsBruteForce) {
+TEST(MoeTunerJoint, JointPlanIsTheBruteForceOptimum) {
     Rng rng(41);
     for (int trial = 0; trial < 4; ++trial) {
         const int L = 2, D = trial < 2 ? 2 : 3, E = trial < 2 ? 5 : 5;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "balance/device_load.h"
 #include "balance/rebalance.h"
 #include "balance_fixtures.h"
 #include "core/error.h"
@@ -93,8 +94,9 @@ TEST(Rebalance, StaticMovesNothing) {
 }
 
 TEST(Rebalance, BalancednessIsMeanOverMax) {
-    EXPECT_DOUBLE_EQ(balancedness({2, 2, 4}), 8.0 / 3.0 / 4.0);
-    EXPECT_DOUBLE_EQ(balancedness({0, 0}), 1.0);
+    const int64_t skewed[] = {2, 2, 4}, idle[] = {0, 0};
+    EXPECT_DOUBLE_EQ(balancedness(skewed, 3), 8.0 / 3.0 / 4.0);
+    EXPECT_DOUBLE_EQ(balancedness(idle, 2), 1.0);
 }
 
 TEST(Rebalance, SettingsBelowOneAreConfigErrors) {

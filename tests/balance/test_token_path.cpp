@@ -91,7 +91,7 @@ TEST(TokenPath, ApplyReplacesTheAllToAllTerms) {
     EXPECT_DOUBLE_EQ(b.fastermoe_s, fm_home - 4.0);
 }
 
-TEST(TokenPath, MoetunerIlp2FindsTheAlignmentAndEvaluateScoresIt) {
+TEST(TokenPath, MoetunerIlp2FindsTheAlignment) {
     const TwoByTwo c;
     const CostModel cost = unit_cost_model(2);
     const std::vector<double> loads = {4, 4, 4, 4};
@@ -100,7 +100,11 @@ TEST(TokenPath, MoetunerIlp2FindsTheAlignmentAndEvaluateScoresIt) {
     const std::vector<Placement> planned = plan_moetuner(loads, transitions, 2, 2, 2, link, BalanceOptions());
     const TokenPathFlow f = layer_to_layer_flow(c.counts.data(), c.transitions.data(), planned, RouteRule::kOwner);
     EXPECT_DOUBLE_EQ(moved_tokens(f.into(1), 2), 0.0);
+}
 
+TEST(TokenPath, EvaluateScoresEachPolicyOnItsPath) {
+    const TwoByTwo c;
+    const CostModel cost = unit_cost_model(2);
     TraceView view;
     view.counts = c.counts.data();
     view.transitions = c.transitions.data();
@@ -177,7 +181,7 @@ PathTotals path_totals(const Trace& t, const std::vector<Placement>& placements,
 // 6.0 ms in sample and 2.08e8 B / 6.1 ms out of sample (iterations 4-7); ILP 2 blind to the traffic (memory balance
 // only) 2.49e8 B / 7.7 ms and 2.50e8 B / 7.7 ms; memory-balanced random placements 3.67e8 B / 9.2 ms and 9.3 ms.
 // ILP 1 alone with cluster c on GPU c is no baseline here: it breaks Eq 13 (ILP 2 must move clusters for memory).
-TEST(TokenPath, Ilp2BeatsMemoryBalancedRandomPlacementsInAndOutOfSample) {
+TEST(TokenPath, Ilp2BeatsMemoryBalancedRandomPlacementsOnAnySample) {
     const Trace t = affinity_trace();
     const int L = t.meta.num_layers, D = t.meta.num_devices, E = t.meta.num_experts;
     const int profiled = 4;  // plan on iterations 0-3; 4-7 are out of sample

@@ -43,7 +43,7 @@ CostBreakdown price_replica(const ClusterSpec& cluster, int holder) {
     return predict_layer(m, compute_flow(counts.data(), D, E, p, RouteRule::kOwner), p);
 }
 
-TEST(Topology, FilesThatDescribeTopologyTurnItOnAndOthersKeepTheirMeaning) {
+TEST(Topology, FilesThatDescribeTopologyTurnItOn) {
     for (const char* name :
          {"hpwnv-16.toml", "hpnv-16.toml", "hpwnv-32.toml", "lpwnv-8.toml", "h100-8.toml", "h100-16.toml",
           "h100-32.toml", "h200-8.toml", "h200-16.toml", "h200-32.toml", "h100-64.toml", "h800-8.toml", "h800-16.toml"})
@@ -55,6 +55,9 @@ TEST(Topology, FilesThatDescribeTopologyTurnItOnAndOthersKeepTheirMeaning) {
                         "trans_gbit_s = 1.0\npcie_gbit_s = 96.0\ntopology = false\n",
                         "inline");
     EXPECT_FALSE(cluster_from_config(c, "inline").topology);
+}
+
+TEST(Topology, WrittenClusterReadsBackWithItsTopology) {
     // a written cluster reads back with its topology
     const ClusterSpec h = shipped("hpnv-16.toml");
     Config back(cluster_schema(), "round trip");
@@ -71,7 +74,7 @@ TEST(Topology, FilesThatDescribeTopologyTurnItOnAndOthersKeepTheirMeaning) {
     EXPECT_FALSE(cluster_from_config(flat, "round trip").topology);
 }
 
-TEST(Topology, PlanAndSweepsFollowTheFileUnlessTopologyAwareIsSet) {
+TEST(Topology, PlanCostModelFollowsTheFileUnlessPlanKeysOverride) {
     // cost_model_for_trace is what `prophet plan` and the sim sweeps build their model with
     Schema schema;
     add_cost_model_keys(schema, "");
@@ -100,7 +103,7 @@ TEST(Topology, PlanAndSweepsFollowTheFileUnlessTopologyAwareIsSet) {
     EXPECT_EQ(broadcast("plan.trans_broadcast=\"star\""), TransBroadcast::kStar);
 }
 
-TEST(Topology, BadTopologyKeysNameTheKeyAndTheRule) {
+TEST(Topology, BadTopologyKeysNameTheKey) {
     const std::string base = "[cluster]\nnum_devices = 8\ndevices_per_node = 4\ncompute_tflop_s = 1.0\n"
                              "a2a_gbit_s = [10.0]\ntrans_gbit_s = 1.0\n";
     auto message = [&](const std::string& extra) {
@@ -118,7 +121,7 @@ TEST(Topology, BadTopologyKeysNameTheKeyAndTheRule) {
     EXPECT_NE(message("nics_per_node = 5\n").find("cluster.nics_per_node"), std::string::npos);
 }
 
-TEST(Topology, IntraNodeReplicaIsPricedByNvlinkOnHpnvAndByPcieOnHpwnv) {
+TEST(Topology, IntraNodeReplicaIsPricedByTheLinkBetweenItsDevices) {
     const ClusterSpec hpnv = shipped("hpnv-16.toml"), hpwnv = shipped("hpwnv-16.toml");
     const double expert_bytes = 2.0 * 1024 * 2048 * 4;
     // device 1 is device 0's NVLink partner on HPNV, a PCIe peer on HPWNV
@@ -140,7 +143,7 @@ TEST(Topology, IntraNodeReplicaIsPricedByNvlinkOnHpnvAndByPcieOnHpwnv) {
     EXPECT_DOUBLE_EQ(price_replica(hpnv, 4).trans_s, expert_bytes / (96e9 / 8));
 }
 
-TEST(Topology, TransIsABroadcastPerOwnerWithEgressQueuesAndOwnersRunInParallel) {
+TEST(Topology, TransIsAPerOwnerBroadcastThroughEgressQueues) {
     const ClusterSpec h = shipped("h100-8.toml");  // NVSwitch: one NVLink domain of 8
     const double B = 64e6, port = h.nvlink_bytes_per_s, lat = h.nvlink_latency_s;
     // one owner to 3 receivers: its egress queue holds 3 B
@@ -232,7 +235,7 @@ TEST(Topology, ClusterFileChoosesTheBroadcastUnlessThePlanSetsIt) {
     EXPECT_TRUE(load_cluster_file(path).chain_broadcast);
 }
 
-TEST(Topology, AllToAllIsHierarchicalThroughRailNicsAndGpuPorts) {
+TEST(Topology, AllToAllIsHierarchicalOverTheRails) {
     const ClusterSpec h = shipped("h100-16.toml");  // 2 nodes x 8, one NIC per GPU (rails)
     const double B = 32e6, nic = h.node_nic_bytes_per_s, nv = h.nvlink_bytes_per_s;
     ASSERT_EQ(h.nics_per_node, 8);

@@ -34,7 +34,7 @@ TEST_F(ChildGuard, AChildThatIgnoresSigtermIsKilled) {
     EXPECT_LT(seconds_since(t0), 120.0);
 }
 
-TEST_F(ChildGuard, AChildWithinItsLimitKeepsItsExitCodeAndOutput) {
+TEST_F(ChildGuard, AChildWithinItsLimitIsPassedThroughUnchanged) {
     const CliResult r = run_command("sh -c 'echo out; echo err >&2; exit 7'", dir_, 60);
     EXPECT_EQ(r.exit_code, 7);
     EXPECT_EQ(r.out, "out\n");

@@ -252,7 +252,7 @@ TEST_F(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(plan("--set novalue").exit_code, prophet::kExitUsage);
 }
 
-TEST_F(Cli, TraceErrorsExitThreeAndWriteNothing) {
+TEST_F(Cli, TraceErrorsExitThreeWritingNothing) {
     // a trace whose D disagrees with the cluster
     const std::string cluster16 = "experiments/clusters/hpwnv-16.toml";
     expect_failure(run_prophet("plan --trace experiments/traces/tiny-e4-d4.toml --cluster " + cluster16 +

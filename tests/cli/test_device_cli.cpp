@@ -44,7 +44,7 @@ class DeviceCli : public prophet::testing::TempDirTest {
 
 }  // namespace
 
-TEST_F(DeviceCli, CudaWithoutADeviceExitsFourWithOneLineAndWritesNothing) {
+TEST_F(DeviceCli, CudaWithoutADeviceExitsFourCleanly) {
     for (const char* command : {"train", "profile"}) {
         const std::string extra = std::string(command) == "train"
                                       ? "--save --set train.checkpoint_dir=" + (dir_ / "ckpt").string()

@@ -117,7 +117,7 @@ TEST_F(ExternalCli, EveryMisbehaviourFailsTheRunWithAClearError) {
     }
 }
 
-TEST_F(ExternalCli, ExampleRunsInPlanAndOfflineAndInASimSweep) {
+TEST_F(ExternalCli, ExampleRunsInEveryPlanningMode) {
     for (const char* role : {"online", "offline"}) {
         const CliResult r = plan_external(kExample, std::string("--json --set balance.external_role=") + role);
         ASSERT_EQ(r.exit_code, 0) << role << ": " << r.err;

@@ -46,7 +46,7 @@ TEST_F(PlanServingCli, ServingRegimeReportsEachRebalance) {
         EXPECT_TRUE(rebalance.contains(key)) << key;
 }
 
-TEST_F(PlanServingCli, TrainingRegimeIsTheDefaultAndAddsNoSection) {
+TEST_F(PlanServingCli, DefaultTrainingRegimeAddsNoServingSection) {
     const nlohmann::json j = plan("");
     EXPECT_EQ(j["regime"], "training");
     EXPECT_FALSE(j.contains("serving"));

@@ -57,7 +57,7 @@ class StoreCliTest : public TempDirTest {
     }
 };
 
-TEST_F(StoreCliTest, MissingStoreIsExitFiveAndNoFileIsCreated) {
+TEST_F(StoreCliTest, MissingStoreIsExitFiveCreatingNoFile) {
     for (const std::string& command : {"db check", "runs", "runs show 0123456789abcdef"}) {
         const CliResult r = prophet(command + " --db '" + db_ + "'");
         EXPECT_EQ(r.exit_code, 5) << command << ": " << r.err;

@@ -75,7 +75,7 @@ void expect_busy_consistent(const std::map<std::string, std::string>& p, const s
 
 }  // namespace
 
-TEST_F(TestbedCli, TwoRanksArePinnedOnePerCoreAndRecorded) {
+TEST_F(TestbedCli, TwoRanksPinnedOnePerCoreAreRecorded) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const int cores = prophet::usable_cores();
     std::string err;
@@ -107,7 +107,7 @@ TEST_F(TestbedCli, TwoRanksArePinnedOnePerCoreAndRecorded) {
     expect_busy_consistent(p, err, busy_events);
 }
 
-TEST_F(TestbedCli, MoreRanksThanCoresAreRecordedOversubscribedAndUnpinned) {
+TEST_F(TestbedCli, MoreRanksThanCoresAreRecordedAsOversubscribedUnpinned) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const int ranks = 4;  // skewed-4rank's batch and experts divide by 4
     if (prophet::usable_cores() >= ranks) GTEST_SKIP() << "this machine has 4 or more cores: 4 ranks fit";

@@ -73,7 +73,7 @@ TEST_F(TrainCli, PipedProgressIsPlainLinesWithEta) {
     EXPECT_EQ(r.losses.size(), 20u);
 }
 
-TEST_F(TrainCli, MpiPlacementsAndRankCountsGiveTheSameLosses) {
+TEST_F(TrainCli, LossesDoNotDependOnPlacementOrRankCount) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const RunResult one = run("", train(""), dir_);
     ASSERT_EQ(one.exit_code, 0) << one.err;
@@ -101,7 +101,7 @@ TEST_F(TrainCli, MpiResumeRepeatsTheLossesExactly) {
     for (size_t i = 0; i < 6; ++i) EXPECT_EQ(resumed.losses[i], full.losses[6 + i]) << "step " << 6 + i;
 }
 
-TEST_F(TrainCli, BadInputFailsBeforeCommunicationAndWritesNothing) {
+TEST_F(TrainCli, BadInputFailsBeforeCommunicationWritingNothing) {
     auto expect_failure = [&](const std::string& launcher, const std::string& extra, const std::string& needle) {
         const RunResult r = run(launcher, train(extra), dir_);
         EXPECT_EQ(r.exit_code, prophet::kExitConfig) << r.err;

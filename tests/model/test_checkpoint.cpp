@@ -470,7 +470,7 @@ TEST_F(CheckpointTest, InspectListsTensorsWithoutReadingData) {
 // Issue 26 item 17: train.keep_checkpoints. Rows: steps saved (in this order), keep, the step directories left.
 // `latest` names the last step saved; a step saved again after newer ones (a resume from an older checkpoint)
 // stays because `latest` names it, and a symbolic link or a .tmp- directory is never touched.
-TEST_F(CheckpointTest, PruneKeepsTheNewestStepsAndLatest) {
+TEST_F(CheckpointTest, PruneKeepsTheNewestStepsBesidesLatest) {
     struct Case {
         std::vector<int64_t> saved;
         int64_t keep;
@@ -496,6 +496,10 @@ TEST_F(CheckpointTest, PruneKeepsTheNewestStepsAndLatest) {
         EXPECT_EQ(left, c.left) << "keep " << c.keep;
         EXPECT_EQ(load_checkpoint(dir_).step, c.saved.back());
     }
+}
+
+TEST_F(CheckpointTest, PruneLeavesWhatIsNotAStepDirectoryOfThisCheckpoint) {
+    const Model model = make_model(3);
     // what is not a step directory of this checkpoint stays, however old
     fs::remove_all(dir_);
     save(5, model);

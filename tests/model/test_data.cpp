@@ -119,7 +119,7 @@ TEST(DataFileSource, OffsetsFollowTheFormula) {
     EXPECT_EQ(source.offset(3, 2), 136);  // (3*5 + 2)*8 = 136 < 991
 }
 
-TEST(DataFileSource, OffsetWrapsAndIsExactForHugeSteps) {
+TEST(DataFileSource, OffsetWrapsExactlyEvenForHugeSteps) {
     const int64_t N = 1000, T = 8, B = 5;
     std::vector<int32_t> stream(N);
     for (int64_t k = 0; k < N; ++k) stream[static_cast<size_t>(k)] = static_cast<int32_t>(k);
@@ -206,7 +206,7 @@ TEST(DataFileSource, ReadsLittleEndianTokenFiles) {
     fs::remove(path32);
 }
 
-TEST(DataFileSource, BadFilesAreExit3NamingPathMinimumAndFix) {
+TEST(DataFileSource, BadFileErrorIsExit3NamingPathMinimumFix) {
     const int64_t T = 8;
     const std::string missing = temp_path("does_not_exist.txt");
     const std::string empty = write_file("empty.txt", "");
@@ -338,7 +338,7 @@ TEST(DataConfigValidate, SchemaKeysReadIntoDataConfig) {
 
 // ---- generated corpus ---------------------------------------------------------------------------------------
 
-TEST(DataGenerated, DeterministicPerSeedStepAndSequence) {
+TEST(DataGenerated, BatchIsAPureFunctionOfSeedStepSequence) {
     DataConfig config = generated_config();
     config.drift_rate = 0.01;
     config.shift_steps = {3};
@@ -376,7 +376,7 @@ TEST(DataGenerated, SequenceSeedRuleIsStable) {
     EXPECT_NE(GeneratedCorpus::sequence_seed(7, 11, 5), GeneratedCorpus::sequence_seed(7, 5, 11));
 }
 
-TEST(DataGenerated, SameBatchForOneTwoAndFourRanks) {
+TEST(DataGenerated, SameBatchForAnyRankCount) {
     DataConfig config = generated_config();
     config.drift_rate = 0.02;
     config.shift_steps = {2};

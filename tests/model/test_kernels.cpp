@@ -183,12 +183,11 @@ TEST(Kernels, EncoderMatchesNaive) {
 
 // ---- layernorm ---------------------------------------------------------------------------------------------
 
-TEST(Kernels, LayernormMatchesNaiveAndFiniteDifferences) {
+TEST(Kernels, LayernormForwardMatchesNaive) {
     const int N = 3, C = 6;
     const auto inp = random_vector<double>((size_t)N * C, 1, 2.0);
     const auto w = random_vector<double>(C, 2);
     const auto b = random_vector<double>(C, 3);
-    const auto r = random_vector<double>((size_t)N * C, 4);
     std::vector<double> out((size_t)N * C), mean(N), rstd(N);
     layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
     std::vector<double> out_ref(out.size());
@@ -204,7 +203,16 @@ TEST(Kernels, LayernormMatchesNaiveAndFiniteDifferences) {
     std::vector<float> out_f(out.size()), mean_f(N), rstd_f(N);
     layernorm_forward(out_f.data(), mean_f.data(), rstd_f.data(), inp_f.data(), w_f.data(), b_f.data(), N, C);
     expect_close(out_f, out_ref, kTolFloat, "layernorm out (float)");
+}
 
+TEST(Kernels, LayernormBackwardMatchesFiniteDifferences) {
+    const int N = 3, C = 6;
+    const auto inp = random_vector<double>((size_t)N * C, 1, 2.0);
+    const auto w = random_vector<double>(C, 2);
+    const auto b = random_vector<double>(C, 3);
+    const auto r = random_vector<double>((size_t)N * C, 4);
+    std::vector<double> out((size_t)N * C), mean(N), rstd(N);
+    layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
     std::vector<double> dinp(inp.size(), 0.0), dw(C, 0.0), db(C, 0.0);
     layernorm_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(), mean.data(), rstd.data(), N,
                        C);
@@ -338,17 +346,29 @@ TEST(Kernels, AttentionBackwardMatchesFiniteDifferences) {
 
 // ---- gelu, residual, softmax -------------------------------------------------------------------------------
 
-TEST(Kernels, GeluMatchesFormulaAndFiniteDifferences) {
+TEST(Kernels, GeluForwardMatchesFormula) {
     const size_t n = 41;
     std::vector<double> x(n);
     for (size_t i = 0; i < n; i++) x[i] = -5.0 + 0.25 * i;  // covers both tails and 0
-    const auto r = random_vector<double>(n, 1);
-    std::vector<double> out(n), dinp(n);
+    std::vector<double> out(n);
     gelu_forward(out.data(), x.data(), n);
     for (size_t i = 0; i < n; i++) {
         const double ref = 0.5 * x[i] * (1 + std::tanh(std::sqrt(2 / M_PI) * (x[i] + 0.044715 * std::pow(x[i], 3))));
         EXPECT_NEAR(out[i], ref, 1e-14) << i;
     }
+    // float agrees with double
+    const auto x_f = cast<float>(x);
+    std::vector<float> out_f(n);
+    gelu_forward(out_f.data(), x_f.data(), n);
+    expect_close(out_f, out, kTolFloat, "gelu out (float)");
+}
+
+TEST(Kernels, GeluBackwardMatchesFiniteDifferences) {
+    const size_t n = 41;
+    std::vector<double> x(n);
+    for (size_t i = 0; i < n; i++) x[i] = -5.0 + 0.25 * i;  // covers both tails and 0
+    const auto r = random_vector<double>(n, 1);
+    std::vector<double> dinp(n);
     gelu_backward(dinp.data(), x.data(), r.data(), n);
     std::vector<double> numeric(n);
     for (size_t i = 0; i < n; i++) {
@@ -359,11 +379,6 @@ TEST(Kernels, GeluMatchesFormulaAndFiniteDifferences) {
         numeric[i] = r[i] * (p - m) / (2 * kFdStep);
     }
     expect_fd_close(dinp, numeric, "gelu dinp");
-    // float agrees with double
-    const auto x_f = cast<float>(x);
-    std::vector<float> out_f(n);
-    gelu_forward(out_f.data(), x_f.data(), n);
-    expect_close(out_f, out, kTolFloat, "gelu out (float)");
 }
 
 TEST(Kernels, ResidualAdds) {
@@ -373,17 +388,24 @@ TEST(Kernels, ResidualAdds) {
     EXPECT_EQ(out, (std::vector<float>{11, 22, 33}));
 }
 
-TEST(Kernels, SoftmaxMatchesNaiveAndFiniteDifferences) {
+TEST(Kernels, SoftmaxForwardMatchesNaive) {
     const int N = 3, E = 5;
     const auto logits = random_vector<double>((size_t)N * E, 1, 3.0);
-    const auto r = random_vector<double>((size_t)N * E, 2);
-    std::vector<double> probs(logits.size()), dlogits(logits.size(), 0.0);
+    std::vector<double> probs(logits.size());
     softmax_forward(probs.data(), logits.data(), N, E);
     for (int n = 0; n < N; n++) {
         double sum = 0;
         for (int e = 0; e < E; e++) sum += std::exp(logits[n * E + e]);
         for (int e = 0; e < E; e++) EXPECT_NEAR(probs[n * E + e], std::exp(logits[n * E + e]) / sum, 1e-15);
     }
+}
+
+TEST(Kernels, SoftmaxBackwardMatchesFiniteDifferences) {
+    const int N = 3, E = 5;
+    const auto logits = random_vector<double>((size_t)N * E, 1, 3.0);
+    const auto r = random_vector<double>((size_t)N * E, 2);
+    std::vector<double> probs(logits.size()), dlogits(logits.size(), 0.0);
+    softmax_forward(probs.data(), logits.data(), N, E);
     softmax_backward(dlogits.data(), r.data(), probs.data(), N, E);
     auto loss = [&](const std::vector<double>& x) {
         std::vector<double> p(x.size());
@@ -417,12 +439,11 @@ TEST(Kernels, GateTopKTiesGoToLowerIndex) {
     EXPECT_EQ(idx5, (std::vector<int>{3, 2, 0, 4, 1}));
 }
 
-TEST(Kernels, GateSoftmaxOverSelectedMatchesNaiveAndFiniteDifferences) {
+TEST(Kernels, GateSoftmaxOverSelectedMatchesNaive) {
     const int N = 4, E = 6, K = 3;
     const auto logits = random_vector<double>((size_t)N * E, 11, 2.0);  // distinct with probability 1
-    const auto r = random_vector<double>((size_t)N * K, 12);
     std::vector<int> idx((size_t)N * K);
-    std::vector<double> w((size_t)N * K), dlogits((size_t)N * E, 9.0);
+    std::vector<double> w((size_t)N * K);
     gate_topk_forward(idx.data(), w.data(), logits.data(), N, E, K);
     for (int n = 0; n < N; n++) {
         // naive: sort indices by logit descending, softmax over the first K
@@ -437,6 +458,15 @@ TEST(Kernels, GateSoftmaxOverSelectedMatchesNaiveAndFiniteDifferences) {
             EXPECT_NEAR(w[n * K + k], std::exp(logits[n * E + order[k]]) / sum, 1e-15);
         }
     }
+}
+
+TEST(Kernels, GateSoftmaxOverSelectedBackwardMatchesFiniteDifferences) {
+    const int N = 4, E = 6, K = 3;
+    const auto logits = random_vector<double>((size_t)N * E, 11, 2.0);  // distinct with probability 1
+    const auto r = random_vector<double>((size_t)N * K, 12);
+    std::vector<int> idx((size_t)N * K);
+    std::vector<double> w((size_t)N * K), dlogits((size_t)N * E, 9.0);
+    gate_topk_forward(idx.data(), w.data(), logits.data(), N, E, K);
     gate_topk_backward(dlogits.data(), r.data(), w.data(), idx.data(), N, E, K);
     // perturbations of 1e-6 cannot reorder logits that differ by more than that (checked by the loss itself
     // asserting the same selection)
@@ -452,7 +482,7 @@ TEST(Kernels, GateSoftmaxOverSelectedMatchesNaiveAndFiniteDifferences) {
 
 // ---- cross-entropy with tied output ------------------------------------------------------------------------
 
-TEST(Kernels, CrossEntropyTiedMatchesNaiveAndFiniteDifferences) {
+TEST(Kernels, CrossEntropyTiedForwardMatchesNaive) {
     const int N = 5, C = 4, V = 7;
     const double denominator = 12.0;  // a "global" token count larger than N, as on one rank of several
     const auto x = random_vector<double>((size_t)N * C, 1);
@@ -474,6 +504,21 @@ TEST(Kernels, CrossEntropyTiedMatchesNaiveAndFiniteDifferences) {
     }
     EXPECT_NEAR(loss, loss_ref / denominator, 1e-14);
 
+    // a confident wrong prediction: the loss is large and finite (computed from logits, not log(prob))
+    std::vector<float> xf = {100, 0}, wf = {1, 0, -1, 0};  // C = 2, V = 2, logits {100, -100}
+    std::vector<float> pf(2);
+    const int target = 1;
+    EXPECT_NEAR(crossentropy_tied_forward(pf.data(), xf.data(), wf.data(), &target, 1, 2, 2, 1.0), 200.0, 1e-3);
+}
+
+TEST(Kernels, CrossEntropyTiedBackwardMatchesFiniteDifferences) {
+    const int N = 5, C = 4, V = 7;
+    const double denominator = 12.0;  // a "global" token count larger than N, as on one rank of several
+    const auto x = random_vector<double>((size_t)N * C, 1);
+    const auto wte = random_vector<double>((size_t)V * C, 2);
+    const std::vector<int> targets = {0, 6, 3, 3, 1};
+    std::vector<double> probs((size_t)N * V);
+    crossentropy_tied_forward(probs.data(), x.data(), wte.data(), targets.data(), N, C, V, denominator);
     std::vector<double> dx((size_t)N * C, 3.0), dwte((size_t)V * C, 0.0);
     crossentropy_tied_backward(dx.data(), dwte.data(), probs.data(), x.data(), wte.data(), targets.data(), N, C, V,
                                denominator);
@@ -483,12 +528,6 @@ TEST(Kernels, CrossEntropyTiedMatchesNaiveAndFiniteDifferences) {
     };
     expect_fd_close(dx, fd_gradient(x, [&](const std::vector<double>& v) { return loss_of(v, wte); }), "ce dx");
     expect_fd_close(dwte, fd_gradient(wte, [&](const std::vector<double>& v) { return loss_of(x, v); }), "ce dwte");
-
-    // a confident wrong prediction: the loss is large and finite (computed from logits, not log(prob))
-    std::vector<float> xf = {100, 0}, wf = {1, 0, -1, 0};  // C = 2, V = 2, logits {100, -100}
-    std::vector<float> pf(2);
-    const int target = 1;
-    EXPECT_NEAR(crossentropy_tied_forward(pf.data(), xf.data(), wf.data(), &target, 1, 2, 2, 1.0), 200.0, 1e-3);
 }
 
 // ---- optimizer side ----------------------------------------------------------------------------------------
@@ -522,9 +561,12 @@ TEST(Kernels, AdamWMatchesHandComputedSteps) {
     EXPECT_NEAR(pf, 1.0 - 0.1 * (0.5 / (0.5 + 1e-8)), 1e-7);
 }
 
-TEST(Kernels, SumSquaresAndClipScale) {
+TEST(Kernels, SumSquaresCountsTheRemainderLoop) {
     std::vector<float> x = {3, 4, 0, 0, 0, 0, 0, 12, 0};  // odd length: the remainder loop counts too
     EXPECT_DOUBLE_EQ(sum_squares(x.data(), x.size()), 169.0);
+}
+
+TEST(Kernels, GradClipScaleShrinksOnlyAboveTheLimit) {
     EXPECT_DOUBLE_EQ(grad_clip_scale(13.0, 0.0), 1.0);   // disabled
     EXPECT_DOUBLE_EQ(grad_clip_scale(0.5, 1.0), 1.0);    // below the limit
     EXPECT_NEAR(grad_clip_scale(13.0, 1.0), 1.0 / 13.0, 1e-8);

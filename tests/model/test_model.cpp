@@ -62,7 +62,7 @@ double train_step(Model<Float>& model, const Batch& batch, double lr) {
 
 // ---- parameters --------------------------------------------------------------------------------------------
 
-TEST(Model, ParameterNamesShapesAndDenseFirstLayout) {
+TEST(Model, ParameterShapesFollowTheConfig) {
     ModelConfig cfg = small_config();
     Model<float> model(cfg);
     const int C = cfg.C, F = 2 * cfg.C, E = cfg.E;
@@ -88,7 +88,12 @@ TEST(Model, ParameterNamesShapesAndDenseFirstLayout) {
     EXPECT_EQ(shape_of("ln_f.w"), (std::vector<int>{C}));
     EXPECT_EQ(shape_of("ln_f.b"), (std::vector<int>{C}));
     EXPECT_EQ(model.num_tensors(), 2 + 9 * cfg.L + 2 + 2 * cfg.L * E);
+}
 
+TEST(Model, ParameterLayoutIsContiguousDenseFirst) {
+    ModelConfig cfg = small_config();
+    Model<float> model(cfg);
+    const int C = cfg.C, F = 2 * cfg.C, E = cfg.E;
     // contiguous, non-overlapping, dense tensors before expert tensors
     size_t offset = 0;
     bool seen_expert = false;
@@ -109,7 +114,7 @@ TEST(Model, ParameterNamesShapesAndDenseFirstLayout) {
     EXPECT_EQ(ex.size, (size_t)2 * C * F);
 }
 
-TEST(Model, InitIsGpt2StyleAndSeeded) {
+TEST(Model, InitIsGpt2Style) {
     ModelConfig cfg = small_config();
     cfg.C = 64;  // more samples for the std estimates
     Model<float> model(cfg);
@@ -134,6 +139,12 @@ TEST(Model, InitIsGpt2StyleAndSeeded) {
     EXPECT_EQ(stats("h.0.ln1.w"), (std::pair<double, double>{1.0, 0.0}));
     EXPECT_EQ(stats("h.0.attn.qkv.b"), (std::pair<double, double>{0.0, 0.0}));
     EXPECT_EQ(stats("ln_f.b"), (std::pair<double, double>{0.0, 0.0}));
+}
+
+TEST(Model, InitIsSeeded) {
+    ModelConfig cfg = small_config();
+    cfg.C = 64;
+    Model<float> model(cfg);
     // same seed, same bits; another seed, other values; float holds double's values rounded
     Model<float> same(cfg);
     EXPECT_EQ(std::memcmp(same.params.data(), model.params.data(), model.params.size() * sizeof(float)), 0);
@@ -279,7 +290,7 @@ TEST(Model, AdamWSkipMaskLeavesSkippedTensorsAlone) {
 
 // ---- routing -----------------------------------------------------------------------------------------------
 
-TEST(Model, RoutingCountsAndCapacityDrops) {
+TEST(Model, RoutingCountsEveryAssignmentOnce) {
     ModelConfig cfg = small_config();
     const Batch batch = random_batch(cfg, 7);
     const int N = cfg.B * cfg.T;
@@ -291,6 +302,12 @@ TEST(Model, RoutingCountsAndCapacityDrops) {
         EXPECT_EQ(total, (int64_t)N * cfg.K) << "each of the K assignments counts once";
         EXPECT_EQ(dropless.num_dropped[l], 0);
     }
+}
+
+TEST(Model, CapacityDropsTheOverflow) {
+    ModelConfig cfg = small_config();
+    const Batch batch = random_batch(cfg, 7);
+    const int N = cfg.B * cfg.T;
     cfg.capacity_factor = 0.5;  // capacity = ceil(0.5 * N*K/E): at least half of all assignments must drop
     Model<float> capped(cfg);
     const double loss = model_forward(capped, batch.inputs.data(), batch.targets.data(), cfg.B, N);
@@ -454,7 +471,7 @@ struct CountingExecutor : MoeExecutor<Float> {
 
 }  // namespace
 
-TEST(Model, ExecutorHookIsUsedAndGivesTheSameLoss) {
+TEST(Model, ExecutorHookRunsEveryLayerWithoutChangingTheLoss) {
     ModelConfig cfg = small_config();
     const Batch batch = random_batch(cfg, 8);
     Model<float> model(cfg);

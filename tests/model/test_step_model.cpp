@@ -80,7 +80,7 @@ TEST(StepModel, CpuThroughTheInterfaceIsBitwiseTheFreeFunctions) {
     EXPECT_EQ(direct.adam_step, 4);
 }
 
-TEST(StepModel, CpuHostCopyCarriesParametersAndOptimizerState) {
+TEST(StepModel, CpuHostCopyCarriesTheWholeTrainingState) {
     const ModelConfig cfg = step_config();
     Model<float> trained(cfg), host(cfg);
     CpuStepModel step(trained);

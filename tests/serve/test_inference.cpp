@@ -131,7 +131,7 @@ TEST(ServeInference, OutputsEqualTheTrainingForward) {
 
 // The serving loop under each policy: valid placements, the offline ones used unchanged on every measured batch,
 // and every rank computed exactly the rows the placement sends it.
-TEST(ServeInference, PlacementsValidAndTokensGoWhereThePlacementSays) {
+TEST(ServeInference, ServingFollowsValidPlacements) {
     for (const std::string policy : {"moetuner", "moetuner-joint", "eplb", "prophet", "static"}) {
         SCOPED_TRACE(policy);
         const Config config = serve_config({"balance.policy=\"" + policy + "\"", "serve.iterations=3",

@@ -146,7 +146,7 @@ TEST(OwnerMoves, OfflinePolicyMovesOnce) {
 // The real GPT-MoE trace (../shared/data/smartmoe-gpt, GPL-3.0, read in place; skipped where absent) on hpwnv-16:
 // moetuner planned on the first half of 40 snapshots and scored on all (the second half held out). Its placement
 // never changes and has no replicas, so Eq 6, Eq 8 and the simulator's MoE time per block agree within 2%.
-TEST(OneAccountingRealTrace, MoetunerEq6Eq8AndSimAgreeOnHeldOutHalf) {
+TEST(OneAccountingRealTrace, MoetunerModelsAgreeOnTheHeldOutHalf) {
     const std::string path =
         std::string(PROPHET_SOURCE_DIR) + "/../shared/data/smartmoe-gpt/gpt-moe-16gpu-e32-iter1-2491.csv.gz";
     if (!std::filesystem::exists(path))

@@ -114,7 +114,7 @@ TEST(OpInStep, FitIsTheMedianOverStepsOfThePerCallMeanFlooredAtZero) {
 
 class OpInStepFile : public prophet::testing::TempDirTest {};
 
-TEST_F(OpInStepFile, RoundTripsAndBadEntriesNameTheFieldAndTheAllowedKinds) {
+TEST_F(OpInStepFile, InStepTermsRoundTrip) {
     OpTables in = unit_tables();
     in.in_step_s = {{"combine", 99.5e-6}, {"layout", 30e-6}};
     const std::string path = (dir_ / "c.toml").string();
@@ -124,6 +124,12 @@ TEST_F(OpInStepFile, RoundTripsAndBadEntriesNameTheFieldAndTheAllowedKinds) {
     EXPECT_NEAR(t.in_step_s.at("combine"), 99.5e-6, 1e-12);
     EXPECT_NEAR(t.in_step_s.at("layout"), 30e-6, 1e-12);
     EXPECT_TRUE(load_op_tables(path).scale.empty());
+}
+
+TEST_F(OpInStepFile, BadEntryErrorNamesTheFieldWithItsRule) {
+    OpTables in = unit_tables();
+    in.in_step_s = {{"combine", 99.5e-6}, {"layout", 30e-6}};
+    const std::string path = (dir_ / "c.toml").string();
     const auto expect_error = [&](const std::string& from, const std::string& to, const std::string& field,
                                   const std::string& rule) {
         std::string text = op_tables_to_toml(in);

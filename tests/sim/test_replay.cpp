@@ -104,7 +104,7 @@ double step_error(const std::string& path, const std::string& run_id, int64_t st
 
 }  // namespace
 
-TEST(ReplayGraph, CollectiveStartsAtTheLastArrivalAndEndsTogether) {
+TEST(ReplayGraph, CollectiveRunsFromTheLastArrivalToOneEnd) {
     // rank 0 computes 10 us, rank 1 30 us, then an all-to-all of 5 us after the last arrival (rank 0 recorded
     // 25 us: 20 of them waiting for rank 1), then 1 us of unpack each
     const std::vector<ReplayOp> ops = {op(K::kFec, 0, 0, 10),       op(K::kDispatch, 0, 10, 35),

@@ -66,7 +66,7 @@ TEST(Schedule, StructureOfBothSchedules) {
     EXPECT_EQ(build_schedule(ScheduleKind::kNone, 2, false).ops.size(), 24u);
 }
 
-TEST(Engine, CollectiveWaitsForTheLastDeviceAndEndsTogether) {
+TEST(Engine, CollectiveRunsFromTheLastDeviceToOneEnd) {
     // op 0: per-device compute (1 s on device 0, 3 s on device 1); op 1: collective after it (2 s);
     // op 2: compute on device 0 after op 1
     std::vector<ScheduleOp> ops(3);

@@ -26,14 +26,26 @@ PointValidation point(const std::string& policy, int64_t seed, double measured, 
 
 }  // namespace
 
-TEST(Validation, ErrorsOverAllAndHeldOutPoints) {
-    // errors +10%, -20% (held out) and +30% (calibration set)
-    const ValidationSummary s = summarize_validation(
+namespace {
+
+// errors +10%, -20% (held out) and +30% (calibration set)
+ValidationSummary three_point_summary() {
+    return summarize_validation(
         {point("static", 1, 100, 110), point("prophet", 1, 100, 80), point("top2", 1, 100, 130, false)});
+}
+
+}  // namespace
+
+TEST(Validation, ErrorsOverAllPoints) {
+    const ValidationSummary s = three_point_summary();
     EXPECT_NEAR(s.mape, 0.2, 1e-12);
     EXPECT_NEAR(s.bias, 0.2 / 3, 1e-12);
     EXPECT_NEAR(s.max_abs, 0.3, 1e-12);
     EXPECT_NEAR(s.p90_abs, 0.28, 1e-12);  // |errors| 0.1, 0.2, 0.3: position 0.9 * 2 = 1.8 -> 0.2 + 0.8 * 0.1
+}
+
+TEST(Validation, ErrorsOverHeldOutPoints) {
+    const ValidationSummary s = three_point_summary();
     EXPECT_EQ(s.heldout_points, 2);
     EXPECT_NEAR(s.heldout_mape, 0.15, 1e-12);
     EXPECT_NEAR(s.heldout_bias, -0.05, 1e-12);

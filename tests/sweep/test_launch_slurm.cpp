@@ -54,7 +54,7 @@ std::string slurm_error(const std::string& path) {
 
 }  // namespace
 
-TEST_F(LaunchSlurm, ScriptCarriesResourcesArrayAndOneShardPerTask) {
+TEST_F(LaunchSlurm, BatchJobCarriesTheSlurmTableWithOneShardPerTask) {
     const std::string file = write(
         "nodes = 2\ntasks_per_node = 3\ntime = \"00:10:00\"\npartition = \"cpu\"\naccount = \"proj\"\n"
         "points_per_task = 2\nmax_parallel = 1\n");
@@ -74,11 +74,14 @@ TEST_F(LaunchSlurm, ScriptCarriesResourcesArrayAndOneShardPerTask) {
         EXPECT_NE(job.script.find(line), std::string::npos) << line << "\nin\n" << job.script;
 }
 
-TEST_F(LaunchSlurm, DefaultsAndBadKeys) {
+TEST_F(LaunchSlurm, EmptyTableTakesTheDefaults) {
     const SlurmSpec d = parse_slurm_spec(write(""));
     EXPECT_EQ(d.nodes, 1);
     EXPECT_EQ(d.points_per_task, 1);
     EXPECT_EQ(shard_directory(d, "/r/x.db"), "/r/x.db.shards");
+}
+
+TEST_F(LaunchSlurm, BadKeysNameThemselves) {
     EXPECT_NE(slurm_error(write("gpus = 2\n")).find("sweep.slurm.gpus"), std::string::npos);
     EXPECT_NE(slurm_error(write("nodes = 0\n")).find("sweep.slurm.nodes"), std::string::npos);
     EXPECT_NE(slurm_error(write("partition = \"a b\"\n")).find("sweep.slurm.partition"), std::string::npos);
@@ -95,7 +98,7 @@ TEST_F(LaunchSlurm, DefaultsAndBadKeys) {
     }
 }
 
-TEST_F(LaunchSlurm, ProgressReadsTheStoreAndEveryShard) {
+TEST_F(LaunchSlurm, ProgressGathersPointsFromEveryDatabase) {
     const std::string file = write("");
     const SweepSpec spec = parse_sweep_file(file);
     const std::vector<SweepPoint> points = expand_points(spec);
@@ -185,7 +188,7 @@ class SlurmHostileName : public LaunchSlurm, public ::testing::WithParamInterfac
 
 // The script run by bash (the batch part, as a Slurm task runs it) with /bin/echo as the prophet binary: the
 // arguments arrive whole and nothing in the name, the working directory or the shard directory runs.
-TEST_P(SlurmHostileName, ScriptQuotesTheNameAndPaths) {
+TEST_P(SlurmHostileName, ScriptQuotesEveryHostileString) {
     const std::string name = GetParam().name;
     const SweepSpec spec = parse_sweep_string(sweep_text(name), "hostile.toml", PROPHET_SOURCE_DIR);
     const std::string workdir = (dir_ / ("work \\ " + name)).string();  // a backslash too

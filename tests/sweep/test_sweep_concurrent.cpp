@@ -65,7 +65,7 @@ TEST_F(SweepConcurrent, TwoSweepsOnOneStoreRunEveryPointOnce) {
 
 // Claims conflict between open descriptions (two sweeps), are per experiment and point, and end with their holder
 // (the kernel drops them when the holder's file is closed or its process dies).
-TEST_F(SweepConcurrent, ClaimsAreExclusiveAndEndWithTheirHolder) {
+TEST_F(SweepConcurrent, ClaimsAreExclusiveWhileTheirHolderLives) {
     auto first = std::make_unique<sweep::PointClaims>(db_);
     sweep::PointClaims second(db_);
     EXPECT_TRUE(first->try_claim("exp", "hash-a"));

@@ -77,7 +77,7 @@ TEST_F(SweepIdentity, ChangedTraceFileRerunsThePoint) {
     EXPECT_EQ(run().ran, 1) << "the trace generator file changed, the stored result is stale";
 }
 
-TEST_F(SweepIdentity, PointIdentityNamesFileHashesAndVersion) {
+TEST_F(SweepIdentity, PointIdentityNamesFileHashesWithTheVersion) {
     const std::vector<SweepPoint> points = expand_points(spec());
     ASSERT_EQ(points.size(), 1u);
     const std::string& c = points[0].canonical;
@@ -103,7 +103,7 @@ Config child_config(const std::string& name, const std::string& store_path) {
     return config;
 }
 
-TEST(SweepQuoting, NamesAndPathsReachTheChildAsStrings) {
+TEST(SweepQuoting, QuotedValuesReachTheChildAsStrings) {
     EXPECT_EQ(child_config("\"2024\"", "/tmp/s.db").get_string("run.experiment"), "2024");
     EXPECT_EQ(child_config("\"true\"", "/tmp/s.db").get_string("run.experiment"), "true");
     EXPECT_EQ(child_config("\"1e3\"", "/tmp/s.db").get_string("run.experiment"), "1e3");

@@ -40,7 +40,7 @@ int finished_runs(const std::string& db) {
 
 }  // namespace
 
-TEST(SweepKill, KilledMidwayAndRestartedRunsEveryPointOnce) {
+TEST(SweepKill, RestartAfterAKillRunsEveryPointOnce) {
     fs::current_path(PROPHET_SOURCE_DIR);
     const fs::path dir = fs::temp_directory_path() / ("prophet-sweep-kill-" + std::to_string(getpid()));
     fs::remove_all(dir);

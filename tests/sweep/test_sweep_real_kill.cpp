@@ -100,7 +100,7 @@ TEST_F(SweepRealKill, KillNineMidPointThenRerunRunsEveryPointOnce) {
     EXPECT_EQ(store.integrity_check(false), "ok");
 }
 
-TEST_F(SweepRealKill, SigtermToTheSweepStopsTheChildAndRecordsIt) {
+TEST_F(SweepRealKill, SigtermToTheSweepIsRecordedWithTheChildStopped) {
     const std::string file = write_sweep(100000);  // would run for an hour: only the signal ends it
     const std::string log = (dir_ / "term.log").string();
     const pid_t pid = prophet::testing::spawn_sweep(file, db_, log);

@@ -60,7 +60,7 @@ class Uncertainty : public ::testing::Test {
     void SetUp() override { fs::current_path(PROPHET_SOURCE_DIR); }
 };
 
-TEST_F(Uncertainty, ShorthandAndTableBecomeTruthAxes) {
+TEST_F(Uncertainty, ShorthandBecomesThreeTruthAxes) {
     const SweepSpec u = parse_sweep_string(spec_text("sim", "uncertainty = 0.3\n"), "u.toml");
     for (const char* k : {"truth.compute_scale", "truth.bandwidth_scale", "truth.latency_scale"}) {
         const GridAxis* a = axis(u, k);
@@ -68,6 +68,9 @@ TEST_F(Uncertainty, ShorthandAndTableBecomeTruthAxes) {
         EXPECT_EQ(a->values, (std::vector<std::string>{"0.7", "1.0", "1.3"})) << k;
     }
     EXPECT_EQ(expand_points(u).size(), 27u);
+}
+
+TEST_F(Uncertainty, TruthScaleTableBecomesSortedTruthAxes) {
     const SweepSpec t = parse_sweep_string(
         spec_text("sim", "truth_scale = { inter_bandwidth = [0.5, 1.0], compute = [0.8] }\n"), "u.toml");
     ASSERT_NE(axis(t, "truth.inter_bandwidth_scale"), nullptr);
@@ -78,7 +81,7 @@ TEST_F(Uncertainty, ShorthandAndTableBecomeTruthAxes) {
                                [](const GridAxis& a, const GridAxis& b) { return a.key < b.key; }));
 }
 
-TEST_F(Uncertainty, DefectsNameTheKeyAndTheRule) {
+TEST_F(Uncertainty, EveryDefectNamesTheKeyWithItsRule) {
     EXPECT_NE(parse_error(spec_text("sim", "uncertainty = 1.5\n")).find("sweep.uncertainty"), std::string::npos);
     EXPECT_NE(parse_error(spec_text("sim", "uncertainty = \"30%\"\n")).find("(0, 1)"), std::string::npos);
     EXPECT_NE(parse_error(spec_text("sim", "uncertainty = 0.3\ntruth_scale = { compute = [0.9] }\n"))

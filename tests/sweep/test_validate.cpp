@@ -64,7 +64,7 @@ class Validate : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(Validate, StepTailAndAllToAllWaitEnterTheSimulatedStep) {
+TEST_F(Validate, MeasuredWaitsEnterTheSimulatedStep) {
     const sweep::Validation base = validate("");
     EXPECT_GT(base.sim_step_ms, 0.0);
     EXPECT_DOUBLE_EQ(base.measured_step_ms, 12.0);  // median of steps 1..3

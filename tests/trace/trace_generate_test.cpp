@@ -62,7 +62,7 @@ TEST(TraceGenerate, ShippedZipfFileHasExactMetadata) {
     EXPECT_EQ(config.get_string("trace.generator"), "zipf");
 }
 
-TEST(TraceGenerate, EveryShippedFileLoadsAndValidates) {
+TEST(TraceGenerate, EveryShippedFileIsAValidTrace) {
     int files = 0;
     for (const auto& entry : std::filesystem::directory_iterator(shipped(""))) {
         if (entry.path().extension() != ".toml") continue;
@@ -104,7 +104,7 @@ TEST(TraceGenerate, LongerRunStartsWithTheSameIterations) {
     EXPECT_TRUE(std::equal(short_run.transitions.begin(), short_run.transitions.end(), long_run.transitions.begin()));
 }
 
-TEST(TraceGenerate, ShapesAndSums) {
+TEST(TraceGenerate, EveryGeneratorKeepsTheShapeWithExactSums) {
     for (const std::string& generator : kGenerators) {
         SCOPED_TRACE(generator);
         const Trace trace = gen(toml(generator, "d_model = 48\n", 1024, 5, 3));

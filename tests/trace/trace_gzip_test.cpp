@@ -77,7 +77,7 @@ TEST(TraceGzip, ConcatenatedMembersDecompressToTheConcatenation) {
     EXPECT_EQ(gunzip_file(ab.path(), 1 << 20), "hello, world");
 }
 
-TEST(TraceGzip, TruncatedCorruptOversizedAndNonCsvAreInputErrors) {
+TEST(TraceGzip, EveryDefectiveGzipIsRefusedNamingTheFile) {
     const Trace trace = small_trace();
     ScratchFile plain("t.csv"), packed("t.csv.gz"), cut("cut.gz"), bad("bad.gz"), toml("toml.gz");
     write_trace_csv(trace, plain.path());

@@ -164,7 +164,7 @@ TEST(TraceFile, RejectsWrongMagic) {
     expect_input_error([&] { read_trace_file(file.path()); }, {file.path(), "not a prophet trace file", "magic"});
 }
 
-TEST(TraceFile, RejectsATomlFileAndATinyFile) {
+TEST(TraceFile, RejectsFilesWithoutATraceHeader) {
     ScratchFile file("a.toml");
     write_bytes(file.path(), kTinyToml);
     expect_input_error([&] { read_trace_file(file.path()); }, {"magic"});

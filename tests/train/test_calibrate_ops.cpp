@@ -20,7 +20,7 @@ TEST(OpsShape, OverridesTheGivenKeysOfTheBaseModel) {
     EXPECT_EQ(parse_ops_shape("V=512", base).V, 512);
 }
 
-TEST(OpsShape, RejectsUnknownKeysBadNumbersAndInvalidModels) {
+TEST(OpsShape, RejectsMalformedShapesNamingTheOption) {
     const ModelConfig base;
     for (const char* bad : {"", "C", "C=", "C=0", "C=-4", "C=12x", "X=3", "C=128,", "L=2"}) {
         try {
@@ -30,6 +30,10 @@ TEST(OpsShape, RejectsUnknownKeysBadNumbersAndInvalidModels) {
             EXPECT_NE(std::string(e.what()).find("--ops-shape"), std::string::npos) << e.what();
         }
     }
+}
+
+TEST(OpsShape, RejectsAnInvalidModelNamingTheField) {
+    const ModelConfig base;
     // C % NH != 0: the model's own validation names the field
     try {
         parse_ops_shape("C=100,NH=8", base);

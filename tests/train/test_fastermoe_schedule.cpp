@@ -53,7 +53,7 @@ std::map<std::tuple<std::string, std::string, int>, TimelineSpan> spans_of(const
 // parameters (home experts, replicas' copies, dense) bitwise equal to the blocking order's, for fastermoe's own
 // shadowing and for top2 (replicas every step), on 2 and 4 ranks, and over an emulated link (the paced
 // communicator carries the Trans beside the all-to-all's messages on the same egress queue).
-TEST(FasterMoESchedule, LossesAndParametersAreBitwiseTheBlockingOnes) {
+TEST(FasterMoESchedule, TrainingIsBitwiseTheBlockingSchedule) {
     const int steps = 5;
     struct Case {
         int ranks;

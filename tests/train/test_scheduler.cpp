@@ -68,7 +68,7 @@ TEST(Scheduler, PredictivePoliciesKeepTheStaticLosses) {
 // 256 KiB, about 0.26 ms per receiver) the timeline must show Trans/Agg running beside computation, and the time
 // they held up the computation must be well below their own duration. The blocking run of the same config is the
 // contrast: there every transfer is exposed in full.
-TEST(Scheduler, TransAndAggOverlapComputation) {
+TEST(Scheduler, ExpertTransfersOverlapComputation) {
     const std::vector<std::string> sets = {"balance.policy=top2", "model.C=128", "model.F=256", "model.T=64",
                                            "comm.link_gbps=8",    "train.steps=6"};
     auto with = [&](const std::string& mode) {

@@ -47,7 +47,7 @@ TEST(StepTimeline, RemainderIsTheStepMinusTheUnionOfComputeOps) {
 
 // Every op kind of the issue appears on every rank in all three schedules, and the trainer's stored remainder is the
 // step minus the union of the ops it stored (recomputed here from the JSON, microseconds with 3 decimals).
-TEST(StepTimeline, EveryOpKindInBothSchedulesAndTheRemainderMatches) {
+TEST(StepTimeline, EveryScheduleRecordsEveryOpWithItsRemainder) {
     const int ranks = 2, steps = 3;
     for (const char* mode : {"none", "blockwise", "fastermoe"}) {
         const auto stats = run_local_stats(

@@ -42,32 +42,52 @@ Trace make_trace(int I, int L, int Dt, int E, int K, int64_t tokens_per_device) 
     return t;
 }
 
-}  // namespace
-
-TEST(TraceRouting, CountsFoldDevicesScaleExactlyAndCapAtOneChoicePerToken) {
-    // 4 trace devices onto 2 ranks: rank 0 = devices 0 + 2, rank 1 = devices 1 + 3
+// One iteration, one layer, 4 trace devices, 4 experts, K = 2, rows {8, 4, 2, 2}, {0, 0, 8, 8}, {4, 4, 4, 4},
+// {16, 0, 0, 0}.
+Trace four_device_trace() {
     Trace t = make_trace(1, 1, 4, 4, 2, 8);
     int64_t* m = t.layer_counts(0, 0);
     const int64_t rows[4][4] = {{8, 4, 2, 2}, {0, 0, 8, 8}, {4, 4, 4, 4}, {16, 0, 0, 0}};
     for (int d = 0; d < 4; d++)
         for (int e = 0; e < 4; e++) m[d * 4 + e] = rows[d][e];
+    return t;
+}
+
+}  // namespace
+
+TEST(TraceRouting, CountsFoldDevicesOntoRanks) {
+    // 4 trace devices onto 2 ranks: rank 0 = devices 0 + 2, rank 1 = devices 1 + 3
+    const Trace t = four_device_trace();
     // rank 0: 12 8 6 6 (S = 32) -> N K = 16: 6 4 3 3
     EXPECT_EQ(trace_rank_counts(t, 0, 0, 0, 2, 8, 2), (std::vector<int64_t>{6, 4, 3, 3}));
     // rank 1: 16 0 8 8 -> 8 0 4 4
     EXPECT_EQ(trace_rank_counts(t, 0, 0, 1, 2, 8, 2), (std::vector<int64_t>{8, 0, 4, 4}));
+    // fewer trace devices than ranks: rank r takes device r mod Dt
+    EXPECT_EQ(trace_rank_counts(t, 0, 0, 5, 8, 8, 2), trace_rank_counts(t, 0, 0, 1, 4, 8, 2));
+}
+
+TEST(TraceRouting, CountsScaleExactlyByLargestRemainder) {
+    const Trace t = four_device_trace();
     // largest remainder: N K = 10 from 12 8 6 6: 3.75 2.5 1.875 1.875 -> 3 2 1 1 + 3 by remainder (.875 .875 .75)
     EXPECT_EQ(trace_rank_counts(t, 0, 0, 0, 2, 5, 2), (std::vector<int64_t>{4, 2, 2, 2}));
+}
+
+TEST(TraceRouting, CountsCapAtOneChoicePerToken) {
+    const Trace t = four_device_trace();
     // cap: device 3 alone (4 ranks: rank 3) puts all 16 on expert 0, but N = 8 tokens take it at most 8 times;
     // the excess goes to the others in order of traffic (all 0: lowest e first) up to N each
     EXPECT_EQ(trace_rank_counts(t, 0, 0, 3, 4, 8, 2), (std::vector<int64_t>{8, 8, 0, 0}));
-    // fewer trace devices than ranks: rank r takes device r mod Dt
-    EXPECT_EQ(trace_rank_counts(t, 0, 0, 5, 8, 8, 2), trace_rank_counts(t, 0, 0, 1, 4, 8, 2));
+}
+
+TEST(TraceRouting, CountsOfAnEmptyRowAreUniform) {
+    Trace t = four_device_trace();
+    int64_t* m = t.layer_counts(0, 0);
     // an empty row: uniform
     for (int e = 0; e < 4; e++) m[e] = m[8 + e] = 0;
     EXPECT_EQ(trace_rank_counts(t, 0, 0, 0, 2, 8, 2), (std::vector<int64_t>{4, 4, 4, 4}));
 }
 
-TEST(TraceRouting, AssignmentsHoldTheCountsAndNoExpertTwicePerToken) {
+TEST(TraceRouting, AssignmentsAreAValidTopKRoutingOfTheCounts) {
     const int N = 7, K = 3;
     const std::vector<int64_t> counts = {7, 0, 5, 4, 3, 2};  // sum 21 = N K, each <= N
     std::vector<int> idx(N * K, -1);

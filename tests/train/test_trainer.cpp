@@ -30,7 +30,7 @@ TEST(Trainer, EveryPlacementGivesTheStaticLosses) {
     }
 }
 
-TEST(Trainer, OneRankAndFourRanksAgree) {
+TEST(Trainer, RankCountLeavesTheLossesUnchanged) {
     const auto one = run_local(skewed_config({}), 1, 20);
     const auto four = run_local(skewed_config({}), 4, 20);
     expect_close(four, one, 1e-5, "4 ranks vs 1");
