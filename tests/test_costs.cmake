@@ -11,8 +11,8 @@ set(_prophet_long_cases
     "SweepRealCli.CalibratedSweepRecordsAPerOpReplayValidationOfEveryChild" 40
     "SweepRealCli.ValidationRecordsSimulatedAndMeasuredStepTimeAndBuildsTheReport" 30
     "SweepRealCli.CalibrateMeasuresOneClusterPerRanksAndGridValues" 18
-    "TrainCli.MpiPlacementsAndRankCountsGiveTheSameLosses" 17
-    "FasterMoESchedule.LossesAndParametersAreBitwiseTheBlockingOnes" 17
+    "TrainCli.LossesDoNotDependOnPlacementOrRankCount" 17
+    "FasterMoESchedule.TrainingIsBitwiseTheBlockingSchedule" 17
     "Scheduler.LossesAreUnchangedBitwise" 16)
 while(_prophet_long_cases)
   list(POP_FRONT _prophet_long_cases _name _cost)
