@@ -8,6 +8,7 @@
 
 #include <toml++/toml.h>
 
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "core/sha256.h"
 #include "core/toml_text.h"
@@ -215,20 +216,12 @@ Value convert(const KeySpec& spec, const toml::node& node, const std::string& sh
     check.type_error("valid");
 }
 
+constexpr const char* kValueTypeNames[] = {"int",      "float",      "bool",       "string",
+                                           "int list", "float list", "string list"};  // by position
+
 }  // namespace
 
-std::string type_name(ValueType type) {
-    switch (type) {
-        case ValueType::kInt: return "int";
-        case ValueType::kFloat: return "float";
-        case ValueType::kBool: return "bool";
-        case ValueType::kString: return "string";
-        case ValueType::kIntList: return "int list";
-        case ValueType::kFloatList: return "float list";
-        case ValueType::kStringList: return "string list";
-    }
-    return "?";
-}
+std::string type_name(ValueType type) { return enum_name(kValueTypeNames, type); }
 
 std::string value_to_toml(const Value& value) {
     struct Visitor {
