@@ -1,6 +1,9 @@
 // main.cpp: the `prophet` binary: argument wiring only; each subcommand lives in cmd_<name>.cpp.
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <memory>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -28,75 +31,57 @@ const char* kFooter =
     "Config: every subcommand takes --config FILE.toml and repeatable --set section.key=value; --help-config lists\n"
     "the keys. Runs are recorded in the SQLite file store.path (default results/prophet.db).";
 
-// Every subcommand's arguments and its parsed CLI::App (the options bind to the args: never copied).
-struct Commands {
-    prophet::cli::PlanArgs plan_args;
-    CLI::App* plan = nullptr;
-    prophet::cli::PoliciesArgs policies_args;
-    CLI::App* policies = nullptr;
-    prophet::cli::TraceArgs trace_args;
-    CLI::App* trace = nullptr;
-    prophet::cli::TrainArgs train_args;
-    CLI::App* train = nullptr;
-    prophet::cli::SweepArgs sweep_args;
-    CLI::App* sweep = nullptr;
-    prophet::cli::ProfileArgs profile_args;
-    CLI::App* profile = nullptr;
-    prophet::cli::AblateArgs ablate_args;
-    CLI::App* ablate = nullptr;
-    prophet::cli::RunsArgs runs_args;
-    prophet::cli::RunsCommands runs;
-    prophet::cli::DbCheckArgs db_check_args;
-    CLI::App* db_check = nullptr;
-    prophet::cli::DbMergeArgs db_merge_args;
-    CLI::App* db_merge = nullptr;
-    prophet::cli::CkptArgs ckpt_args;
-    CLI::App* ckpt_show = nullptr;
-    prophet::cli::ReportArgs report_args;
-    CLI::App* report = nullptr;
-    prophet::cli::ValidateArgs validate_args;
-    CLI::App* validate = nullptr;
+// One subcommand: its CLI::App and how to run it. `run` owns the arguments the App's options bind to.
+struct Subcommand {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
 };
 
-void add_commands(CLI::App& app, Commands& c) {
-    namespace cli = prophet::cli;
-    c.plan = cli::add_plan_command(app, c.plan_args);
-    c.policies = cli::add_policies_command(app, c.policies_args);
-    c.trace = cli::add_trace_command(app, c.trace_args);
-    c.train = cli::add_train_command(app, c.train_args);
-    c.sweep = cli::add_sweep_command(app, c.sweep_args);
-    c.profile = cli::add_profile_command(app, c.profile_args);
-    c.ablate = cli::add_ablate_command(app, c.ablate_args);
-    c.runs = cli::add_runs_command(app, c.runs_args);
-    CLI::App* db = app.add_subcommand("db", "look after run stores: `db check`, `db merge`");
-    db->require_subcommand(1, 1);
-    c.db_check = cli::add_db_check_command(db, c.db_check_args);
-    c.db_merge = cli::add_db_merge_command(db, c.db_merge_args);
-    c.ckpt_show = cli::add_ckpt_command(app, c.ckpt_args);
-    c.report = cli::add_report_command(app, c.report_args);
-    c.validate = cli::add_validate_command(app, c.validate_args);
+// The subcommand add(parent, args) declares, run by run(args), over arguments it owns from here on.
+template <typename Args, typename Parent, typename Add, typename Run>
+Subcommand subcommand(Parent& parent, Add add, Run run) {
+    auto args = std::make_shared<Args>();
+    CLI::App* app = add(parent, *args);
+    return {app, [args, run] { return run(*args); }};
 }
 
-// Runs the parsed subcommand; train and profile may run under MPI, which they end (aborting on a failure).
-int run_parsed(Commands& c, int* argc, char*** argv) {
-    using namespace prophet;
-    if (c.plan->parsed()) return cli::run_plan(c.plan_args);
-    if (c.policies->parsed()) return cli::run_policies(c.policies_args);
-    if (c.trace->parsed()) return cli::run_trace(c.trace_args);
-    if (c.sweep->parsed()) return cli::run_sweep_command(c.sweep_args);
-    if (c.ablate->parsed()) return cli::run_ablate(c.ablate_args);
-    if (c.db_merge->parsed()) return cli::run_db_merge(c.db_merge_args);
-    if (c.runs.list->parsed()) return cli::run_runs(c.runs, c.runs_args);
-    if (c.db_check->parsed()) return cli::run_db_check(c.db_check_args);
-    if (c.ckpt_show->parsed()) return cli::run_ckpt_show(c.ckpt_args);
-    if (c.report->parsed()) return cli::run_report(c.report_args);
-    if (c.validate->parsed()) return cli::run_validate(c.validate_args);
-    int rc = kExitUsage;
-    if (c.train->parsed()) rc = cli::run_train(c.train_args, argc, argv);
-    if (c.profile->parsed()) rc = cli::run_profile(c.profile_args, argc, argv);
-    if (rc != kExitOk && launched_by_mpi()) abort_mpi(rc);  // the other ranks must not wait for this one
-    finalize_mpi();
+// train and profile may run under MPI, which they end (aborting on a failure: the other ranks must not wait)
+int end_mpi(int rc) {
+    if (rc != prophet::kExitOk && prophet::launched_by_mpi()) prophet::abort_mpi(rc);
+    prophet::finalize_mpi();
     return rc;
+}
+
+// Every subcommand, in --help order; train and profile get main's argc and argv (MPI may read and change them).
+std::vector<Subcommand> add_subcommands(CLI::App& app, int* argc, char*** argv) {
+    namespace cli = prophet::cli;
+    const auto train = [argc, argv](const cli::TrainArgs& a) { return end_mpi(cli::run_train(a, argc, argv)); };
+    const auto profile = [argc, argv](const cli::ProfileArgs& a) { return end_mpi(cli::run_profile(a, argc, argv)); };
+    std::vector<Subcommand> all{subcommand<cli::PlanArgs>(app, cli::add_plan_command, cli::run_plan),
+                                subcommand<cli::PoliciesArgs>(app, cli::add_policies_command, cli::run_policies),
+                                subcommand<cli::TraceArgs>(app, cli::add_trace_command, cli::run_trace),
+                                subcommand<cli::TrainArgs>(app, cli::add_train_command, train),
+                                subcommand<cli::SweepArgs>(app, cli::add_sweep_command, cli::run_sweep_command),
+                                subcommand<cli::ProfileArgs>(app, cli::add_profile_command, profile),
+                                subcommand<cli::AblateArgs>(app, cli::add_ablate_command, cli::run_ablate)};
+    auto runs_args = std::make_shared<cli::RunsArgs>();
+    const cli::RunsCommands runs = cli::add_runs_command(app, *runs_args);
+    all.push_back({runs.list, [runs, runs_args] { return cli::run_runs(runs, *runs_args); }});
+    CLI::App* db = app.add_subcommand("db", "look after run stores: `db check`, `db merge`");
+    db->require_subcommand(1, 1);
+    all.push_back(subcommand<cli::DbCheckArgs>(db, cli::add_db_check_command, cli::run_db_check));
+    all.push_back(subcommand<cli::DbMergeArgs>(db, cli::add_db_merge_command, cli::run_db_merge));
+    all.push_back(subcommand<cli::CkptArgs>(app, cli::add_ckpt_command, cli::run_ckpt_show));
+    all.push_back(subcommand<cli::ReportArgs>(app, cli::add_report_command, cli::run_report));
+    all.push_back(subcommand<cli::ValidateArgs>(app, cli::add_validate_command, cli::run_validate));
+    return all;
+}
+
+// Runs the parsed subcommand (app requires exactly one, so some subcommand is always parsed).
+int run_parsed(const std::vector<Subcommand>& all) {
+    for (const Subcommand& command : all)
+        if (command.app->parsed()) return command.run();
+    return end_mpi(prophet::kExitUsage);
 }
 
 }  // namespace
@@ -111,8 +96,7 @@ int main(int argc, char** argv) {
 #ifdef PROPHET_VERSION
     app.set_version_flag("--version", PROPHET_VERSION);
 #endif
-    Commands commands;
-    add_commands(app, commands);
+    const std::vector<Subcommand> subcommands = add_subcommands(app, &argc, &argv);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -120,7 +104,7 @@ int main(int argc, char** argv) {
         return rc == 0 ? kExitOk : kExitUsage;
     }
     try {
-        return run_parsed(commands, &argc, &argv);
+        return run_parsed(subcommands);
     } catch (...) {  // bad_alloc: exit 4; an exception other than prophet::Error: exit 1 with its type
         const prophet::Error e = prophet::current_exception_as_error();
         std::fprintf(stderr, "prophet: %s\n", e.what());

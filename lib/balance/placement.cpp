@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "balance/flow_routing.h"
+#include "core/enum_table.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -57,25 +58,18 @@ std::vector<int> Placement::experts_per_device() const {
     return per_device;
 }
 
+namespace {
+constexpr EnumName<RouteRule> kRouteRuleNames[] = {{RouteRule::kOwner, "owner"},
+                                                   {RouteRule::kLeastLoaded, "least_loaded"},
+                                                   {RouteRule::kEvenSplit, "even_split"},
+                                                   {RouteRule::kFlow, "flow"}};
+}  // namespace
+
 RouteRule parse_route_rule(const std::string& name) {
-    if (name == "owner") return RouteRule::kOwner;
-    if (name == "least_loaded") return RouteRule::kLeastLoaded;
-    if (name == "even_split") return RouteRule::kEvenSplit;
-    if (name == "flow") return RouteRule::kFlow;
-    throw_config_error("balance.route_to", name, "must be owner, least_loaded, even_split or flow",
-                       "--set balance.route_to=owner");
+    return parse_enum(kRouteRuleNames, "balance.route_to", name, "--set balance.route_to=owner");
 }
 
-const char* route_rule_name(RouteRule rule) {
-    switch (rule) {
-        case RouteRule::kOwner: return "owner";
-        case RouteRule::kLeastLoaded: return "least_loaded";
-        case RouteRule::kEvenSplit: return "even_split";
-        case RouteRule::kFlow:
-            return "flow";
-    }
-    return "?";
-}
+const char* route_rule_name(RouteRule rule) { return enum_name(kRouteRuleNames, rule); }
 
 void keep_replicas_within_groups(Placement& p, const std::vector<int>& group_of_device) {
     PROPHET_ASSERT(group_of_device.size() == static_cast<size_t>(p.num_devices));

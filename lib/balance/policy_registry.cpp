@@ -6,6 +6,7 @@
 #include "balance/evaluate.h"
 #include "balance/external_policy.h"
 #include "balance/policy_flow.h"
+#include "core/enum_table.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -131,19 +132,13 @@ const std::vector<PolicyRow> kRows = {
      external_layer, external_window, nullptr},
 };
 
+constexpr EnumName<PolicyInput> kPolicyInputNames[] = {{PolicyInput::kPreviousIteration, "previous_iteration"},
+                                                       {PolicyInput::kCurrentIteration, "current_iteration"},
+                                                       {PolicyInput::kProfileWindow, "profile_window"}};
+
 }  // namespace
 
-const char* policy_input_name(PolicyInput input) {
-    switch (input) {
-        case PolicyInput::kPreviousIteration:
-            return "previous_iteration";
-        case PolicyInput::kCurrentIteration:
-            return "current_iteration";
-        case PolicyInput::kProfileWindow:
-            return "profile_window";
-    }
-    return "?";
-}
+const char* policy_input_name(PolicyInput input) { return enum_name(kPolicyInputNames, input); }
 
 const std::vector<PolicyRow>& policy_registry() { return kRows; }
 

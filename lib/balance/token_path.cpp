@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/enum_table.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -44,16 +45,19 @@ std::vector<double> computed_shares(const int64_t* counts, const Placement& p, R
     return share;
 }
 
+constexpr EnumName<TokenPath> kTokenPathNames[] = {{TokenPath::kHome, "home"},
+                                                   {TokenPath::kLayerToLayer, "layer_to_layer"}};
+
 }  // namespace
 
+// balance.token_path also takes "auto", which options.cpp reads before calling this
 TokenPath parse_token_path(const std::string& name) {
-    if (name == "home") return TokenPath::kHome;
-    if (name == "layer_to_layer") return TokenPath::kLayerToLayer;
-    throw_config_error("balance.token_path", name, "must be auto, home or layer_to_layer",
+    if (const std::optional<TokenPath> path = find_enum(kTokenPathNames, name)) return *path;
+    throw_config_error("balance.token_path", name, "must be auto, " + enum_choices(kTokenPathNames),
                        "--set balance.token_path=layer_to_layer");
 }
 
-const char* token_path_name(TokenPath path) { return path == TokenPath::kHome ? "home" : "layer_to_layer"; }
+const char* token_path_name(TokenPath path) { return enum_name(kTokenPathNames, path); }
 
 TokenPathFlow layer_to_layer_flow(const int64_t* counts, const int64_t* transitions,
                                   const std::vector<Placement>& placements, RouteRule rule) {

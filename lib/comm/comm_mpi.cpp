@@ -150,18 +150,10 @@ class MpiComm final : public Communicator {
     void all_reduce_sum(double* data, size_t count) override { sum_deterministic(data, count, "all_reduce_sum"); }
     void all_reduce_sum(int64_t* data, size_t count) override {
         // integer sums are exact in any order, so MPI's own reduction gives identical bytes
-        auto request = make_request("all_reduce_sum", "MPI_Iallreduce");
-        to_int(count * sizeof(int64_t), "MPI_Iallreduce");
-        PROPHET_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_INT64_T, MPI_SUM, comm_,
-                                         &request->request));
-        request->wait();
+        reduce_in_place(data, count, MPI_INT64_T, MPI_SUM, "all_reduce_sum");
     }
     void all_reduce_max(double* data, size_t count) override {
-        auto request = make_request("all_reduce_max", "MPI_Iallreduce");
-        to_int(count * sizeof(double), "MPI_Iallreduce");
-        PROPHET_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_DOUBLE, MPI_MAX, comm_,
-                                         &request->request));
-        request->wait();
+        reduce_in_place(data, count, MPI_DOUBLE, MPI_MAX, "all_reduce_max");
     }
 
     void all_gather(const void* send, size_t bytes, void* recv) override {
@@ -246,6 +238,16 @@ class MpiComm final : public Communicator {
   private:
     std::unique_ptr<MpiRequest> make_request(const char* call, const std::string& mpi_call) {
         return std::make_unique<MpiRequest>(this, call, mpi_call);
+    }
+
+    // data[0, count) reduced by MPI's own `op` across ranks, in place (only where any order gives the same bytes)
+    template <typename T>
+    void reduce_in_place(T* data, size_t count, MPI_Datatype type, MPI_Op op, const char* call) {
+        auto request = make_request(call, "MPI_Iallreduce");
+        to_int(count * sizeof(T), "MPI_Iallreduce");
+        PROPHET_MPI_CHECK(
+            MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, op, comm_, &request->request));
+        request->wait();
     }
 
     // Deterministic sum, identical bytes on every rank: rank r owns elements [begin(r), begin(r+1)) of data;

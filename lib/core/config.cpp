@@ -8,7 +8,9 @@
 
 #include <toml++/toml.h>
 
+#include "core/enum_table.h"
 #include "core/error.h"
+#include "core/key_spec.h"
 #include "core/sha256.h"
 #include "core/toml_text.h"
 
@@ -215,20 +217,12 @@ Value convert(const KeySpec& spec, const toml::node& node, const std::string& sh
     check.type_error("valid");
 }
 
+constexpr const char* kValueTypeNames[] = {"int",      "float",      "bool",       "string",
+                                           "int list", "float list", "string list"};  // by position
+
 }  // namespace
 
-std::string type_name(ValueType type) {
-    switch (type) {
-        case ValueType::kInt: return "int";
-        case ValueType::kFloat: return "float";
-        case ValueType::kBool: return "bool";
-        case ValueType::kString: return "string";
-        case ValueType::kIntList: return "int list";
-        case ValueType::kFloatList: return "float list";
-        case ValueType::kStringList: return "string list";
-    }
-    return "?";
-}
+std::string type_name(ValueType type) { return enum_name(kValueTypeNames, type); }
 
 std::string value_to_toml(const Value& value) {
     struct Visitor {
@@ -264,61 +258,50 @@ Schema& Schema::add(KeySpec spec) {
     return *this;
 }
 
-Schema& Schema::add_int(const std::string& key, int64_t def, std::optional<double> min, std::optional<double> max,
-                        const std::string& help) {
-    KeySpec spec;
-    spec.key = key;
-    spec.type = ValueType::kInt;
-    spec.default_value = def;
-    spec.min = min;
-    spec.max = max;
-    spec.help = help;
-    return add(std::move(spec));
-}
-
-Schema& Schema::add_float(const std::string& key, double def, std::optional<double> min, std::optional<double> max,
-                          const std::string& help, bool min_exclusive) {
-    KeySpec spec;
-    spec.key = key;
-    spec.type = ValueType::kFloat;
-    spec.default_value = def;
-    spec.min = min;
-    spec.max = max;
-    spec.min_exclusive = min_exclusive;
-    spec.help = help;
-    return add(std::move(spec));
-}
-
-Schema& Schema::add_bool(const std::string& key, bool def, const std::string& help) {
-    KeySpec spec;
-    spec.key = key;
-    spec.type = ValueType::kBool;
-    spec.default_value = def;
-    spec.help = help;
-    return add(std::move(spec));
-}
-
-Schema& Schema::add_string(const std::string& key, const std::string& def, std::vector<std::string> choices,
-                           const std::string& help) {
-    KeySpec spec;
-    spec.key = key;
-    spec.type = ValueType::kString;
-    spec.default_value = def;
-    spec.choices = std::move(choices);
-    spec.help = help;
-    return add(std::move(spec));
-}
-
-Schema& Schema::add_required(const std::string& key, ValueType type, std::optional<double> min,
-                             std::optional<double> max, const std::string& help, bool min_exclusive) {
+KeySpec bounded_key(const std::string& key, ValueType type, std::optional<double> min, std::optional<double> max,
+                    bool min_exclusive, const std::string& help) {
     KeySpec spec;
     spec.key = key;
     spec.type = type;
     spec.min = min;
     spec.max = max;
     spec.min_exclusive = min_exclusive;
-    spec.required = true;
     spec.help = help;
+    return spec;
+}
+
+Schema& Schema::add_int(const std::string& key, int64_t def, std::optional<double> min, std::optional<double> max,
+                        const std::string& help) {
+    KeySpec spec = bounded_key(key, ValueType::kInt, min, max, false, help);
+    spec.default_value = def;
+    return add(std::move(spec));
+}
+
+Schema& Schema::add_float(const std::string& key, double def, std::optional<double> min, std::optional<double> max,
+                          const std::string& help, bool min_exclusive) {
+    KeySpec spec = bounded_key(key, ValueType::kFloat, min, max, min_exclusive, help);
+    spec.default_value = def;
+    return add(std::move(spec));
+}
+
+Schema& Schema::add_bool(const std::string& key, bool def, const std::string& help) {
+    KeySpec spec = bounded_key(key, ValueType::kBool, std::nullopt, std::nullopt, false, help);
+    spec.default_value = def;
+    return add(std::move(spec));
+}
+
+Schema& Schema::add_string(const std::string& key, const std::string& def, std::vector<std::string> choices,
+                           const std::string& help) {
+    KeySpec spec = bounded_key(key, ValueType::kString, std::nullopt, std::nullopt, false, help);
+    spec.default_value = def;
+    spec.choices = std::move(choices);
+    return add(std::move(spec));
+}
+
+Schema& Schema::add_required(const std::string& key, ValueType type, std::optional<double> min,
+                             std::optional<double> max, const std::string& help, bool min_exclusive) {
+    KeySpec spec = bounded_key(key, type, min, max, min_exclusive, help);
+    spec.required = true;
     return add(std::move(spec));
 }
 

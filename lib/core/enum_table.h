@@ -5,6 +5,10 @@
 //   enum_name(kColorNames, Color::kRed)                          -> "red"
 //   parse_enum(kColorNames, "x.color", "green", "--set x.color=red")
 //       -> config error "x.color = green: must be red or blue; fix: --set x.color=red" (exit 3)
+//
+// A long enum whose values are 0, 1, ..., N-1 in order may name them by position instead (a table of names only):
+//   constexpr const char* kShapeNames[] = {"circle", "square"};
+//   enum_name(kShapeNames, Shape::kSquare) -> "square"
 #pragma once
 
 #include <cstddef>
@@ -55,6 +59,16 @@ Enum parse_enum(const EnumName<Enum> (&table)[N], const std::string& key, const 
                 const std::string& fix) {
     if (const std::optional<Enum> value = find_enum(table, name)) return *value;
     throw_config_error(key, name, "must be " + enum_choices(table), fix);
+}
+
+// ---- tables of names by position (the enum's values are 0..N-1)
+
+// The name of `value`; a value past the table is a bug (asserts).
+template <typename Enum, size_t N>
+const char* enum_name(const char* const (&names)[N], Enum value) {
+    const auto index = static_cast<size_t>(value);
+    PROPHET_ASSERT_MSG(index < N, "an enum value missing from its name table");
+    return index < N ? names[index] : "";
 }
 
 }  // namespace prophet

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/enum_table.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -51,17 +52,12 @@ void FileLock::release_and_remove() {
     fd_ = -1;
 }
 
-const char* lock_state_name(LockState state) {
-    switch (state) {
-        case LockState::kAbsent:
-            return "absent";
-        case LockState::kHeld:
-            return "held";
-        case LockState::kFree:
-            return "free";
-    }
-    return "?";
-}
+namespace {
+constexpr EnumName<LockState> kLockStateNames[] = {
+    {LockState::kAbsent, "absent"}, {LockState::kHeld, "held"}, {LockState::kFree, "free"}};
+}  // namespace
+
+const char* lock_state_name(LockState state) { return enum_name(kLockStateNames, state); }
 
 LockState probe_lock(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

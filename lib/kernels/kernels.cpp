@@ -6,6 +6,7 @@
 #include "kernels/kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -134,36 +135,61 @@ void matmul_backward(Float* dinp, Float* dweight, Float* dbias, const Float* dou
 // out). The GEMM computes the whole T x T block and the softmax zeroes the masked upper triangle: twice the
 // causal work, but at T = 64 a full small GEMM is far faster than a triangular loop.
 
+namespace {
+
+// Where head h of batch row b lives: its q in qkv [B,T,3C] at `qkv` (k and v follow at +C and +2C), its output
+// columns in a [B,T,C] tensor at `out`, its probabilities [T,T] in att [B,NH,T,T] at `att`.
+struct HeadAt {
+    size_t qkv, out, att;
+};
+
+HeadAt head_at(int b, int h, int T, int C, int NH) {
+    const int hs = C / NH;
+    return {static_cast<size_t>(b) * T * 3 * C + h * hs, static_cast<size_t>(b) * T * C + h * hs,
+            (static_cast<size_t>(b) * NH + h) * T * T};
+}
+
+// the q, k and v of the head whose q is at `at` in a [B,T,3C] tensor: each [T,hs], row stride 3C
+template <typename P>
+std::array<P*, 3> head_qkv(P* qkv, size_t at, int C) {
+    return {qkv + at, qkv + at + C, qkv + at + 2 * C};
+}
+
+// fn(where head h of batch row b lives) for every (b, h), b-major
+template <typename Fn>
+void for_each_head(int B, int T, int C, int NH, Fn fn) {
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) fn(head_at(b, h, T, C, NH));
+}
+
+}  // namespace
+
 template <typename Float>
 void attention_forward(Float* out, Float* att, const Float* qkv, int B, int T, int C, int NH) {
     PROPHET_ASSERT(C % NH == 0);
     const int hs = C / NH;
     const int C3 = 3 * C;
     const Float scale = Float(1) / std::sqrt(Float(hs));
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            const Float* q = qkv + (size_t)b * T * C3 + h * hs;  // [T,hs], row stride 3C
-            const Float* k = q + C;                              // [T,hs], row stride 3C
-            const Float* v = q + 2 * C;                          // [T,hs], row stride 3C
-            Float* att_bh = att + ((size_t)b * NH + h) * T * T;  // [T,T]
-            Float* out_bh = out + (size_t)b * T * C + h * hs;    // [T,hs], row stride C
-            gemm<Float>(false, true, T, T, hs, scale, q, C3, k, C3, Float(0), att_bh, T);
-            for (int i = 0; i < T; i++) {
-                Float* row = att_bh + (size_t)i * T;  // [T]; only j <= i is visible to query i
-                Float maxval = row[0];
-                for (int j = 1; j <= i; j++) maxval = std::max(maxval, row[j]);
-                Float sum = 0;
-                for (int j = 0; j <= i; j++) {
-                    row[j] = std::exp(row[j] - maxval);
-                    sum += row[j];
-                }
-                const Float inv_sum = Float(1) / sum;
-                for (int j = 0; j <= i; j++) row[j] *= inv_sum;
-                for (int j = i + 1; j < T; j++) row[j] = 0;
+    for_each_head(B, T, C, NH, [&](const HeadAt& at) {
+        const auto [q, k, v] = head_qkv(qkv, at.qkv, C);  // [T,hs] each, row stride 3C
+        Float* att_bh = att + at.att;                     // [T,T]
+        Float* out_bh = out + at.out;                     // [T,hs], row stride C
+        gemm<Float>(false, true, T, T, hs, scale, q, C3, k, C3, static_cast<Float>(0), att_bh, T);
+        for (int i = 0; i < T; i++) {
+            Float* row = att_bh + static_cast<size_t>(i) * T;  // [T]; only j <= i is visible to query i
+            Float maxval = row[0];
+            for (int j = 1; j <= i; j++) maxval = std::max(maxval, row[j]);
+            Float sum = 0;
+            for (int j = 0; j <= i; j++) {
+                row[j] = std::exp(row[j] - maxval);
+                sum += row[j];
             }
-            gemm<Float>(false, false, T, hs, T, Float(1), att_bh, T, v, C3, Float(0), out_bh, C);
+            const Float inv_sum = static_cast<Float>(1) / sum;
+            for (int j = 0; j <= i; j++) row[j] *= inv_sum;
+            for (int j = i + 1; j < T; j++) row[j] = 0;
         }
-    }
+        gemm<Float>(false, false, T, hs, T, static_cast<Float>(1), att_bh, T, v, C3, static_cast<Float>(0), out_bh, C);
+    });
 }
 
 template <typename Float>
@@ -172,34 +198,28 @@ void attention_backward(Float* dqkv, Float* scratch, const Float* dout, const Fl
     const int hs = C / NH;
     const int C3 = 3 * C;
     const Float scale = Float(1) / std::sqrt(Float(hs));
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            const Float* q = qkv + (size_t)b * T * C3 + h * hs;        // [T,hs], row stride 3C
-            const Float* k = q + C;                                    // [T,hs]
-            const Float* v = q + 2 * C;                                // [T,hs]
-            Float* dq = dqkv + (size_t)b * T * C3 + h * hs;            // [T,hs], row stride 3C
-            Float* dk = dq + C;                                        // [T,hs]
-            Float* dv = dq + 2 * C;                                    // [T,hs]
-            const Float* att_bh = att + ((size_t)b * NH + h) * T * T;  // [T,T]
-            const Float* dout_bh = dout + (size_t)b * T * C + h * hs;  // [T,hs], row stride C
-            Float* datt = scratch;                                     // [T,T]
-            // y = P v: dP = dy v^T, dv = P^T dy
-            gemm<Float>(false, true, T, T, hs, Float(1), dout_bh, C, v, C3, Float(0), datt, T);
-            gemm<Float>(true, false, T, hs, T, Float(1), att_bh, T, dout_bh, C, Float(0), dv, C3);
-            // softmax backward, in place: dS_ij = P_ij (dP_ij - sum_j' P_ij' dP_ij'); masked entries get 0
-            for (int i = 0; i < T; i++) {
-                const Float* p = att_bh + (size_t)i * T;  // [T]
-                Float* d = datt + (size_t)i * T;          // [T]
-                Float dot = 0;
-                for (int j = 0; j <= i; j++) dot += p[j] * d[j];
-                for (int j = 0; j <= i; j++) d[j] = p[j] * (d[j] - dot);
-                for (int j = i + 1; j < T; j++) d[j] = 0;
-            }
-            // S = scale q k^T: dq = scale dS k, dk = scale dS^T q
-            gemm<Float>(false, false, T, hs, T, scale, datt, T, k, C3, Float(0), dq, C3);
-            gemm<Float>(true, false, T, hs, T, scale, datt, T, q, C3, Float(0), dk, C3);
+    for_each_head(B, T, C, NH, [&](const HeadAt& at) {
+        const auto [q, k, v] = head_qkv(qkv, at.qkv, C);      // [T,hs] each, row stride 3C
+        const auto [dq, dk, dv] = head_qkv(dqkv, at.qkv, C);  // [T,hs] each, row stride 3C
+        const Float* att_bh = att + at.att;                   // [T,T]
+        const Float* dout_bh = dout + at.out;                 // [T,hs], row stride C
+        Float* datt = scratch;                                // [T,T]
+        // y = P v: dP = dy v^T, dv = P^T dy
+        gemm<Float>(false, true, T, T, hs, static_cast<Float>(1), dout_bh, C, v, C3, static_cast<Float>(0), datt, T);
+        gemm<Float>(true, false, T, hs, T, static_cast<Float>(1), att_bh, T, dout_bh, C, static_cast<Float>(0), dv, C3);
+        // softmax backward, in place: dS_ij = P_ij (dP_ij - sum_j' P_ij' dP_ij'); masked entries get 0
+        for (int i = 0; i < T; i++) {
+            const Float* p = att_bh + static_cast<size_t>(i) * T;  // [T]
+            Float* d = datt + static_cast<size_t>(i) * T;          // [T]
+            Float dot = 0;
+            for (int j = 0; j <= i; j++) dot += p[j] * d[j];
+            for (int j = 0; j <= i; j++) d[j] = p[j] * (d[j] - dot);
+            for (int j = i + 1; j < T; j++) d[j] = 0;
         }
-    }
+        // S = scale q k^T: dq = scale dS k, dk = scale dS^T q
+        gemm<Float>(false, false, T, hs, T, scale, datt, T, k, C3, static_cast<Float>(0), dq, C3);
+        gemm<Float>(true, false, T, hs, T, scale, datt, T, q, C3, static_cast<Float>(0), dk, C3);
+    });
 }
 
 // ---- gelu --------------------------------------------------------------------------------------------------

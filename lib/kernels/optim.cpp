@@ -45,59 +45,73 @@ void adamw_scalar(Float* param, const Float* grad, Float* m, Float* v, size_t be
 // scalar loop: std::sqrt may set errno. Explicit AVX-512 and AVX2 versions of the same arithmetic fix that;
 // they run only when cpu_features() says the CPU (and OS) support them. fp-contract=off: GCC would otherwise fuse
 // the mul+add intrinsics into FMAs, which round differently from the scalar loop.
-// GCC 12 flags _mm512_sqrt_ps's internal _mm512_undefined_ps as maybe-uninitialized: a false positive
+//
+// The loop is written once (adamw_lanes) over an instruction set's operations (Avx512, Avx2: one intrinsic
+// each). adamw_lanes carries no target attribute and is always inlined into adamw_avx512 / adamw_avx2, so it
+// is compiled for their instruction set; GCC then inlines the operations (same target) into them.
+// -Wpsabi: adamw_lanes passes 256/512-bit vectors; it never exists as a call, so the ABI note does not apply.
+// -Wmaybe-uninitialized: GCC 12 flags _mm512_sqrt_ps's internal _mm512_undefined_ps, a false positive.
 #pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f"), optimize("fp-contract=off")))
-size_t adamw_avx512(float* param, const float* grad, float* m, float* v, size_t n, const AdamWScalars<float>& k) {
-    const __m512 b1 = _mm512_set1_ps(k.b1), b2 = _mm512_set1_ps(k.b2);
-    const __m512 omb1 = _mm512_set1_ps(k.one_minus_b1), omb2 = _mm512_set1_ps(k.one_minus_b2);
-    const __m512 ib1 = _mm512_set1_ps(k.inv_bias1), ib2 = _mm512_set1_ps(k.inv_bias2);
-    const __m512 lr = _mm512_set1_ps(k.lr), wd = _mm512_set1_ps(k.wd), eps = _mm512_set1_ps(k.eps);
-    const __m512 scale = _mm512_set1_ps(k.scale);
+// An instruction set's operations for adamw_lanes, one intrinsic each: Name::Vec holds kLanes floats, and
+// PREFIX##_add_ps is its add (_mm512_add_ps, _mm256_add_ps).
+#define PROPHET_ADAMW_ISA(Name, isa, VecType, lanes, PREFIX)                                          \
+    struct Name {                                                                                     \
+        using Vec = VecType;                                                                          \
+        static constexpr size_t kLanes = lanes;                                                       \
+        __attribute__((target(isa))) static Vec set1(float x) { return PREFIX##_set1_ps(x); }         \
+        __attribute__((target(isa))) static Vec load(const float* p) { return PREFIX##_loadu_ps(p); } \
+        __attribute__((target(isa))) static void store(float* p, Vec x) { PREFIX##_storeu_ps(p, x); } \
+        __attribute__((target(isa))) static Vec add(Vec a, Vec b) { return PREFIX##_add_ps(a, b); }   \
+        __attribute__((target(isa))) static Vec sub(Vec a, Vec b) { return PREFIX##_sub_ps(a, b); }   \
+        __attribute__((target(isa))) static Vec mul(Vec a, Vec b) { return PREFIX##_mul_ps(a, b); }   \
+        __attribute__((target(isa))) static Vec div(Vec a, Vec b) { return PREFIX##_div_ps(a, b); }   \
+        __attribute__((target(isa))) static Vec sqrt(Vec a) { return PREFIX##_sqrt_ps(a); }           \
+    };
+PROPHET_ADAMW_ISA(Avx512, "avx512f", __m512, 16, _mm512)
+PROPHET_ADAMW_ISA(Avx2, "avx2", __m256, 8, _mm256)
+#undef PROPHET_ADAMW_ISA
+
+// adamw_scalar's operations, Isa::kLanes elements at a time; returns how many elements it did (a multiple of kLanes)
+template <typename Isa>
+__attribute__((always_inline)) inline size_t adamw_lanes(float* param, const float* grad, float* m, float* v, size_t n,
+                                                         const AdamWScalars<float>& k) {
+    using Vec = typename Isa::Vec;
+    const Vec b1 = Isa::set1(k.b1), b2 = Isa::set1(k.b2);
+    const Vec omb1 = Isa::set1(k.one_minus_b1), omb2 = Isa::set1(k.one_minus_b2);
+    const Vec ib1 = Isa::set1(k.inv_bias1), ib2 = Isa::set1(k.inv_bias2);
+    const Vec lr = Isa::set1(k.lr), wd = Isa::set1(k.wd), eps = Isa::set1(k.eps);
+    const Vec scale = Isa::set1(k.scale);
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512 g = _mm512_mul_ps(_mm512_loadu_ps(grad + i), scale);
-        const __m512 m_i = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(m + i)), _mm512_mul_ps(omb1, g));
-        const __m512 g2 = _mm512_mul_ps(_mm512_mul_ps(omb2, g), g);
-        const __m512 v_i = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(v + i)), g2);
-        _mm512_storeu_ps(m + i, m_i);
-        _mm512_storeu_ps(v + i, v_i);
-        const __m512 m_hat = _mm512_mul_ps(m_i, ib1);
-        const __m512 v_hat = _mm512_mul_ps(v_i, ib2);
-        const __m512 p = _mm512_loadu_ps(param + i);
-        const __m512 denom = _mm512_add_ps(_mm512_sqrt_ps(v_hat), eps);
-        const __m512 update = _mm512_add_ps(_mm512_div_ps(m_hat, denom), _mm512_mul_ps(wd, p));
-        _mm512_storeu_ps(param + i, _mm512_sub_ps(p, _mm512_mul_ps(lr, update)));
+    for (; i + Isa::kLanes <= n; i += Isa::kLanes) {
+        const Vec g = Isa::mul(Isa::load(grad + i), scale);
+        const Vec m_i = Isa::add(Isa::mul(b1, Isa::load(m + i)), Isa::mul(omb1, g));
+        const Vec g2 = Isa::mul(Isa::mul(omb2, g), g);
+        const Vec v_i = Isa::add(Isa::mul(b2, Isa::load(v + i)), g2);
+        Isa::store(m + i, m_i);
+        Isa::store(v + i, v_i);
+        const Vec m_hat = Isa::mul(m_i, ib1);
+        const Vec v_hat = Isa::mul(v_i, ib2);
+        const Vec p = Isa::load(param + i);
+        const Vec denom = Isa::add(Isa::sqrt(v_hat), eps);
+        const Vec update = Isa::add(Isa::div(m_hat, denom), Isa::mul(wd, p));
+        Isa::store(param + i, Isa::sub(p, Isa::mul(lr, update)));
     }
     return i;
 }
-#pragma GCC diagnostic pop
+
+__attribute__((target("avx512f"), optimize("fp-contract=off"))) size_t adamw_avx512(float* param, const float* grad,
+                                                                                    float* m, float* v, size_t n,
+                                                                                    const AdamWScalars<float>& k) {
+    return adamw_lanes<Avx512>(param, grad, m, v, n, k);
+}
 
 __attribute__((target("avx2"), optimize("fp-contract=off")))
 size_t adamw_avx2(float* param, const float* grad, float* m, float* v, size_t n, const AdamWScalars<float>& k) {
-    const __m256 b1 = _mm256_set1_ps(k.b1), b2 = _mm256_set1_ps(k.b2);
-    const __m256 omb1 = _mm256_set1_ps(k.one_minus_b1), omb2 = _mm256_set1_ps(k.one_minus_b2);
-    const __m256 ib1 = _mm256_set1_ps(k.inv_bias1), ib2 = _mm256_set1_ps(k.inv_bias2);
-    const __m256 lr = _mm256_set1_ps(k.lr), wd = _mm256_set1_ps(k.wd), eps = _mm256_set1_ps(k.eps);
-    const __m256 scale = _mm256_set1_ps(k.scale);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(grad + i), scale);
-        const __m256 m_i = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(omb1, g));
-        const __m256 g2 = _mm256_mul_ps(_mm256_mul_ps(omb2, g), g);
-        const __m256 v_i = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)), g2);
-        _mm256_storeu_ps(m + i, m_i);
-        _mm256_storeu_ps(v + i, v_i);
-        const __m256 m_hat = _mm256_mul_ps(m_i, ib1);
-        const __m256 v_hat = _mm256_mul_ps(v_i, ib2);
-        const __m256 p = _mm256_loadu_ps(param + i);
-        const __m256 denom = _mm256_add_ps(_mm256_sqrt_ps(v_hat), eps);
-        const __m256 update = _mm256_add_ps(_mm256_div_ps(m_hat, denom), _mm256_mul_ps(wd, p));
-        _mm256_storeu_ps(param + i, _mm256_sub_ps(p, _mm256_mul_ps(lr, update)));
-    }
-    return i;
+    return adamw_lanes<Avx2>(param, grad, m, v, n, k);
 }
+#pragma GCC diagnostic pop
 #endif  // PROPHET_ADAMW_SIMD
 
 }  // namespace

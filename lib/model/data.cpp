@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/enum_table.h"
 #include "core/error.h"
+#include "core/key_spec.h"
 #include "core/rng.h"
 
 namespace prophet {
@@ -37,12 +38,8 @@ std::string list_text(const std::vector<double>& values) { return value_to_toml(
 std::string list_text(const std::vector<int64_t>& values) { return value_to_toml(Value{values}); }
 
 KeySpec list_key(const std::string& key, ValueType type, Value default_value, double min, const std::string& help) {
-    KeySpec spec;
-    spec.key = key;
-    spec.type = type;
+    KeySpec spec = bounded_key(key, type, min, std::nullopt, false, help);
     spec.default_value = std::move(default_value);
-    spec.min = min;
-    spec.help = help;
     return spec;
 }
 

@@ -385,18 +385,28 @@ void ExpertParallelExecutor::forward_dispatch(int layer, const float* h) {
     LayerState& st = layers_[layer];
     const MoeDispatchLayout& lo = st.layout;
     const int64_t t1 = now_ns();
-    send_.resize(static_cast<size_t>(lo.num_send_rows) * C);
-    recv_.resize(static_cast<size_t>(lo.num_recv_rows) * C);
-    st.x.resize(static_cast<size_t>(lo.num_recv_rows) * C);
+    size_exchange_buffers(layer, st.x);
     moe_dispatch_pack(lo, C, h, send_.data());
     const int64_t t2 = now_ns();
     record(OpKind::kPack, layer, t1, t2);
-    moe_dispatch_exchange(comm_, lo, C, send_.data(), recv_.data());
-    const int64_t t3 = now_ns();
-    record(OpKind::kDispatch, layer, t2, t3);
-    moe_dispatch_sort(lo, C, recv_.data(), st.x.data());
-    record(OpKind::kPack, layer, t3, now_ns());
+    exchange_and_sort(layer, OpKind::kDispatch, t2, st.x);
     st.stats.dispatch_fwd_ms = ms_since(t1);
+}
+
+void ExpertParallelExecutor::size_exchange_buffers(int layer, std::vector<float>& sorted) {
+    const MoeDispatchLayout& lo = layers_[layer].layout;
+    send_.resize(static_cast<size_t>(lo.num_send_rows) * C_);
+    recv_.resize(static_cast<size_t>(lo.num_recv_rows) * C_);
+    sorted.resize(static_cast<size_t>(lo.num_recv_rows) * C_);
+}
+
+void ExpertParallelExecutor::exchange_and_sort(int layer, OpKind kind, int64_t packed_ns, std::vector<float>& sorted) {
+    const MoeDispatchLayout& lo = layers_[layer].layout;
+    moe_dispatch_exchange(comm_, lo, C_, send_.data(), recv_.data());
+    const int64_t exchanged_ns = now_ns();
+    record(kind, layer, packed_ns, exchanged_ns);
+    moe_dispatch_sort(lo, C_, recv_.data(), sorted.data());
+    record(OpKind::kPack, layer, exchanged_ns, now_ns());
 }
 
 // The experts this rank holds over their rows: x [M_recv,C] -> sorted_ [M_recv,C].
@@ -471,17 +481,11 @@ void ExpertParallelExecutor::backward_dispatch(int layer, const float* dout, flo
     LayerState& st = layers_[layer];
     const MoeDispatchLayout& lo = st.layout;
     const int64_t t0 = now_ns();
-    send_.resize(static_cast<size_t>(lo.num_send_rows) * C);
-    recv_.resize(static_cast<size_t>(lo.num_recv_rows) * C);
-    sorted_.resize(static_cast<size_t>(lo.num_recv_rows) * C);
+    size_exchange_buffers(layer, sorted_);
     moe_combine_reduce_backward(lo, C, st.gate_w.data(), dout, st.y_src.data(), dgate_w, send_.data());
     const int64_t t1 = now_ns();
     record(OpKind::kPack, layer, t0, t1);
-    moe_dispatch_exchange(comm_, lo, C, send_.data(), recv_.data());
-    const int64_t t2 = now_ns();
-    record(OpKind::kDispatchBwd, layer, t1, t2);
-    moe_dispatch_sort(lo, C, recv_.data(), sorted_.data());
-    record(OpKind::kPack, layer, t2, now_ns());
+    exchange_and_sort(layer, OpKind::kDispatchBwd, t1, sorted_);
     st.stats.dispatch_bwd_ms = ms_since(t0);
 }
 

@@ -204,6 +204,11 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     void backward_experts(int layer);
     void backward_combine(int layer, float* dh);
     void backward_agg(int layer, int64_t fastermoe_agg);
+    // the all-to-all of forward_dispatch and backward_dispatch: buffers sized for the layer's layout (send_,
+    // recv_, and `sorted` [M_recv,C]), then the rows packed in send_ exchanged (recorded as `kind` from
+    // packed_ns) and sorted by expert into `sorted` (recorded as kPack)
+    void size_exchange_buffers(int layer, std::vector<float>& sorted);
+    void exchange_and_sort(int layer, OpKind kind, int64_t packed_ns, std::vector<float>& sorted);
 
     Communicator* comm_;
     int L_, E_, K_, C_, F_, D_;

@@ -1,13 +1,18 @@
 // split.cpp: the Trans/Agg split rules (see split.h).
 #include "schedule/split.h"
 
+#include "core/enum_table.h"
 #include "core/error.h"
 
 namespace prophet {
 
+namespace {
+constexpr EnumName<TransferSplitRule> kTransferSplitRuleNames[] = {{TransferSplitRule::kTime, "time"},
+                                                                   {TransferSplitRule::kHalf, "half"}};
+}  // namespace
+
 TransferSplitRule parse_transfer_split_rule(const std::string& name) {
-    if (name == "time") return TransferSplitRule::kTime;
-    if (name == "half") return TransferSplitRule::kHalf;
+    if (const std::optional<TransferSplitRule> rule = find_enum(kTransferSplitRuleNames, name)) return *rule;
     throw_config_error("schedule.split", name, "unknown split rule", "use time (the paper's) or half (the authors' code)");
 }
 

@@ -3,54 +3,28 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "core/timer.h"
 
 namespace prophet {
 
-const char* op_kind_name(OpKind kind) {
-    switch (kind) {
-        case OpKind::kData: return "data";
-        case OpKind::kEmbed: return "embed";
-        case OpKind::kAttn: return "attn";
-        case OpKind::kGate: return "gate";
-        case OpKind::kDispatch: return "dispatch";
-        case OpKind::kFec: return "fec";
-        case OpKind::kCombine: return "combine";
-        case OpKind::kPack: return "pack";
-        case OpKind::kUnpack: return "unpack";
-        case OpKind::kHead: return "head";
-        case OpKind::kHeadBwd: return "head_bwd";
-        case OpKind::kGateBwd: return "gate_bwd";
-        case OpKind::kAttnBwd: return "attn_bwd";
-        case OpKind::kEmbedBwd: return "embed_bwd";
-        case OpKind::kDispatchBwd: return "dispatch_bwd";
-        case OpKind::kBec: return "bec";
-        case OpKind::kCombineBwd: return "combine_bwd";
-        case OpKind::kTrans: return "trans";
-        case OpKind::kAgg: return "agg";
-        case OpKind::kTransWait: return "trans_wait";
-        case OpKind::kAggWait: return "agg_wait";
-        case OpKind::kPlan: return "plan";
-        case OpKind::kPlanWait: return "plan_wait";
-        case OpKind::kLayout: return "layout";
-        case OpKind::kAllReduce: return "allreduce";
-        case OpKind::kOptimizer: return "optimizer";
-        case OpKind::kStats: return "stats";
-        case OpKind::kCount: break;
-    }
-    return "?";
-}
+namespace {
+// every kind but kCount, by position (the names stored in timeline rows)
+constexpr const char* kOpKindNames[] = {
+    "data", "embed",      "attn",     "gate",     "dispatch",  "fec",          "combine",   "pack",        "unpack",
+    "head", "head_bwd",   "gate_bwd", "attn_bwd", "embed_bwd", "dispatch_bwd", "bec",       "combine_bwd", "trans",
+    "agg",  "trans_wait", "agg_wait", "plan",     "plan_wait", "layout",       "allreduce", "optimizer",   "stats"};
+static_assert(std::size(kOpKindNames) == static_cast<size_t>(OpKind::kCount), "a kind without a name");
+constexpr EnumName<OpLane> kOpLaneNames[] = {
+    {OpLane::kCompute, "compute"}, {OpLane::kComm, "comm"}, {OpLane::kPlan, "plan"}};
+}  // namespace
 
-const char* op_lane_name(OpLane lane) {
-    switch (lane) {
-        case OpLane::kCompute: return "compute";
-        case OpLane::kComm: return "comm";
-        case OpLane::kPlan: return "plan";
-    }
-    return "?";
-}
+const char* op_kind_name(OpKind kind) { return enum_name(kOpKindNames, kind); }
+
+const char* op_lane_name(OpLane lane) { return enum_name(kOpLaneNames, lane); }
 
 void OpTimeline::add(OpKind kind, OpLane lane, int block, int part, int64_t start_ns, int64_t end_ns) {
     std::lock_guard lock(mutex_);

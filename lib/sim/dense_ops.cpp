@@ -3,16 +3,20 @@
 
 #include <algorithm>
 
+#include "core/enum_table.h"
 #include "core/error.h"
 
 namespace prophet::sim {
 
+namespace {
+constexpr EnumName<AllReduceAlgorithm> kAllReduceAlgorithmNames[] = {
+    {AllReduceAlgorithm::kAuto, "auto"},
+    {AllReduceAlgorithm::kRing, "ring"},
+    {AllReduceAlgorithm::kHierarchical, "hierarchical"}};
+}  // namespace
+
 AllReduceAlgorithm parse_all_reduce_algorithm(const std::string& name) {
-    if (name == "auto") return AllReduceAlgorithm::kAuto;
-    if (name == "ring") return AllReduceAlgorithm::kRing;
-    if (name == "hierarchical") return AllReduceAlgorithm::kHierarchical;
-    throw_config_error("sim.allreduce_algorithm", name, "must be auto, ring or hierarchical",
-                       "--set sim.allreduce_algorithm=ring");
+    return parse_enum(kAllReduceAlgorithmNames, "sim.allreduce_algorithm", name, "--set sim.allreduce_algorithm=ring");
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "balance/placement.h"
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "sim/dense_ops.h"
@@ -204,15 +205,11 @@ double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, 
     return t.a2a_latency_s * (c.D - 1) + wire_s(t, c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
 }
 
+constexpr EnumName<GemmOp> kGemmOpNames[] = {{GemmOp::kNN, "nn"}, {GemmOp::kNT, "nt"}, {GemmOp::kTN, "tn"}};
+
 }  // namespace
 
-const char* gemm_op_name(GemmOp op) {
-    switch (op) {
-        case GemmOp::kNT: return "nt";
-        case GemmOp::kTN: return "tn";
-        default: return "nn";
-    }
-}
+const char* gemm_op_name(GemmOp op) { return enum_name(kGemmOpNames, op); }
 
 double gemm_seconds(const OpTables& t, double m, int n, int k, GemmOp op) {
     if (m <= 0) return 0.0;

@@ -4,35 +4,41 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/enum_table.h"
 #include "core/error.h"
 
 namespace prophet::sim {
 
-const char* op_kind_name(OpKind kind) {
-    switch (kind) {
-        case OpKind::kGate: return "gate";
-        case OpKind::kPlan: return "plan";
-        case OpKind::kTrans: return "trans";
-        case OpKind::kDispatchA2a: return "dispatch_a2a";
-        case OpKind::kFec: return "fec";
-        case OpKind::kCombineA2a: return "combine_a2a";
-        case OpKind::kFnec: return "fnec";
-        case OpKind::kBnec: return "bnec";
-        case OpKind::kCombineA2aBwd: return "combine_a2a_bwd";
-        case OpKind::kBec: return "bec";
-        case OpKind::kDispatchA2aBwd: return "dispatch_a2a_bwd";
-        case OpKind::kAgg: return "agg";
-        case OpKind::kOptimizer: return "optimizer";
-        case OpKind::kEmbedFwd: return "embed_fwd";
-        case OpKind::kAttnFwd: return "attn_fwd";
-        case OpKind::kHeadFwd: return "head_fwd";
-        case OpKind::kHeadBwd: return "head_bwd";
-        case OpKind::kAttnBwd: return "attn_bwd";
-        case OpKind::kEmbedBwd: return "embed_bwd";
-        case OpKind::kAllReduce: return "all_reduce";
-    }
-    return "?";
-}
+namespace {
+constexpr EnumName<OpKind> kOpKindNames[] = {{OpKind::kGate, "gate"},
+                                             {OpKind::kPlan, "plan"},
+                                             {OpKind::kTrans, "trans"},
+                                             {OpKind::kDispatchA2a, "dispatch_a2a"},
+                                             {OpKind::kFec, "fec"},
+                                             {OpKind::kCombineA2a, "combine_a2a"},
+                                             {OpKind::kFnec, "fnec"},
+                                             {OpKind::kBnec, "bnec"},
+                                             {OpKind::kCombineA2aBwd, "combine_a2a_bwd"},
+                                             {OpKind::kBec, "bec"},
+                                             {OpKind::kDispatchA2aBwd, "dispatch_a2a_bwd"},
+                                             {OpKind::kAgg, "agg"},
+                                             {OpKind::kOptimizer, "optimizer"},
+                                             {OpKind::kEmbedFwd, "embed_fwd"},
+                                             {OpKind::kAttnFwd, "attn_fwd"},
+                                             {OpKind::kHeadFwd, "head_fwd"},
+                                             {OpKind::kHeadBwd, "head_bwd"},
+                                             {OpKind::kAttnBwd, "attn_bwd"},
+                                             {OpKind::kEmbedBwd, "embed_bwd"},
+                                             {OpKind::kAllReduce, "all_reduce"}};
+constexpr EnumName<OpPart> kOpPartNames[] = {
+    {OpPart::kWhole, "whole"}, {OpPart::kUnderNec, "under_nec"}, {OpPart::kUnderExpert, "under_expert"}};
+constexpr EnumName<ScheduleKind> kScheduleKindNames[] = {
+    {ScheduleKind::kNone, "none"}, {ScheduleKind::kBlockwise, "blockwise"}, {ScheduleKind::kFasterMoE, "fastermoe"}};
+constexpr EnumName<AllReduceMode> kAllReduceModeNames[] = {{AllReduceMode::kBlocking, "blocking"},
+                                                           {AllReduceMode::kBucketed, "bucketed"}};
+}  // namespace
+
+const char* op_kind_name(OpKind kind) { return enum_name(kOpKindNames, kind); }
 
 bool is_comm_kind(OpKind kind) {
     return kind == OpKind::kTrans || kind == OpKind::kDispatchA2a || kind == OpKind::kCombineA2a ||
@@ -48,35 +54,16 @@ bool is_blockless_kind(OpKind kind) {
 }
 }  // namespace
 
-const char* op_part_name(OpPart part) {
-    switch (part) {
-        case OpPart::kWhole: return "whole";
-        case OpPart::kUnderNec: return "under_nec";
-        case OpPart::kUnderExpert: return "under_expert";
-    }
-    return "?";
-}
+const char* op_part_name(OpPart part) { return enum_name(kOpPartNames, part); }
 
 ScheduleKind parse_schedule_kind(const std::string& name) {
-    if (name == "none") return ScheduleKind::kNone;
-    if (name == "blockwise") return ScheduleKind::kBlockwise;
-    if (name == "fastermoe") return ScheduleKind::kFasterMoE;
-    throw_config_error("sim.schedule", name, "must be none, blockwise or fastermoe", "--set sim.schedule=blockwise");
+    return parse_enum(kScheduleKindNames, "sim.schedule", name, "--set sim.schedule=blockwise");
 }
 
-const char* schedule_kind_name(ScheduleKind kind) {
-    switch (kind) {
-        case ScheduleKind::kNone: return "none";
-        case ScheduleKind::kBlockwise: return "blockwise";
-        case ScheduleKind::kFasterMoE: return "fastermoe";
-    }
-    return "?";
-}
+const char* schedule_kind_name(ScheduleKind kind) { return enum_name(kScheduleKindNames, kind); }
 
 AllReduceMode parse_all_reduce_mode(const std::string& name) {
-    if (name == "blocking") return AllReduceMode::kBlocking;
-    if (name == "bucketed") return AllReduceMode::kBucketed;
-    throw_config_error("sim.allreduce", name, "must be blocking or bucketed", "--set sim.allreduce=bucketed");
+    return parse_enum(kAllReduceModeNames, "sim.allreduce", name, "--set sim.allreduce=bucketed");
 }
 
 int Schedule::find(OpKind kind, int layer, OpPart part) const {

@@ -6,26 +6,22 @@
 
 #include "balance/device_load.h"
 #include "balance/policy_registry.h"
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "sim/engine.h"
 
 namespace prophet::sim {
 
+namespace {
+constexpr EnumName<SplitRule> kSplitRuleNames[] = {
+    {SplitRule::kTime, "time"}, {SplitRule::kHalf, "half"}, {SplitRule::kFluid, "fluid"}};
+}  // namespace
+
 SplitRule parse_split_rule(const std::string& name) {
-    if (name == "time") return SplitRule::kTime;
-    if (name == "half") return SplitRule::kHalf;
-    if (name == "fluid") return SplitRule::kFluid;
-    throw_config_error("sim.split_rule", name, "must be time, half or fluid", "--set sim.split_rule=time");
+    return parse_enum(kSplitRuleNames, "sim.split_rule", name, "--set sim.split_rule=time");
 }
 
-const char* split_rule_name(SplitRule rule) {
-    switch (rule) {
-        case SplitRule::kTime: return "time";
-        case SplitRule::kHalf: return "half";
-        case SplitRule::kFluid: return "fluid";
-    }
-    return "?";
-}
+const char* split_rule_name(SplitRule rule) { return enum_name(kSplitRuleNames, rule); }
 
 ScheduleKind system_schedule(const std::string& policy) {
     const PolicyRow* row = find_policy(policy);

@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/enum_table.h"
 #include "core/error.h"
 #include "store/run_lock.h"
 
@@ -40,14 +41,12 @@ std::string current_host() {
     return host;
 }
 
-const char* liveness_name(RunLiveness liveness) {
-    switch (liveness) {
-        case RunLiveness::kAlive: return "alive";
-        case RunLiveness::kFresh: return "fresh";
-        case RunLiveness::kLost: return "lost";
-    }
-    return "?";
-}
+namespace {
+constexpr EnumName<RunLiveness> kLivenessNames[] = {
+    {RunLiveness::kAlive, "alive"}, {RunLiveness::kFresh, "fresh"}, {RunLiveness::kLost, "lost"}};
+}  // namespace
+
+const char* liveness_name(RunLiveness liveness) { return enum_name(kLivenessNames, liveness); }
 
 std::string format_utc_ms(int64_t ms) {
     const std::time_t seconds = static_cast<std::time_t>(ms / 1000);

@@ -376,9 +376,7 @@ void Store::put_bench(const std::string& run_id, const std::string& name, int re
 std::vector<std::pair<std::string, std::string>> Store::get_params(const std::string& run_id) {
     Stmt s(*impl_, "SELECT key, value FROM params WHERE run_id = ?1 ORDER BY key", "get_params");
     s.text(run_id);
-    std::vector<std::pair<std::string, std::string>> rows;
-    while (s.step()) rows.emplace_back(s.col_text(0), s.col_text(1));
-    return rows;
+    return s.rows<std::pair<std::string, std::string>>([](Stmt& r) { return std::pair(r.col_text(0), r.col_text(1)); });
 }
 
 std::vector<MetricRow> Store::get_metrics(const std::string& run_id, const std::string& key) {
@@ -387,8 +385,7 @@ std::vector<MetricRow> Store::get_metrics(const std::string& run_id, const std::
            "AND (?2 = '' OR key = ?2) ORDER BY key, step, layer, rank",
            "get_metrics");
     s.text(run_id).text(key);
-    std::vector<MetricRow> rows;
-    while (s.step()) {
+    return s.rows<MetricRow>([](Stmt& s) {
         MetricRow r;
         r.key = s.col_text(0);
         r.step = s.col_i64(1);
@@ -396,9 +393,8 @@ std::vector<MetricRow> Store::get_metrics(const std::string& run_id, const std::
         r.rank = s.col_int(3);
         r.value = s.col_i64(5) != 0 ? std::numeric_limits<double>::quiet_NaN() : s.col_real(4);
         r.ts_ms = s.col_i64(6);
-        rows.push_back(std::move(r));
-    }
-    return rows;
+        return r;
+    });
 }
 
 std::optional<ExpertLoadRow> Store::get_expert_load(const std::string& run_id, int64_t step, int layer) {
@@ -423,9 +419,9 @@ std::vector<PlacementRow> Store::get_placements(const std::string& run_id, int64
            "ORDER BY expert, replica",
            "get_placements");
     s.text(run_id).i64(step).i64(layer);
-    std::vector<PlacementRow> rows;
-    while (s.step()) rows.push_back({s.col_i64(0), s.col_int(1), s.col_int(2), s.col_int(3), s.col_int(4)});
-    return rows;
+    return s.rows<PlacementRow>([](Stmt& s) {
+        return PlacementRow{s.col_i64(0), s.col_int(1), s.col_int(2), s.col_int(3), s.col_int(4)};
+    });
 }
 
 std::vector<EventRow> Store::get_events(const std::string& run_id) {
@@ -433,12 +429,10 @@ std::vector<EventRow> Store::get_events(const std::string& run_id) {
            "SELECT id, ts_ms, step, rank, level, kind, message, data FROM events WHERE run_id = ?1 ORDER BY id",
            "get_events");
     s.text(run_id);
-    std::vector<EventRow> rows;
-    while (s.step()) {
-        rows.push_back({s.col_i64(0), s.col_i64(1), s.col_i64(2), s.col_int(3), s.col_text(4), s.col_text(5),
-                        s.col_text(6), s.col_text(7)});
-    }
-    return rows;
+    return s.rows<EventRow>([](Stmt& s) {
+        return EventRow{s.col_i64(0),  s.col_i64(1),  s.col_i64(2),  s.col_int(3),
+                        s.col_text(4), s.col_text(5), s.col_text(6), s.col_text(7)};
+    });
 }
 
 std::vector<PlanResultRow> Store::get_plan_results(const std::string& run_id) {
@@ -448,8 +442,7 @@ std::vector<PlanResultRow> Store::get_plan_results(const std::string& run_id) {
            "ORDER BY policy, iteration, layer",
            "get_plan_results");
     s.text(run_id);
-    std::vector<PlanResultRow> rows;
-    while (s.step()) {
+    return s.rows<PlanResultRow>([](Stmt& s) {
         PlanResultRow r;
         r.run_id = s.col_text(0);
         r.policy = s.col_text(1);
@@ -465,9 +458,8 @@ std::vector<PlanResultRow> Store::get_plan_results(const std::string& run_id) {
         r.replicas = s.col_i64(11);
         r.plan_us = s.col_real(12);
         r.dropped_tokens = s.col_i64(13);
-        rows.push_back(std::move(r));
-    }
-    return rows;
+        return r;
+    });
 }
 
 std::vector<BenchRow> Store::get_bench(const std::string& run_id) {
@@ -475,11 +467,9 @@ std::vector<BenchRow> Store::get_bench(const std::string& run_id) {
            "SELECT name, rep, real_ns, cpu_ns, iterations, counters FROM bench WHERE run_id = ?1 ORDER BY name, rep",
            "get_bench");
     s.text(run_id);
-    std::vector<BenchRow> rows;
-    while (s.step()) {
-        rows.push_back({s.col_text(0), s.col_int(1), s.col_real(2), s.col_real(3), s.col_i64(4), s.col_text(5)});
-    }
-    return rows;
+    return s.rows<BenchRow>([](Stmt& s) {
+        return BenchRow{s.col_text(0), s.col_int(1), s.col_real(2), s.col_real(3), s.col_i64(4), s.col_text(5)};
+    });
 }
 
 // ---- traces --------------------------------------------------------------------------------------------------
@@ -570,8 +560,7 @@ std::vector<TraceRow> Store::list_traces(const std::string& run_id) {
            "ORDER BY created_ms DESC, rowid DESC",
            "list_traces");
     s.text(run_id);
-    std::vector<TraceRow> rows;
-    while (s.step()) {
+    return s.rows<TraceRow>([](Stmt& s) {
         TraceRow r;
         r.trace_id = s.col_text(0);
         r.run_id = s.col_text(1);
@@ -581,9 +570,8 @@ std::vector<TraceRow> Store::list_traces(const std::string& run_id) {
         } catch (const std::exception&) {
             r.meta = TraceMeta{};
         }
-        rows.push_back(std::move(r));
-    }
-    return rows;
+        return r;
+    });
 }
 
 // ---- maintenance ---------------------------------------------------------------------------------------------

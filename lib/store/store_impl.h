@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/file_lock.h"
@@ -189,6 +190,13 @@ class Stmt {
     void run() {
         while (step()) {
         }
+    }
+    // every result row, in the query's order, each made by read_row(*this) from the current row's columns
+    template <typename Row, typename ReadRow>
+    std::vector<Row> rows(ReadRow read_row) {
+        std::vector<Row> out;
+        while (step()) out.push_back(read_row(*this));
+        return out;
     }
 
     bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }

@@ -156,17 +156,13 @@ RunRow Store::get_run(const std::string& run_id) {
 std::vector<RunRow> Store::list_runs(const std::string& experiment, int limit) {
     Stmt s(*impl_, kListRuns.c_str(), "list_runs");
     s.text(experiment).i64(limit > 0 ? limit : -1);
-    std::vector<RunRow> rows;
-    while (s.step()) rows.push_back(read_run(s));
-    return rows;
+    return s.rows<RunRow>(read_run);
 }
 
 std::vector<RunRow> Store::list_runs(const RunFilter& filter) {
     Stmt s(*impl_, kFilterRuns.c_str(), "list_runs");
     s.text(filter.experiment).text(filter.status).text(filter.policy).i64(filter.limit > 0 ? filter.limit : -1);
-    std::vector<RunRow> rows;
-    while (s.step()) rows.push_back(read_run(s));
-    return rows;
+    return s.rows<RunRow>(read_run);
 }
 
 bool Store::mark_lost(const std::string& run_id, const std::string& reason) {

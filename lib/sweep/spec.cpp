@@ -194,6 +194,15 @@ toml::table parse_toml(const std::string& text, const std::string& origin) {
     }
 }
 
+// sweep.<key> into `value` when the file sets it; a config error (exit 3) when it is not true or false.
+void read_optional_bool(const toml::table& sweep, const char* key, const std::string& fix, bool& value) {
+    if (const toml::node* node = sweep.get(key)) {
+        const auto* b = node->as_boolean();
+        if (!b) throw_config_error(std::string("sweep.") + key, toml_node_text(*node), "must be true or false", fix);
+        value = b->get();
+    }
+}
+
 // The file's [sweep] table, after checking that it is the only table and holds only known keys.
 const toml::table& sweep_table(const toml::table& root) {
     for (const auto& [key, node] : root)
@@ -238,13 +247,7 @@ void read_common_keys(const toml::table& sweep, SweepSpec& spec) {
                                "store = \"results/prophet.db\"");
         spec.store_path = s->get();
     }
-    if (const toml::node* match = sweep.get("match_devices")) {
-        const auto* b = match->as_boolean();
-        if (!b)
-            throw_config_error("sweep.match_devices", toml_node_text(*match), "must be true or false",
-                               "match_devices = true");
-        spec.match_devices = b->get();
-    }
+    read_optional_bool(sweep, "match_devices", "match_devices = true", spec.match_devices);
 }
 
 // Engine real: train_config, command and ranks (a cluster or trace would be silently meaningless).
@@ -299,13 +302,9 @@ void read_real_validation_keys(const toml::table& sweep, SweepSpec& spec) {
                                    "but ranks has " +
                                        std::to_string(r),
                                    "ranks = [2] or more, or a cluster file measured elsewhere");
-    if (const toml::node* vo = sweep.get("validate_oversubscribed")) {
-        const auto* b = vo->as_boolean();
-        if (!b)
-            throw_config_error("sweep.validate_oversubscribed", toml_node_text(*vo), "must be true or false",
-                               "validate_oversubscribed = true (validate runs with more ranks than cores too)");
-        spec.validate_oversubscribed = b->get();
-    }
+    read_optional_bool(sweep, "validate_oversubscribed",
+                       "validate_oversubscribed = true (validate runs with more ranks than cores too)",
+                       spec.validate_oversubscribed);
 }
 
 // The keys of engine real, or (sim, model) clusters and traces and no real-only key.

@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/enum_table.h"
 #include "core/error.h"
+#include "core/key_spec.h"
 #include "core/rng.h"
 #include "trace/multinomial.h"
 #include "trace/trace.h"
@@ -524,13 +525,8 @@ Trace generate(const Params& p) {
 }
 
 KeySpec required_int(const std::string& key, int64_t example, double min, double max, const std::string& help) {
-    KeySpec spec;
-    spec.key = key;
-    spec.type = ValueType::kInt;
+    KeySpec spec = bounded_key(key, ValueType::kInt, min, max, false, help);
     spec.default_value = example;  // shown in "write it as" hints only
-    spec.min = min;
-    spec.max = max;
-    spec.help = help;
     spec.required = true;
     return spec;
 }

@@ -30,6 +30,13 @@ TEST(EnumTable, NameAndValueRoundTrip) {
     }
 }
 
+// the same enum named by position (the form for long dense enums)
+constexpr const char* kShadeNamesByPosition[] = {"light", "mid", "dark"};
+
+TEST(EnumTable, NameByPositionIsTheEntryAtTheValue) {
+    for (const NameCase& c : kShades) EXPECT_STREQ(enum_name(kShadeNamesByPosition, c.value), c.name);
+}
+
 TEST(EnumTable, UnknownNamesAreNotFound) {
     for (const char* name : {"", "Light", "light ", "darker", "mi"})
         EXPECT_FALSE(find_enum(kShadeNames, name).has_value()) << '"' << name << '"';
