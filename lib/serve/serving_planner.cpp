@@ -6,15 +6,7 @@
 
 namespace prophet::serve {
 
-std::vector<double> RoutingProfile::expert_loads() const {
-    std::vector<double> loads(static_cast<size_t>(L) * E, 0.0);  // [L][E]
-    for (int l = 0; l < L; ++l)
-        for (int d = 0; d < D; ++d)
-            for (int e = 0; e < E; ++e)
-                loads[static_cast<size_t>(l) * E + e] +=
-                    static_cast<double>(counts[(static_cast<size_t>(l) * D + d) * E + e]);
-    return loads;
-}
+std::vector<double> RoutingProfile::expert_loads() const { return loads_per_expert(counts, L, D, E); }
 
 ServingPlanner::ServingPlanner(std::string policy, const RoutingProfile& profile, const CostModel& cost,
                                const BalanceOptions& options, int num_nodes, const RootBroadcast& root)

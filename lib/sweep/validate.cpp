@@ -40,13 +40,7 @@ Config recorded_config(Store& store, const std::string& run_id, bool include_ove
 
 ModelConfig recorded_model(const Config& config) {
     ModelConfig m;
-    m.T = static_cast<int>(config.get_int("model.T"));
-    m.C = static_cast<int>(config.get_int("model.C"));
-    m.L = static_cast<int>(config.get_int("model.L"));
-    m.E = static_cast<int>(config.get_int("model.E"));
-    m.K = static_cast<int>(config.get_int("model.K"));
-    m.F = static_cast<int>(config.get_int("model.F"));
-    m.B = static_cast<int>(config.get_int("model.B"));
+    read_model_dims(config, m);
     return m;
 }
 

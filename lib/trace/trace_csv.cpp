@@ -594,36 +594,28 @@ void write_trace_csv(const Trace& trace, const std::string& path) {
         out.write(buffer);
         buffer.clear();
     };
-    for (int i = 0; i < m.num_iterations; ++i) {
-        for (int l = 0; l < m.num_layers; ++l) {
-            const int64_t* c = trace.layer_counts(i, l);
-            for (int d = 0; d < m.num_devices; ++d) {
-                for (int e = 0; e < m.num_experts; ++e) {
-                    const int64_t value = c[static_cast<size_t>(d) * m.num_experts + e];
-                    if (value != 0) append_row(buffer, i, l, d, e, value);
-                }
-                flush_if_full();
+    // one row "i,l,a,b,value" per nonzero entry of a [rows x cols] matrix, flushed after each of its rows
+    auto append_nonzero = [&](int i, int l, const int64_t* matrix, int rows, int cols) {
+        for (int a = 0; a < rows; ++a) {
+            for (int b = 0; b < cols; ++b) {
+                const int64_t value = matrix[static_cast<size_t>(a) * cols + b];
+                if (value != 0) append_row(buffer, i, l, a, b, value);
             }
+            flush_if_full();
         }
-    }
+    };
+    for (int i = 0; i < m.num_iterations; ++i)
+        for (int l = 0; l < m.num_layers; ++l)
+            append_nonzero(i, l, trace.layer_counts(i, l), m.num_devices, m.num_experts);
     if (trace.has_transitions()) {
         buffer += "# ";
         buffer += kTransitionsMarker;
         buffer += '\n';
         buffer += kTransitionsColumns;
         buffer += '\n';
-        for (int i = 0; i < m.num_iterations; ++i) {
-            for (int l = 0; l + 1 < m.num_layers; ++l) {
-                const int64_t* t = trace.layer_transitions(i, l);
-                for (int e1 = 0; e1 < m.num_experts; ++e1) {
-                    for (int e2 = 0; e2 < m.num_experts; ++e2) {
-                        const int64_t value = t[static_cast<size_t>(e1) * m.num_experts + e2];
-                        if (value != 0) append_row(buffer, i, l, e1, e2, value);
-                    }
-                    flush_if_full();
-                }
-            }
-        }
+        for (int i = 0; i < m.num_iterations; ++i)
+            for (int l = 0; l + 1 < m.num_layers; ++l)
+                append_nonzero(i, l, trace.layer_transitions(i, l), m.num_experts, m.num_experts);
     }
     out.write(buffer);
     out.commit();

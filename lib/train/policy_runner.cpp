@@ -107,6 +107,16 @@ Placement PolicyRunner::plan_from_previous(int layer) const {
     return plan_next(layer, previous_.data() + static_cast<size_t>(layer) * D_ * E_);
 }
 
+std::vector<double> loads_per_expert(const std::vector<int64_t>& counts, int L, int D, int E) {
+    std::vector<double> loads(static_cast<size_t>(L) * E, 0.0);  // [L][E]
+    for (int l = 0; l < L; ++l)
+        for (int d = 0; d < D; ++d)
+            for (int e = 0; e < E; ++e)
+                loads[static_cast<size_t>(l) * E + e] +=
+                    static_cast<double>(counts[(static_cast<size_t>(l) * D + d) * E + e]);
+    return loads;
+}
+
 void PolicyRunner::end_iteration(int64_t iteration, const std::vector<int64_t>& counts) {
     (void)iteration;
     PROPHET_ASSERT(counts.size() == static_cast<size_t>(L_) * D_ * E_);
@@ -118,12 +128,7 @@ void PolicyRunner::end_iteration(int64_t iteration, const std::vector<int64_t>& 
 }
 
 void PolicyRunner::plan_offline() {
-    std::vector<double> loads(static_cast<size_t>(L_) * E_, 0.0);  // [L][E]
-    for (int l = 0; l < L_; ++l)
-        for (int d = 0; d < D_; ++d)
-            for (int e = 0; e < E_; ++e)
-                loads[static_cast<size_t>(l) * E_ + e] +=
-                    static_cast<double>(window_[(static_cast<size_t>(l) * D_ + d) * E_ + e]);
+    const std::vector<double> loads = loads_per_expert(window_, L_, D_, E_);
     const std::vector<double> no_transitions;  // a real run's transitions come from `prophet profile`
     offline_ = plan_window(loads, no_transitions, static_cast<int>(window_iterations_), nullptr);
 }

@@ -21,6 +21,9 @@
 
 namespace prophet {
 
+// each expert's load over all devices: counts [L][D][E] summed over D into [L][E]
+std::vector<double> loads_per_expert(const std::vector<int64_t>& counts, int L, int D, int E);
+
 class PolicyRunner {
   public:
     PolicyRunner(std::string policy, int num_layers, int num_devices, int num_experts, CostModel cost,

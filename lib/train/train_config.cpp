@@ -147,14 +147,8 @@ namespace {
 void read_model_section(const Config& c, int D, TrainSettings& t) {
     ModelConfig& m = t.model;
     m.V = static_cast<int>(c.get_int("model.V"));
-    m.T = static_cast<int>(c.get_int("model.T"));
-    m.C = static_cast<int>(c.get_int("model.C"));
     m.NH = static_cast<int>(c.get_int("model.NH"));
-    m.L = static_cast<int>(c.get_int("model.L"));
-    m.E = static_cast<int>(c.get_int("model.E"));
-    m.K = static_cast<int>(c.get_int("model.K"));
-    m.F = static_cast<int>(c.get_int("model.F"));
-    m.B = static_cast<int>(c.get_int("model.B"));
+    read_model_dims(c, m);
     m.aux_loss_coef = c.get_float("model.aux_loss_coef");
     m.capacity_factor = c.get_float("model.capacity_factor");
     t.seed = c.get_int("run.seed");
@@ -303,6 +297,16 @@ void check_device_limits(const Config& c, int D, TrainSettings& t) {
 }
 
 }  // namespace
+
+void read_model_dims(const Config& config, ModelConfig& m) {
+    m.T = static_cast<int>(config.get_int("model.T"));
+    m.C = static_cast<int>(config.get_int("model.C"));
+    m.L = static_cast<int>(config.get_int("model.L"));
+    m.E = static_cast<int>(config.get_int("model.E"));
+    m.K = static_cast<int>(config.get_int("model.K"));
+    m.F = static_cast<int>(config.get_int("model.F"));
+    m.B = static_cast<int>(config.get_int("model.B"));
+}
 
 TrainSettings train_settings_from(const Config& c, int world_size) {
     TrainSettings t;

@@ -54,4 +54,8 @@ struct TrainSettings {
 // naming the key, the value, the rule and a fix. Reads the cluster file and checks the data file exists.
 TrainSettings train_settings_from(const Config& config, int world_size);
 
+// model.T, C, L, E, K, F and B of a config into m (the shape a step's time depends on; a recorded run's config
+// holds them too); throws what Config::get_int throws for a missing key.
+void read_model_dims(const Config& config, ModelConfig& m);
+
 }  // namespace prophet
