@@ -151,12 +151,12 @@ std::vector<Placement> plan_offline(const PolicyRow& row, const TraceView& trace
 }
 
 // Plans layer s.layer of iteration s.iteration into s.placement and s.plan_us. done: the scores so far
-// (iteration-major; the previous iteration's placement is the one in force); first: iteration 0's planning counts
-// of a row that plans it from the window (first_plan_counts; empty: none). Returns false when it ran unplanned:
-// static on iteration 0 of a policy that plans from the previous iteration (there is none) and has no first counts.
+// (iteration-major; the previous iteration's placement is the one in force); profile_iterations: the window a row
+// with first_plan_from_window plans iteration 0 from (first_plan_counts). Returns false when it ran unplanned:
+// static on iteration 0 of a policy that plans from the previous iteration (there is none) and not from the window.
 bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, const TraceView& trace,
                       const std::vector<LayerScore>& done, const std::vector<Placement>& offline, double offline_us,
-                      const std::vector<int64_t>& first, const CostModel& lcost, const BalanceOptions& o, int repeats,
+                      int profile_iterations, const CostModel& lcost, const BalanceOptions& o, int repeats,
                       PolicySession& session) {
     const int L = trace.num_layers, D = trace.num_devices, E = trace.num_experts, it = s.iteration, l = s.layer;
     if (input == PolicyInput::kProfileWindow) {
@@ -165,6 +165,8 @@ bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, co
         return true;
     }
     const bool previous = input == PolicyInput::kPreviousIteration;
+    std::vector<int64_t> first;  // [D*E] iteration 0's planning counts, when the row plans it from the window
+    if (previous && it == 0 && row.first_plan_from_window) first = first_plan_counts(trace, l, profile_iterations);
     if (previous && it == 0 && first.empty()) {
         s.placement = plan_static(D, E);
         return false;
@@ -309,13 +311,9 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             s.iteration = it;
             s.layer = l;
             bool planned = true;
-            const std::vector<int64_t> first = it == 0 && input == PolicyInput::kPreviousIteration &&
-                                                       row.first_plan_from_window
-                                                   ? first_plan_counts(trace, l, settings.profile_iterations)
-                                                   : std::vector<int64_t>{};
             try {
-                planned = plan_layer_score(s, row, input, trace, out.layers, offline, offline_us_per_layer, first,
-                                           lcost, o, repeats, session);
+                planned = plan_layer_score(s, row, input, trace, out.layers, offline, offline_us_per_layer,
+                                           settings.profile_iterations, lcost, o, repeats, session);
             } catch (const prophet::Error& e) {
                 skip_or_throw(e);
                 return out;
