@@ -151,25 +151,30 @@ std::vector<Placement> plan_offline(const PolicyRow& row, const TraceView& trace
 }
 
 // Plans layer s.layer of iteration s.iteration into s.placement and s.plan_us. done: the scores so far
-// (iteration-major; the previous iteration's placement is the one in force). Returns false when it ran
-// unplanned: static on iteration 0 of a policy that plans from the previous iteration (there is none).
+// (iteration-major; the previous iteration's placement is the one in force); profile_iterations: the window a row
+// with first_plan_from_window plans iteration 0 from (first_plan_counts). Returns false when it ran unplanned:
+// static on iteration 0 of a policy that plans from the previous iteration (there is none) and not from the window.
 bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, const TraceView& trace,
                       const std::vector<LayerScore>& done, const std::vector<Placement>& offline, double offline_us,
-                      const CostModel& lcost, const BalanceOptions& o, int repeats, PolicySession& session) {
+                      int profile_iterations, const CostModel& lcost, const BalanceOptions& o, int repeats,
+                      PolicySession& session) {
     const int L = trace.num_layers, D = trace.num_devices, E = trace.num_experts, it = s.iteration, l = s.layer;
     if (input == PolicyInput::kProfileWindow) {
         s.placement = offline[l];
         s.plan_us = offline_us;
         return true;
     }
-    if (input == PolicyInput::kPreviousIteration && it == 0) {
+    const bool previous = input == PolicyInput::kPreviousIteration;
+    std::vector<int64_t> first;  // [D*E] iteration 0's planning counts, when the row plans it from the window
+    if (previous && it == 0 && row.first_plan_from_window) first = first_plan_counts(trace, l, profile_iterations);
+    if (previous && it == 0 && first.empty()) {
         s.placement = plan_static(D, E);
         return false;
     }
     LayerPlanRequest request;
     request.iteration = it;
     request.layer = l;
-    request.counts = input == PolicyInput::kPreviousIteration ? trace.layer(it - 1, l) : trace.layer(it, l);
+    request.counts = !previous ? trace.layer(it, l) : it == 0 ? first.data() : trace.layer(it - 1, l);
     request.current = it > 0 ? &done[done.size() - L].placement : nullptr;
     request.num_devices = D;
     request.num_experts = E;
@@ -251,6 +256,20 @@ void finish_score(PolicyScore& out, int system_eq, const std::vector<double>& pl
 
 }  // namespace
 
+std::vector<int64_t> first_plan_counts(const TraceView& trace, int layer, int profile_iterations) {
+    const int w = profile_iterations > 0 ? std::min(profile_iterations, trace.num_iterations) : trace.num_iterations;
+    if (w < 2) return {};
+    const size_t cells = static_cast<size_t>(trace.num_devices) * trace.num_experts;
+    std::vector<int64_t> mean(cells, 0);
+    for (int it = 1; it < w; ++it) {
+        const int64_t* c = trace.layer(it, layer);
+        for (size_t k = 0; k < cells; ++k) mean[k] += c[k];
+    }
+    const int64_t n = w - 1;
+    for (int64_t& v : mean) v = (v + n / 2) / n;  // counts are >= 0: round half up
+    return mean;
+}
+
 PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                             const EvalSettings& settings, bool allow_skip) {
     const PolicyRow& row = policy_row(name);
@@ -293,8 +312,8 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             s.layer = l;
             bool planned = true;
             try {
-                planned = plan_layer_score(s, row, input, trace, out.layers, offline, offline_us_per_layer, lcost, o,
-                                           repeats, session);
+                planned = plan_layer_score(s, row, input, trace, out.layers, offline, offline_us_per_layer,
+                                           settings.profile_iterations, lcost, o, repeats, session);
             } catch (const prophet::Error& e) {
                 skip_or_throw(e);
                 return out;

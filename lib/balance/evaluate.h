@@ -1,7 +1,8 @@
 // evaluate.h: runs one policy over a whole routing trace (plain arrays) and scores every (iteration, layer).
 //
 // Who sees what is the policy's registry row (policy_registry.h): `prophet` plans iteration j from iteration j-1's
-// counts (iteration 0 uses the static placement); `prophet-oracle`, `fastermoe`, `top2`, `top3` and `exhaustive`
+// counts (iteration 0 uses the static placement); `flow` likewise, but plans iteration 0 from the profiling window's
+// other iterations (first_plan_counts); `prophet-oracle`, `fastermoe`, `top2`, `top3` and `exhaustive`
 // plan on the current counts; `eplb` and `moetuner` plan once from the profiling window (the first
 // `profile_iterations` iterations, all when 0: in-sample) and keep that placement; `external` as
 // balance.external_role says, its process started once per call. Every placement is then scored on the
@@ -83,6 +84,12 @@ bool plans_with_cost_eq(const std::string& policy);
 
 // "optimal" or "time limit, gap x%" per ILP stage (joint: the one ILP of moetuner-joint)
 std::string ilp_status(const IlpReport& report, bool joint);
+
+// The counts a policy whose row plans iteration 0 from the window (PolicyRow::first_plan_from_window) plans that
+// iteration from: the rounded mean [D*E] counts of layer `layer` over the profiling window's iterations other than
+// iteration 0, [1, w) with w = profile_iterations (0: every iteration). The window an offline policy plans from, less
+// the counts iteration 0 is scored on. Empty when the window holds iteration 0 only (the policy then runs static).
+std::vector<int64_t> first_plan_counts(const TraceView& trace, int layer, int profile_iterations);
 
 // With settings.options.cost_eq_auto the planners optimise their own system's equation (system_cost_eq).
 // Throws prophet::Error for an unknown policy name. Instances too large for `exhaustive` / `moetuner-joint`

@@ -94,7 +94,8 @@ constexpr TokenPath kHome = TokenPath::kHome;
 constexpr TokenPath kL2L = TokenPath::kLayerToLayer;
 
 // In report order. Columns: name, input, schedule, cost eq, plans with cost eq, route rule, token path,
-// uses transitions, plan once per layer, external process, size limits, description, layer plan, window plan, dispatch.
+// uses transitions, plan once per layer, external process, size limits, description, layer plan, window plan, dispatch,
+// and (flow only) first plan from the window.
 const std::vector<PolicyRow> kRows = {
     {"static", kCur, "none", 6, false, kOwner, kHome, false, false, false, "",
      "expert e on device e/(E/D), no replicas (dropless static expert parallelism)", static_layer, nullptr,
@@ -125,7 +126,7 @@ const std::vector<PolicyRow> kRows = {
      "MoETuner's two stages as one ILP (small instances: the two-stage gap)", nullptr, plan_joint_window, nullptr},
     {"flow", kPrev, "blockwise", 8, true, RouteRule::kFlow, kHome, false, true, false, "",
      "placement by EPLB-style copies (anchored or repacked), per-batch routing LP, kept only when it pays", flow_layer,
-     nullptr, nullptr},
+     nullptr, nullptr, true},
     {"external", kPrev, "none", 6, false, kOwner, kHome, false, true, true, "",
      "a policy in any language: balance.external's command over the line-delimited JSON protocol "
      "(docs/policies.md)",

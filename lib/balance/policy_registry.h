@@ -20,7 +20,8 @@ namespace prophet {
 
 // Which counts a policy plans from.
 enum class PolicyInput {
-    kPreviousIteration,  // iteration j from j-1's [D][E] counts (iteration 0: static, not planned)
+    kPreviousIteration,  // iteration j from j-1's [D][E] counts (iteration 0: static, not planned, unless the row
+                         // plans it from the window: PolicyRow::first_plan_from_window)
     kCurrentIteration,   // iteration j from its own counts (after the gate)
     kProfileWindow,      // offline: once, from the window's [L][E] loads (and transitions), kept for the run
 };
@@ -102,6 +103,9 @@ struct PolicyRow {
     LayerPlanFn plan_layer;       // online planning (nullptr: offline only)
     WindowPlanFn plan_window;     // offline planning (nullptr: online only)
     DispatchFn dispatch;          // nullptr: computes the trace's counts, drops nothing
+    // input kPreviousIteration only: iteration 0 of a trace (no previous iteration) is planned from the mean counts
+    // of the profiling window's other iterations (first_plan_counts in evaluate.h) instead of running static
+    bool first_plan_from_window = false;
 };
 
 const std::vector<PolicyRow>& policy_registry();
