@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 FORMAT_DIRS = ["lib", "cmd", "tests", "bench", "fuzz"]
@@ -89,12 +90,36 @@ def tidy_one(build, line_filter, path, fix):
     return path, p.returncode, p.stdout
 
 
+UNITY_INCLUDE = re.compile(r'^#include "(.+)"$', re.MULTILINE)
+
+
+def unity_sources(entries):
+    """CMake's unity batches (PROPHET_UNITY_CMD) stand in the database for the files they include
+    (.../Unity/unity_N_cxx.cxx); each file gets its batch's command, so clang-tidy judges it on its own"""
+    found = []
+    for entry in entries:
+        if "/Unity/unity_" in entry["file"]:
+            with open(entry["file"]) as f:
+                for source in UNITY_INCLUDE.findall(f.read()):
+                    found.append({**entry, "file": source, "command": entry["command"].replace(entry["file"], source)})
+    return found
+
+
 def run_tidy(base, build, fix):
     database = os.path.join(build, "compile_commands.json")
     if not os.path.isfile(database):
         fail(f"no {database}: configure the build first (cmake -S . -B build ...; it exports compile commands)")
     with open(database) as f:
-        compiled = {os.path.realpath(entry["file"]) for entry in json.load(f)}
+        entries = json.load(f)
+    entries += unity_sources(entries)
+    compiled = {os.path.realpath(entry["file"]) for entry in entries}
+    with tempfile.TemporaryDirectory(prefix="lint-db-") as directory:
+        with open(os.path.join(directory, "compile_commands.json"), "w") as f:
+            json.dump(entries, f)
+        return tidy_sources(base, directory, compiled, fix)
+
+
+def tidy_sources(base, build, compiled, fix):
     lines = changed_lines(base, ["lib", "cmd"])
     sources = sorted(p for p in lines if p.endswith(".cpp") and p.startswith(TIDY_DIRS) and
                      os.path.realpath(os.path.join(ROOT, p)) in compiled)
