@@ -7,6 +7,7 @@
 #include "cuda/check.h"
 #include "cuda/device_util.cuh"
 #include "cuda/ops.h"
+#include "kernels/adamw_scalars.h"
 
 namespace prophet::cuda {
 
@@ -65,11 +66,7 @@ __global__ void crossentropy_backward_kernel(float* probs, const int* targets, i
 
 // ---- AdamW: the CPU's element loop (optim.cpp adamw_scalar), same operations in the same order -------------
 
-struct AdamWScalars {
-    float b1, b2, one_minus_b1, one_minus_b2, inv_bias1, inv_bias2, lr, wd, eps, scale;
-};
-
-__global__ void adamw_kernel(float* param, const float* grad, float* m, float* v, size_t n, AdamWScalars k) {
+__global__ void adamw_kernel(float* param, const float* grad, float* m, float* v, size_t n, AdamWScalars<float> k) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const float g = grad[i] * k.scale;
         const float m_i = k.b1 * m[i] + k.one_minus_b1 * g;
@@ -136,16 +133,7 @@ void adamw_update(Context& ctx, float* param, const float* grad, float* m, float
     PROPHET_ASSERT(step_t >= 1);
     if (n == 0) return;
     // per-step scalars in double, rounded to float once (as optim.cpp)
-    const AdamWScalars k{float(beta1),
-                         float(beta2),
-                         float(1.0 - beta1),
-                         float(1.0 - beta2),
-                         float(1.0 / (1.0 - std::pow(beta1, double(step_t)))),
-                         float(1.0 / (1.0 - std::pow(beta2, double(step_t)))),
-                         float(lr),
-                         float(weight_decay),
-                         float(eps),
-                         float(grad_scale)};
+    const AdamWScalars<float> k = adamw_scalars<float>(lr, beta1, beta2, eps, weight_decay, step_t, grad_scale);
     adamw_kernel<<<grid_for(n), kThreads, 0, ctx.stream()>>>(param, grad, m, v, n, k);
     PROPHET_CUDA_CHECK_LAUNCH();
 }

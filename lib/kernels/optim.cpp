@@ -11,17 +11,12 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "kernels/adamw_scalars.h"
 #include "kernels/blas.h"  // cpu_features
 
 namespace prophet {
 
 namespace {
-
-// The per-step scalars of one AdamW update, rounded to the element type once.
-template <typename Float>
-struct AdamWScalars {
-    Float b1, b2, one_minus_b1, one_minus_b2, inv_bias1, inv_bias2, lr, wd, eps, scale;
-};
 
 // The reference element loop. Every vector path below performs the same operations in the same order (no FMA),
 // so all paths give bit-identical results and a run does not depend on which one the CPU selects.
@@ -121,16 +116,7 @@ void adamw_update(Float* param, const Float* grad, Float* m, Float* v, size_t n,
                   double beta2, double eps, double weight_decay, long step_t, double grad_scale) {
     PROPHET_ASSERT(step_t >= 1);
     // per-step scalars in double, then the element loop in Float
-    const AdamWScalars<Float> k{Float(beta1),
-                                Float(beta2),
-                                Float(1.0 - beta1),
-                                Float(1.0 - beta2),
-                                Float(1.0 / (1.0 - std::pow(beta1, double(step_t)))),
-                                Float(1.0 / (1.0 - std::pow(beta2, double(step_t)))),
-                                Float(lr),
-                                Float(weight_decay),
-                                Float(eps),
-                                Float(grad_scale)};
+    const AdamWScalars<Float> k = adamw_scalars<Float>(lr, beta1, beta2, eps, weight_decay, step_t, grad_scale);
     size_t done = 0;
 #ifdef PROPHET_ADAMW_SIMD
     if constexpr (std::is_same_v<Float, float>) {
