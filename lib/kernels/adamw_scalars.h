@@ -17,16 +17,18 @@ struct AdamWScalars {
 template <typename Float>
 AdamWScalars<Float> adamw_scalars(double lr, double beta1, double beta2, double eps, double weight_decay, long step_t,
                                   double grad_scale) {
-    return AdamWScalars<Float>{Float(beta1),
-                               Float(beta2),
-                               Float(1.0 - beta1),
-                               Float(1.0 - beta2),
-                               Float(1.0 / (1.0 - std::pow(beta1, double(step_t)))),
-                               Float(1.0 / (1.0 - std::pow(beta2, double(step_t)))),
-                               Float(lr),
-                               Float(weight_decay),
-                               Float(eps),
-                               Float(grad_scale)};
+    const auto f = [](double x) { return static_cast<Float>(x); };
+    const double t = static_cast<double>(step_t);
+    return AdamWScalars<Float>{f(beta1),
+                               f(beta2),
+                               f(1.0 - beta1),
+                               f(1.0 - beta2),
+                               f(1.0 / (1.0 - std::pow(beta1, t))),
+                               f(1.0 / (1.0 - std::pow(beta2, t))),
+                               f(lr),
+                               f(weight_decay),
+                               f(eps),
+                               f(grad_scale)};
 }
 
 }  // namespace prophet
