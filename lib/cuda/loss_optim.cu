@@ -64,19 +64,11 @@ __global__ void crossentropy_backward_kernel(float* probs, const int* targets, i
     }
 }
 
-// ---- AdamW: the CPU's element loop (optim.cpp adamw_scalar), same operations in the same order -------------
+// ---- AdamW: the CPU's element update (kernels/adamw_scalars.h adamw_element), one thread per element -----------
 
 __global__ void adamw_kernel(float* param, const float* grad, float* m, float* v, size_t n, AdamWScalars<float> k) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float g = grad[i] * k.scale;
-        const float m_i = k.b1 * m[i] + k.one_minus_b1 * g;
-        const float v_i = k.b2 * v[i] + k.one_minus_b2 * g * g;
-        m[i] = m_i;
-        v[i] = v_i;
-        const float m_hat = m_i * k.inv_bias1;
-        const float v_hat = v_i * k.inv_bias2;
-        param[i] -= k.lr * (m_hat / (sqrtf(v_hat) + k.eps) + k.wd * param[i]);
-    }
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        adamw_element(param[i], grad[i], m[i], v[i], k);
 }
 
 // ---- sum of squares: per-block partial sums in double, then one block adds them in order -------------------

@@ -23,16 +23,7 @@ namespace {
 template <typename Float>
 void adamw_scalar(Float* param, const Float* grad, Float* m, Float* v, size_t begin, size_t n,
                   const AdamWScalars<Float>& k) {
-    for (size_t i = begin; i < n; i++) {
-        const Float g = grad[i] * k.scale;
-        const Float m_i = k.b1 * m[i] + k.one_minus_b1 * g;
-        const Float v_i = k.b2 * v[i] + k.one_minus_b2 * g * g;
-        m[i] = m_i;
-        v[i] = v_i;
-        const Float m_hat = m_i * k.inv_bias1;
-        const Float v_hat = v_i * k.inv_bias2;
-        param[i] -= k.lr * (m_hat / (std::sqrt(v_hat) + k.eps) + k.wd * param[i]);
-    }
+    for (size_t i = begin; i < n; i++) adamw_element(param[i], grad[i], m[i], v[i], k);
 }
 
 #ifdef PROPHET_ADAMW_SIMD
