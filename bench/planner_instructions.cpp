@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "balance/policies.h"
+#include "balance/policy_flow.h"
 #include "planner_inputs.h"
 
 namespace {
@@ -34,6 +35,8 @@ int64_t replicas(const Placement& p) {
 int64_t plan_once(const Input& in) {
     if (in.policy == "prophet") return replicas(plan_prophet(in.counts.data(), in.D, in.E, in.cost, in.options));
     if (in.policy == "fastermoe") return replicas(plan_fastermoe(in.counts.data(), in.D, in.E, in.cost, in.options));
+    if (in.policy == "flow")
+        return replicas(plan_flow(in.counts.data(), in.D, in.E, in.cost, in.options, Placement::make_static(in.D, in.E)));
     return replicas(plan_eplb(in.loads, 1, in.D, in.E, 1, in.options).front());
 }
 
@@ -48,7 +51,7 @@ extern "C" __attribute__((noinline)) int64_t prophet_counted_plans(const Input* 
 
 int main(int argc, char** argv) {
     if (argc != 5) {
-        std::fprintf(stderr, "usage: %s prophet|fastermoe|eplb E D PLANS\n", argv[0]);
+        std::fprintf(stderr, "usage: %s prophet|fastermoe|eplb|flow E D PLANS\n", argv[0]);
         return 2;
     }
     Input in;
@@ -56,8 +59,8 @@ int main(int argc, char** argv) {
     in.E = std::atoi(argv[2]);
     in.D = std::atoi(argv[3]);
     const int plans = std::atoi(argv[4]);
-    if (in.policy != "prophet" && in.policy != "fastermoe" && in.policy != "eplb") {
-        std::fprintf(stderr, "planner_instructions: policy '%s' is not one of prophet, fastermoe, eplb\n", argv[1]);
+    if (in.policy != "prophet" && in.policy != "fastermoe" && in.policy != "eplb" && in.policy != "flow") {
+        std::fprintf(stderr, "planner_instructions: policy '%s' is not one of prophet, fastermoe, eplb, flow\n", argv[1]);
         return 2;
     }
     if (in.E < 1 || in.D < 1 || in.E % in.D != 0 || plans < 1) {
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
     }
     in.counts = bench::zipf_counts(in.D, in.E, 7);
     in.cost = bench::cost_for(in.D);
+    if (in.policy == "flow") in.options.route_rule = RouteRule::kFlow;  // BM_plan_flow's setting
     in.loads.assign(in.E, 0.0);
     for (int d = 0; d < in.D; ++d)
         for (int e = 0; e < in.E; ++e) in.loads[e] += static_cast<double>(in.counts[static_cast<size_t>(d) * in.E + e]);

@@ -3,54 +3,107 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
-#include "balance/max_flow.h"
 #include "core/error.h"
 
 namespace prophet {
 namespace {
 
-// The replicated experts with load, their holders (device order) and the fixed loads of everything else.
-struct SplitInstance {
-    std::vector<int> experts;               // [K] replicated experts with tokens
-    std::vector<std::vector<int>> holders;  // [K] devices holding each
-    std::vector<int64_t> load;              // [K] w_e
-    std::vector<double> fixed;              // [D] h0: tokens of one-holder experts on their owner
-    double total = 0;                       // W = sum of load
-};
+// the devices whose flag is set in one expert's row of replica flags [D], ascending; eight flags per test
+// (replicas are few, so most words are zero)
+void flagged_devices(const uint8_t* flags, int D, std::vector<int>& out) {
+    int g = 0;
+    for (; g + 8 <= D; g += 8) {
+        uint64_t word = 0;
+        std::memcpy(&word, flags + g, sizeof(word));
+        if (word == 0) continue;
+        for (int j = 0; j < 8; ++j)
+            if (flags[g + j]) out.push_back(g + j);
+    }
+    for (; g < D; ++g)
+        if (flags[g]) out.push_back(g);
+}
 
-SplitInstance split_instance(const std::vector<int64_t>& w, const Placement& p) {
-    const int D = p.num_devices, E = p.num_experts;
-    SplitInstance in;
+// round_shares into out[0..n), with the caller's scratch; the order by remainder is stable (insertion sort for
+// the few holders of one expert, else std::stable_sort), so the result is round_shares'.
+void round_shares_into(const double* x, int n, int64_t total, int64_t* out, std::vector<double>& rest,
+                       std::vector<int>& order) {
+    rest.resize(n);
+    int64_t used = 0;
+    for (int i = 0; i < n; ++i) {
+        const double v = std::max(0.0, x[i]);
+        out[i] = std::min<int64_t>(static_cast<int64_t>(std::floor(v + 1e-9)), total);
+        rest[i] = v - static_cast<double>(out[i]);
+        used += out[i];
+    }
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0);
+    auto larger_rest = [&](int a, int b) { return rest[a] > rest[b]; };
+    if (n <= 16) {
+        for (int i = 1; i < n; ++i)
+            for (int j = i; j > 0 && larger_rest(order[j], order[j - 1]); --j) std::swap(order[j], order[j - 1]);
+    } else {
+        std::stable_sort(order.begin(), order.end(), larger_rest);
+    }
+    for (int i = 0; used < total; i = (i + 1) % n, ++used) ++out[order[i]];
+    for (int i = n - 1; used > total; i = (i + n - 1) % n) {  // floor's epsilon overshot: take back from the end
+        if (out[order[i]] > 0) --out[order[i]], --used;
+    }
+}
+
+}  // namespace
+
+std::vector<int64_t> round_shares(const double* x, int n, int64_t total) {
+    std::vector<int64_t> out(n);
+    std::vector<double> rest;
+    std::vector<int> order;
+    round_shares_into(x, n, total, out.data(), rest, order);
+    return out;
+}
+
+// The replicated experts with load, their holders (device order) and the fixed loads of everything else.
+void FastSplitter::fill_instance(const Placement& p) {
+    const int D = D_, E = E_;
+    Instance& in = in_;
+    in.experts.clear(), in.holders.clear(), in.load.clear();
+    in.holder_start.assign(1, 0);
     in.fixed.assign(D, 0.0);
-    std::vector<int> holders;
+    in.replica_flags.assign(E, 0);
+    in.total = 0;
     for (int e = 0; e < E; ++e) {
-        holders.clear();
-        if (w[e] > 0)  // one pass over e's replica flags: its holders in device order
-            for (int g = 0; g < D; ++g)
-                if (g == p.owner[e] || p.replica[static_cast<size_t>(e) * D + g]) holders.push_back(g);
-        if (holders.size() <= 1) {
-            in.fixed[p.owner[e]] += static_cast<double>(w[e]);
+        const size_t first = in.holders.size();
+        flagged_devices(p.replica.data() + static_cast<size_t>(e) * D, D, in.holders);
+        in.replica_flags[e] = static_cast<int>(in.holders.size() - first);
+        if (in.replica_flags[e] == 0) {  // the owner alone (most experts)
+            in.fixed[p.owner[e]] += static_cast<double>(load_[e]);
+            continue;
+        }
+        // e's holders in device order: the owner joins the flagged devices where it belongs (once)
+        const auto begin = in.holders.begin() + static_cast<std::ptrdiff_t>(first);
+        const auto at = std::lower_bound(begin, in.holders.end(), p.owner[e]);
+        if (at == in.holders.end() || *at != p.owner[e]) in.holders.insert(at, p.owner[e]);
+        if (load_[e] == 0 || in.holders.size() - first <= 1) {
+            in.holders.resize(first);
+            in.fixed[p.owner[e]] += static_cast<double>(load_[e]);
             continue;
         }
         in.experts.push_back(e);
-        in.load.push_back(w[e]);
-        in.total += static_cast<double>(w[e]);
-        in.holders.push_back(holders);
+        in.load.push_back(load_[e]);
+        in.total += static_cast<double>(load_[e]);
+        in.holder_start.push_back(static_cast<int>(in.holders.size()));
     }
-    return in;
 }
 
-// The parametric search of flow_split.h; share[k][j]: expert k's fractional tokens on its j-th holder.
-double least_max_computed(const int64_t* counts, int E, const SplitInstance& in,
-                          std::vector<std::vector<double>>& share, int* solves) {
-    const int K = static_cast<int>(in.experts.size()), D = static_cast<int>(in.fixed.size());
+// The parametric search of flow_split.h; in_.share[h]: the fractional tokens on holder h (in_.holders' order).
+double FastSplitter::least_max_computed(int* solves) {
+    const Instance& in = in_;
+    const int K = static_cast<int>(in.experts.size()), D = D_, E = E_;
     const int source = 0, sink = 1, first_device = 2 + K;
     std::vector<char> holds_any(D, 0);
-    for (const auto& hs : in.holders)
-        for (int g : hs) holds_any[g] = 1;
+    for (int g : in.holders) holds_any[g] = 1;
     double spread = in.total, busiest = 0;
     int holding = 0;
     for (int g = 0; g < D; ++g) {
@@ -58,21 +111,23 @@ double least_max_computed(const int64_t* counts, int E, const SplitInstance& in,
         if (holds_any[g]) spread += in.fixed[g], ++holding;
     }
     double t = std::max(busiest, spread / holding);
-    MaxFlow mf(first_device + D);
+    MaxFlow& mf = max_flow_;
+    mf.reset(first_device + D);
     std::vector<int> device_arc(D, -1);
     std::vector<double> room(D, 0.0);  // what the local start has left under t
     for (int g = 0; g < D; ++g)
         if (holds_any[g])
             device_arc[g] = mf.add_arc(first_device + g, sink, t - in.fixed[g]), room[g] = t - in.fixed[g];
-    std::vector<std::vector<int>> arc(K);
+    in_.holder_arc.resize(in.holders.size());
     for (int k = 0; k < K; ++k) {
         const int e = in.experts[k];
         const int source_arc = mf.add_arc(source, 2 + k, static_cast<double>(in.load[k]));
         double started = 0;
-        for (int g : in.holders[k]) {
-            arc[k].push_back(mf.add_arc(2 + k, first_device + g, std::numeric_limits<double>::infinity()));
-            const double local = std::min(static_cast<double>(counts[static_cast<size_t>(g) * E + e]), room[g]);
-            mf.set_flow(arc[k].back(), local);
+        for (int h = in.holder_start[k]; h < in.holder_start[k + 1]; ++h) {
+            const int g = in.holders[h];
+            in_.holder_arc[h] = mf.add_arc(2 + k, first_device + g, std::numeric_limits<double>::infinity());
+            const double local = std::min(static_cast<double>(counts_[static_cast<size_t>(g) * E + e]), room[g]);
+            mf.set_flow(in_.holder_arc[h], local);
             room[g] -= local, started += local;
         }
         mf.set_flow(source_arc, started);
@@ -95,83 +150,61 @@ double least_max_computed(const int64_t* counts, int E, const SplitInstance& in,
         for (int g = 0; g < D; ++g)
             if (holds_any[g]) mf.raise_capacity(device_arc[g], t - in.fixed[g]);
     }
-    share.assign(K, {});
-    for (int k = 0; k < K; ++k)
-        for (int a : arc[k]) share[k].push_back(mf.flow_on(a));
+    in_.share.resize(in.holders.size());
+    for (size_t h = 0; h < in.holders.size(); ++h) in_.share[h] = mf.flow_on(in_.holder_arc[h]);
     return t;
 }
 
-// 0: same NVLink domain, 1: same node, 2: elsewhere (no cluster: all 0)
-int distance(const ClusterSpec* cluster, int s, int g) {
-    if (!cluster) return 0;
-    const ClusterSpec::LinkClass c = cluster->link_class(s, g);
-    return c == ClusterSpec::LinkClass::kNvlink ? 0 : c == ClusterSpec::LinkClass::kIntraNode ? 1 : 2;
-}
-
-// Expert e's integer quotas on its holders filled from its groups: own tokens first, then the nearest sources.
-void fill_groups(const int64_t* counts, int D, int E, int e, const std::vector<int>& holders,
-                 std::vector<int64_t> quota, const ClusterSpec* cluster, std::vector<SplitPart>& parts) {
-    std::vector<int64_t> left(D);
-    for (int s = 0; s < D; ++s) left[s] = counts[static_cast<size_t>(s) * E + e];
-    auto give = [&](int s, size_t j) {
-        const int64_t n = std::min(left[s], quota[j]);
-        if (n > 0) parts.push_back({s, e, holders[j], n}), left[s] -= n, quota[j] -= n;
+// Replicated expert k's integer quotas on its holders filled from its groups: own tokens first, then the nearest
+// sources.
+void FastSplitter::fill_groups(int k, std::vector<SplitPart>& parts) {
+    const int D = D_, E = E_, e = in_.experts[k], first = in_.holder_start[k];
+    const int n = in_.holder_start[k + 1] - first;
+    const int* holders = in_.holders.data() + first;
+    quota_.resize(n);
+    round_shares_into(in_.share.data() + first, n, in_.load[k], quota_.data(), rest_, order_);
+    left_.resize(D);
+    for (int s = 0; s < D; ++s) left_[s] = counts_[static_cast<size_t>(s) * E + e];
+    auto give = [&](int s, int j) {
+        const int64_t tokens = std::min(left_[s], quota_[j]);
+        if (tokens > 0) parts.push_back({s, e, holders[j], tokens}), left_[s] -= tokens, quota_[j] -= tokens;
     };
-    for (size_t j = 0; j < holders.size(); ++j) give(holders[j], j);
-    for (int s = 0; s < D; ++s)
-        for (int d = 0; d < 3 && left[s] > 0; ++d)
-            for (size_t j = 0; j < holders.size() && left[s] > 0; ++j)
-                if (distance(cluster, s, holders[j]) == d) give(s, j);
+    for (int j = 0; j < n; ++j) give(holders[j], j);
+    for (int s = 0; s < D; ++s) {
+        const uint8_t* near = distance_.data() + static_cast<size_t>(s) * D;
+        for (int d = 0; d < 3 && left_[s] > 0; ++d)
+            for (int j = 0; j < n && left_[s] > 0; ++j)
+                if (near[holders[j]] == d) give(s, j);
+    }
     // a group with tokens but no part would fall to the owner rule: every token must be in a part
-    for (int s = 0; s < D; ++s) PROPHET_ASSERT_MSG(left[s] == 0, "fast split: quotas do not cover the groups");
-}
-
-}  // namespace
-
-std::vector<int64_t> round_shares(const double* x, int n, int64_t total) {
-    std::vector<int64_t> out(n);
-    std::vector<double> rest(n);
-    int64_t used = 0;
-    for (int i = 0; i < n; ++i) {
-        const double v = std::max(0.0, x[i]);
-        out[i] = std::min<int64_t>(static_cast<int64_t>(std::floor(v + 1e-9)), total);
-        rest[i] = v - static_cast<double>(out[i]);
-        used += out[i];
-    }
-    std::vector<int> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return rest[a] > rest[b]; });
-    for (int i = 0; used < total; i = (i + 1) % n, ++used) ++out[order[i]];
-    for (int i = n - 1; used > total; i = (i + n - 1) % n) {  // floor's epsilon overshot: take back from the end
-        if (out[order[i]] > 0) --out[order[i]], --used;
-    }
-    return out;
+    for (int s = 0; s < D; ++s) PROPHET_ASSERT_MSG(left_[s] == 0, "fast split: quotas do not cover the groups");
 }
 
 FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpec* cluster)
-    : counts_(counts), D_(D), E_(E), cluster_(cluster), load_(E, 0) {
+    : counts_(counts), D_(D), E_(E), distance_(static_cast<size_t>(D) * D, 0), load_(E, 0), max_flow_(0) {
+    for (int s = 0; s < D && cluster; ++s)
+        for (int g = 0; g < D; ++g) {
+            const ClusterSpec::LinkClass c = cluster->link_class(s, g);
+            distance_[static_cast<size_t>(s) * D + g] =
+                c == ClusterSpec::LinkClass::kNvlink ? 0 : c == ClusterSpec::LinkClass::kIntraNode ? 1 : 2;
+        }
     for (int s = 0; s < D; ++s)
         for (int e = 0; e < E; ++e) load_[e] += counts[static_cast<size_t>(s) * E + e];
     for (int64_t w : load_) total_ += w;
 }
 
-std::vector<SplitPart> FastSplitter::parts(const Placement& p, FastSplitReport* report) const {
+const std::vector<SplitPart>& FastSplitter::parts(const Placement& p, FastSplitReport* report) {
     PROPHET_ASSERT(p.num_devices == D_ && p.num_experts == E_);
-    const SplitInstance in = split_instance(load_, p);
+    fill_instance(p);
     FastSplitReport rep;
-    rep.max_computed = *std::max_element(in.fixed.begin(), in.fixed.end());
-    std::vector<SplitPart> out;
-    if (!in.experts.empty()) {
-        std::vector<std::vector<double>> share;
-        rep.max_computed = least_max_computed(counts_, E_, in, share, &rep.max_flow_solves);
-        for (size_t k = 0; k < in.experts.size(); ++k) {
-            const std::vector<int64_t> quota =
-                round_shares(share[k].data(), static_cast<int>(share[k].size()), in.load[k]);
-            fill_groups(counts_, D_, E_, in.experts[k], in.holders[k], quota, cluster_, out);
-        }
+    rep.max_computed = *std::max_element(in_.fixed.begin(), in_.fixed.end());
+    parts_.clear();
+    if (!in_.experts.empty()) {
+        rep.max_computed = least_max_computed(&rep.max_flow_solves);
+        for (int k = 0; k < static_cast<int>(in_.experts.size()); ++k) fill_groups(k, parts_);
     }
     if (report) *report = rep;
-    return out;
+    return parts_;
 }
 
 LayerFlow FastSplitter::split(const Placement& p, FastSplitReport* report) {
@@ -179,33 +212,38 @@ LayerFlow FastSplitter::split(const Placement& p, FastSplitReport* report) {
 }
 
 LayerFlow FastSplitter::split_totals(const Placement& p, FastSplitReport* report) {
-    const std::vector<SplitPart> split_parts = parts(p, report);
+    const std::vector<SplitPart>& split_parts = parts(p, report);
     const int D = D_, E = E_;
-    if (base_owner_ != p.owner) {  // the owner rule's routes for these owners, once
+    if (base_owner_ != p.owner) {  // the owner rule's routes and their totals for these owners, once
         base_owner_ = p.owner;
         base_route_.assign(static_cast<size_t>(D) * D, 0);
         for (int s = 0; s < D; ++s)
             for (int e = 0; e < E; ++e)
                 base_route_[static_cast<size_t>(s) * D + p.owner[e]] += counts_[static_cast<size_t>(s) * E + e];
+        base_computed_.assign(D, 0), base_received_.assign(D, 0), base_sent_.assign(D, 0);
+        for (int s = 0; s < D; ++s)
+            for (int g = 0; g < D; ++g) {
+                const int64_t n = base_route_[static_cast<size_t>(s) * D + g];
+                base_computed_[g] += n;
+                if (s != g) base_sent_[s] += n, base_received_[g] += n;
+            }
     }
     LayerFlow flow;
     flow.num_devices = D, flow.num_experts = E, flow.total_tokens = total_;
     flow.route = base_route_;
-    flow.replica_holders.assign(E, 0);
+    flow.computed = base_computed_, flow.received = base_received_, flow.sent = base_sent_;
+    auto add_route = [&](int s, int g, int64_t n) {  // n tokens more (or fewer) from s computed on g
+        flow.route[static_cast<size_t>(s) * D + g] += n;
+        flow.computed[g] += n;
+        if (s != g) flow.sent[s] += n, flow.received[g] += n;
+    };
+    flow.replica_holders = in_.replica_flags;
     for (int e = 0; e < E; ++e) {
-        flow.replica_holders[e] = p.num_replicas_of(e);
         if (flow.replica_holders[e] == 0 || load_[e] == 0) continue;
         for (int s = 0; s < D; ++s)  // the split replaces the owner rule's route of a replicated expert
-            flow.route[static_cast<size_t>(s) * D + p.owner[e]] -= counts_[static_cast<size_t>(s) * E + e];
+            add_route(s, p.owner[e], -counts_[static_cast<size_t>(s) * E + e]);
     }
-    for (const SplitPart& part : split_parts) flow.route[static_cast<size_t>(part.src) * D + part.dst] += part.tokens;
-    flow.computed.assign(D, 0), flow.received.assign(D, 0), flow.sent.assign(D, 0);
-    for (int s = 0; s < D; ++s)
-        for (int g = 0; g < D; ++g) {
-            const int64_t n = flow.route[static_cast<size_t>(s) * D + g];
-            flow.computed[g] += n;
-            if (s != g) flow.sent[s] += n, flow.received[g] += n;
-        }
+    for (const SplitPart& part : split_parts) add_route(part.src, part.dst, part.tokens);
     return flow;
 }
 

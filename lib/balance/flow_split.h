@@ -24,6 +24,7 @@
 
 #include "balance/cluster.h"
 #include "balance/flow_routing.h"
+#include "balance/max_flow.h"
 #include "balance/placement.h"
 
 namespace prophet {
@@ -34,8 +35,9 @@ struct FastSplitReport {
 };
 
 // The split of one layer's counts under many placements (flow's candidates): the expert loads are summed once,
-// and the owner rule's routes of the last owner vector are kept, so a placement with the same owners costs
-// O(D * (D + replicated experts * holders)) beyond its max-flow instead of O(D * E).
+// and the owner rule's routes of the last owner vector and their per-device totals are kept, so a placement with
+// the same owners costs a copy of the [D*D] routes, O(E * D / 8) to find its replicas and O(D * replicated experts
+// * holders) to split them, beyond its max-flow, instead of O(D * E). Buffers are kept across placements.
 class FastSplitter {
   public:
     // counts [D*E] must outlive the splitter; cluster: link classes for the nearest-source order (nullptr: device
@@ -49,14 +51,37 @@ class FastSplitter {
     LayerFlow split_totals(const Placement& placement, FastSplitReport* report = nullptr);
 
   private:
+    // The replicated experts with load, their holders (device order) and the fixed loads of everything else;
+    // refilled per placement, its buffers kept.
+    struct Instance {
+        std::vector<int> experts;       // [K] replicated experts with tokens
+        std::vector<int> holder_start;  // [K + 1] expert k's holders: holders[holder_start[k] .. holder_start[k+1])
+        std::vector<int> holders;       // devices, ascending per expert
+        std::vector<int> holder_arc;    // [holders] the max-flow arc expert -> holder
+        std::vector<double> share;      // [holders] fractional tokens on each holder
+        std::vector<int64_t> load;      // [K] w_e
+        std::vector<double> fixed;      // [D] h0: tokens of one-holder experts on their owner
+        std::vector<int> replica_flags; // [E] replica flags of each expert (LayerFlow::replica_holders)
+        double total = 0;               // W = sum of load
+    };
     const int64_t* counts_;
     int D_, E_;
-    const ClusterSpec* cluster_;
-    std::vector<int64_t> load_;  // [E] tokens per expert
+    std::vector<uint8_t> distance_;  // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
+    std::vector<int64_t> load_;      // [E] tokens per expert
     int64_t total_ = 0;
     std::vector<int> base_owner_;      // the owners base_route_ is for
     std::vector<int64_t> base_route_;  // [D*D] every expert's tokens sent to its owner in base_owner_
-    std::vector<SplitPart> parts(const Placement& placement, FastSplitReport* report) const;
+    std::vector<int64_t> base_computed_, base_received_, base_sent_;  // [D] base_route_'s totals
+    Instance in_;
+    MaxFlow max_flow_;
+    std::vector<int64_t> quota_, left_;  // scratch of the token fill
+    std::vector<double> rest_;           // scratch of the rounding
+    std::vector<int> order_;
+    std::vector<SplitPart> parts_;
+    void fill_instance(const Placement& placement);
+    double least_max_computed(int* solves);
+    void fill_groups(int k, std::vector<SplitPart>& parts);
+    const std::vector<SplitPart>& parts(const Placement& placement, FastSplitReport* report);
 };
 
 // One placement: FastSplitter(counts, ...).split(placement, report).

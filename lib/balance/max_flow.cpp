@@ -8,7 +8,15 @@
 
 namespace prophet {
 
-MaxFlow::MaxFlow(int num_nodes) : n_(num_nodes), head_(num_nodes, -1), level_(num_nodes), iter_(num_nodes) {}
+MaxFlow::MaxFlow(int num_nodes) { reset(num_nodes); }
+
+void MaxFlow::reset(int num_nodes) {
+    n_ = num_nodes;
+    head_.assign(num_nodes, -1);
+    level_.assign(num_nodes, 0);
+    iter_.assign(num_nodes, 0);
+    arcs_.clear(), cap_.clear(), flow_.clear();
+}
 
 int MaxFlow::add_arc(int from, int to, double cap) {
     PROPHET_ASSERT(from >= 0 && from < n_ && to >= 0 && to < n_ && cap >= 0);
@@ -35,14 +43,14 @@ void MaxFlow::raise_capacity(int arc, double cap) {
 
 bool MaxFlow::levels(int source, int sink, double eps) {
     std::fill(level_.begin(), level_.end(), -1);
-    std::vector<int> queue{source};
+    queue_.assign(1, source);
     level_[source] = 0;
-    for (size_t i = 0; i < queue.size(); ++i) {
-        const int v = queue[i];
+    for (size_t i = 0; i < queue_.size(); ++i) {
+        const int v = queue_[i];
         for (int a = head_[v]; a >= 0; a = arcs_[a].next)
             if (level_[arcs_[a].to] < 0 && residual(a) > eps) {
                 level_[arcs_[a].to] = level_[v] + 1;
-                queue.push_back(arcs_[a].to);
+                queue_.push_back(arcs_[a].to);
             }
     }
     return level_[sink] >= 0;

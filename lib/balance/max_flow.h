@@ -10,6 +10,9 @@ namespace prophet {
 class MaxFlow {
   public:
     explicit MaxFlow(int num_nodes);
+    // an empty graph of num_nodes nodes again, keeping the buffers (a caller solving many small networks in a row
+    // allocates once)
+    void reset(int num_nodes);
     // an arc from -> to of capacity cap >= 0; returns its index (for flow_on / raise_capacity)
     int add_arc(int from, int to, double cap);
     // sets the flow on an arc (0 <= flow <= cap) and the matching excess nowhere else: only for building an
@@ -26,8 +29,8 @@ class MaxFlow {
     struct Arc {
         int to, next;
     };
-    int n_;
-    std::vector<int> head_, level_, iter_;
+    int n_ = 0;
+    std::vector<int> head_, level_, iter_, queue_;
     std::vector<Arc> arcs_;  // arc 2i forward, 2i + 1 its reverse
     std::vector<double> cap_, flow_;
     double residual(int a) const { return cap_[a] - flow_[a]; }

@@ -7,8 +7,8 @@
 #include <limits>
 #include <numeric>
 
+#include "balance/flow_repack.h"
 #include "balance/flow_split.h"
-#include "balance/relabel.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -127,44 +127,12 @@ struct Anchored {
     }
 };
 
-// The repacked family: every copy (copies from the first `extra` of order) packed largest first into D bins of
-// ceil((E + extra) / D) slots, no duplicates in a bin; bins relabelled to the devices of fewest weight moves
-// against `current`. Owner of e: its current owner if that device keeps a copy, else its heaviest bin's device.
-Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra, const Placement& current) {
-    const int D = current.num_devices, E = current.num_experts;
-    std::vector<int> copies(E, 1);
+// The repacked family's candidate with the first `extra` copies of order (flow_repack.h: every copy packed, bins
+// relabelled to the devices of fewest weight moves against the current placement).
+Placement repacked(CopyOrder& order, int extra, int num_experts, Repacker& repacker) {
+    std::vector<int> copies(num_experts, 1);
     for (int i = 0; i < extra; ++i) ++copies[order[i]];
-    std::vector<std::pair<double, int>> items;  // (weight, expert)
-    for (int e = 0; e < E; ++e)
-        for (int c = 0; c < copies[e]; ++c) items.emplace_back(load[e] / copies[e], e);
-    std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    const int slots = (E + extra + D - 1) / D;
-    std::vector<double> weight(D, 0.0);
-    std::vector<int> used(D, 0);
-    std::vector<uint8_t> in_bin(static_cast<size_t>(D) * E, 0);  // [bin*E + e]
-    std::vector<std::vector<int>> bin_experts(D);                // the experts of each bin (at most `slots`)
-    for (const auto& [w, e] : items) {
-        int best = -1;
-        for (int b = 0; b < D; ++b)
-            if (used[b] < slots && !in_bin[static_cast<size_t>(b) * E + e] && (best < 0 || weight[b] < weight[best]))
-                best = b;
-        if (best < 0) continue;  // every bin with room holds e: the copy is dropped
-        weight[best] += w, ++used[best], in_bin[static_cast<size_t>(best) * E + e] = 1;
-        bin_experts[best].push_back(e);
-    }
-    std::vector<int64_t> moves(static_cast<size_t>(D) * D, 0);
-    for (int b = 0; b < D; ++b)
-        for (int e : bin_experts[b])
-            for (int d = 0; d < D; ++d) moves[static_cast<size_t>(b) * D + d] += !current.holds(e, d);
-    const std::vector<int> device_of_bin = min_cost_assignment(moves, D);
-    std::vector<int> owner(E, -1);
-    for (int b = 0; b < D; ++b)
-        for (int e : bin_experts[b])
-            if (owner[e] < 0 || device_of_bin[b] == current.owner[e]) owner[e] = device_of_bin[b];
-    Placement p = Placement::make_owners(D, owner);
-    for (int b = 0; b < D; ++b)
-        for (int e : bin_experts[b]) p.add_replica(e, device_of_bin[b]);
-    return p;
+    return repacker.pack(copies);
 }
 
 // 0, 1, 2, 3, 4, 6, 8, 12, 16, 24, ... up to limit
@@ -250,9 +218,10 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     }
     // the repacked family (owners may move; the relabelling keeps as many weights in place as it can)
     double previous = std::numeric_limits<double>::infinity();
+    Repacker repacker(load, current);
     for (size_t i = 0, rises = 0; i < schedule.size() && rises < 2; ++i) {
-        const Placement p = repacked(load, order, schedule[i], current);
-        if (!check_placement(p, cap).empty()) continue;
+        const Placement p = repacked(order, schedule[i], E, repacker);
+        if (cap > 0 && repacker.most_replicas() > cap) continue;
         const double s = consider(p, schedule[i], true);
         rises = s >= previous ? rises + 1 : 0;
         previous = s;

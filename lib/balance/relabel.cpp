@@ -11,6 +11,18 @@ namespace prophet {
 
 namespace {
 
+// The Hungarian algorithm's state, 1-based over columns (column 0: the virtual start of a row's path).
+struct AssignmentScratch {
+    explicit AssignmentScratch(int n)
+        : u(n + 1, 0), v(n + 1, 0), reach(n + 1), settled_at(n + 1), match(n + 1, 0), previous(n + 1),
+          used(n + 1), row_done(n + 1, 0) {
+        visited.reserve(n + 1);
+    }
+    std::vector<int64_t> u, v, reach, settled_at;  // row and column potentials; a row's path lengths
+    std::vector<int> match, previous, visited;     // match[col] = row; path predecessors; columns reached
+    std::vector<uint8_t> used, row_done;
+};
+
 // Feasible starting potentials (row minima, then the column minima of what is left: every reduced cost >= 0) and a
 // greedy matching on pairs of reduced cost 0, which the shortest-path rows below then only complete: relabelling's
 // move counts are mostly ties, so most rows are matched here in O(n) instead of a Dijkstra each.
@@ -33,51 +45,59 @@ void seed_potentials(const std::vector<int64_t>& cost, int n, std::vector<int64_
             }
 }
 
+// One row's shortest augmenting path (Dijkstra on reduced costs from `row`), the potentials updated and the path
+// augmented. The potentials are applied lazily: `reach[c]` holds the path length to column c plus the distance
+// settled when c was reached (`settled`), so the textbook's per-step pass that lowers every unreached column by
+// the step's delta and raises every reached one is one pass per row at the end; the same columns are chosen in
+// the same order (ties to the lower index), so the result is the textbook's, bit for bit.
+void augment_row(const std::vector<int64_t>& cost, int n, int row, AssignmentScratch& s) {
+    const int64_t inf = std::numeric_limits<int64_t>::max() / 4;
+    std::vector<int64_t>&u = s.u, &v = s.v, &reach = s.reach, &settled_at = s.settled_at;
+    std::vector<int>&match = s.match, &previous = s.previous, &visited = s.visited;
+    s.match[0] = row;
+    std::fill(reach.begin(), reach.end(), inf);
+    std::fill(s.used.begin(), s.used.end(), 0);
+    visited.clear();
+    int col = 0;
+    int64_t settled = 0;  // the sum of the textbook's deltas so far
+    do {
+        s.used[col] = 1, settled_at[col] = settled, visited.push_back(col);
+        const int r = match[col];
+        const int64_t* cost_row = cost.data() + static_cast<size_t>(r - 1) * n - 1;
+        const int64_t base = settled - u[r];
+        int64_t best = inf;
+        int next = 0;
+        for (int c = 1; c <= n; ++c) {
+            if (s.used[c]) continue;
+            const int64_t length = cost_row[c] - v[c] + base;
+            if (length < reach[c]) reach[c] = length, previous[c] = col;
+            if (reach[c] < best) best = reach[c], next = c;
+        }
+        settled = best;
+        col = next;
+    } while (match[col] != 0);
+    for (int c : visited) {  // every reached column took each delta from its own step on
+        u[match[c]] += settled - settled_at[c];
+        v[c] -= settled - settled_at[c];
+    }
+    do {  // augment along the path back to the start
+        const int before = previous[col];
+        match[col] = match[before];
+        col = before;
+    } while (col != 0);
+}
+
 }  // namespace
 
 std::vector<int> min_cost_assignment(const std::vector<int64_t>& cost, int n) {
     PROPHET_ASSERT(n >= 0 && cost.size() == static_cast<size_t>(n) * n);
-    const int64_t inf = std::numeric_limits<int64_t>::max() / 4;
     // 1-based internals: u, v potentials; match[col] = row; column 0 is the virtual start
-    std::vector<int64_t> u(n + 1, 0), v(n + 1, 0), reach(n + 1);
-    std::vector<int> match(n + 1, 0), previous(n + 1);
-    std::vector<uint8_t> used(n + 1), row_done(n + 1, 0);
-    seed_potentials(cost, n, u, v, match, row_done);
-    for (int row = 1; row <= n; ++row) {
-        if (row_done[row]) continue;
-        match[0] = row;
-        int col = 0;
-        std::fill(reach.begin(), reach.end(), inf);
-        std::fill(used.begin(), used.end(), 0);
-        do {  // Dijkstra step on reduced costs from the columns reached so far
-            used[col] = 1;
-            const int r = match[col];
-            int64_t delta = inf;
-            int next = 0;
-            for (int c = 1; c <= n; ++c) {
-                if (used[c]) continue;
-                const int64_t reduced = cost[static_cast<size_t>(r - 1) * n + (c - 1)] - u[r] - v[c];
-                if (reduced < reach[c]) reach[c] = reduced, previous[c] = col;
-                if (reach[c] < delta) delta = reach[c], next = c;
-            }
-            for (int c = 0; c <= n; ++c) {
-                if (used[c]) {
-                    u[match[c]] += delta;
-                    v[c] -= delta;
-                } else {
-                    reach[c] -= delta;
-                }
-            }
-            col = next;
-        } while (match[col] != 0);
-        do {  // augment along the path back to the start
-            const int before = previous[col];
-            match[col] = match[before];
-            col = before;
-        } while (col != 0);
-    }
+    AssignmentScratch s(n);
+    seed_potentials(cost, n, s.u, s.v, s.match, s.row_done);
+    for (int row = 1; row <= n; ++row)
+        if (!s.row_done[row]) augment_row(cost, n, row, s);
     std::vector<int> col_of_row(n);
-    for (int c = 1; c <= n; ++c) col_of_row[match[c] - 1] = c - 1;
+    for (int c = 1; c <= n; ++c) col_of_row[s.match[c] - 1] = c - 1;
     return col_of_row;
 }
 

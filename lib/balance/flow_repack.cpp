@@ -1,0 +1,105 @@
+// flow_repack.cpp: flow's repacked candidates (flow_repack.h): heap packing, move counts, relabelling, owners.
+#include "balance/flow_repack.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "balance/relabel.h"
+#include "core/error.h"
+
+namespace prophet {
+
+Repacker::Repacker(const std::vector<double>& load, const Placement& current)
+    : load_(load), current_(current), D_(current.num_devices), E_(current.num_experts), holder_start_(E_ + 1, 0),
+      in_bin_(static_cast<size_t>(current.num_devices) * current.num_experts, 0) {
+    PROPHET_ASSERT(static_cast<int>(load.size()) == E_);
+    for (int e = 0; e < E_; ++e) {
+        for (int d = 0; d < D_; ++d)
+            if (current.holds(e, d)) holders_.push_back(d);
+        holder_start_[e + 1] = static_cast<int>(holders_.size());
+    }
+}
+
+// The items heaviest first into the lightest bin with room that lacks their expert: bin_items_[b*slots ..
+// b*slots + used_[b]) in the order they arrived.
+void Repacker::pack_items(const std::vector<int>& copies, int slots) {
+    const int D = D_, E = E_;
+    experts_.resize(E);
+    std::iota(experts_.begin(), experts_.end(), 0);
+    // an expert's copies are equal items, so sorting experts by (item weight descending, index) orders the items
+    // as a stable sort of them (expert-major) would
+    std::sort(experts_.begin(), experts_.end(), [&](int a, int b) {
+        const double wa = load_[a] / copies[a], wb = load_[b] / copies[b];
+        return wa > wb || (wa == wb && a < b);
+    });
+    weight_.assign(D, 0.0);
+    used_.assign(D, 0);
+    bin_items_.assign(static_cast<size_t>(D) * slots, -1);
+    heap_.clear();
+    for (int b = 0; b < D; ++b) heap_.emplace_back(0.0, b);  // ascending: already a min-heap
+    const auto lighter_first = std::greater<std::pair<double, int>>();
+    std::vector<std::pair<double, int>> aside;
+    for (int e : experts_) {
+        const double w = load_[e] / copies[e];
+        for (int c = 0; c < copies[e]; ++c) {
+            int best = -1;
+            aside.clear();
+            while (best < 0 && !heap_.empty()) {  // the lightest bin with room that lacks e
+                std::pop_heap(heap_.begin(), heap_.end(), lighter_first);
+                const std::pair<double, int> top = heap_.back();
+                heap_.pop_back();
+                if (in_bin_[static_cast<size_t>(top.second) * E + e])
+                    aside.push_back(top);
+                else
+                    best = top.second;
+            }
+            for (const auto& bin : aside) heap_.push_back(bin), std::push_heap(heap_.begin(), heap_.end(), lighter_first);
+            if (best < 0) continue;  // every bin with room holds e: the copy is dropped
+            weight_[best] += w;
+            in_bin_[static_cast<size_t>(best) * E + e] = 1;
+            bin_items_[static_cast<size_t>(best) * slots + used_[best]++] = e;
+            if (used_[best] < slots)
+                heap_.emplace_back(weight_[best], best), std::push_heap(heap_.begin(), heap_.end(), lighter_first);
+        }
+    }
+}
+
+Placement Repacker::pack(const std::vector<int>& copies) {
+    const int D = D_, E = E_;
+    PROPHET_ASSERT(static_cast<int>(copies.size()) == E);
+    const int items = std::accumulate(copies.begin(), copies.end(), 0);
+    const int slots = (items + D - 1) / D;
+    pack_items(copies, slots);
+    auto bin = [&](int b) { return bin_items_.data() + static_cast<size_t>(b) * slots; };
+    moves_.assign(static_cast<size_t>(D) * D, 0);
+    for (int b = 0; b < D; ++b) {
+        int64_t* row = moves_.data() + static_cast<size_t>(b) * D;
+        std::fill(row, row + D, used_[b]);
+        for (int i = 0; i < used_[b]; ++i) {
+            const int e = bin(b)[i];
+            for (int h = holder_start_[e]; h < holder_start_[e + 1]; ++h) --row[holders_[h]];
+            in_bin_[static_cast<size_t>(b) * E + e] = 0;  // cleared for the next pack
+        }
+    }
+    device_of_bin_ = min_cost_assignment(moves_, D);
+    owner_.assign(E, -1);
+    for (int b = 0; b < D; ++b)
+        for (int i = 0; i < used_[b]; ++i) {
+            const int e = bin(b)[i];
+            if (owner_[e] < 0 || device_of_bin_[b] == current_.owner[e]) owner_[e] = device_of_bin_[b];
+        }
+    Placement p = Placement::make_owners(D, owner_);
+    most_replicas_ = 0;
+    for (int b = 0; b < D; ++b) {
+        int replicas = 0;
+        for (int i = 0; i < used_[b]; ++i) {
+            p.add_replica(bin(b)[i], device_of_bin_[b]);
+            replicas += owner_[bin(b)[i]] != device_of_bin_[b];
+        }
+        most_replicas_ = std::max(most_replicas_, replicas);
+    }
+    return p;
+}
+
+}  // namespace prophet
