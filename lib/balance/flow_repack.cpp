@@ -72,7 +72,7 @@ Placement Repacker::pack(const std::vector<int>& copies) {
     const int slots = (items + D - 1) / D;
     pack_items(copies, slots);
     auto bin = [&](int b) { return bin_items_.data() + static_cast<size_t>(b) * slots; };
-    moves_.assign(static_cast<size_t>(D) * D, 0);
+    moves_.resize(static_cast<size_t>(D) * D);  // every row written below
     for (int b = 0; b < D; ++b) {
         int64_t* row = moves_.data() + static_cast<size_t>(b) * D;
         std::fill(row, row + D, used_[b]);

@@ -54,6 +54,13 @@ void round_shares_into(const double* x, int n, int64_t total, int64_t* out, std:
     }
 }
 
+// n tokens more (or fewer, n < 0) from s computed on g, in the route and its per-device totals
+void add_route(LayerFlow& flow, int s, int g, int64_t n) {
+    flow.route[static_cast<size_t>(s) * flow.num_devices + g] += n;
+    flow.computed[g] += n;
+    if (s != g) flow.sent[s] += n, flow.received[g] += n;
+}
+
 }  // namespace
 
 std::vector<int64_t> round_shares(const double* x, int n, int64_t total) {
@@ -211,39 +218,42 @@ LayerFlow FastSplitter::split(const Placement& p, FastSplitReport* report) {
     return flow_from_parts(counts_, D_, E_, p, parts(p, report));
 }
 
+// The owner rule's routes and their per-device totals for `owner`, rebuilt when the owners change (a rebuild's
+// tight O(D * E) pass is cheaper than moving the many experts a repacked candidate moves).
+void FastSplitter::update_base(const std::vector<int>& owner) {
+    const int D = D_, E = E_;
+    if (base_owner_ == owner) return;
+    base_owner_ = owner;
+    base_.num_devices = D, base_.num_experts = E, base_.total_tokens = total_;
+    base_.route.assign(static_cast<size_t>(D) * D, 0);
+    for (int s = 0; s < D; ++s) {
+        int64_t* row = base_.route.data() + static_cast<size_t>(s) * D;
+        const int64_t* from = counts_ + static_cast<size_t>(s) * E;
+        for (int e = 0; e < E; ++e) row[owner[e]] += from[e];
+    }
+    // computed: column sums; sent: row sums less the diagonal (local tokens); received: computed less the diagonal
+    base_.computed.assign(D, 0), base_.received.assign(D, 0), base_.sent.assign(D, 0);
+    for (int s = 0; s < D; ++s) {
+        const int64_t* row = base_.route.data() + static_cast<size_t>(s) * D;
+        int64_t row_sum = 0;
+        for (int g = 0; g < D; ++g) base_.computed[g] += row[g], row_sum += row[g];
+        base_.sent[s] = row_sum - row[s];
+    }
+    for (int g = 0; g < D; ++g) base_.received[g] = base_.computed[g] - base_.route[static_cast<size_t>(g) * D + g];
+}
+
 LayerFlow FastSplitter::split_totals(const Placement& p, FastSplitReport* report) {
     const std::vector<SplitPart>& split_parts = parts(p, report);
     const int D = D_, E = E_;
-    if (base_owner_ != p.owner) {  // the owner rule's routes and their totals for these owners, once
-        base_owner_ = p.owner;
-        base_route_.assign(static_cast<size_t>(D) * D, 0);
-        for (int s = 0; s < D; ++s)
-            for (int e = 0; e < E; ++e)
-                base_route_[static_cast<size_t>(s) * D + p.owner[e]] += counts_[static_cast<size_t>(s) * E + e];
-        base_computed_.assign(D, 0), base_received_.assign(D, 0), base_sent_.assign(D, 0);
-        for (int s = 0; s < D; ++s)
-            for (int g = 0; g < D; ++g) {
-                const int64_t n = base_route_[static_cast<size_t>(s) * D + g];
-                base_computed_[g] += n;
-                if (s != g) base_sent_[s] += n, base_received_[g] += n;
-            }
-    }
-    LayerFlow flow;
-    flow.num_devices = D, flow.num_experts = E, flow.total_tokens = total_;
-    flow.route = base_route_;
-    flow.computed = base_computed_, flow.received = base_received_, flow.sent = base_sent_;
-    auto add_route = [&](int s, int g, int64_t n) {  // n tokens more (or fewer) from s computed on g
-        flow.route[static_cast<size_t>(s) * D + g] += n;
-        flow.computed[g] += n;
-        if (s != g) flow.sent[s] += n, flow.received[g] += n;
-    };
+    update_base(p.owner);
+    LayerFlow flow = base_;
     flow.replica_holders = in_.replica_flags;
     for (int e = 0; e < E; ++e) {
         if (flow.replica_holders[e] == 0 || load_[e] == 0) continue;
         for (int s = 0; s < D; ++s)  // the split replaces the owner rule's route of a replicated expert
-            add_route(s, p.owner[e], -counts_[static_cast<size_t>(s) * E + e]);
+            add_route(flow, s, p.owner[e], -counts_[static_cast<size_t>(s) * E + e]);
     }
-    for (const SplitPart& part : split_parts) add_route(part.src, part.dst, part.tokens);
+    for (const SplitPart& part : split_parts) add_route(flow, part.src, part.dst, part.tokens);
     return flow;
 }
 

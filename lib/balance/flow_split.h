@@ -69,15 +69,15 @@ class FastSplitter {
     std::vector<uint8_t> distance_;  // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
     std::vector<int64_t> load_;      // [E] tokens per expert
     int64_t total_ = 0;
-    std::vector<int> base_owner_;      // the owners base_route_ is for
-    std::vector<int64_t> base_route_;  // [D*D] every expert's tokens sent to its owner in base_owner_
-    std::vector<int64_t> base_computed_, base_received_, base_sent_;  // [D] base_route_'s totals
+    std::vector<int> base_owner_;      // the owners base_ is for
+    LayerFlow base_;  // route [D*D] of every expert's tokens to its owner in base_owner_, computed, received, sent
     Instance in_;
     MaxFlow max_flow_;
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
     std::vector<double> rest_;           // scratch of the rounding
     std::vector<int> order_;
     std::vector<SplitPart> parts_;
+    void update_base(const std::vector<int>& owner);
     void fill_instance(const Placement& placement);
     double least_max_computed(int* solves);
     void fill_groups(int k, std::vector<SplitPart>& parts);

@@ -33,10 +33,9 @@ void seed_potentials(const std::vector<int64_t>& cost, int n, std::vector<int64_
         u[r] = at(r, 1);
         for (int c = 2; c <= n; ++c) u[r] = std::min(u[r], at(r, c));
     }
-    for (int c = 1; c <= n; ++c) {
-        v[c] = at(1, c) - u[1];
-        for (int r = 2; r <= n; ++r) v[c] = std::min(v[c], at(r, c) - u[r]);
-    }
+    for (int c = 1; c <= n; ++c) v[c] = at(1, c) - u[1];
+    for (int r = 2; r <= n; ++r)  // row by row (contiguous): the column minima are the same in any order
+        for (int c = 1; c <= n; ++c) v[c] = std::min(v[c], at(r, c) - u[r]);
     for (int r = 1; r <= n; ++r)
         for (int c = 1; c <= n; ++c)
             if (match[c] == 0 && at(r, c) - u[r] - v[c] == 0) {

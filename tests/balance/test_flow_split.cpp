@@ -131,6 +131,32 @@ TEST_P(FastSplitOracle, TotalsEqualTheFullFlow) {
     }
 }
 
+// The splitter keeps its buffers (instance, max-flow, rounding, fill) and the owner routes' totals across
+// placements: a splitter reused over a sequence of placements gives what a fresh splitter gives for each.
+TEST_P(FastSplitOracle, ReusedSplitterEqualsAFreshOne) {
+    const SplitCase c = GetParam();
+    Rng rng(c.seed + 3);
+    const std::vector<int64_t> counts = case_counts(c, rng);
+    FastSplitter reused(counts.data(), c.D, c.E, nullptr);
+    for (int trial = 0; trial < 25; ++trial) {
+        Placement p = case_placement(c, rng);
+        for (int e = 0; e < c.E && trial % 3 != 0; ++e) {  // mostly fixed owners: the cached totals are reused
+            p.owner[e] = e % c.D;
+            p.replica[static_cast<size_t>(e) * c.D + p.owner[e]] = 0;
+        }
+        FastSplitter fresh(counts.data(), c.D, c.E, nullptr);
+        FastSplitReport reused_report, fresh_report;
+        const LayerFlow a = reused.split_totals(p, &reused_report), b = fresh.split_totals(p, &fresh_report);
+        EXPECT_EQ(a.route, b.route) << "trial " << trial;
+        EXPECT_EQ(a.computed, b.computed) << "trial " << trial;
+        EXPECT_EQ(a.received, b.received) << "trial " << trial;
+        EXPECT_EQ(a.sent, b.sent) << "trial " << trial;
+        EXPECT_EQ(a.replica_holders, b.replica_holders) << "trial " << trial;
+        EXPECT_EQ(reused_report.max_computed, fresh_report.max_computed) << "trial " << trial;
+        EXPECT_EQ(reused_report.max_flow_solves, fresh_report.max_flow_solves) << "trial " << trial;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Table, FastSplitOracle,
                          ::testing::Values(SplitCase{"random", 4, 6, 9, Shape::kRandom, 1},
                                            SplitCase{"random_large", 8, 16, 50, Shape::kRandom, 2},
@@ -198,6 +224,18 @@ TEST_P(MaxFlowTable, ValueIsTheMinimumCut) {
     if (c.raised_arc < 0) return;
     mf.raise_capacity(index[c.raised_arc], c.raised_to);
     EXPECT_NEAR(mf.solve(0, 1, 1e-12), c.max_flow_after, 1e-9);
+}
+
+// reset() empties the graph but keeps the buffers: the same network built again after a solve gives the same value
+TEST_P(MaxFlowTable, ResetGraphSolvesAsAFreshOne) {
+    const FlowNetworkCase c = GetParam();
+    MaxFlow mf(c.nodes + 3);
+    mf.add_arc(0, c.nodes + 2, 7.0);  // a network of another size first, solved, then reset away
+    mf.add_arc(c.nodes + 2, 1, 7.0);
+    mf.solve(0, 1, 1e-12);
+    mf.reset(c.nodes);
+    for (const auto& a : c.arcs) mf.add_arc(static_cast<int>(a[0]), static_cast<int>(a[1]), a[2]);
+    EXPECT_NEAR(mf.solve(0, 1, 1e-12), c.max_flow, 1e-9);
 }
 
 // diamond: 0->2 (3), 0->3 (2), 2->1 (2), 3->1 (9), 2->3 (1): the cut at the source is 5; raising 0->3 to 9 moves the
