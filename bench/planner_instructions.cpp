@@ -36,7 +36,8 @@ int64_t plan_once(const Input& in) {
     if (in.policy == "prophet") return replicas(plan_prophet(in.counts.data(), in.D, in.E, in.cost, in.options));
     if (in.policy == "fastermoe") return replicas(plan_fastermoe(in.counts.data(), in.D, in.E, in.cost, in.options));
     if (in.policy == "flow")
-        return replicas(plan_flow(in.counts.data(), in.D, in.E, in.cost, in.options, Placement::make_static(in.D, in.E)));
+        return replicas(
+            plan_flow(in.counts.data(), in.D, in.E, in.cost, in.options, Placement::make_static(in.D, in.E)));
     return replicas(plan_eplb(in.loads, 1, in.D, in.E, 1, in.options).front());
 }
 
@@ -60,7 +61,8 @@ int main(int argc, char** argv) {
     in.D = std::atoi(argv[3]);
     const int plans = std::atoi(argv[4]);
     if (in.policy != "prophet" && in.policy != "fastermoe" && in.policy != "eplb" && in.policy != "flow") {
-        std::fprintf(stderr, "planner_instructions: policy '%s' is not one of prophet, fastermoe, eplb, flow\n", argv[1]);
+        std::fprintf(stderr, "planner_instructions: policy '%s' is not one of prophet, fastermoe, eplb, flow\n",
+                     argv[1]);
         return 2;
     }
     if (in.E < 1 || in.D < 1 || in.E % in.D != 0 || plans < 1) {

@@ -54,7 +54,8 @@ void Repacker::pack_items(const std::vector<int>& copies, int slots) {
                 else
                     best = top.second;
             }
-            for (const auto& bin : aside) heap_.push_back(bin), std::push_heap(heap_.begin(), heap_.end(), lighter_first);
+            for (const auto& bin : aside)
+                heap_.push_back(bin), std::push_heap(heap_.begin(), heap_.end(), lighter_first);
             if (best < 0) continue;  // every bin with room holds e: the copy is dropped
             weight_[best] += w;
             in_bin_[static_cast<size_t>(best) * E + e] = 1;

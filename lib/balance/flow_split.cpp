@@ -192,8 +192,9 @@ FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpe
     for (int s = 0; s < D && cluster; ++s)
         for (int g = 0; g < D; ++g) {
             const ClusterSpec::LinkClass c = cluster->link_class(s, g);
-            distance_[static_cast<size_t>(s) * D + g] =
-                c == ClusterSpec::LinkClass::kNvlink ? 0 : c == ClusterSpec::LinkClass::kIntraNode ? 1 : 2;
+            distance_[static_cast<size_t>(s) * D + g] = c == ClusterSpec::LinkClass::kNvlink      ? 0
+                                                        : c == ClusterSpec::LinkClass::kIntraNode ? 1
+                                                                                                  : 2;
         }
     for (int s = 0; s < D; ++s)
         for (int e = 0; e < E; ++e) load_[e] += counts[static_cast<size_t>(s) * E + e];

@@ -54,22 +54,22 @@ class FastSplitter {
     // The replicated experts with load, their holders (device order) and the fixed loads of everything else;
     // refilled per placement, its buffers kept.
     struct Instance {
-        std::vector<int> experts;       // [K] replicated experts with tokens
-        std::vector<int> holder_start;  // [K + 1] expert k's holders: holders[holder_start[k] .. holder_start[k+1])
-        std::vector<int> holders;       // devices, ascending per expert
-        std::vector<int> holder_arc;    // [holders] the max-flow arc expert -> holder
-        std::vector<double> share;      // [holders] fractional tokens on each holder
-        std::vector<int64_t> load;      // [K] w_e
-        std::vector<double> fixed;      // [D] h0: tokens of one-holder experts on their owner
-        std::vector<int> replica_flags; // [E] replica flags of each expert (LayerFlow::replica_holders)
-        double total = 0;               // W = sum of load
+        std::vector<int> experts;        // [K] replicated experts with tokens
+        std::vector<int> holder_start;   // [K + 1] expert k's holders: holders[holder_start[k] .. holder_start[k+1])
+        std::vector<int> holders;        // devices, ascending per expert
+        std::vector<int> holder_arc;     // [holders] the max-flow arc expert -> holder
+        std::vector<double> share;       // [holders] fractional tokens on each holder
+        std::vector<int64_t> load;       // [K] w_e
+        std::vector<double> fixed;       // [D] h0: tokens of one-holder experts on their owner
+        std::vector<int> replica_flags;  // [E] replica flags of each expert (LayerFlow::replica_holders)
+        double total = 0;                // W = sum of load
     };
     const int64_t* counts_;
     int D_, E_;
     std::vector<uint8_t> distance_;  // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
     std::vector<int64_t> load_;      // [E] tokens per expert
     int64_t total_ = 0;
-    std::vector<int> base_owner_;      // the owners base_ is for
+    std::vector<int> base_owner_;  // the owners base_ is for
     LayerFlow base_;  // route [D*D] of every expert's tokens to its owner in base_owner_, computed, received, sent
     Instance in_;
     MaxFlow max_flow_;

@@ -14,8 +14,8 @@ namespace {
 // The Hungarian algorithm's state, 1-based over columns (column 0: the virtual start of a row's path).
 struct AssignmentScratch {
     explicit AssignmentScratch(int n)
-        : u(n + 1, 0), v(n + 1, 0), reach(n + 1), settled_at(n + 1), match(n + 1, 0), previous(n + 1),
-          used(n + 1), row_done(n + 1, 0) {
+        : u(n + 1, 0), v(n + 1, 0), reach(n + 1), settled_at(n + 1), match(n + 1, 0), previous(n + 1), used(n + 1),
+          row_done(n + 1, 0) {
         visited.reserve(n + 1);
     }
     std::vector<int64_t> u, v, reach, settled_at;  // row and column potentials; a row's path lengths

@@ -135,8 +135,8 @@ Placement scan_repacked(const std::vector<double>& load, const std::vector<int>&
 struct RepackCase {
     const char* name;
     int D, E;
-    int load_range;     // loads uniform integers in [0, load_range): small ranges make equal items
-    int max_extra;      // extra copies per expert at most (copies beyond D are dropped by the packing)
+    int load_range;       // loads uniform integers in [0, load_range): small ranges make equal items
+    int max_extra;        // extra copies per expert at most (copies beyond D are dropped by the packing)
     bool replicated_now;  // the current placement holds replicas too (else static)
 };
 
