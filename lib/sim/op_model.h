@@ -51,8 +51,8 @@ const char* gemm_op_name(GemmOp op);  // "nn", "nt", "tn"
 // The rate at a grid point is that point's measurement, and the interpolation is monotone along an axis wherever
 // the measured rates are.
 struct GemmGrid {
-    std::vector<double> m, n, k;                      // the axes: rows, output columns, inner dimension; ascending, > 0
-    std::array<std::vector<double>, 3> flops_per_s;   // per GemmOp: [m.size()][n.size()][k.size()], K fastest
+    std::vector<double> m, n, k;                     // the axes: rows, output columns, inner dimension; ascending, > 0
+    std::array<std::vector<double>, 3> flops_per_s;  // per GemmOp: [m.size()][n.size()][k.size()], K fastest
     bool empty() const { return m.empty() || n.empty() || k.empty(); }
 };
 

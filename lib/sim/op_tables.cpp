@@ -64,7 +64,8 @@ void read_attn_at(const toml::table& ops, const std::string& path, OpTables& t) 
 std::vector<double> grid_axis(const toml::table& ops, const std::string& path, const char* key) {
     const toml::array* a = ops[key].as_array();
     if (!a || a->empty())
-        throw_config_error(std::string("ops.") + key, "(absent or empty)", "is required in the [ops] section of " + path,
+        throw_config_error(std::string("ops.") + key, "(absent or empty)",
+                           "is required in the [ops] section of " + path,
                            "re-run prophet profile --calibrate (it writes the GEMM grid)");
     const std::vector<double> axis = numbers(*a, std::string("ops.") + key, path);
     for (size_t i = 0; i < axis.size(); ++i)
@@ -86,10 +87,10 @@ void read_gemm_grid(const toml::table& ops, const std::string& path, OpTables& t
         const toml::array* a = ops[key].as_array();
         const std::vector<double> rates = a ? numbers(*a, "ops." + key, path) : std::vector<double>{};
         if (rates.size() != points)
-            throw_config_error("ops." + key, std::to_string(rates.size()) + " numbers",
-                               "needs one rate per grid point (" + std::to_string(points) + " = gemm_grid_m x n x k) in " +
-                                   path,
-                               "re-run prophet profile --calibrate");
+            throw_config_error(
+                "ops." + key, std::to_string(rates.size()) + " numbers",
+                "needs one rate per grid point (" + std::to_string(points) + " = gemm_grid_m x n x k) in " + path,
+                "re-run prophet profile --calibrate");
         for (const double r : rates)
             if (r <= 0)
                 throw_config_error("ops." + key, std::to_string(r), "must list rates > 0 in " + path,

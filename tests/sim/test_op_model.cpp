@@ -84,18 +84,19 @@ TEST(GemmGrid, ReproducesEveryGridPoint) {
 TEST(GemmGrid, InterpolatesMultilinearlyInLogSpace) {
     const auto lg = [](double x) { return std::log2(x); };
     const auto rate = [&](double m, double n, double k) {
-        return 1e9 * (1 + 0.5 * lg(m) + 0.25 * lg(n) + 0.1 * lg(k) + 0.02 * lg(m) * lg(n) + 0.01 * lg(m) * lg(n) * lg(k));
+        return 1e9 *
+               (1 + 0.5 * lg(m) + 0.25 * lg(n) + 0.1 * lg(k) + 0.02 * lg(m) * lg(n) + 0.01 * lg(m) * lg(n) * lg(k));
     };
     const GemmGrid g = synthetic_grid(rate);
     struct Row {
-        double m, n, k;        // where
-        double em, en, ek;     // the point whose rate it must be (the clamped coordinates)
+        double m, n, k;     // where
+        double em, en, ek;  // the point whose rate it must be (the clamped coordinates)
     };
     const Row rows[] = {
-        {40, 100, 300, 40, 100, 300},        // inside: exact
-        {500, 9, 2000, 500, 9, 2000},        // inside, near the edges
-        {4, 100, 300, 16, 100, 300},         // below M: clamped to 16
-        {4096, 3, 9000, 1024, 8, 2048},      // beyond all three axes
+        {40, 100, 300, 40, 100, 300},    // inside: exact
+        {500, 9, 2000, 500, 9, 2000},    // inside, near the edges
+        {4, 100, 300, 16, 100, 300},     // below M: clamped to 16
+        {4096, 3, 9000, 1024, 8, 2048},  // beyond all three axes
     };
     for (const Row& r : rows)
         EXPECT_NEAR(gemm_flops_per_s(g, r.m, r.n, r.k), rate(r.em, r.en, r.ek), 1e-6 * rate(r.em, r.en, r.ek))
@@ -122,21 +123,19 @@ TEST(GemmGrid, MonotoneWhereTheDataAre) {
 // K/(K+32), the shape of a BLAS kernel's per-call overhead and edge effects), sampled on the factor-4 grid and
 // predicted between the grid points, with the error each shape may have.
 TEST(GemmGrid, FitsASaturatingKernelBetweenGridPoints) {
-    const auto truth = [](double m, double n, double k) {
-        return 100e9 * m / (m + 48) * n / (n + 24) * k / (k + 32);
-    };
+    const auto truth = [](double m, double n, double k) { return 100e9 * m / (m + 48) * n / (n + 24) * k / (k + 32); };
     const GemmGrid g = synthetic_grid(truth);
     struct Row {
         double m, n, k;
         double tolerance;  // |predicted / true - 1|
     };
     const Row rows[] = {
-        {256, 2048, 64, 0.06},   // the calibration's expert GEMM: K between 32 and 128
-        {256, 1024, 96, 0.04},   // a held-out expert: N and K off the grid
-        {100, 1536, 96, 0.06},   // and M too
-        {512, 384, 128, 0.04},   // a qkv projection
-        {30, 8, 128, 0.10},      // a small gate GEMM: steepest part of the curves
-        {2048, 4096, 4096, 0.04} // beyond the grid: the corner's rate, the curve nearly flat there
+        {256, 2048, 64, 0.06},    // the calibration's expert GEMM: K between 32 and 128
+        {256, 1024, 96, 0.04},    // a held-out expert: N and K off the grid
+        {100, 1536, 96, 0.06},    // and M too
+        {512, 384, 128, 0.04},    // a qkv projection
+        {30, 8, 128, 0.10},       // a small gate GEMM: steepest part of the curves
+        {2048, 4096, 4096, 0.04}  // beyond the grid: the corner's rate, the curve nearly flat there
     };
     for (const Row& r : rows) {
         const double predicted = gemm_flops_per_s(g, r.m, r.n, r.k);
