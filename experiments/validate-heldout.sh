@@ -2,9 +2,10 @@
 # validate-heldout.sh: the held-out validation campaign of issue 12 (docs/simulator.md "Replay validation").
 # On a QUIET 2-core machine, 2 ranks pinned one per core (mpirun --bind-to core), one BLAS thread per rank:
 #   1. calibrates the per-op model once, on the README's main job (experiments/train/main-2rank.toml: C = 64,
-#      F = 2048), into $CLUSTER (its [ops] section); --ops-shape adds GEMM tables and attention rates measured at
-#      the held-out shapes (microbenchmarks only: the calibration run and its per-kind scale fit stay C = 64,
-#      F = 2048), and the calibration measures the emulated link's cost per message (link_message_us);
+#      F = 2048), into $CLUSTER (its [ops] section); the GEMMs come from the calibration's fixed grid, --ops-shape
+#      adds the attention rate measured at the held-out shapes (a microbenchmark only: the calibration run and its
+#      per-kind scale fit stay C = 64, F = 2048), and the calibration measures the emulated link's cost per message
+#      (link_message_us). experiments/validate-heldout-wide.sh holds out whole configurations instead;
 #   2. records held-out runs with --timeline: 3 model shapes the calibration never saw x 3 policies x 2 seeds x
 #      2 schedules x 2 links (none, and an emulated 4 Gbit/s link: comm.link_gbps) = 72 points, plus the
 #      calibration config itself under each policy (the calibration set, marked as such);

@@ -325,10 +325,10 @@ CLI::App* add_profile_command(CLI::App& app, ProfileArgs& args) {
     cmd->add_option("--cluster-out", args.cluster_out,
                     "calibrated cluster file (default results/clusters/calibrated-<D>rank.toml)");
     cmd->add_option("--ops-shape", args.ops_shapes,
-                    "with --calibrate: also measure the per-op model's GEMM tables and attention rate at this model "
-                    "shape, KEY=N,... with keys C F NH V E T B over the config's model (e.g. C=128,F=1024,NH=8); "
-                    "repeatable. For validating runs of other shapes; the calibration run and its scale fit stay "
-                    "the config's")
+                    "with --calibrate: also measure the per-op model's attention rate at this model shape (its "
+                    "GEMMs come from the calibration's fixed grid), KEY=N,... with keys C F NH V E T B over the "
+                    "config's model (e.g. C=128,F=1024,NH=8); repeatable. For validating runs of other shapes; the "
+                    "calibration run and its scale fit stay the config's")
         ->allow_extra_args(false);
     add_inference_flag(cmd);
     add_run_options(cmd, args.common);

@@ -18,7 +18,7 @@ struct ProfileArgs {
     std::string trace_out;    // trace file to write (default results/traces/<run_id>.ptrace)
     bool calibrate = false;   // also measure the machine and write a cluster file
     std::string cluster_out;  // calibrated cluster file (default results/clusters/<host>-<D>rank.toml)
-    std::vector<std::string> ops_shapes;  // --ops-shape: further model shapes the [ops] GEMM/attention tables cover
+    std::vector<std::string> ops_shapes;  // --ops-shape: further model shapes the [ops] attention rates cover
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainArgs& args);

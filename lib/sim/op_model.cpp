@@ -20,26 +20,18 @@ constexpr double kFloat = 4.0;  // bytes of one fp32 value
 
 double stream_s(const OpTables& t, double bytes) { return t.stream_latency_s + bytes / t.stream_bytes_per_s; }
 
-// the FLOP rate of a GEMM of `flop` FLOP with no table of its shape: the tables' (FLOP, rate) points, rate
-// interpolated linearly in log FLOP between the two nearest, clamped at the ends (small GEMMs run slower per FLOP)
-double rate_at_flop(const OpTables& t, double flop) {
-    std::vector<std::pair<double, double>> points;  // (log FLOP, FLOP/s)
-    for (const GemmTable& g : t.gemms)
-        for (size_t i = 0; i < g.m.size(); ++i)
-            if (g.seconds[i] > 0) {
-                const double f = 2.0 * g.m[i] * g.n * g.k;
-                points.emplace_back(std::log(f), f / g.seconds[i]);
-            }
-    PROPHET_ASSERT_MSG(!points.empty(), "the [ops] tables hold no GEMM time");
-    std::sort(points.begin(), points.end());
-    const double x = std::log(flop);
-    if (x <= points.front().first) return points.front().second;
-    if (x >= points.back().first) return points.back().second;
-    size_t i = 1;
-    while (points[i].first < x) ++i;
-    const auto& [x0, r0] = points[i - 1];
-    const auto& [x1, r1] = points[i];
-    return x1 > x0 ? r0 + (r1 - r0) * (x - x0) / (x1 - x0) : r1;
+// One axis of the GEMM grid at coordinate x: the lower grid index i and the weight w of index i + 1, linear in log x
+// between axis[i] and axis[i + 1]; x beyond the axis is clamped to its end (w = 0 or 1).
+struct AxisCell {
+    size_t i = 0;
+    double w = 0;
+};
+AxisCell axis_cell(const std::vector<double>& axis, double x) {
+    if (axis.size() == 1 || x <= axis.front()) return {0, 0.0};
+    if (x >= axis.back()) return {axis.size() - 2, 1.0};
+    size_t i = 0;
+    while (axis[i + 1] < x) ++i;
+    return {i, std::log(x / axis[i]) / std::log(axis[i + 1] / axis[i])};
 }
 
 // rows of expert e each rank computes at one layer: [D][E], from the counts and the placement the layer used
@@ -211,25 +203,24 @@ constexpr EnumName<GemmOp> kGemmOpNames[] = {{GemmOp::kNN, "nn"}, {GemmOp::kNT, 
 
 const char* gemm_op_name(GemmOp op) { return enum_name(kGemmOpNames, op); }
 
+double gemm_flops_per_s(const GemmGrid& g, double m, double n, double k, GemmOp op) {
+    const std::vector<double>& rate = g.flops_per_s[static_cast<size_t>(op)];
+    PROPHET_ASSERT_MSG(!g.empty() && rate.size() == g.m.size() * g.n.size() * g.k.size(),
+                       "the [ops] GEMM grid has no rates for this op");
+    const AxisCell cm = axis_cell(g.m, m), cn = axis_cell(g.n, n), ck = axis_cell(g.k, k);
+    double r = 0;
+    for (int corner = 0; corner < 8; ++corner) {  // the 8 grid points around (m, n, k), bit 2: M, 1: N, 0: K
+        const int dm = (corner >> 2) & 1, dn = (corner >> 1) & 1, dk = corner & 1;
+        const double w = (dm ? cm.w : 1 - cm.w) * (dn ? cn.w : 1 - cn.w) * (dk ? ck.w : 1 - ck.w);
+        if (w == 0) continue;  // also keeps a one-point axis from reading past its end
+        r += w * rate[((cm.i + dm) * g.n.size() + cn.i + dn) * g.k.size() + ck.i + dk];
+    }
+    return r;
+}
+
 double gemm_seconds(const OpTables& t, double m, int n, int k, GemmOp op) {
     if (m <= 0) return 0.0;
-    const auto has = [&](const GemmTable& g, GemmOp o) { return g.op == o && g.n == n && g.k == k && !g.m.empty(); };
-    const bool exact = std::any_of(t.gemms.begin(), t.gemms.end(), [&](const GemmTable& g) { return has(g, op); });
-    const GemmOp use = exact ? op : GemmOp::kNN;
-    for (const GemmTable& g : t.gemms) {
-        if (!has(g, use)) continue;
-        const std::vector<double>& x = g.m;
-        const std::vector<double>& y = g.seconds;
-        if (x.size() == 1) return y[0] * m / x[0];
-        if (m <= x.front()) return y[0] * m / x.front();  // below the table: the smallest M's rate
-        size_t i = 1;
-        while (i + 1 < x.size() && x[i] < m) ++i;
-        // between x[i-1] and x[i] (or past the end, along the last segment)
-        const double slope = (y[i] - y[i - 1]) / (x[i] - x[i - 1]);
-        return std::max(0.0, y[i - 1] + slope * (m - x[i - 1]));
-    }
-    const double flop = 2.0 * m * n * k;
-    return flop / rate_at_flop(t, flop);
+    return 2.0 * m * n * k / gemm_flops_per_s(t.gemm, m, n, k, op);
 }
 
 double ring_allreduce_seconds(const OpTables& t, double bytes, int D) {

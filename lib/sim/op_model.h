@@ -5,9 +5,10 @@
 // [ops] section (docs/cluster.md lists every field).
 //
 // Per op kind (N = this rank's tokens B/D*T, C model width, F expert hidden, V vocabulary, E experts):
-//   GEMM (M x N x K, fp32, forward x W / data gradient dy W^T / weight gradient x^T dy: GemmOp): the measured
-//     table of that op and (N, K) interpolated linearly in M (the rows; extrapolated along the last segment); a shape with no table (a held-out model): 2MNK at the FLOP rate the tables reach at
-//     that FLOP count (interpolated in log FLOP over every table point);
+//   GEMM (M x N x K, fp32, forward x W / data gradient dy W^T / weight gradient x^T dy: GemmOp): 2MNK FLOP at the
+//     FLOP rate of that op at (M, N, K), interpolated multilinearly in (log M, log N, log K) on the rate grid the
+//     calibration measured (GemmGrid: a fixed grid spanning the suite's shapes, never the validated ones), each
+//     coordinate clamped to its axis (beyond the grid: the edge's rate);
 //   streaming ops (layernorm, gelu, softmax, residual adds, pack/unpack copies, embedding): stream_latency +
 //     bytes / stream bandwidth;
 //   attention core (QK^T, softmax-V): its FLOP at attn_gflop_s;
@@ -26,6 +27,7 @@
 //   waits: 0 (the replay's dependencies carry them).
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,15 +45,19 @@ namespace prophet::sim {
 enum class GemmOp { kNN, kNT, kTN };
 const char* gemm_op_name(GemmOp op);  // "nn", "nt", "tn"
 
-struct GemmTable {
-    GemmOp op = GemmOp::kNN;
-    int n = 0, k = 0;               // output columns, inner dimension (kTN: dW's columns and rows)
-    std::vector<double> m;          // rows, ascending
-    std::vector<double> seconds;    // median time per M
+// The per-kernel GEMM model: the FLOP rate of each GemmOp measured on a fixed grid of (M, N, K) (the same axes for
+// every op; calibrate_ops.h gives the grid). A shape between grid points gets the rate interpolated multilinearly
+// in (log M, log N, log K) from the 8 grid points around it; a coordinate beyond an axis is clamped to its end.
+// The rate at a grid point is that point's measurement, and the interpolation is monotone along an axis wherever
+// the measured rates are.
+struct GemmGrid {
+    std::vector<double> m, n, k;                     // the axes: rows, output columns, inner dimension; ascending, > 0
+    std::array<std::vector<double>, 3> flops_per_s;  // per GemmOp: [m.size()][n.size()][k.size()], K fastest
+    bool empty() const { return m.empty() || n.empty() || k.empty(); }
 };
 
 struct OpTables {
-    std::vector<GemmTable> gemms;
+    GemmGrid gemm;
     double stream_latency_s = 0;     // per streaming op
     double stream_bytes_per_s = 0;   // read + write bytes per second of a streaming kernel (layernorm, copies)
     double attn_flops_per_s = 0;     // attention core
@@ -79,11 +85,12 @@ struct OpTables {
     // Not added to the all-to-alls, Trans and Agg of a run over an emulated link: there link_message_s, measured
     // through the same waits, already carries it per message.
     std::map<std::string, double> in_step_s;
-    bool empty() const { return gemms.empty(); }
+    bool empty() const { return gemm.empty(); }
 };
 
-// seconds of an M x N x K GEMM of kind op (see the file comment); no table of that op at (N, K): the kNN table
-// of (N, K) (the old tables hold only kNN), then the FLOP-rate fallback
+// FLOP/s of an M x N x K GEMM of kind op: the grid's rate interpolated at (log M, log N, log K) (see GemmGrid)
+double gemm_flops_per_s(const GemmGrid& grid, double m, double n, double k, GemmOp op = GemmOp::kNN);
+// seconds of an M x N x K GEMM of kind op: 2MNK / gemm_flops_per_s; 0 when m <= 0
 double gemm_seconds(const OpTables& tables, double m, int n, int k, GemmOp op = GemmOp::kNN);
 // seconds of a ring all-reduce of `bytes` over D ranks: 2 (D-1) (latency + bytes / (D * bandwidth))
 double ring_allreduce_seconds(const OpTables& tables, double bytes, int num_ranks);

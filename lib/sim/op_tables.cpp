@@ -1,8 +1,8 @@
 // op_tables.cpp: the cluster file's [ops] section (op_model.h's tables) read and written as TOML.
 // Fields (docs/cluster.md): calibrated_on; stream_latency_us, stream_gbyte_s; attn_gflop_s; a2a_latency_us,
-// a2a_gbyte_s; p2p_latency_us, p2p_gbyte_s; allreduce_latency_us, allreduce_gbyte_s; gemm_m (rows of every
-// table), gemm_nk ([[N, K], ...] one pair per table), gemm_us (one list per table, one median time per M),
-// gemm_op (optional, one "nn" | "nt" | "tn" per table, GemmOp; absent: every table "nn");
+// a2a_gbyte_s; p2p_latency_us, p2p_gbyte_s; allreduce_latency_us, allreduce_gbyte_s; gemm_grid_m, gemm_grid_n,
+// gemm_grid_k (the GEMM grid's axes, GemmGrid) and gemm_gflop_s_nn, _nt, _tn (per GemmOp the rate at every grid
+// point, M-major, K fastest);
 // scale (optional inline table: op kind -> factor, fit_op_scales); in_step_us (optional inline table:
 // communication op kind -> microseconds per call, fit_in_step_overheads); link_message_us (optional, default 0) and
 // attn_at (optional, [[C, NH, GFLOP/s], ...]: the attention rate at further shapes, --ops-shape).
@@ -60,61 +60,43 @@ void read_attn_at(const toml::table& ops, const std::string& path, OpTables& t) 
     }
 }
 
-// Table i of gemm_nk / gemm_us (and gemm_op when given) over the rows gemm_m.
-GemmTable gemm_table(const toml::array& pair, const toml::array& times, const toml::array* gemm_ops, size_t i,
-                     const std::vector<double>& rows, const std::string& path) {
-    GemmTable g;
-    if (gemm_ops) {
-        const std::string op = (*gemm_ops)[i].value_or(std::string());
-        if (op == "nt")
-            g.op = GemmOp::kNT;
-        else if (op == "tn")
-            g.op = GemmOp::kTN;
-        else if (op != "nn")
-            throw_config_error("ops.gemm_op", "entry " + std::to_string(i) + " '" + op + "'",
-                               "must be one of nn, nt, tn in " + path, "re-run the calibration");
-    }
-    const std::vector<double> shape = numbers(pair, "ops.gemm_nk", path);
-    g.n = static_cast<int>(shape[0]);
-    g.k = static_cast<int>(shape[1]);
-    g.m = rows;
-    for (double v : numbers(times, "ops.gemm_us", path)) g.seconds.push_back(v * 1e-6);
-    if (g.seconds.size() != rows.size())
-        throw_config_error("ops.gemm_us", "entry " + std::to_string(i) + " of " + std::to_string(g.seconds.size()),
-                           "needs one time per gemm_m row (" + std::to_string(rows.size()) + ") in " + path,
-                           "re-run the calibration");
-    return g;
+// ops.<key>: a grid axis, strictly ascending and > 0.
+std::vector<double> grid_axis(const toml::table& ops, const std::string& path, const char* key) {
+    const toml::array* a = ops[key].as_array();
+    if (!a || a->empty())
+        throw_config_error(std::string("ops.") + key, "(absent or empty)",
+                           "is required in the [ops] section of " + path,
+                           "re-run prophet profile --calibrate (it writes the GEMM grid)");
+    const std::vector<double> axis = numbers(*a, std::string("ops.") + key, path);
+    for (size_t i = 0; i < axis.size(); ++i)
+        if (axis[i] <= 0 || (i > 0 && axis[i] <= axis[i - 1]))
+            throw_config_error(std::string("ops.") + key, std::to_string(axis[i]),
+                               "must be > 0 and strictly ascending in " + path, "re-run prophet profile --calibrate");
+    return axis;
 }
 
-// ops.gemm_m, gemm_nk, gemm_us and gemm_op: one GEMM time table per (N, K) pair.
-void read_gemm_tables(const toml::table& ops, const std::string& path, OpTables& t) {
-    const toml::array* m = ops["gemm_m"].as_array();
-    const toml::array* nk = ops["gemm_nk"].as_array();
-    const toml::array* us = ops["gemm_us"].as_array();
-    if (!m || !nk || !us || m->empty() || nk->empty())
-        throw_config_error("ops.gemm_m", "(absent or empty)", "gemm_m, gemm_nk and gemm_us are required in " + path,
-                           "re-run prophet profile --calibrate");
-    const std::vector<double> rows = numbers(*m, "ops.gemm_m", path);
-    for (size_t i = 1; i < rows.size(); ++i)
-        if (rows[i] <= rows[i - 1])
-            throw_config_error("ops.gemm_m", std::to_string(rows[i]), "must be strictly ascending in " + path,
-                               "sort the rows");
-    if (nk->size() != us->size())
-        throw_config_error("ops.gemm_us", std::to_string(us->size()) + " lists",
-                           "needs one list per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
-                           "re-run the calibration");
-    const toml::array* gemm_ops = ops["gemm_op"].as_array();
-    if (gemm_ops && gemm_ops->size() != nk->size())
-        throw_config_error("ops.gemm_op", std::to_string(gemm_ops->size()) + " entries",
-                           "needs one op per gemm_nk pair (" + std::to_string(nk->size()) + ") in " + path,
-                           "re-run the calibration");
-    for (size_t i = 0; i < nk->size(); ++i) {
-        const toml::array* pair = (*nk)[i].as_array();
-        const toml::array* times = (*us)[i].as_array();
-        if (!pair || pair->size() != 2 || !times)
-            throw_config_error("ops.gemm_nk", "entry " + std::to_string(i), "must be [N, K] in " + path,
-                               "e.g. gemm_nk = [[192, 64]]");
-        t.gemms.push_back(gemm_table(*pair, *times, gemm_ops, i, rows, path));
+// ops.gemm_grid_m, _n, _k and ops.gemm_gflop_s_<op> for every GemmOp: the GEMM rate grid.
+void read_gemm_grid(const toml::table& ops, const std::string& path, OpTables& t) {
+    GemmGrid& g = t.gemm;
+    g.m = grid_axis(ops, path, "gemm_grid_m");
+    g.n = grid_axis(ops, path, "gemm_grid_n");
+    g.k = grid_axis(ops, path, "gemm_grid_k");
+    const size_t points = g.m.size() * g.n.size() * g.k.size();
+    for (const GemmOp op : {GemmOp::kNN, GemmOp::kNT, GemmOp::kTN}) {
+        const std::string key = std::string("gemm_gflop_s_") + gemm_op_name(op);
+        const toml::array* a = ops[key].as_array();
+        const std::vector<double> rates = a ? numbers(*a, "ops." + key, path) : std::vector<double>{};
+        if (rates.size() != points)
+            throw_config_error(
+                "ops." + key, std::to_string(rates.size()) + " numbers",
+                "needs one rate per grid point (" + std::to_string(points) + " = gemm_grid_m x n x k) in " + path,
+                "re-run prophet profile --calibrate");
+        for (const double r : rates)
+            if (r <= 0)
+                throw_config_error("ops." + key, std::to_string(r), "must list rates > 0 in " + path,
+                                   "re-run prophet profile --calibrate");
+        std::vector<double>& out = g.flops_per_s[static_cast<size_t>(op)];
+        for (const double r : rates) out.push_back(r * 1e9);
     }
 }
 
@@ -188,7 +170,7 @@ OpTables load_op_tables(const std::string& path) {
         t.link_message_s = *v * 1e-6;
     }
     read_attn_at(*ops, path, t);
-    read_gemm_tables(*ops, path, t);
+    read_gemm_grid(*ops, path, t);
     read_scales(*ops, path, t);
     read_in_step(*ops, path, t);
     return t;
@@ -196,22 +178,30 @@ OpTables load_op_tables(const std::string& path) {
 
 namespace {
 
-// gemm_m, gemm_nk, gemm_op and gemm_us lines.
-void write_gemm_tables(std::ostringstream& out, const OpTables& t) {
-    out << "gemm_m = [";
-    const std::vector<double>& rows = t.gemms.empty() ? std::vector<double>{} : t.gemms[0].m;
-    for (size_t i = 0; i < rows.size(); ++i) out << (i ? ", " : "") << rows[i];
-    out << "]\ngemm_nk = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "[" << t.gemms[i].n << ", " << t.gemms[i].k << "]";
-    out << "]\ngemm_op = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) out << (i ? ", " : "") << "\"" << gemm_op_name(t.gemms[i].op) << "\"";
-    out << "]\ngemm_us = [";
-    for (size_t i = 0; i < t.gemms.size(); ++i) {
-        out << (i ? ",\n           [" : "[");
-        for (size_t j = 0; j < t.gemms[i].seconds.size(); ++j) out << (j ? ", " : "") << t.gemms[i].seconds[j] * 1e6;
-        out << "]";
-    }
+// The GEMM grid: its axes, then per GemmOp the rates (GFLOP/s), one line per M.
+void write_gemm_grid(std::ostringstream& out, const OpTables& t) {
+    const GemmGrid& g = t.gemm;
+    const auto list = [&](const std::vector<double>& v, size_t from, size_t to) {
+        for (size_t i = from; i < to; ++i) out << (i > from ? ", " : "") << v[i];
+    };
+    out << "gemm_grid_m = [";
+    list(g.m, 0, g.m.size());
+    out << "]\ngemm_grid_n = [";
+    list(g.n, 0, g.n.size());
+    out << "]\ngemm_grid_k = [";
+    list(g.k, 0, g.k.size());
     out << "]\n";
+    const size_t row = g.n.size() * g.k.size();
+    for (const GemmOp op : {GemmOp::kNN, GemmOp::kNT, GemmOp::kTN}) {
+        std::vector<double> gflop_s = g.flops_per_s[static_cast<size_t>(op)];
+        for (double& r : gflop_s) r *= 1e-9;
+        out << "gemm_gflop_s_" << gemm_op_name(op) << " = [";
+        for (size_t i = 0; i < g.m.size(); ++i) {
+            out << (i ? ",\n    " : "\n    ");
+            list(gflop_s, i * row, (i + 1) * row);
+        }
+        out << "]\n";
+    }
 }
 
 // The fitted corrections: scale and in_step_us, each only when there is one.
@@ -244,8 +234,9 @@ void write_fitted(std::ostringstream& out, const OpTables& t) {
 std::string op_tables_to_toml(const OpTables& t) {
     std::ostringstream out;
     out.precision(6);
-    out << "\n# The per-op model's tables (lib/sim/op_model.h; docs/cluster.md): GEMM medians at the model's shapes,\n"
-        << "# streaming and attention rates, all-to-all / point-to-point / ring all-reduce latency and bandwidth.\n";
+    out << "\n# The per-op model's tables (lib/sim/op_model.h; docs/cluster.md): the GEMM FLOP rate per op on a grid of\n"
+        << "# (M, N, K) (gemm_gflop_s_<op>: M-major, one line per M, K fastest), streaming and attention rates,\n"
+        << "# all-to-all / point-to-point / ring all-reduce latency and bandwidth.\n";
     out << "[ops]\n";
     out << "calibrated_on = \"" << t.calibrated_on << "\"\n";
     out << "stream_latency_us = " << t.stream_latency_s * 1e6 << "\n";
@@ -267,7 +258,7 @@ std::string op_tables_to_toml(const OpTables& t) {
         }
         out << "]\n";
     }
-    write_gemm_tables(out, t);
+    write_gemm_grid(out, t);
     write_fitted(out, t);
     return out.str();
 }

@@ -48,9 +48,9 @@ class TimedExecutor final : public MoeExecutor<float> {
 
 }  // namespace
 
-double time_collective(Communicator& comm, const std::function<void()>& fn) {
+double time_collective(Communicator& comm, const std::function<void()>& fn, int repeats) {
     std::vector<double> samples;
-    for (int r = 0; r < kWarmup + kRepeats; ++r) {
+    for (int r = 0; r < kWarmup + repeats; ++r) {
         comm.barrier();
         const int64_t t0 = now_ns();
         fn();

@@ -38,9 +38,9 @@ struct Calibration {
     double a2a_wait_s = 0;   // per all-to-all, seconds
 };
 
-// Collective: the median over 7 repeats (after 2 warm-ups, each after a barrier) of the slowest rank's time of fn(),
-// seconds.
-double time_collective(Communicator& comm, const std::function<void()>& fn);
+// Collective: the median over `repeats` repeats (after 2 warm-ups, each after a barrier) of the slowest rank's time
+// of fn(), seconds.
+double time_collective(Communicator& comm, const std::function<void()>& fn, int repeats = 7);
 // Collective, time_collective of: an all-to-all of per_peer bytes from every rank to every other (none to itself);
 // a message of `bytes` from rank 0 to rank 1. Seconds.
 double time_a2a(Communicator& comm, size_t per_peer);

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <string>
 #include <vector>
 
@@ -24,52 +24,49 @@ double time_allreduce(Communicator& comm, size_t count) {
     return time_collective(comm, [&] { comm.all_reduce_sum(data.data(), count); });
 }
 
-// GEMM tables at model m's shapes for M = 16 .. 4096 rows (sim::GemmOp; each linear layer out = x W, W [k, n]:
-// forward x W (nn), dx = dy W^T (nt, an [M, k] output over n), dW = x^T dy (tn)) for qkv, proj, gate and the
-// experts' W1 and W2; the LM head's logits = x wte^T (nt), dx = dlogits wte (nn) and dwte = dlogits^T x (tn).
-// Appended to t.gemms unless a table of that op and (N, K) is there already (e.g. E = C).
-void add_gemm_tables(Communicator& comm, const ModelConfig& m, sim::OpTables& t) {
+// The GEMM grid's axes (sim::GemmGrid): rows M, output columns N, inner dimension K. They span the suite's
+// shapes (experiments/train/*.toml and the validation campaigns: C = 64 .. 128, F = 128 .. 2048, 3C, E = 4 .. 8,
+// V = 256, up to 1024 rows per GEMM); N and K are dense (factor 2) where the model widths lie. The grid is the same
+// for every config, so a validated shape is never microbenchmarked: its rate is interpolated.
+constexpr double kGridM[] = {16, 64, 256, 1024};
+constexpr double kGridNK[] = {8, 32, 64, 128, 256, 512, 1024, 2048};
+
+// seconds of one M x N x K GEMM of kind op (sim::GemmOp): nn out = a[M, K] W[K, N]; nt out = a[M, K] W[N, K]^T;
+// tn dW[K, N] += a[M, K]^T dy[M, N] (accumulated, as the trainer's weight gradients are). Large ones repeat less.
+double time_gemm(Communicator& comm, sim::GemmOp op, int M, int n, int k) {
     using sim::GemmOp;
-    const int C = m.C, F = m.hidden_size(), E = m.E, V = m.V;
-    const std::vector<double> rows = {16, 64, 256, 1024, 4096};
-    std::vector<std::tuple<GemmOp, int, int>> shapes;  // (op, N, K)
-    for (const auto& [n, k] : {std::pair{3 * C, C}, {C, C}, {E, C}, {F, C}, {C, F}}) {
-        shapes.emplace_back(GemmOp::kNN, n, k);
-        shapes.emplace_back(GemmOp::kNT, k, n);
-        shapes.emplace_back(GemmOp::kTN, n, k);
+    std::vector<float> a(static_cast<size_t>(M) * k, 0.01f),
+        b(static_cast<size_t>(op == GemmOp::kTN ? M : k) * n, 0.02f), out(static_cast<size_t>(M + k) * n);
+    const double flop = 2.0 * M * n * k;
+    return time_collective(
+        comm,
+        [&] {
+            if (op == GemmOp::kNN)
+                gemm<float>(false, false, M, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, out.data(), n);
+            else if (op == GemmOp::kNT)
+                gemm<float>(false, true, M, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, out.data(), n);
+            else
+                gemm<float>(true, false, k, n, M, 1.0f, a.data(), k, b.data(), n, 1.0f, out.data(), n);
+        },
+        flop > 1e9 ? 3 : 7);
+}
+
+// The GEMM rate grid: every op at every (M, N, K) of the axes above, FLOP / median seconds.
+sim::GemmGrid measure_gemm_grid(Communicator& comm) {
+    sim::GemmGrid g;
+    g.m.assign(std::begin(kGridM), std::end(kGridM));
+    g.n.assign(std::begin(kGridNK), std::end(kGridNK));
+    g.k = g.n;
+    for (const sim::GemmOp op : {sim::GemmOp::kNN, sim::GemmOp::kNT, sim::GemmOp::kTN}) {
+        std::vector<double>& rate = g.flops_per_s[static_cast<size_t>(op)];
+        for (const double m : g.m)
+            for (const double n : g.n)
+                for (const double k : g.k) {
+                    const double s = time_gemm(comm, op, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
+                    rate.push_back(2.0 * m * n * k / std::max(1e-9, s));
+                }
     }
-    shapes.emplace_back(GemmOp::kNT, V, C);
-    shapes.emplace_back(GemmOp::kNN, C, V);
-    shapes.emplace_back(GemmOp::kTN, C, V);
-    for (const std::tuple<GemmOp, int, int>& shape : shapes) {
-        // named copies, not structured bindings: the lambdas below capture them, which C++20 allows but clang
-        // (clang-tidy) accepts only from version 16
-        const GemmOp op = std::get<0>(shape);
-        const int n = std::get<1>(shape), k = std::get<2>(shape);
-        if (std::any_of(t.gemms.begin(), t.gemms.end(),
-                        [&](const sim::GemmTable& g) { return g.op == op && g.n == n && g.k == k; }))
-            continue;
-        sim::GemmTable g;
-        g.op = op;
-        g.n = n;
-        g.k = k;
-        g.m = rows;
-        for (double mr : rows) {
-            const int M = static_cast<int>(mr);
-            // a [M, K] (tn: the layer input x), b the weight (nn [K, N], nt [N, K]) or tn's dy [M, N]
-            std::vector<float> a(static_cast<size_t>(M) * k, 0.01f),
-                b(static_cast<size_t>(op == GemmOp::kTN ? M : k) * n, 0.02f), out(static_cast<size_t>(M + k) * n);
-            g.seconds.push_back(time_collective(comm, [&] {
-                if (op == GemmOp::kNN)
-                    gemm<float>(false, false, M, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, out.data(), n);
-                else if (op == GemmOp::kNT)
-                    gemm<float>(false, true, M, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, out.data(), n);
-                else  // accumulated, as the trainer's weight gradients are
-                    gemm<float>(true, false, k, n, M, 1.0f, a.data(), k, b.data(), n, 1.0f, out.data(), n);
-            }));
-        }
-        t.gemms.push_back(std::move(g));
-    }
+    return g;
 }
 
 // FLOP/s of the causal attention kernel at model m's width and heads, at this rank's B/D sequences
@@ -150,13 +147,11 @@ sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& setti
                       " K=" + std::to_string(m.K) + " F=" + std::to_string(F) + " B=" + std::to_string(m.B) +
                       " D=" + std::to_string(D);
 
-    // ---- GEMMs and the attention rate at the model's shapes, and at every further shape asked for ----
-    add_gemm_tables(comm, m, t);
+    // ---- the GEMM grid (every config's), the attention rate at the model's shape and at every further one ----
+    t.gemm = measure_gemm_grid(comm);
     t.attn_flops_per_s = attention_rate(comm, m);
-    for (const ModelConfig& shape : further_shapes) {
-        add_gemm_tables(comm, shape, t);
+    for (const ModelConfig& shape : further_shapes)
         t.attn_flops_per_s_at[{shape.C, std::max(1, shape.NH)}] = attention_rate(comm, shape);
-    }
 
     // ---- streaming: a copy (read + write) ----
     {

@@ -1,11 +1,12 @@
 // calibrate_ops.h: microbenchmarks for the per-op model's tables (sim/op_model.h), the [ops] section that
 // `prophet profile --calibrate` appends to the cluster file it writes. One BLAS thread per rank (the trainer's
 // setting), every figure the median over repeats of the slowest rank's time:
-//   GEMMs at the model's shapes (x W for qkv 3C x C, proj C x C, gate E x C, LM head V x C, expert F x C and C x F)
-//     for M = 16 .. 4096 rows, and the same at every further shape given (prophet profile --ops-shape: the models
-//     a validation will replay; only tables are added, the calibration run and its scale fit stay the model's own);
+//   GEMMs: the FLOP rate of each op (forward nn, data gradient nt, weight gradient tn) on one fixed grid of
+//     (M, N, K), M = 16 .. 1024, N and K = 8 .. 2048 (calibrate_ops.cpp: the same for every config; the per-op
+//     model interpolates any shape from it, sim::GemmGrid);
 //   streaming: a copy of 4 KiB (the latency) and of 8 MiB (bandwidth, read + write bytes);
-//   attention: the causal attention kernel at this rank's B/D sequences, its FLOP rate (and per further shape);
+//   attention: the causal attention kernel at this rank's B/D sequences, its FLOP rate (and at every further shape
+//     given: prophet profile --ops-shape; the calibration run and its scale fit stay the model's own);
 //   all-to-all: 1 KiB per peer (latency per peer) and 1 MiB per peer (bandwidth per rank);
 //   point to point: 8 B (latency) and 4 MiB (bandwidth) from rank 0 to rank 1;
 //   all-reduce: 8 B (latency per ring step) and 4 MiB (bandwidth, from the ring formula);

@@ -6,16 +6,19 @@
 
 namespace prophet::sim::test_util {
 
-// one 128 x 64 kNN GEMM table (10, 20, 80 us at M = 16, 64, 256); stream 1 us + 1 GB/s; attention 1 GFLOP/s;
-// all-to-all 5 us per peer + 1 GB/s; point-to-point 10 us + 2 GB/s; ring all-reduce 4 us per step + 1 GB/s
+// a GEMM grid over M = 16, 64, 256 and N, K = 32, 128 whose rate depends on M only: nn 1, 2, 4 GFLOP/s, nt twice
+// and tn four times that; stream 1 us + 1 GB/s; attention 1 GFLOP/s; all-to-all 5 us per peer + 1 GB/s;
+// point-to-point 10 us + 2 GB/s; ring all-reduce 4 us per step + 1 GB/s
 inline OpTables unit_tables() {
     OpTables t;
-    GemmTable g;
-    g.n = 128;
-    g.k = 64;
+    GemmGrid& g = t.gemm;
     g.m = {16, 64, 256};
-    g.seconds = {10e-6, 20e-6, 80e-6};
-    t.gemms.push_back(g);
+    g.n = {32, 128};
+    g.k = {32, 128};
+    const double per_op[3] = {1.0, 2.0, 4.0};  // nn, nt, tn (GemmOp order)
+    for (size_t op = 0; op < 3; ++op)
+        for (const double by_m : {1e9, 2e9, 4e9})
+            for (int nk = 0; nk < 4; ++nk) g.flops_per_s[op].push_back(by_m * per_op[op]);
     t.stream_latency_s = 1e-6;
     t.stream_bytes_per_s = 1e9;
     t.attn_flops_per_s = 1e9;

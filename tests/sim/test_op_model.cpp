@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -23,40 +24,123 @@ using prophet::sim::test_util::unit_tables;
 
 }  // namespace
 
-TEST(OpModel, GemmInterpolatesInRows) {
+// Each GemmOp reads its own rates: unit_tables' rate depends on M only (nn 1, 2, 4 GFLOP/s at M = 16, 64, 256;
+// nt x2, tn x4), so a GEMM takes 2MNK / that rate, wherever N and K lie (clamped to the grid).
+TEST(OpModel, GemmSecondsAreFlopOverTheOpsRate) {
     const OpTables t = unit_tables();
-    EXPECT_NEAR(gemm_seconds(t, 64, 128, 64), 20e-6, 1e-12);   // a table point
-    EXPECT_NEAR(gemm_seconds(t, 40, 128, 64), 15e-6, 1e-12);   // halfway 16..64: 10 + 24/48 * 10
-    EXPECT_NEAR(gemm_seconds(t, 160, 128, 64), 50e-6, 1e-12);  // halfway 64..256: 20 + 96/192 * 60
-    EXPECT_NEAR(gemm_seconds(t, 512, 128, 64), 160e-6, 1e-12); // past the end on the last segment: 80 + 256 * 60/192
-    EXPECT_NEAR(gemm_seconds(t, 8, 128, 64), 5e-6, 1e-12);     // below: the smallest M's rate
+    struct Row {
+        double m;
+        int n, k;
+        GemmOp op;
+        double gflop_s;
+    };
+    const Row rows[] = {
+        {64, 128, 64, GemmOp::kNN, 2.0},    // a grid M: its rate, N and K inside the grid
+        {32, 128, 64, GemmOp::kNN, 1.5},    // halfway in log M between 16 and 64
+        {128, 32, 32, GemmOp::kNN, 3.0},    // halfway in log M between 64 and 256
+        {8, 128, 64, GemmOp::kNN, 1.0},     // below the grid: the smallest M's rate
+        {1024, 4096, 4, GemmOp::kNN, 4.0},  // beyond every axis: the corner's rate
+        {64, 128, 64, GemmOp::kNT, 4.0},    // the data gradient's own rates
+        {64, 128, 64, GemmOp::kTN, 8.0},    // the weight gradient's own rates
+    };
+    for (const Row& r : rows)
+        EXPECT_NEAR(gemm_seconds(t, r.m, r.n, r.k, r.op), 2.0 * r.m * r.n * r.k / (r.gflop_s * 1e9), 1e-15)
+            << "M " << r.m << " N " << r.n << " K " << r.k << " " << gemm_op_name(r.op);
     EXPECT_EQ(gemm_seconds(t, 0, 128, 64), 0.0);
-    // a shape without a table: its FLOP at the rate the table reaches at that FLOP count. The table's points:
-    // M = 16: 262144 FLOP in 10 us (26.2 GFLOP/s), M = 64: 1048576 FLOP in 20 us (52.4 GFLOP/s), M = 256: 80 us
-    // (52.4 GFLOP/s). 2 * 128 * 32 * 32 = 262144 FLOP: exactly the first point's rate -> 10 us
-    EXPECT_NEAR(gemm_seconds(t, 128, 32, 32), 10e-6, 1e-12);
-    // 524288 FLOP (M = 256 of 32 x 32): halfway in log FLOP between the first two points -> 39.3 GFLOP/s
-    EXPECT_NEAR(gemm_seconds(t, 256, 32, 32), 524288.0 / (0.5 * (262144.0 / 10e-6 + 1048576.0 / 20e-6)), 1e-12);
-    // below every point: the smallest point's rate
-    EXPECT_NEAR(gemm_seconds(t, 4, 32, 32), 2.0 * 4 * 32 * 32 / (262144.0 / 10e-6), 1e-15);
 }
 
-// A transposed GEMM (GemmOp) reads its own table; without one it falls back to the forward (nn) table of the same
-// (N, K), then to the FLOP rate.
-TEST(OpModel, TransposedGemmsUseTheirOwnTablesElseTheForwardOne) {
-    OpTables t = unit_tables();
-    GemmTable nt;
-    nt.op = GemmOp::kNT;
-    nt.n = 128;
-    nt.k = 64;
-    nt.m = {16, 64, 256};
-    nt.seconds = {30e-6, 60e-6, 240e-6};
-    t.gemms.push_back(nt);
-    EXPECT_NEAR(gemm_seconds(t, 64, 128, 64, GemmOp::kNT), 60e-6, 1e-12);
-    EXPECT_NEAR(gemm_seconds(t, 40, 128, 64, GemmOp::kNT), 45e-6, 1e-12);  // 30 + 24/48 * 30
-    EXPECT_NEAR(gemm_seconds(t, 64, 128, 64), 20e-6, 1e-12);              // nn unchanged by the nt table
-    EXPECT_NEAR(gemm_seconds(t, 64, 128, 64, GemmOp::kTN), 20e-6, 1e-12); // no tn table: the nn one
-    EXPECT_NEAR(gemm_seconds(t, 128, 32, 32, GemmOp::kTN), gemm_seconds(t, 128, 32, 32), 1e-15);  // FLOP rate
+namespace {
+
+// a grid over M = 16 .. 1024, N = K = 8 .. 2048 (factor 4) whose nn rate is rate(m, n, k) at every point
+template <class Rate>
+GemmGrid synthetic_grid(Rate rate) {
+    GemmGrid g;
+    g.m = {16, 64, 256, 1024};
+    g.n = g.k = {8, 32, 128, 512, 2048};
+    for (const double m : g.m)
+        for (const double n : g.n)
+            for (const double k : g.k) g.flops_per_s[0].push_back(rate(m, n, k));
+    return g;
+}
+
+}  // namespace
+
+// Every grid point gives back its measured rate exactly, whatever the rates are.
+TEST(GemmGrid, ReproducesEveryGridPoint) {
+    const GemmGrid g = synthetic_grid([](double m, double n, double k) {
+        return 1e9 * (1 + std::fmod(m * 7 + n * 13 + k * 3, 17.0));  // no pattern in the rates
+    });
+    size_t i = 0;
+    for (const double m : g.m)
+        for (const double n : g.n)
+            for (const double k : g.k) {
+                EXPECT_DOUBLE_EQ(gemm_flops_per_s(g, m, n, k), g.flops_per_s[0][i]) << m << " " << n << " " << k;
+                ++i;
+            }
+}
+
+// A rate that is multilinear in (log M, log N, log K) is reproduced exactly between the grid points, and clamped
+// (the edge's rate) beyond them.
+TEST(GemmGrid, InterpolatesMultilinearlyInLogSpace) {
+    const auto lg = [](double x) { return std::log2(x); };
+    const auto rate = [&](double m, double n, double k) {
+        return 1e9 *
+               (1 + 0.5 * lg(m) + 0.25 * lg(n) + 0.1 * lg(k) + 0.02 * lg(m) * lg(n) + 0.01 * lg(m) * lg(n) * lg(k));
+    };
+    const GemmGrid g = synthetic_grid(rate);
+    struct Row {
+        double m, n, k;     // where
+        double em, en, ek;  // the point whose rate it must be (the clamped coordinates)
+    };
+    const Row rows[] = {
+        {40, 100, 300, 40, 100, 300},    // inside: exact
+        {500, 9, 2000, 500, 9, 2000},    // inside, near the edges
+        {4, 100, 300, 16, 100, 300},     // below M: clamped to 16
+        {4096, 3, 9000, 1024, 8, 2048},  // beyond all three axes
+    };
+    for (const Row& r : rows)
+        EXPECT_NEAR(gemm_flops_per_s(g, r.m, r.n, r.k), rate(r.em, r.en, r.ek), 1e-6 * rate(r.em, r.en, r.ek))
+            << r.m << " " << r.n << " " << r.k;
+}
+
+// Where the measured rates rise with M (every N, K), the interpolated rate never falls along M, at any N, K.
+TEST(GemmGrid, MonotoneWhereTheDataAre) {
+    const GemmGrid g = synthetic_grid([](double m, double n, double k) {
+        return 1e9 * m / (m + 40) * (1 + std::fmod(n * 5 + k, 11.0));  // rising in M, arbitrary in N and K
+    });
+    for (const double n : {8.0, 20.0, 700.0, 2048.0})
+        for (const double k : {8.0, 50.0, 1500.0}) {
+            double last = 0;
+            for (double m = 8; m <= 2048; m *= 1.1) {
+                const double r = gemm_flops_per_s(g, m, n, k);
+                EXPECT_GE(r, last * (1 - 1e-12)) << "M " << m << " N " << n << " K " << k;
+                last = r;
+            }
+        }
+}
+
+// The fit of a realistic kernel: a rate that saturates in every dimension (peak x M/(M+48) x N/(N+24) x
+// K/(K+32), the shape of a BLAS kernel's per-call overhead and edge effects), sampled on the factor-4 grid and
+// predicted between the grid points, with the error each shape may have.
+TEST(GemmGrid, FitsASaturatingKernelBetweenGridPoints) {
+    const auto truth = [](double m, double n, double k) { return 100e9 * m / (m + 48) * n / (n + 24) * k / (k + 32); };
+    const GemmGrid g = synthetic_grid(truth);
+    struct Row {
+        double m, n, k;
+        double tolerance;  // |predicted / true - 1|
+    };
+    const Row rows[] = {
+        {256, 2048, 64, 0.06},    // the calibration's expert GEMM: K between 32 and 128
+        {256, 1024, 96, 0.04},    // a held-out expert: N and K off the grid
+        {100, 1536, 96, 0.06},    // and M too
+        {512, 384, 128, 0.04},    // a qkv projection
+        {30, 8, 128, 0.10},       // a small gate GEMM: steepest part of the curves
+        {2048, 4096, 4096, 0.04}  // beyond the grid: the corner's rate, the curve nearly flat there
+    };
+    for (const Row& r : rows) {
+        const double predicted = gemm_flops_per_s(g, r.m, r.n, r.k);
+        EXPECT_NEAR(predicted / truth(r.m, r.n, r.k), 1.0, r.tolerance) << r.m << " " << r.n << " " << r.k;
+    }
 }
 
 TEST(OpModel, AttentionRateAtFurtherShapes) {
@@ -85,13 +169,11 @@ TEST_F(OpTablesFile, RoundTripsThroughAClusterFileThePlannerStillReads) {
         out << op_tables_to_toml(unit_tables());
     }
     const OpTables t = load_op_tables(path);
-    ASSERT_EQ(t.gemms.size(), 1u);
-    EXPECT_EQ(t.gemms[0].op, GemmOp::kNN);
+    EXPECT_EQ(t.gemm.m, (std::vector<double>{16, 64, 256}));
+    EXPECT_EQ(t.gemm.n, (std::vector<double>{32, 128}));
+    EXPECT_EQ(t.gemm.k, (std::vector<double>{32, 128}));
+    for (size_t op = 0; op < 3; ++op) EXPECT_EQ(t.gemm.flops_per_s[op], unit_tables().gemm.flops_per_s[op]) << op;
     EXPECT_EQ(t.link_message_s, 0.0);
-    EXPECT_EQ(t.gemms[0].n, 128);
-    EXPECT_EQ(t.gemms[0].k, 64);
-    EXPECT_EQ(t.gemms[0].m, (std::vector<double>{16, 64, 256}));
-    EXPECT_NEAR(t.gemms[0].seconds[2], 80e-6, 1e-12);
     EXPECT_NEAR(t.p2p_bytes_per_s, 2e9, 1);
     EXPECT_NEAR(t.allreduce_latency_s, 4e-6, 1e-12);
     EXPECT_EQ(t.calibrated_on, "unit");
@@ -101,36 +183,40 @@ TEST_F(OpTablesFile, RoundTripsThroughAClusterFileThePlannerStillReads) {
 
 TEST_F(OpTablesFile, RoundTripsEveryTable) {
     OpTables in = unit_tables();
-    in.gemms.push_back(in.gemms[0]);
-    in.gemms[1].op = GemmOp::kTN;
-    in.gemms[1].seconds = {1e-6, 2e-6, 3e-6};
+    in.gemm.flops_per_s[2][11] = 1.23456e9;  // tn at the last grid point
     in.link_message_s = 125e-6;
     in.attn_flops_per_s_at[{96, 4}] = 2.5e9;
     const std::string path = (dir_ / "c.toml").string();
     std::ofstream(path) << op_tables_to_toml(in);
     const OpTables t = load_op_tables(path);
-    ASSERT_EQ(t.gemms.size(), 2u);
-    EXPECT_EQ(t.gemms[1].op, GemmOp::kTN);
-    EXPECT_NEAR(gemm_seconds(t, 256, 128, 64, GemmOp::kTN), 3e-6, 1e-12);
+    EXPECT_NEAR(gemm_flops_per_s(t.gemm, 256, 128, 128, GemmOp::kTN), 1.23456e9, 1e3);
     EXPECT_NEAR(t.link_message_s, 125e-6, 1e-12);
     EXPECT_NEAR(attn_flops_per_s(t, 96, 4), 2.5e9, 1);
 }
 
-TEST_F(OpTablesFile, BadGemmOpNamesTheFieldWithTheAllowedValues) {
-    OpTables in = unit_tables();
-    in.gemms.push_back(in.gemms[0]);
-    in.gemms[1].op = GemmOp::kTN;
+// A grid whose rates do not cover every point, or an axis out of order, names the field.
+TEST_F(OpTablesFile, BadGemmGridNamesTheField) {
     const std::string path = (dir_ / "c.toml").string();
-    // a bad op names the field and the allowed values
-    std::string text = op_tables_to_toml(in);
-    text.replace(text.find("\"tn\""), 4, "\"tt\"");
-    std::ofstream(path) << text;
-    try {
-        load_op_tables(path);
-        FAIL() << "expected an error";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("ops.gemm_op"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("nn, nt, tn"), std::string::npos) << e.what();
+    struct Row {
+        std::string from, to;  // a text replacement in the written section
+        std::string field;     // the field the error must name
+    };
+    const Row rows[] = {
+        {"gemm_grid_m = [16, 64, 256]", "gemm_grid_m = [16, 256, 64]", "ops.gemm_grid_m"},
+        {"gemm_grid_k = [32, 128]", "gemm_grid_k = [32, 128, 512]", "ops.gemm_gflop_s_nn"},
+        {"gemm_gflop_s_tn = [", "gemm_gflop_s_tn = [-1, ", "ops.gemm_gflop_s_tn"},
+    };
+    for (const Row& r : rows) {
+        std::string text = op_tables_to_toml(unit_tables());
+        ASSERT_NE(text.find(r.from), std::string::npos) << r.from << " in\n" << text;
+        text.replace(text.find(r.from), r.from.size(), r.to);
+        std::ofstream(path) << text;
+        try {
+            load_op_tables(path);
+            ADD_FAILURE() << "expected an error for " << r.to;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(r.field), std::string::npos) << e.what();
+        }
     }
 }
 
@@ -175,7 +261,7 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
         const ReplayOp& op = g.ops[i];
         if (op.kind == prophet::OpKind::kFec) {
             const double m = op.rank == 0 ? 50 : 10;
-            // x W1 (N = F = 128, K = C = 64: the table) + h W2 (64 x 128: no table, FLOP at the best rate) + gelu
+            // x W1 (M x 128 x 64) + h W2 (M x 64 x 128) at the grid's rates + gelu
             const double expected = gemm_seconds(t, m, 128, 64) + gemm_seconds(t, m, 64, 128) +
                                     (1e-6 + 2 * m * 128 * 4 / 1e9);
             EXPECT_NEAR(d.own_us[i], expected * 1e6, 1e-6) << "rank " << op.rank;
@@ -207,22 +293,9 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
         }
 }
 
-// Backward expert compute: per layer dx = dy W^T (nt) and dW = x^T dy (tn), from their own tables.
-TEST(OpModel, ExpertBackwardUsesTheTransposedGemmTables) {
-    OpTables t = unit_tables();  // nn (N = 128, K = 64)
-    auto table = [](GemmOp op, int n, int k, double us) {
-        GemmTable g;
-        g.op = op;
-        g.n = n;
-        g.k = k;
-        g.m = {16, 64, 256};
-        g.seconds = {us * 1e-6, 4 * us * 1e-6, 16 * us * 1e-6};  // linear in M: us per 16 rows
-        return g;
-    };
-    t.gemms.push_back(table(GemmOp::kNT, 64, 128, 1));   // dx of x W1 (W1 [64, 128]): [M, 64] over 128
-    t.gemms.push_back(table(GemmOp::kTN, 128, 64, 2));   // dW1 [64, 128]
-    t.gemms.push_back(table(GemmOp::kNT, 128, 64, 3));   // dh of h W2 (W2 [128, 64]): [M, 128] over 64
-    t.gemms.push_back(table(GemmOp::kTN, 64, 128, 4));   // dW2 [128, 64]
+// Backward expert compute: per layer dx = dy W^T (nt) and dW = x^T dy (tn), each at its own rates.
+TEST(OpModel, ExpertBackwardUsesTheTransposedGemmRates) {
+    const OpTables t = unit_tables();  // rate by M only: nn r(M), nt 2 r(M), tn 4 r(M)
     OpModelConfig c;
     c.V = 16, c.T = 8, c.C = 64, c.NH = 1, c.L = 1, c.E = 2, c.K = 1, c.F = 128, c.B = 2, c.D = 2;
     c.route_rule = "owner";
@@ -235,8 +308,11 @@ TEST(OpModel, ExpertBackwardUsesTheTransposedGemmTables) {
     const ReplayDurations d = predict_durations(t, c, step, g);
     for (size_t i = 0; i < g.ops.size(); ++i) {
         const double m = g.ops[i].rank == 0 ? 32 : 16;
-        // (1 + 2 + 3 + 4) us per 16 rows + gelu' (1 us + 3 M F floats at 1 GB/s)
-        EXPECT_NEAR(d.own_us[i], 10.0 * m / 16 + (1e-6 + 3 * m * 128 * 4 / 1e9) * 1e6, 1e-6) << "rank " << g.ops[i].rank;
+        const double r = m == 32 ? 1.5e9 : 1e9;  // nn rate: M = 32 halfway in log between 16 and 64
+        // two nt and two tn GEMMs of 2 M C F FLOP each: 2 x 2MCF / 2r + 2 x 2MCF / 4r = 3 MCF / r; + gelu' (1 us +
+        // 3 M F floats at 1 GB/s)
+        const double expected = 3 * m * 64 * 128 / r + 1e-6 + 3 * m * 128 * 4 / 1e9;
+        EXPECT_NEAR(d.own_us[i], expected * 1e6, 1e-6) << "rank " << g.ops[i].rank;
     }
 }
 
