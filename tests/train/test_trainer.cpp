@@ -15,7 +15,6 @@
 
 using namespace prophet;
 
-
 // Tolerance 1e-5 relative: placements change which rank computes a token's expert and therefore the order in
 // which expert gradients are summed (Agg adds replica partial sums); in fp32 that moves losses by ~1e-7 per step,
 // compounding over the AdamW steps. 10 steps (the preset's 20 would double the test's time, 8 runs of 4 ranks):
