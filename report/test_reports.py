@@ -19,8 +19,9 @@ experiments/clusters/cpu-local.toml).
 The sim sweeps record the per-layer metrics (layer_moe_ms, layer_rb_vs_static, ...) that fig_layers / fig_rb draw.
 Checks: every figure script writes a non-empty PNG and PDF and prints a markdown table (run in the test's process,
 as layout_check.py runs them; build_report.py runs each again as a process); rebuilding gives identical files;
-every script exits 0 with the no-data message on a missing, an empty and a data-less store;
-build_report.py writes a report that opens with the summary and links every figure; every figure drawn from the
+every script exits 0 with the no-data message on a missing, an empty and a data-less store (in the test's
+process too); the report the smoke sweep writes at its end (build_report.py; the smoke sweep runs last, so it
+covers the whole store) opens with the summary and links every figure; every figure drawn from the
 fixture has no overlapping tick labels, legend entries or panel titles (layout_check.py measures the text boxes) and
 fig_speedup's bars are the store's means; `prophet report` on a missing store exits 5 with one line, on an empty
 one 0 with "nothing to report". Each test prints PASS/FAIL per check and fails naming every check that missed.
@@ -183,7 +184,6 @@ def build_fixture(prophet, tmp, c):
         with open(path, "w") as f:
             f.write(text)
     cmds = [
-        ("sweep smoke", [prophet, "sweep", "experiments/sweeps/smoke.toml", "--set", store]),
         ("sweep ablation", [prophet, "sweep", abl, "--no-report", "--set", store]),
         ("sweep planner scaling", [prophet, "sweep", sca, "--no-report", "--set", store]),
         ("sweep locality", [prophet, "sweep", loc, "--no-report", "--set", store]),
@@ -209,10 +209,14 @@ def build_fixture(prophet, tmp, c):
     for pol in ("static", "prophet"):
         cmds.append((f"train {pol}", [prophet, "train", "--config", "experiments/train/skewed-4rank.toml", "--set",
                                       "train.steps=3", "--set", f"balance.policy={pol}", "--set", store]))
+    # the smoke sweep last: the report it writes at its end (build_report.py on the whole store, as a process) is
+    # then the report of every run above, and the `report` fixture's (one full report instead of two)
+    cmds.append(("sweep smoke", [prophet, "sweep", "experiments/sweeps/smoke.toml", "--set", store]))
     for what, cmd in cmds:
-        r = run(cmd, timeout=240)
+        r = run(cmd, timeout=600 if what == "sweep smoke" else 240)  # smoke: the sweep and the full report
         c.check(r.returncode == 0, f"fixture: prophet {what}",
                 f"exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}")
+    smoke = r
     c.check(os.path.isfile(db), "fixture: store file exists", db)
     c.check(nonempty(os.path.join(tmp, "REPORT.md")), "prophet sweep (smoke) ended by writing REPORT.md beside the store")
     vdb = os.path.join(tmp, "validation.db")
@@ -222,7 +226,7 @@ def build_fixture(prophet, tmp, c):
     r = run([prophet, "sweep", val, "--no-report", "--set", f"store.path={vdb}"], timeout=240)
     c.check(r.returncode == 0 and "sim " in r.stderr, "fixture: prophet sweep validation (engine real)",
             f"exit {r.returncode}: {r.stderr[-400:]}")
-    return db, vdb
+    return db, vdb, smoke
 
 
 def run_script(name, db, out, extra=()):
@@ -405,13 +409,20 @@ def table_widths(text):
     return [line.replace("\\|", "").count("|") for line in text.splitlines() if line.startswith("|")]
 
 
-def check_hostile_names(c, prophet, tmp):
+def hostile_report(prophet, tmp, db):
+    """`prophet report` on the hostile store, once for the hostile-name checks and the read-only ones: on its copy in
+    a directory nobody may write (read_only_copy) where this machine allows one, else on the store itself. -> the
+    run, REPORT.md's path, the figures' directory"""
+    report, figs = os.path.join(tmp, "hostile-report", "REPORT.md"), os.path.join(tmp, "hostile-report", "figures")
+    return run([prophet, "report", "--db", db, "--report", report, "--out", figs], timeout=600), report, figs
+
+
+def check_hostile_names(c, db, reported):
     """Issue 26 item 5: names with '$' pairs (matplotlib math), raw HTML, a newline before '# heading' and '|'.
     `prophet report` exits 0 and draws every sim figure; REPORT.md keeps one heading level 1, shows the HTML as
-    text, and every table row has its header's cells; fig_speedup draws the '$' name's bars under its literal name."""
-    db = hostile_store(c, prophet, tmp)
-    report, figs = os.path.join(tmp, "hostile-report", "REPORT.md"), os.path.join(tmp, "hostile-report", "figures")
-    r = run([prophet, "report", "--db", db, "--report", report, "--out", figs], timeout=600)
+    text, and every table row has its header's cells; fig_speedup draws the '$' name's bars under its literal name.
+    db: the hostile store; reported: hostile_report's result."""
+    r, report, figs = reported
     c.check(r.returncode == 0, "report on hostile names: exit 0", f"exit {r.returncode}: {r.stderr[-600:]}")
     for name in ("fig_speedup", "fig_layers", "fig_rb", "fig_iterations"):
         c.check(nonempty(os.path.join(figs, name + ".png")), f"report on hostile names draws {name}")
@@ -433,7 +444,6 @@ def check_hostile_names(c, prophet, tmp):
     _, _, bars, _ = layout_check.render("fig_speedup", db, figs, experiment=HOSTILE_NAMES[0])
     c.check(any(g.startswith(HOSTILE_NAMES[0] + "\n") for g in bars), "fig_speedup: bars under the literal '$' name",
             str(bars))
-    return db
 
 
 def corrupt_pages(src, dst, table="metrics"):
@@ -464,40 +474,50 @@ def check_corrupt_store(c, prophet, tmp, db):
             "report on a store with corrupted pages: exit 5 naming the cause", f"exit {r.returncode}: {r.stderr[-500:]}")
 
 
-def check_read_only_store(c, prophet, tmp, db):
-    """Issue 26 item 6: a store in a directory nobody may write (chattr +i: root too; plain modes do not stop root)
-    is read by `report`, `runs`, `db check` and `db merge` (as a shard), none saying "make it writable"."""
+def read_only_copy(tmp, db):
+    """A copy of store `db` in a directory nobody may write (chattr +i: root too; plain modes do not stop root) ->
+    (its path, how it was locked: "chattr" or "chmod"), or (None, None) when chattr is refused and we are root."""
     ro_dir = os.path.join(tmp, "read-only")
     os.makedirs(ro_dir)
     ro = os.path.join(ro_dir, "store.db")
     run(["sqlite3", db, "PRAGMA wal_checkpoint(TRUNCATE)"], timeout=60)
     shutil.copy(db, ro)
-    locked = run(["chattr", "+i", ro, ro_dir], timeout=30).returncode == 0
-    if not locked and os.geteuid() == 0:
+    if run(["chattr", "+i", ro, ro_dir], timeout=30).returncode == 0:
+        return ro, "chattr"
+    if os.geteuid() == 0:
+        return None, None
+    os.chmod(ro, 0o444)
+    os.chmod(ro_dir, 0o555)
+    return ro, "chmod"
+
+
+def unlock(ro, how):
+    """undo read_only_copy's lock (so that the temp dir can be removed)"""
+    if how == "chattr":
+        run(["chattr", "-i", ro, os.path.dirname(ro)], timeout=30)
+    elif how == "chmod":
+        os.chmod(os.path.dirname(ro), 0o755)
+
+
+def check_read_only_store(c, prophet, tmp, ro, reported):
+    """Issue 26 item 6: a store in a directory nobody may write (read_only_copy) is read by `report` (hostile_report's
+    run on it), `runs`, `db check` and `db merge` (as a shard), none saying "make it writable"."""
+    if ro is None:
         print("SKIP read-only store: chattr +i refused here and root ignores directory modes")
         return
-    if not locked:
-        os.chmod(ro, 0o444)
-        os.chmod(ro_dir, 0o555)
-    try:
-        out = os.path.join(tmp, "ro-report")
-        cmds = [("report", [prophet, "report", "--db", ro, "--report", os.path.join(out, "REPORT.md"), "--out",
-                            os.path.join(out, "figures")]),
-                ("runs", [prophet, "runs", "--db", ro]),
-                ("db check", [prophet, "db", "check", "--db", ro]),
-                ("db merge of a read-only shard", [prophet, "db", "merge", ro, "--into", os.path.join(tmp, "m.db")])]
-        for what, cmd in cmds:
-            r = run(cmd, timeout=600)
-            c.check(r.returncode == 0 and "writable" not in r.stderr, f"read-only store: {what} exits 0",
-                    f"exit {r.returncode}: {r.stderr[-400:]}")
-        c.check(nonempty(os.path.join(out, "REPORT.md")), "read-only store: REPORT.md written elsewhere")
-        c.check(sorted(os.listdir(ro_dir)) == ["store.db"], "read-only store: nothing created beside it",
-                str(os.listdir(ro_dir)))
-    finally:
-        if locked:
-            run(["chattr", "-i", ro, ro_dir], timeout=30)
-        else:
-            os.chmod(ro_dir, 0o755)
+    r, report, _ = reported
+    c.check(r.returncode == 0 and "writable" not in r.stderr, "read-only store: report exits 0",
+            f"exit {r.returncode}: {r.stderr[-400:]}")
+    cmds = [("runs", [prophet, "runs", "--db", ro]),
+            ("db check", [prophet, "db", "check", "--db", ro]),
+            ("db merge of a read-only shard", [prophet, "db", "merge", ro, "--into", os.path.join(tmp, "m.db")])]
+    for what, cmd in cmds:
+        r = run(cmd, timeout=600)
+        c.check(r.returncode == 0 and "writable" not in r.stderr, f"read-only store: {what} exits 0",
+                f"exit {r.returncode}: {r.stderr[-400:]}")
+    c.check(nonempty(report), "read-only store: REPORT.md written elsewhere")
+    c.check(sorted(os.listdir(os.path.dirname(ro))) == ["store.db"], "read-only store: nothing created beside it",
+            str(os.listdir(os.path.dirname(ro))))
 
 
 def check_policy_colours(c, prophet):
@@ -530,14 +550,15 @@ def fixture(prophet, request):
     """the shared fixture stores, built once per session; fixture["checks"] holds how building them went"""
     tmp = tempfile.mkdtemp(prefix="prophet-report-")
     c = Checker()
-    db, vdb = build_fixture(prophet, tmp, c)
+    db, vdb, smoke = build_fixture(prophet, tmp, c)
     out = os.path.join(tmp, "figs")
     # in this process: each script's import of pandas / matplotlib / seaborn once, not once per figure; the report
     # fixture's build_report.py runs every one again as a process (and test_rebuild_gives_identical_bytes compares)
     drawn = {name: draw_figure(name, vdb if name in VALIDATION_FIGS else db, out) for name in FIGS}
     empty = os.path.join(tmp, "empty.db")
     open(empty, "w").close()
-    yield {"tmp": tmp, "db": db, "vdb": vdb, "out": out, "drawn": drawn, "empty": empty, "checks": c}
+    yield {"tmp": tmp, "db": db, "vdb": vdb, "out": out, "drawn": drawn, "empty": empty, "checks": c,
+           "smoke": smoke}
     if request.config.getoption("--keep"):
         print(f"kept {tmp}")
     else:
@@ -609,17 +630,24 @@ def test_experiment_without_match(fixture):
     c.assert_passed()
 
 
+def no_data_outcome(name, db, out):
+    """Figure script `name` on a store without its data, run in this process as draw_figure runs it (its exit
+    status, stdout and any traceback are what its process would show; a process per script and store would spend
+    its time importing pandas and matplotlib, and build_report.py runs every script as a process on the fixture
+    stores): (whether it printed the no-data message, exited 0 and wrote no PNG into `out`, detail)."""
+    r, _ = draw_figure(name, db, out)
+    ok = r["exit"] == 0 and r["stdout"].startswith("no data:") and not os.path.exists(os.path.join(out, name + ".png"))
+    return ok, f"exit {r['exit']}: {r['stdout'][:200]}{r['error'][-400:]}"
+
+
 def test_missing_and_empty_stores(fixture):
     """missing file, empty file: every figure prints the no-data message, writes nothing and exits 0"""
     c = Checker()
     tmp, empty = fixture["tmp"], fixture["empty"]
     for label, path in (("missing", os.path.join(tmp, "nope.db")), ("empty file", empty)):
         for name in FIGS:
-            eo = os.path.join(tmp, "empty-out")
-            r = run_script(name, path, eo)
-            c.check(r.returncode == 0 and r.stdout.startswith("no data:") and
-                    not os.path.exists(os.path.join(eo, name + ".png")),
-                    f"{name} on {label} store: no-data message, exit 0", r.stdout[:200] + r.stderr[-400:])
+            ok, detail = no_data_outcome(name, path, os.path.join(tmp, "empty-out"))
+            c.check(ok, f"{name} on {label} store: no-data message, exit 0", detail)
     c.check(os.path.getsize(empty) == 0, "read-only: the empty file was not written")
     c.assert_passed()
 
@@ -633,31 +661,32 @@ def test_store_with_train_runs_only(prophet, fixture):
              "--set", f"store.path={only_train}"], timeout=120)
     if c.check(os.path.isfile(only_train), "train-only store written", f"exit {r.returncode}: {r.stderr[-300:]}"):
         for name in [n for n in FIGS if n != "fig_train"]:
-            eo = os.path.join(tmp, "train-only-out")
-            r = run_script(name, only_train, eo)
-            c.check(r.returncode == 0 and r.stdout.startswith("no data:"),
-                    f"{name} on a store with train runs only: no-data message", r.stdout[:200] + r.stderr[-400:])
+            ok, detail = no_data_outcome(name, only_train, os.path.join(tmp, "train-only-out"))
+            c.check(ok, f"{name} on a store with train runs only: no-data message", detail)
     c.assert_passed()
 
 
 @pytest.fixture(scope="session")
 def report(fixture):
-    """build_report.py on the fixture store, once: its REPORT.md (test_build_report) and its figures (rebuilt
-    figures, test_rebuild_gives_identical_bytes)"""
-    rdir = os.path.join(fixture["tmp"], "results")
+    """build_report.py on the fixture store, once: the report the smoke sweep wrote at its end, the fixture's last
+    command (`prophet sweep` runs build_report.py --db <store> --out <dir>/figures --report <dir>/REPORT.md as a
+    process, its output quiet): its REPORT.md (test_build_report) and its figures (rebuilt figures,
+    test_rebuild_gives_identical_bytes). "ok": the sweep exited 0 and printed its 'report:' line, which it prints
+    only when build_report.py exited 0 (else a warning with the exit code)."""
+    rdir = fixture["tmp"]
     path, figures = os.path.join(rdir, "REPORT.md"), os.path.join(rdir, "figures")
-    r = run([PY, os.path.join(HERE, "build_report.py"), "--db", fixture["db"], "--out", figures, "--report", path],
-            timeout=600)
-    return {"dir": rdir, "path": path, "figures": figures, "result": r}
+    r = fixture["smoke"]
+    ok = r.returncode == 0 and f"prophet sweep: report: {path}" in r.stderr
+    return {"dir": rdir, "path": path, "figures": figures, "ok": ok, "why": r.stderr[-800:]}
 
 
 def test_build_report(fixture, report):
     """build_report.py links every figure; the validation store's report links fig_validation (fig_speedup's exit
     on real points is not ours); REPORT.md's text (check_report_text)"""
     c = Checker()
-    vdb, rdir, r = fixture["vdb"], report["dir"], report["result"]
-    c.check(r.returncode == 0 and os.path.isfile(report["path"]), "build_report.py: exit 0 and REPORT.md written",
-            r.stderr[-800:])
+    vdb, rdir = fixture["vdb"], report["dir"]
+    c.check(report["ok"] and os.path.isfile(report["path"]), "build_report.py: exit 0 and REPORT.md written",
+            report["why"])
     text = open(report["path"]).read() if os.path.isfile(report["path"]) else ""
     for name in FIGS:
         if name in VALIDATION_FIGS:
@@ -683,13 +712,20 @@ def test_report_command(prophet, fixture):
 
 @pytest.fixture(scope="session")
 def hostile(prophet, request):
-    """a store whose sweep, cluster and policy names are hostile (check_hostile_names builds and checks it); its own
-    directory, independent of the shared fixture, so ctest can run these tests in a process of their own
-    (report_scripts_hostile) beside the rest"""
+    """a store whose sweep, cluster and policy names are hostile (hostile_store), its read-only copy, and one
+    `prophet report` on that copy (hostile_report: the report the hostile-name checks and the read-only checks both
+    read); its own directory, independent of the shared fixture, so ctest can run these tests in a process of their
+    own (report_scripts_hostile) beside the rest"""
     tmp = tempfile.mkdtemp(prefix="prophet-report-hostile-")
     c = Checker()
-    store = check_hostile_names(c, prophet, tmp)
-    yield {"store": store, "checks": c, "tmp": tmp}
+    store = hostile_store(c, prophet, tmp)
+    ro, how = read_only_copy(tmp, store)
+    try:
+        reported = hostile_report(prophet, tmp, ro or store)
+        check_hostile_names(c, store, reported)
+        yield {"store": store, "checks": c, "tmp": tmp, "ro": ro, "reported": reported}
+    finally:
+        unlock(ro, how)
     if request.config.getoption("--keep"):
         print(f"kept {tmp}")
     else:
@@ -708,7 +744,7 @@ def test_corrupt_store(prophet, hostile):
 
 def test_read_only_store(prophet, hostile):
     c = Checker()
-    check_read_only_store(c, prophet, hostile["tmp"], hostile["store"])
+    check_read_only_store(c, prophet, hostile["tmp"], hostile["ro"], hostile["reported"])
     c.assert_passed()
 
 

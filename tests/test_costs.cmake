@@ -7,7 +7,7 @@ set(_prophet_long_cases
     "BenchRegress.InjectedTrainingSlowdownFailsBothTrainingRowsOnly" 85
     "BenchRegress.QuickModePassesAgainstTheCommittedBaselineAndRecordsEveryRow" 50
     "BenchRegress.InjectedRegressionFailsAfterReMeasuring" 45
-    "Trainer.EveryPlacementGivesTheStaticLosses" 60
+    "Trainer.EveryPlacementGivesTheStaticLosses" 30
     "SweepRealCli.CalibratedSweepRecordsAPerOpReplayValidationOfEveryChild" 40
     "SweepRealCli.ValidationRecordsSimulatedAndMeasuredStepTimeAndBuildsTheReport" 30
     "SweepRealCli.CalibrateMeasuresOneClusterPerRanksAndGridValues" 18
