@@ -129,11 +129,13 @@ double a2a_bound(const CostModel& m, const TopologyLimits& topo, int64_t sent, i
 }
 
 // [x] bound on the tokens the busiest device receives with x extra holders in all, x = 0 .. where it stops
-// falling: e's tokens off the rows of its h_e holders, at least w_e minus e's h_e largest rows, all reach those
+// falling (or kReceiveSteps): e's tokens off the rows of its h_e holders, at least w_e minus e's h_e largest rows, all reach those
 // holders, so one takes in >= (w_e - top_{h_e}(e)) / h_e, which falls with h_e; the greedy that gives each holder
 // to the expert of the largest share minimises the maximum (as compute_curve). counts [D][E].
-std::vector<double> receive_curve(const int64_t* counts, int D, int E, int64_t max_extra) {
-    std::vector<int64_t> rows(static_cast<size_t>(E) * (D + 1), 0);  // [E][D+1]: w_e minus its h largest rows
+constexpr int64_t kReceiveSteps = 2048;
+void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::vector<double>& curve) {
+    thread_local std::vector<int64_t> rows;  // [E][D+1]: w_e minus its h largest rows
+    rows.resize(static_cast<size_t>(E) * (D + 1));
     for (int e = 0; e < E; ++e) {
         int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
         for (int d = 0; d < D; ++d) r[d + 1] = counts[static_cast<size_t>(d) * E + e];
@@ -142,20 +144,23 @@ std::vector<double> receive_curve(const int64_t* counts, int D, int E, int64_t m
         for (int d = 1; d <= D; ++d) rest += r[d];
         for (int h = 0; h <= D; ++h) rest -= h > 0 ? r[h] : 0, r[h] = rest;  // r[h] = w_e - top_h
     }
-    using Item = std::pair<int, int>;  // (e, h_e), ordered by rows[e][h] / h
-    auto share = [&](const Item& a) { return static_cast<double>(rows[static_cast<size_t>(a.first) * (D + 1) + a.second]) / a.second; };
-    auto lighter = [&](const Item& a, const Item& b) { return share(a) < share(b); };
+    struct Item {
+        int64_t rest, h;  // w_e - top_h(e) over h: ordered by the ratio
+        int e;
+    };
+    auto lighter = [](const Item& a, const Item& b) { return a.rest * b.h < b.rest * a.h; };
     std::priority_queue<Item, std::vector<Item>, decltype(lighter)> heap(lighter);
-    for (int e = 0; e < E; ++e) heap.push({e, 1});
-    std::vector<double> curve{share(heap.top())};
-    for (int64_t x = 1; x <= max_extra; ++x) {
-        Item top = heap.top();
-        if (top.second >= D || curve.back() <= 0) break;  // the hottest has every device, or nothing moves
+    for (int e = 0; e < E; ++e) heap.push({rows[static_cast<size_t>(e) * (D + 1) + 1], 1, e});
+    auto share = [&] { return static_cast<double>(heap.top().rest) / static_cast<double>(heap.top().h); };
+    curve.assign(1, share());
+    // beyond kReceiveSteps holders the curve is cut (the caller then uses 0): the term binds with few replicas
+    for (int64_t x = 1; x <= std::min(max_extra, kReceiveSteps); ++x) {
+        const Item top = heap.top();
+        if (top.h >= D || top.rest <= 0) break;  // the hottest has every device, or nothing moves
         heap.pop();
-        heap.push({top.first, top.second + 1});
-        curve.push_back(share(heap.top()));
+        heap.push({rows[static_cast<size_t>(top.e) * (D + 1) + top.h + 1], top.h + 1, top.e});
+        curve.push_back(share());
     }
-    return curve;
 }
 
 // Trans (agg = false) or Agg with n >= 1 receivers in all.
@@ -181,7 +186,7 @@ double transfer_bound(const CostModel& m, const TopologyLimits& topo, int64_t n,
 
 // [x] bound on max_i H_i (tokens) with x extra holders in all, x = 0 .. the first x where it stops falling:
 // max(ceil(total / D), max_e ceil(w_e / h_e)) under the greedy that gives each holder to the largest w_e / h_e.
-std::vector<int64_t> compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra) {
+void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra, std::vector<int64_t>& curve) {
     const int64_t floor_tokens = (total + D - 1) / D;
     using Item = std::pair<int64_t, int64_t>;  // (w_e, h_e), ordered by w / h
     auto lighter = [](const Item& a, const Item& b) { return a.first * b.second < b.first * a.second; };
@@ -191,7 +196,7 @@ std::vector<int64_t> compute_curve(const std::vector<int64_t>& w, int D, int64_t
         const Item& top = heap.top();
         return std::max(floor_tokens, (top.first + top.second - 1) / top.second);
     };
-    std::vector<int64_t> curve{current()};
+    curve.assign(1, current());
     for (int64_t x = 1; x <= max_extra; ++x) {
         Item top = heap.top();
         if (top.second >= D || curve.back() == floor_tokens) break;  // the hottest has every device, or at the mean
@@ -199,16 +204,16 @@ std::vector<int64_t> compute_curve(const std::vector<int64_t>& w, int D, int64_t
         heap.push({top.first, top.second + 1});
         curve.push_back(current());
     }
-    return curve;
 }
 
 // [k] tokens kept local by the k largest counts outside each expert's best row, k = 0 .. their number: counts
 // [rows][E] (tokens of a device or a node per expert). An expert is held by its owner (anywhere: a moved owner pays
 // no per-iteration transfer) plus one row per receiver, so its owner keeps at most its largest row and each
 // receiver one more row; *best_local gets the sum over experts of the largest row.
-std::vector<int64_t> gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local) {
-    std::vector<int64_t> other;
-    other.reserve(static_cast<size_t>(E) * std::max(0, rows - 1));
+// (prefix [k] into `prefix`, its memory kept between calls: these arrays are E x D long)
+void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local, std::vector<int64_t>& prefix) {
+    thread_local std::vector<int64_t> other;
+    other.clear();
     *best_local = 0;
     for (int e = 0; e < E; ++e) {
         int best = 0;
@@ -221,9 +226,9 @@ std::vector<int64_t> gain_beyond_best(const int64_t* counts, int rows, int E, in
         }
     }
     std::sort(other.begin(), other.end(), std::greater<int64_t>());
-    std::vector<int64_t> prefix(other.size() + 1, 0);
+    prefix.resize(other.size() + 1);
+    prefix[0] = 0;
     for (size_t k = 0; k < other.size(); ++k) prefix[k + 1] = prefix[k] + other[k];
-    return prefix;
 }
 
 // Per node: a node keeps e's tokens inside only if one of its devices holds e; [nodes][E] counts.
@@ -305,10 +310,11 @@ double l2l_share(int layer, int num_layers) {
 // device (r receivers beyond its best node).
 struct Unavoidable {
     int64_t total = 0, best_local = 0, node_best_local = 0;
-    std::vector<int64_t> gain, node_gain;  // prefix sums (gain_beyond_best per device, per node)
-    int64_t sent(int64_t n) const { return total - best_local - gain[std::min<size_t>(n, gain.size() - 1)]; }
+    const std::vector<int64_t>* gain = nullptr;       // prefix sums (gain_beyond_best per device)
+    const std::vector<int64_t>* node_gain = nullptr;  // per node
+    int64_t sent(int64_t n) const { return total - best_local - (*gain)[std::min<size_t>(n, gain->size() - 1)]; }
     int64_t across(int64_t r) const {
-        return total - node_best_local - node_gain[std::min<size_t>(r, node_gain.size() - 1)];
+        return total - node_best_local - (*node_gain)[std::min<size_t>(r, node_gain->size() - 1)];
     }
     int64_t num_experts = 0;
     int64_t node_pairs_beyond_best(int nodes) const { return num_experts * (nodes - 1); }
@@ -319,8 +325,9 @@ struct LayerInputs {
     const CostModel& m;
     TopologyLimits topo;
     Unavoidable u;
-    std::vector<int64_t> curve;   // compute_curve
-    std::vector<double> receive;  // receive_curve
+    const std::vector<int64_t>& curve;  // compute_curve
+    const std::vector<double>& receive;  // receive_curve
+    bool receive_complete = true;  // it stopped falling before kReceiveSteps
     double per_token_s = 0, share = 1;
     int64_t max_receivers = 0, max_extra = 0;
     SimWindow window;
@@ -331,13 +338,17 @@ struct LayerInputs {
         Terms t;
         const int64_t x = std::min<int64_t>({compute_n, max_extra, static_cast<int64_t>(curve.size()) - 1});
         t.fec = static_cast<double>(curve[static_cast<size_t>(x)]) * per_token_s;
-        const int64_t y = std::min<int64_t>({device_n, max_extra, static_cast<int64_t>(receive.size()) - 1});
         t.a2a = a2a_bound(m, topo, u.sent(std::min(device_n, max_extra)), u.across(std::min(node_r, max_extra)),
-                          receive[static_cast<size_t>(y)]);
+                          busiest(std::min(device_n, max_extra)));
         t.a2a_l2l = share * t.a2a;
         t.trans = trans;
         t.agg = agg;
         return t;
+    }
+    // receive_curve at x extra holders: its last value where it stopped falling, 0 past where it was cut
+    double busiest(int64_t x) const {
+        const int64_t last = static_cast<int64_t>(receive.size()) - 1;
+        return x <= last ? receive[static_cast<size_t>(x)] : receive_complete ? receive.back() : 0.0;
     }
     // Trans (Agg) of n >= 0 receivers over the devices' resources
     double device_transfer(int64_t n, bool agg) const { return n > 0 ? transfer_bound(m, topo, n, agg) : 0.0; }
@@ -362,24 +373,31 @@ struct LayerInputs {
 };
 
 LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget) {
-    LayerInputs in{m, m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{}, {}, {}, {}, 0.0, 1.0, 0, 0, {}};
+    // the long arrays keep their memory between calls (one thread's layers are bounded one at a time)
+    thread_local std::vector<int64_t> gain, node_gain, curve;
+    thread_local std::vector<double> receive;
+    LayerInputs in{m, m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{}, {}, curve, receive, true,
+                   0.0, 1.0, 0, 0, {}};
     std::vector<int64_t> w(E, 0);  // [E] expert loads
     for (int d = 0; d < D; ++d)
         for (int e = 0; e < E; ++e) w[e] += counts[static_cast<size_t>(d) * E + e];
     for (int64_t v : w) in.u.total += v;
     in.u.num_experts = E;
-    in.u.gain = gain_beyond_best(counts, D, E, &in.u.best_local);
+    gain_beyond_best(counts, D, E, &in.u.best_local, gain);
+    in.u.gain = &gain;
     int nodes = 1;
     const std::vector<int64_t> per_node = node_counts(counts, m.cluster, E, &nodes);
-    in.u.node_gain = gain_beyond_best(per_node.data(), nodes, E, &in.u.node_best_local);
+    gain_beyond_best(per_node.data(), nodes, E, &in.u.node_best_local, node_gain);
+    in.u.node_gain = &node_gain;
     in.per_token_s = m.expert_flops_per_token() / (m.cluster.compute_flops * m.compute_scale);
     // n = receivers a transfer reaches: replicas only (an owner away from its home pays no per-iteration
     // Trans/Agg: cost_model.h), at most D * cap
     const int cap = budget.max_replicas_per_device;
     in.max_receivers = static_cast<int64_t>(E) * (D - 1);
     in.max_extra = cap > 0 ? std::min<int64_t>(in.max_receivers, static_cast<int64_t>(D) * cap) : in.max_receivers;
-    in.curve = compute_curve(w, D, in.u.total, in.max_extra);
-    in.receive = receive_curve(counts, D, E, in.max_extra);
+    compute_curve(w, D, in.u.total, in.max_extra, curve);
+    receive_curve(counts, D, E, in.max_extra, receive);
+    in.receive_complete = static_cast<int64_t>(in.receive.size()) - 1 < std::min(in.max_extra, kReceiveSteps);
     return in;
 }
 
@@ -393,8 +411,8 @@ int64_t block_end(int64_t n, int64_t limit) {
 // Placements whose node receivers r cost no more transfer than their device-level receivers n already do
 // (r <= node_receivers_within(n)): the node-level all-to-all at that r.
 void scan_receivers(const LayerInputs& in, LayerBound& b) {
-    const int64_t last_pair = static_cast<int64_t>(in.u.gain.size()) - 1;
-    const int64_t last_node_pair = static_cast<int64_t>(in.u.node_gain.size()) - 1;
+    const int64_t last_pair = static_cast<int64_t>(in.u.gain->size()) - 1;
+    const int64_t last_node_pair = static_cast<int64_t>(in.u.node_gain->size()) - 1;
     for (int64_t n = 1, last = 1; n <= in.max_receivers; n = last + 1) {
         last = block_end(n, in.max_receivers);
         const int64_t r = in.node_receivers_within(last);
@@ -402,7 +420,8 @@ void scan_receivers(const LayerInputs& in, LayerBound& b) {
                  in.terms(last, last, r, in.device_transfer(n, false), in.device_transfer(n, true)), n);
         // past here compute and all-to-all cannot fall further and every transfer only grows
         const int64_t x = std::min(last, in.max_extra);
-        const bool compute_done = x >= static_cast<int64_t>(std::max(in.curve.size(), in.receive.size())) - 1;
+        const bool compute_done = x >= static_cast<int64_t>(in.curve.size()) - 1 &&
+                                  x >= static_cast<int64_t>(in.receive.size()) - 1;
         if (compute_done && last >= last_pair && r >= last_node_pair) break;
     }
 }
@@ -472,7 +491,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     scan_node_receivers(in, b);
     b.sim_s = b.sim_parts_s[kLevels - 1][kLevels - 1];
     b.compute_tokens = static_cast<double>(in.curve.back());
-    b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra), in.receive.back());
+    b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra), in.busiest(in.max_extra));
     b.one_transfer_s = D > 1 ? transfer_bound(m, in.topo, 1, false) : 0.0;
     return b;
 }
