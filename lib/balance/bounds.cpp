@@ -129,9 +129,9 @@ double a2a_bound(const CostModel& m, const TopologyLimits& topo, int64_t sent, i
 }
 
 // [x] bound on the tokens the busiest device receives with x extra holders in all, x = 0 .. where it stops
-// falling (or kReceiveSteps): e's tokens off the rows of its h_e holders, at least w_e minus e's h_e largest rows, all reach those
-// holders, so one takes in >= (w_e - top_{h_e}(e)) / h_e, which falls with h_e; the greedy that gives each holder
-// to the expert of the largest share minimises the maximum (as compute_curve). counts [D][E].
+// falling (or kReceiveSteps): e's tokens off the rows of its h_e holders, at least w_e minus e's h_e largest rows, all
+// reach those holders, so one takes in >= (w_e - top_{h_e}(e)) / h_e, which falls with h_e; the greedy that gives each
+// holder to the expert of the largest share minimises the maximum (as compute_curve). counts [D][E].
 constexpr int64_t kReceiveSteps = 2048;
 void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::vector<double>& curve) {
     thread_local std::vector<int64_t> rows;  // [E][D+1]: w_e minus its h largest rows
@@ -186,7 +186,8 @@ double transfer_bound(const CostModel& m, const TopologyLimits& topo, int64_t n,
 
 // [x] bound on max_i H_i (tokens) with x extra holders in all, x = 0 .. the first x where it stops falling:
 // max(ceil(total / D), max_e ceil(w_e / h_e)) under the greedy that gives each holder to the largest w_e / h_e.
-void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra, std::vector<int64_t>& curve) {
+void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra,
+                   std::vector<int64_t>& curve) {
     const int64_t floor_tokens = (total + D - 1) / D;
     using Item = std::pair<int64_t, int64_t>;  // (w_e, h_e), ordered by w / h
     auto lighter = [](const Item& a, const Item& b) { return a.first * b.second < b.first * a.second; };
@@ -325,9 +326,9 @@ struct LayerInputs {
     const CostModel& m;
     TopologyLimits topo;
     Unavoidable u;
-    const std::vector<int64_t>& curve;  // compute_curve
+    const std::vector<int64_t>& curve;   // compute_curve
     const std::vector<double>& receive;  // receive_curve
-    bool receive_complete = true;  // it stopped falling before kReceiveSteps
+    bool receive_complete = true;        // it stopped falling before kReceiveSteps
     double per_token_s = 0, share = 1;
     int64_t max_receivers = 0, max_extra = 0;
     SimWindow window;
@@ -356,15 +357,16 @@ struct LayerInputs {
     double node_transfer(int64_t r) const {
         if (r <= 0 || !m.topology_aware || !(topo.remote_sum < kUnlimited)) return 0.0;
         const double eb = m.expert_bytes();
-        const double t = std::max(drain_bound(eb, topo.remote_path), drain_bound(static_cast<double>(r) * eb, topo.remote_sum));
+        const double t =
+            std::max(drain_bound(eb, topo.remote_path), drain_bound(static_cast<double>(r) * eb, topo.remote_sum));
         return t / m.bandwidth_scale + topo.min_latency;
     }
     // the most node receivers r whose transfer a device-level transfer of n receivers already pays for
     // (node_transfer(r) < that transfer); a little above it when rounding could tell
     int64_t node_receivers_within(int64_t n) const {
         if (!m.topology_aware || !(topo.remote_sum < kUnlimited)) return n;
-        const double t = (std::max(device_transfer(n, false), device_transfer(n, true)) - topo.min_latency) *
-                         m.bandwidth_scale;
+        const double t =
+            (std::max(device_transfer(n, false), device_transfer(n, true)) - topo.min_latency) * m.bandwidth_scale;
         const double eb = m.expert_bytes();
         if (t <= drain_bound(eb, topo.remote_path) * (1 - 1e-9)) return 0;  // not even one copy across nodes
         const double r = t * topo.remote_sum / eb;
@@ -376,8 +378,9 @@ LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E
     // the long arrays keep their memory between calls (one thread's layers are bounded one at a time)
     thread_local std::vector<int64_t> gain, node_gain, curve;
     thread_local std::vector<double> receive;
-    LayerInputs in{m, m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{}, {}, curve, receive, true,
-                   0.0, 1.0, 0, 0, {}};
+    LayerInputs in{
+        m, m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{}, {}, curve, receive, true, 0.0, 1.0, 0, 0,
+        {}};
     std::vector<int64_t> w(E, 0);  // [E] expert loads
     for (int d = 0; d < D; ++d)
         for (int e = 0; e < E; ++e) w[e] += counts[static_cast<size_t>(d) * E + e];
@@ -416,12 +419,12 @@ void scan_receivers(const LayerInputs& in, LayerBound& b) {
     for (int64_t n = 1, last = 1; n <= in.max_receivers; n = last + 1) {
         last = block_end(n, in.max_receivers);
         const int64_t r = in.node_receivers_within(last);
-        take_min(b, in.m, in.window,
-                 in.terms(last, last, r, in.device_transfer(n, false), in.device_transfer(n, true)), n);
+        take_min(b, in.m, in.window, in.terms(last, last, r, in.device_transfer(n, false), in.device_transfer(n, true)),
+                 n);
         // past here compute and all-to-all cannot fall further and every transfer only grows
         const int64_t x = std::min(last, in.max_extra);
-        const bool compute_done = x >= static_cast<int64_t>(in.curve.size()) - 1 &&
-                                  x >= static_cast<int64_t>(in.receive.size()) - 1;
+        const bool compute_done =
+            x >= static_cast<int64_t>(in.curve.size()) - 1 && x >= static_cast<int64_t>(in.receive.size()) - 1;
         if (compute_done && last >= last_pair && r >= last_node_pair) break;
     }
 }

@@ -241,7 +241,8 @@ INSTANTIATE_TEST_SUITE_P(Bounds, BoundTight, ::testing::ValuesIn(kTightCases),
 // The Sim column over a whole iteration: the least sum over layers of the simulator's MoE time under any
 // schedule, every layer's placement and routing free. none pays Eq 6 and fastermoe fastermoe_s per layer; under
 // blockwise a layer pays 4 A2A + 3 FEC, Trans(0) and Agg(0) whole, and for l >= 1 what of Trans(l) and Agg(l) the
-// previous layer's FEC + FNEC and BEC + BNEC cannot hide (the schedule leaves nothing else beside them: docs/bounds.md).
+// previous layer's FEC + FNEC and BEC + BNEC cannot hide (the schedule leaves nothing else beside them:
+// docs/bounds.md).
 double sim_optimum(const CostModel& cost, const std::vector<std::vector<int64_t>>& layers, int D, int E) {
     const int L = static_cast<int>(layers.size());
     double none = 0, fastermoe = 0;
@@ -288,7 +289,8 @@ class SimBound : public ::testing::TestWithParam<SimCase> {
     void solve(double* optimum, double* bound) const {
         const SimCase& c = GetParam();
         CostModel m = make_model(c.cluster, c.D);
-        if (c.transfer_bytes_per_s > 0) m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = c.transfer_bytes_per_s;
+        if (c.transfer_bytes_per_s > 0)
+            m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = c.transfer_bytes_per_s;
         std::vector<int64_t> flat;
         for (const auto& layer : c.layers) flat.insert(flat.end(), layer.begin(), layer.end());
         TraceView view;
@@ -329,8 +331,13 @@ const SimCase kSimCases[] = {
     {"local_then_replica_hidden", 2, 2, {{100, 0, 0, 100}, {100, 0, 100, 0}}, Cluster::kUnit, 1.0, true},
     {"unit_three_layers", 2, 2, {{60, 10, 30, 40}, {90, 5, 70, 0}, {20, 50, 10, 80}}, Cluster::kUnit, 0.05, false},
     {"unit_2x1", 2, 1, {{100, 100}, {40, 160}, {10, 90}}, Cluster::kUnit, 0.02, false},
-    {"paper_three_layers", 2, 2, {{600, 100, 300, 400}, {900, 50, 700, 10}, {200, 500, 100, 800}}, Cluster::kPaper,
-     0, false},
+    {"paper_three_layers",
+     2,
+     2,
+     {{600, 100, 300, 400}, {900, 50, 700, 10}, {200, 500, 100, 800}},
+     Cluster::kPaper,
+     0,
+     false},
     {"star_two_layers", 2, 2, {{300, 20, 250, 40}, {50, 400, 10, 300}}, Cluster::kStar, 0, false},
     {"heavy_4x1", 4, 1, {{100, 0, 100, 0}, {50, 50, 50, 50}}, Cluster::kHeavyExperts, 0, false},
 };
