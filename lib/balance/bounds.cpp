@@ -1,12 +1,12 @@
 #include "balance/bounds.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <queue>
 
-#include "balance/placement.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/timer.h"
@@ -26,8 +26,10 @@ double sum_of_links(int peers, double rate) { return peers > 0 ? peers * rate : 
 // receive (send) over every resource on its paths, and the fastest single path and cheapest latency of any pair.
 struct TopologyLimits {
     double ingress_sum = 0, egress_sum = 0;  // sum over devices of their ingress (egress) capacity, bytes/s
+    double ingress_max = 0;                  // the largest one device's ingress capacity, bytes/s
     double remote_sum = kUnlimited;  // sum over nodes of the inter-node bytes/s they can take in (one node: none)
     double best_path = 0;            // fastest single-pair path, bytes/s (kUnlimited: no limit)
+    double remote_path = 0;          // fastest single inter-node path, bytes/s (0: one node)
     double min_latency = 0;          // cheapest latency of a link class some pair uses
 };
 
@@ -56,7 +58,9 @@ TopologyLimits topology_limits(const ClusterSpec& cl) {
         for (int s = 0; s < D; ++s)
             if (s != i) ++peers[static_cast<int>(cl.link_class(s, i))];
         for (int c = 0; c < 3; ++c) used[c] = used[c] || peers[c] > 0;
-        t.ingress_sum += device_capacity(cl, peers[0], peers[1], peers[2], cl.gpu_ejection_bytes_per_s);
+        const double ingress = device_capacity(cl, peers[0], peers[1], peers[2], cl.gpu_ejection_bytes_per_s);
+        t.ingress_sum += ingress;
+        t.ingress_max = std::max(t.ingress_max, ingress);
         t.egress_sum += device_capacity(cl, peers[0], peers[1], peers[2], cl.gpu_injection_bytes_per_s);
     }
     // a single pair's path: the pair link, the port of its class at both ends, injection, ejection, NICs
@@ -71,6 +75,7 @@ TopologyLimits topology_limits(const ClusterSpec& cl) {
         const int k = static_cast<int>(c);
         if (!used[k]) continue;
         t.best_path = std::max(t.best_path, std::min(ends, path[k]));
+        if (c == LC::kInterNode) t.remote_path = std::min(ends, path[k]);
         t.min_latency = std::min(t.min_latency, cl.link_latency_s(c));
     }
     if (!(t.min_latency < kUnlimited)) t.min_latency = 0;  // one device: nothing moves
@@ -105,20 +110,57 @@ double flat_a2a_bound(const ClusterSpec& cl, double message, double bandwidth_sc
 }
 
 // One all-to-all moving at least `sent` tokens off their devices, `across` of them off their nodes (home path,
-// either direction).
-double a2a_bound(const CostModel& m, const TopologyLimits& topo, int64_t sent, int64_t across) {
+// either direction); `busiest` tokens reach one device (receive_curve).
+double a2a_bound(const CostModel& m, const TopologyLimits& topo, int64_t sent, int64_t across, double busiest) {
     if (sent <= 0) return 0.0;
     const int D = m.cluster.num_devices;
-    const double bytes = static_cast<double>(sent) * m.token_bytes();
+    const double tb = m.token_bytes(), bytes = static_cast<double>(sent) * tb;
     double t;
     if (m.topology_aware) {
-        const double remote = drain_bound(static_cast<double>(across) * m.token_bytes(), topo.remote_sum);
-        t = std::max(drain_bound(bytes, topo.ingress_sum), remote) / m.bandwidth_scale + topo.min_latency;
+        const double remote = drain_bound(static_cast<double>(across) * tb, topo.remote_sum);
+        const double one = drain_bound(busiest * tb, topo.ingress_max);
+        t = std::max({drain_bound(bytes, topo.ingress_sum), remote, one}) / m.bandwidth_scale + topo.min_latency;
     } else {
-        const int64_t busiest = (sent + D - 1) / D;  // tokens: some device receives at least the mean
-        t = flat_a2a_bound(m.cluster, static_cast<double>(busiest) * m.token_bytes(), m.bandwidth_scale);
+        const int64_t mean = (sent + D - 1) / D;  // tokens: some device receives at least the mean
+        const double message = std::max(static_cast<double>(mean), busiest) * tb;
+        t = flat_a2a_bound(m.cluster, message, m.bandwidth_scale);
     }
     return t + m.cluster.a2a_latency_s;
+}
+
+// [x] bound on the tokens the busiest device receives with x extra holders in all, x = 0 .. where it stops
+// falling (or kReceiveSteps): e's tokens off the rows of its h_e holders, at least w_e minus e's h_e largest rows, all
+// reach those holders, so one takes in >= (w_e - top_{h_e}(e)) / h_e, which falls with h_e; the greedy that gives each
+// holder to the expert of the largest share minimises the maximum (as compute_curve). counts [D][E].
+constexpr int64_t kReceiveSteps = 2048;
+void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::vector<double>& curve) {
+    thread_local std::vector<int64_t> rows;  // [E][D+1]: w_e minus its h largest rows
+    rows.resize(static_cast<size_t>(E) * (D + 1));
+    for (int e = 0; e < E; ++e) {
+        int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
+        for (int d = 0; d < D; ++d) r[d + 1] = counts[static_cast<size_t>(d) * E + e];
+        std::sort(r + 1, r + D + 1, std::greater<int64_t>());
+        int64_t rest = 0;
+        for (int d = 1; d <= D; ++d) rest += r[d];
+        for (int h = 0; h <= D; ++h) rest -= h > 0 ? r[h] : 0, r[h] = rest;  // r[h] = w_e - top_h
+    }
+    struct Item {
+        int64_t rest, h;  // w_e - top_h(e) over h: ordered by the ratio
+        int e;
+    };
+    auto lighter = [](const Item& a, const Item& b) { return a.rest * b.h < b.rest * a.h; };
+    std::priority_queue<Item, std::vector<Item>, decltype(lighter)> heap(lighter);
+    for (int e = 0; e < E; ++e) heap.push({rows[static_cast<size_t>(e) * (D + 1) + 1], 1, e});
+    auto share = [&] { return static_cast<double>(heap.top().rest) / static_cast<double>(heap.top().h); };
+    curve.assign(1, share());
+    // beyond kReceiveSteps holders the curve is cut (the caller then uses 0): the term binds with few replicas
+    for (int64_t x = 1; x <= std::min(max_extra, kReceiveSteps); ++x) {
+        const Item top = heap.top();
+        if (top.h >= D || top.rest <= 0) break;  // the hottest has every device, or nothing moves
+        heap.pop();
+        heap.push({rows[static_cast<size_t>(top.e) * (D + 1) + top.h + 1], top.h + 1, top.e});
+        curve.push_back(share());
+    }
 }
 
 // Trans (agg = false) or Agg with n >= 1 receivers in all.
@@ -144,7 +186,8 @@ double transfer_bound(const CostModel& m, const TopologyLimits& topo, int64_t n,
 
 // [x] bound on max_i H_i (tokens) with x extra holders in all, x = 0 .. the first x where it stops falling:
 // max(ceil(total / D), max_e ceil(w_e / h_e)) under the greedy that gives each holder to the largest w_e / h_e.
-std::vector<int64_t> compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra) {
+void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra,
+                   std::vector<int64_t>& curve) {
     const int64_t floor_tokens = (total + D - 1) / D;
     using Item = std::pair<int64_t, int64_t>;  // (w_e, h_e), ordered by w / h
     auto lighter = [](const Item& a, const Item& b) { return a.first * b.second < b.first * a.second; };
@@ -154,7 +197,7 @@ std::vector<int64_t> compute_curve(const std::vector<int64_t>& w, int D, int64_t
         const Item& top = heap.top();
         return std::max(floor_tokens, (top.first + top.second - 1) / top.second);
     };
-    std::vector<int64_t> curve{current()};
+    curve.assign(1, current());
     for (int64_t x = 1; x <= max_extra; ++x) {
         Item top = heap.top();
         if (top.second >= D || curve.back() == floor_tokens) break;  // the hottest has every device, or at the mean
@@ -162,48 +205,44 @@ std::vector<int64_t> compute_curve(const std::vector<int64_t>& w, int D, int64_t
         heap.push({top.first, top.second + 1});
         curve.push_back(current());
     }
-    return curve;
 }
 
-// [k] tokens kept local by the k largest counts outside their home row, k = 0 .. their number: counts [rows][E]
-// (tokens of a device or a node per expert), home_row [E] the row that holds each expert already; *home_local gets
-// the tokens already in their home row
-std::vector<int64_t> gain_beyond_home(const int64_t* counts, int rows, int E, const std::vector<int>& home_row,
-                                      int64_t* home_local) {
-    std::vector<int64_t> other;
-    other.reserve(static_cast<size_t>(E) * std::max(0, rows - 1));
-    *home_local = 0;
-    for (int r = 0; r < rows; ++r)
-        for (int e = 0; e < E; ++e) {
+// [k] tokens kept local by the k largest counts outside each expert's best row, k = 0 .. their number: counts
+// [rows][E] (tokens of a device or a node per expert). An expert is held by its owner (anywhere: a moved owner pays
+// no per-iteration transfer) plus one row per receiver, so its owner keeps at most its largest row and each
+// receiver one more row; *best_local gets the sum over experts of the largest row.
+// (prefix [k] into `prefix`, its memory kept between calls: these arrays are E x D long)
+void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local, std::vector<int64_t>& prefix) {
+    thread_local std::vector<int64_t> other;
+    other.clear();
+    *best_local = 0;
+    for (int e = 0; e < E; ++e) {
+        int best = 0;
+        for (int r = 1; r < rows; ++r)
+            if (counts[static_cast<size_t>(r) * E + e] > counts[static_cast<size_t>(best) * E + e]) best = r;
+        *best_local += counts[static_cast<size_t>(best) * E + e];
+        for (int r = 0; r < rows; ++r) {
             const int64_t c = counts[static_cast<size_t>(r) * E + e];
-            if (home_row[e] == r)
-                *home_local += c;
-            else if (c > 0)
-                other.push_back(c);
+            if (r != best && c > 0) other.push_back(c);
         }
+    }
     std::sort(other.begin(), other.end(), std::greater<int64_t>());
-    std::vector<int64_t> prefix(other.size() + 1, 0);
+    prefix.resize(other.size() + 1);
+    prefix[0] = 0;
     for (size_t k = 0; k < other.size(); ++k) prefix[k + 1] = prefix[k] + other[k];
-    return prefix;
 }
 
-// Per device: a device keeps e's tokens only if it holds e (a receiver per (device, expert) pair beyond home).
-std::vector<int64_t> local_gain(const int64_t* counts, const Placement& home, int D, int E, int64_t* home_local) {
-    return gain_beyond_home(counts, D, E, home.owner, home_local);
-}
-
-// Per node: a node keeps e's tokens inside only if one of its devices holds e (a receiver each).
-std::vector<int64_t> node_gain(const int64_t* counts, const Placement& home, const ClusterSpec& cl, int E,
-                               int64_t* node_local) {
+// Per node: a node keeps e's tokens inside only if one of its devices holds e; [nodes][E] counts.
+std::vector<int64_t> node_counts(const int64_t* counts, const ClusterSpec& cl, int E, int* nodes_out) {
     const int D = cl.num_devices, nodes = std::max(1, D / cl.devices_per_node);
-    auto node = [&](int d) { return std::min(cl.node_of(d), nodes - 1); };
     std::vector<int64_t> per_node(static_cast<size_t>(nodes) * E, 0);  // [nodes][E]
-    for (int d = 0; d < D; ++d)
+    for (int d = 0; d < D; ++d) {
+        const int node = std::min(cl.node_of(d), nodes - 1);
         for (int e = 0; e < E; ++e)
-            per_node[static_cast<size_t>(node(d)) * E + e] += counts[static_cast<size_t>(d) * E + e];
-    std::vector<int> home_node(E);
-    for (int e = 0; e < E; ++e) home_node[e] = node(home.owner[e]);
-    return gain_beyond_home(per_node.data(), nodes, E, home_node, node_local);
+            per_node[static_cast<size_t>(node) * E + e] += counts[static_cast<size_t>(d) * E + e];
+    }
+    *nodes_out = nodes;
+    return per_node;
 }
 
 }  // namespace
@@ -215,7 +254,33 @@ struct Terms {
     double a2a = 0, a2a_l2l = 0, fec = 0, trans = 0, agg = 0;
 };
 
-void take_min(LayerBound& b, const CostModel& m, const Terms& t, int64_t n) {
+// What the Sim column's blockwise pieces of layer l read of its neighbours (docs/bounds.md "The Sim column").
+constexpr int kLevels = LayerBound::kSimLevels;
+struct SimWindow {
+    bool first = true, last = true;  // layer 0 (Trans and Agg whole, nothing beside them); layer L-1 (no charge)
+    double prev_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};  // layer l-1's
+    double own_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};
+    double fnec_s = 0, bnec_s = 0;
+};
+
+// Blockwise pieces: 4 A2A + the compute charged to this layer (3 min(FEC, own level)) + the transfers exposed
+// beyond what layer l-1's FEC at its level, FNEC and BNEC can hide (layer 0: Trans and Agg whole).
+void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t, double other_models) {
+    double core[kLevels], exposed[kLevels];
+    for (int k = 0; k < kLevels; ++k) {
+        core[k] = 3.0 * (w.last ? t.fec : std::min(t.fec, w.own_hide_s[k]));
+        const double hide = w.prev_hide_s[k];
+        exposed[k] = w.first ? t.trans + t.agg
+                             : std::max(0.0, t.trans - w.fnec_s - hide) + std::max(0.0, t.agg - w.bnec_s - 2.0 * hide);
+    }
+    for (int j = 0; j < kLevels; ++j)
+        for (int k = 0; k < kLevels; ++k) {
+            const double v = std::min(other_models, 4.0 * t.a2a + core[k] + exposed[j]);
+            b.sim_parts_s[j][k] = std::min(b.sim_parts_s[j][k], v);
+        }
+}
+
+void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n) {
     const double core = 3.0 * t.fec;
     auto eq8_exposed = [&](double trans, double agg) {
         // the chunked credit max(0, T - FEC - FNEC) is at most what whole experts leave (cost_model.h); layer 0: none
@@ -225,11 +290,11 @@ void take_min(LayerBound& b, const CostModel& m, const Terms& t, int64_t n) {
     auto fastermoe = [&](double a2a) {
         return 4.0 * a2a + core + std::max(0.0, t.trans - a2a) + std::max(0.0, t.agg - a2a);
     };
-    const double eq6 = 4.0 * t.a2a + core + t.trans + t.agg;
+    const double eq6 = 4.0 * t.a2a + core + t.trans + t.agg, fm = fastermoe(t.a2a);
     if (eq6 < b.eq6_s) b.eq6_s = eq6, b.eq6_receivers = n;
     b.eq8_s = std::min(b.eq8_s, 4.0 * t.a2a + core + eq8_exposed(t.trans, t.agg));
-    b.fastermoe_s = std::min(b.fastermoe_s, fastermoe(t.a2a));
-    b.sim_s = std::min(b.sim_s, 4.0 * t.a2a + core);
+    b.fastermoe_s = std::min(b.fastermoe_s, fm);
+    take_sim_min(b, w, t, std::min(eq6, fm));  // the Sim column: schedule none is Eq 6, fastermoe fastermoe_s
     b.eq6_l2l_s = std::min(b.eq6_l2l_s, 4.0 * t.a2a_l2l + core + t.trans + t.agg);
     b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed(t.trans, t.agg));
     b.fastermoe_l2l_s = std::min(b.fastermoe_l2l_s, fastermoe(t.a2a_l2l));
@@ -242,104 +307,239 @@ double l2l_share(int layer, int num_layers) {
     return 0.5 * ((layer == 0 ? 1.0 : 0.0) + (layer == num_layers - 1 ? 1.0 : 0.0));
 }
 
-}  // namespace
-
-namespace {
-
-// The tokens that must leave their device (their node) when at most k (device, expert) pairs ((node, expert) pairs)
-// beyond the static homes hold an expert.
+// The tokens that must leave their device (their node) when n receivers hold experts beyond each expert's best
+// device (r receivers beyond its best node).
 struct Unavoidable {
-    int64_t total = 0, home_local = 0, node_local = 0;
-    std::vector<int64_t> gain, node_gain;  // prefix sums (local_gain, node_gain)
-    int64_t sent(int64_t k) const { return total - home_local - gain[std::min<size_t>(k, gain.size() - 1)]; }
-    int64_t across(int64_t k) const {
-        return total - node_local - node_gain[std::min<size_t>(k, node_gain.size() - 1)];
+    int64_t total = 0, best_local = 0, node_best_local = 0;
+    const std::vector<int64_t>* gain = nullptr;       // prefix sums (gain_beyond_best per device)
+    const std::vector<int64_t>* node_gain = nullptr;  // per node
+    int64_t sent(int64_t n) const { return total - best_local - (*gain)[std::min<size_t>(n, gain->size() - 1)]; }
+    int64_t across(int64_t r) const {
+        return total - node_best_local - (*node_gain)[std::min<size_t>(r, node_gain->size() - 1)];
+    }
+    int64_t num_experts = 0;
+    int64_t node_pairs_beyond_best(int nodes) const { return num_experts * (nodes - 1); }
+};
+
+// Everything the term bounds of one layer read.
+struct LayerInputs {
+    const CostModel& m;
+    TopologyLimits topo;
+    Unavoidable u;
+    const std::vector<int64_t>& curve;   // compute_curve
+    const std::vector<double>& receive;  // receive_curve
+    bool receive_complete = true;        // it stopped falling before kReceiveSteps
+    double per_token_s = 0, share = 1;
+    int64_t max_receivers = 0, max_extra = 0;
+    SimWindow window;
+
+    // receivers n spend on devices (compute, device-level all-to-all, device-level transfers), r of them on nodes
+    // without another holder of their expert (node-level all-to-all)
+    Terms terms(int64_t compute_n, int64_t device_n, int64_t node_r, double trans, double agg) const {
+        Terms t;
+        const int64_t x = std::min<int64_t>({compute_n, max_extra, static_cast<int64_t>(curve.size()) - 1});
+        t.fec = static_cast<double>(curve[static_cast<size_t>(x)]) * per_token_s;
+        t.a2a = a2a_bound(m, topo, u.sent(std::min(device_n, max_extra)), u.across(std::min(node_r, max_extra)),
+                          busiest(std::min(device_n, max_extra)));
+        t.a2a_l2l = share * t.a2a;
+        t.trans = trans;
+        t.agg = agg;
+        return t;
+    }
+    // receive_curve at x extra holders: its last value where it stopped falling, 0 past where it was cut
+    double busiest(int64_t x) const {
+        const int64_t last = static_cast<int64_t>(receive.size()) - 1;
+        return x <= last ? receive[static_cast<size_t>(x)] : receive_complete ? receive.back() : 0.0;
+    }
+    // Trans (Agg) of n >= 0 receivers over the devices' resources
+    double device_transfer(int64_t n, bool agg) const { return n > 0 ? transfer_bound(m, topo, n, agg) : 0.0; }
+    // Trans = Agg of r receivers on nodes without another holder: each copy crosses into its node (docs/bounds.md)
+    double node_transfer(int64_t r) const {
+        if (r <= 0 || !m.topology_aware || !(topo.remote_sum < kUnlimited)) return 0.0;
+        const double eb = m.expert_bytes();
+        const double t =
+            std::max(drain_bound(eb, topo.remote_path), drain_bound(static_cast<double>(r) * eb, topo.remote_sum));
+        return t / m.bandwidth_scale + topo.min_latency;
+    }
+    // the most node receivers r whose transfer a device-level transfer of n receivers already pays for
+    // (node_transfer(r) < that transfer); a little above it when rounding could tell
+    int64_t node_receivers_within(int64_t n) const {
+        if (!m.topology_aware || !(topo.remote_sum < kUnlimited)) return n;
+        const double t =
+            (std::max(device_transfer(n, false), device_transfer(n, true)) - topo.min_latency) * m.bandwidth_scale;
+        const double eb = m.expert_bytes();
+        if (t <= drain_bound(eb, topo.remote_path) * (1 - 1e-9)) return 0;  // not even one copy across nodes
+        const double r = t * topo.remote_sum / eb;
+        return std::min<int64_t>(n, static_cast<int64_t>(std::floor(r * (1 + 1e-9))));
     }
 };
 
-Placement home_placement(int D, int E) {
-    Placement probe;
-    probe.num_devices = D;
-    probe.num_experts = E;
-    std::vector<int> home_of(E);
-    for (int e = 0; e < E; ++e) home_of[e] = probe.home(e);
-    return Placement::make_owners(D, home_of);
+LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget) {
+    // the long arrays keep their memory between calls (one thread's layers are bounded one at a time)
+    thread_local std::vector<int64_t> gain, node_gain, curve;
+    thread_local std::vector<double> receive;
+    LayerInputs in{
+        m, m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{}, {}, curve, receive, true, 0.0, 1.0, 0, 0,
+        {}};
+    std::vector<int64_t> w(E, 0);  // [E] expert loads
+    for (int d = 0; d < D; ++d)
+        for (int e = 0; e < E; ++e) w[e] += counts[static_cast<size_t>(d) * E + e];
+    for (int64_t v : w) in.u.total += v;
+    in.u.num_experts = E;
+    gain_beyond_best(counts, D, E, &in.u.best_local, gain);
+    in.u.gain = &gain;
+    int nodes = 1;
+    const std::vector<int64_t> per_node = node_counts(counts, m.cluster, E, &nodes);
+    gain_beyond_best(per_node.data(), nodes, E, &in.u.node_best_local, node_gain);
+    in.u.node_gain = &node_gain;
+    in.per_token_s = m.expert_flops_per_token() / (m.cluster.compute_flops * m.compute_scale);
+    // n = receivers a transfer reaches: replicas only (an owner away from its home pays no per-iteration
+    // Trans/Agg: cost_model.h), at most D * cap
+    const int cap = budget.max_replicas_per_device;
+    in.max_receivers = static_cast<int64_t>(E) * (D - 1);
+    in.max_extra = cap > 0 ? std::min<int64_t>(in.max_receivers, static_cast<int64_t>(D) * cap) : in.max_receivers;
+    compute_curve(w, D, in.u.total, in.max_extra, curve);
+    receive_curve(counts, D, E, in.max_extra, receive);
+    in.receive_complete = static_cast<int64_t>(in.receive.size()) - 1 < std::min(in.max_extra, kReceiveSteps);
+    return in;
+}
+
+// n in blocks [n, last]: one past kExactReceivers, blocks of n / kBlocksPerDoubling receivers; a block takes the
+// terms that fall with n at its last n and those that grow at its first, so it bounds every n in it
+constexpr int64_t kExactReceivers = 1024, kBlocksPerDoubling = 128;
+int64_t block_end(int64_t n, int64_t limit) {
+    return std::min(limit, n < kExactReceivers ? n : n + n / kBlocksPerDoubling - 1);
+}
+
+// Placements whose node receivers r cost no more transfer than their device-level receivers n already do
+// (r <= node_receivers_within(n)): the node-level all-to-all at that r.
+void scan_receivers(const LayerInputs& in, LayerBound& b) {
+    const int64_t last_pair = static_cast<int64_t>(in.u.gain->size()) - 1;
+    const int64_t last_node_pair = static_cast<int64_t>(in.u.node_gain->size()) - 1;
+    for (int64_t n = 1, last = 1; n <= in.max_receivers; n = last + 1) {
+        last = block_end(n, in.max_receivers);
+        const int64_t r = in.node_receivers_within(last);
+        take_min(b, in.m, in.window, in.terms(last, last, r, in.device_transfer(n, false), in.device_transfer(n, true)),
+                 n);
+        // past here compute and all-to-all cannot fall further and every transfer only grows
+        const int64_t x = std::min(last, in.max_extra);
+        const bool compute_done =
+            x >= static_cast<int64_t>(in.curve.size()) - 1 && x >= static_cast<int64_t>(in.receive.size()) - 1;
+        if (compute_done && last >= last_pair && r >= last_node_pair) break;
+    }
+}
+
+// the most receivers n whose device-level Trans and Agg stay within `trans` and `agg` (n >= lo qualifies)
+int64_t receivers_within(const LayerInputs& in, double trans, double agg, int64_t lo) {
+    int64_t hi = in.max_receivers;
+    auto fits = [&](int64_t n) { return in.device_transfer(n, false) <= trans && in.device_transfer(n, true) <= agg; };
+    if (fits(hi)) return hi;
+    while (hi - lo > 1) {  // fits(lo), !fits(hi)
+        const int64_t mid = lo + (hi - lo) / 2;
+        (fits(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+// Placements whose node receivers r cost more transfer than their device-level receivers: Trans and Agg at the
+// node-level bound, and every n up to the most that transfer already pays for (the best of them is the largest).
+void scan_node_receivers(const LayerInputs& in, LayerBound& b) {
+    if (!in.m.topology_aware || !(in.topo.remote_sum < kUnlimited)) return;
+    // r node receivers: at most one per (node, expert) pair beyond the expert's best node, and at most n
+    const int nodes = std::max(1, in.m.cluster.num_devices / in.m.cluster.devices_per_node);
+    const int64_t limit = std::min(in.max_extra, in.u.node_pairs_beyond_best(nodes));
+    int64_t n_free = 0;
+    for (int64_t r = 1, last = 1; r <= limit; r = last + 1) {
+        last = block_end(r, limit);
+        // every r' in [r, last] has n <= receivers_within(node_transfer(r')) <= n_free and transfers >= t
+        const double t = in.node_transfer(r), t_last = in.node_transfer(last);
+        n_free = receivers_within(in, t_last, t_last, n_free);
+        if (n_free < r) continue;  // no placement has r node receivers and so few device-level ones
+        take_min(b, in.m, in.window, in.terms(n_free, n_free, last, t, t), n_free);
+    }
+}
+
+// The levels at which this layer's FEC is split between its own charge and layer l+1's credit: geometric from
+// its floor (the least FEC of any placement) to its least FEC without a replica, and "no split" last. Any
+// constants are valid; these bracket the FEC a good placement has.
+void set_hide_levels(const LayerInputs& in, double* levels) {
+    const double floor_s = static_cast<double>(in.curve.back()) * in.per_token_s;
+    const double top_s = std::max(floor_s, static_cast<double>(in.curve.front()) * in.per_token_s);
+    const double step = floor_s > 0 ? std::pow(top_s / floor_s, 1.0 / (kLevels - 2)) : 1.0;
+    for (int k = 0; k < kLevels - 1; ++k) levels[k] = floor_s * std::pow(step, k);
+    levels[kLevels - 1] = kUnlimited;
 }
 
 }  // namespace
 
 LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget, int layer,
-                       int num_layers) {
+                       int num_layers, const double* prev_hide_s) {
     PROPHET_ASSERT(D > 0 && E > 0 && m.cluster.num_devices == D && layer >= 0 && layer < num_layers);
-    const Placement home = home_placement(D, E);
-    std::vector<int64_t> w(E, 0);  // [E] expert loads
-    for (int d = 0; d < D; ++d)
-        for (int e = 0; e < E; ++e) w[e] += counts[static_cast<size_t>(d) * E + e];
-    Unavoidable u;
-    for (int64_t v : w) u.total += v;
-    u.gain = local_gain(counts, home, D, E, &u.home_local);
-    u.node_gain = node_gain(counts, home, m.cluster, E, &u.node_local);
-    const double per_token_s = m.expert_flops_per_token() / (m.cluster.compute_flops * m.compute_scale);
-    const double share = l2l_share(layer, num_layers);
-    const TopologyLimits topo = m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{};
-
-    // n = receivers a transfer reaches: replicas only, at most D * cap. An owner away from its home pays no
-    // per-iteration Trans/Agg (its weights move once: cost_model.h), so up to E moved owners add held non-home
-    // pairs for free: the all-to-all bound takes n + E pairs (at most max_pairs), compute only the replicas.
-    const int cap = budget.max_replicas_per_device;
-    const int64_t max_receivers = static_cast<int64_t>(E) * (D - 1);
-    const int64_t max_extra = cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap) : max_receivers;
-    const int64_t max_pairs =
-        cap > 0 ? std::min<int64_t>(max_receivers, static_cast<int64_t>(D) * cap + E) : max_receivers;
-    const std::vector<int64_t> curve = compute_curve(w, D, u.total, max_extra);
+    LayerInputs in = layer_inputs(m, counts, D, E, budget);
+    in.share = l2l_share(layer, num_layers);
+    in.window.first = layer == 0;
+    in.window.last = layer == num_layers - 1;
+    if (!in.window.last) set_hide_levels(in, in.window.own_hide_s);
+    if (prev_hide_s) std::copy(prev_hide_s, prev_hide_s + kLevels, in.window.prev_hide_s);
+    in.window.fnec_s = m.fnec_s();
+    in.window.bnec_s = m.bnec_s();
     LayerBound b;
-    b.eq6_s = b.eq8_s = b.fastermoe_s = b.sim_s = kUnlimited;
+    b.eq6_s = b.eq8_s = b.fastermoe_s = kUnlimited;
     b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;
-    // n = 0: no replica, owners anywhere (no routing choice: every token goes to its expert's one holder)
-    const int64_t owner_pairs = std::min<int64_t>(E, max_pairs);
-    Terms zero;
-    zero.fec = static_cast<double>(curve[0]) * per_token_s;
-    zero.a2a = a2a_bound(m, topo, u.sent(owner_pairs), u.across(owner_pairs));
-    zero.a2a_l2l = share * zero.a2a;
-    take_min(b, m, zero, 0);
-
-    const int64_t last_pair = std::min(max_pairs, static_cast<int64_t>(u.gain.size()) - 1);
-    // n in blocks [n, last]: one past kExactReceivers, blocks of n / kBlocksPerDoubling receivers; a block takes
-    // compute and all-to-all at its last n and the transfers at its first (each term's best over the block), so it
-    // bounds every n in it, and small instances are evaluated at every n
-    constexpr int64_t kExactReceivers = 1024, kBlocksPerDoubling = 128;
-    for (int64_t n = 1, last = 1; n <= max_receivers; n = last + 1) {
-        last = std::min(max_receivers, n < kExactReceivers ? n : n + n / kBlocksPerDoubling - 1);
-        const int64_t x = std::min<int64_t>({last, max_extra, static_cast<int64_t>(curve.size()) - 1});
-        const int64_t k = std::min(last + E, max_pairs);
-        Terms t;
-        t.fec = static_cast<double>(curve[static_cast<size_t>(x)]) * per_token_s;
-        t.a2a = a2a_bound(m, topo, u.sent(k), u.across(k));
-        t.a2a_l2l = share * t.a2a;
-        t.trans = transfer_bound(m, topo, n, false);
-        t.agg = transfer_bound(m, topo, n, true);
-        take_min(b, m, t, n);
-        // past here compute and all-to-all cannot fall further (the node-level pairs run out no later than the
-        // device-level ones) and every transfer only grows
-        if (x >= static_cast<int64_t>(curve.size()) - 1 && last >= last_pair) break;
-    }
-    b.compute_tokens = static_cast<double>(curve.back());
-    b.a2a_s = a2a_bound(m, topo, u.sent(max_pairs), u.across(max_pairs));
-    b.one_transfer_s = D > 1 ? transfer_bound(m, topo, 1, false) : 0.0;
+    for (auto& row : b.sim_parts_s) std::fill(row, row + kLevels, kUnlimited);
+    std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
+    // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
+    take_min(b, m, in.window, in.terms(0, 0, 0, 0.0, 0.0), 0);
+    scan_receivers(in, b);
+    scan_node_receivers(in, b);
+    b.sim_s = b.sim_parts_s[kLevels - 1][kLevels - 1];
+    b.compute_tokens = static_cast<double>(in.curve.back());
+    b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra), in.busiest(in.max_extra));
+    b.one_transfer_s = D > 1 ? transfer_bound(m, in.topo, 1, false) : 0.0;
     return b;
 }
+
+namespace {
+
+// One iteration's layers [L]: each layer's sim_s becomes one of its sim_parts_s, layer l's level being layer l+1's
+// credit level, chosen so that their sum is the largest (any consistent choice bounds the sum: docs/bounds.md).
+void choose_sim_parts(LayerBound* layers, int L) {
+    using Row = std::array<double, kLevels>;
+    std::vector<Row> best(static_cast<size_t>(L));                       // [l][k]: the largest sum up to l
+    std::vector<std::array<int, kLevels>> from(static_cast<size_t>(L));  // [l][k]: layer l-1's level there
+    for (int k = 0; k < kLevels; ++k) best[0][k] = layers[0].sim_parts_s[kLevels - 1][k];
+    for (int l = 1; l < L; ++l)
+        for (int k = 0; k < kLevels; ++k) {
+            best[l][k] = -kUnlimited;
+            for (int j = 0; j < kLevels; ++j) {
+                const double v = best[l - 1][j] + layers[l].sim_parts_s[j][k];
+                if (v > best[l][k]) best[l][k] = v, from[l][k] = j;
+            }
+        }
+    int k = static_cast<int>(std::max_element(best[L - 1].begin(), best[L - 1].end()) - best[L - 1].begin());
+    for (int l = L - 1; l >= 0; --l) {
+        const int j = l > 0 ? from[l][k] : kLevels - 1;
+        layers[l].sim_s = layers[l].sim_parts_s[j][k];
+        k = j;
+    }
+}
+
+}  // namespace
 
 TraceBounds trace_bounds(const TraceView& trace, const CostModel& cost, const BoundBudget& budget) {
     const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
     TraceBounds out;
     std::vector<double> us;
     const CostModel first = model_for_layer(cost, 0), later = model_for_layer(cost, 1);
-    for (int it = 0; it < I; ++it)
+    for (int it = 0; it < I; ++it) {
         for (int l = 0; l < L; ++l) {
             const int64_t t0 = now_ns();
-            out.layers.push_back(layer_bound(l == 0 ? first : later, trace.layer(it, l), D, E, budget, l, L));
+            const double* prev = l > 0 ? out.layers.back().hide_s : nullptr;
+            out.layers.push_back(layer_bound(l == 0 ? first : later, trace.layer(it, l), D, E, budget, l, L, prev));
             us.push_back((now_ns() - t0) * 1e-3);
         }
+        choose_sim_parts(&out.layers[static_cast<size_t>(it) * L], L);
+    }
     const double n = static_cast<double>(out.layers.size());
     double receivers = 0;
     LayerBound& m = out.mean;

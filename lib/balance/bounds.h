@@ -44,11 +44,21 @@ struct LayerBound {
     double a2a_s = 0;           // bound on one home-path all-to-all with the whole budget
     double one_transfer_s = 0;  // bound on Trans for a single receiver (what any replica costs)
     int64_t eq6_receivers = 0;  // the receivers n at which the Eq 6 bound is reached (0: static)
+    // The Sim column's per-layer pieces (docs/bounds.md "The Sim column"). A layer's FEC hides layer l+1's
+    // Trans/Agg under the blockwise schedule; split at a level hide_s[k]: this layer is charged 3 min(FEC, hide_s[k])
+    // and layer l+1 is credited with Trans/Agg exposed beyond hide_s[k] (+ FNEC, BNEC). sim_parts_s[j][k]: the
+    // piece with layer l-1's level j and this layer's level k; level kSimLevels-1 is "no split" (no credit, no
+    // charge), so sim_parts_s[last][last] bounds this layer alone (= sim_s from layer_bound). trace_bounds picks
+    // one level per layer so that the pieces' sum bounds the layers' sum.
+    static constexpr int kSimLevels = 5;
+    double hide_s[kSimLevels] = {};
+    double sim_parts_s[kSimLevels][kSimLevels] = {};
 };
 
 // counts [D*E]; `model` must be the layer's (model_for_layer: first_block for layer 0). layer in [0, num_layers).
+// prev_hide_s: layer l-1's hide_s (nullptr when unknown: no credit).
 LayerBound layer_bound(const CostModel& model, const int64_t* counts, int num_devices, int num_experts,
-                       const BoundBudget& budget, int layer, int num_layers);
+                       const BoundBudget& budget, int layer, int num_layers, const double* prev_hide_s = nullptr);
 
 // Every (iteration, layer) of a trace, each layer under model_for_layer(cost, l).
 struct TraceBounds {

@@ -37,7 +37,7 @@ CostModel topology_cost_model(int D, TransBroadcast broadcast) {
     return m;
 }
 
-enum class Cluster { kUnit, kPaper, kStar, kChain, kSlowNic };
+enum class Cluster { kUnit, kPaper, kStar, kChain, kSlowNic, kHeavyExperts };
 
 CostModel make_model(Cluster kind, int D) {
     switch (kind) {
@@ -50,7 +50,14 @@ CostModel make_model(Cluster kind, int D) {
         case Cluster::kChain:
             return topology_cost_model(D, TransBroadcast::kChain);
         case Cluster::kSlowNic:
+        case Cluster::kHeavyExperts:
             break;
+    }
+    if (kind == Cluster::kHeavyExperts) {
+        // experts weigh about a layer's tokens: a copy on the other node costs what it saves there (node transfer term)
+        CostModel m = topology_cost_model(D, TransBroadcast::kStar);
+        m.model.d_ffn = 8;
+        return m;
     }
     // the inter-node NICs are the bottleneck: the bound's node-level all-to-all term decides
     CostModel m = topology_cost_model(D, TransBroadcast::kStar);
@@ -61,13 +68,17 @@ CostModel make_model(Cluster kind, int D) {
 
 // The least time of each model over every placement (owners anywhere when all_owners, else the static homes) with
 // at most `cap` replicas per device (0: none), and every routing rule: the exact optimum the bound must not exceed.
+// sim: the Sim column of this layer alone under the best schedule (none = Eq 6, fastermoe = fastermoe_s, blockwise
+// = 4 A2A + 3 FEC, with Trans and Agg whole in the first layer, where nothing runs beside them).
 struct Optimum {
-    double eq6 = INFINITY, eq8 = INFINITY, fastermoe = INFINITY, a2a_fec = INFINITY;
+    double eq6 = INFINITY, eq8 = INFINITY, fastermoe = INFINITY, sim = INFINITY;
 };
 
-Optimum enumerate_optimum(const CostModel& m, const std::vector<int64_t>& counts, int D, int E, int cap,
-                          bool all_owners) {
-    Optimum best;
+// Every placement (owners anywhere when all_owners, else the static homes) with at most `cap` replicas per device
+// (0: none), under every routing rule: fn(cost breakdown).
+template <class Fn>
+void for_each_outcome(const CostModel& m, const std::vector<int64_t>& counts, int D, int E, int cap, bool all_owners,
+                      Fn fn) {
     std::vector<int> owner(E);
     int64_t owner_sets = 1;
     for (int e = 0; e < E; ++e) owner_sets *= all_owners ? D : 1;
@@ -84,15 +95,22 @@ Optimum enumerate_optimum(const CostModel& m, const std::vector<int64_t>& counts
                 if (valid) p.add_replica(bit / D, bit % D);
             }
             if (!valid || !check_placement(p, cap).empty()) continue;
-            for (RouteRule rule : {RouteRule::kOwner, RouteRule::kLeastLoaded, RouteRule::kEvenSplit}) {
-                const CostBreakdown c = predict_layer(m, compute_flow(counts.data(), D, E, p, rule), p);
-                best.eq6 = std::min(best.eq6, c.eq6_s);
-                best.eq8 = std::min(best.eq8, c.eq8_s);
-                best.fastermoe = std::min(best.fastermoe, c.fastermoe_s);
-                best.a2a_fec = std::min(best.a2a_fec, 4 * c.a2a_s + 3 * c.fec_s);
-            }
+            for (RouteRule rule : {RouteRule::kOwner, RouteRule::kLeastLoaded, RouteRule::kEvenSplit})
+                fn(predict_layer(m, compute_flow(counts.data(), D, E, p, rule), p));
         }
     }
+}
+
+Optimum enumerate_optimum(const CostModel& m, const std::vector<int64_t>& counts, int D, int E, int cap,
+                          bool all_owners) {
+    Optimum best;
+    for_each_outcome(m, counts, D, E, cap, all_owners, [&](const CostBreakdown& c) {
+        best.eq6 = std::min(best.eq6, c.eq6_s);
+        best.eq8 = std::min(best.eq8, c.eq8_s);
+        best.fastermoe = std::min(best.fastermoe, c.fastermoe_s);
+        const double exposed = m.first_block ? c.trans_s + c.agg_s : 0.0;
+        best.sim = std::min({best.sim, c.eq6_s, c.fastermoe_s, 4 * c.a2a_s + 3 * c.fec_s + exposed});
+    });
     return best;
 }
 
@@ -119,7 +137,7 @@ TEST_P(BoundVsEnumeration, NoPlacementBeatsTheBound) {
     EXPECT_LE(b.eq6_s, opt.eq6 * (1 + kRel));
     EXPECT_LE(b.eq8_s, opt.eq8 * (1 + kRel));
     EXPECT_LE(b.fastermoe_s, opt.fastermoe * (1 + kRel));
-    EXPECT_LE(b.sim_s, opt.a2a_fec * (1 + kRel));
+    EXPECT_LE(b.sim_s, opt.sim * (1 + kRel));
     EXPECT_LE(b.eq6_l2l_s, b.eq6_s * (1 + kRel));
     EXPECT_GT(b.eq6_s, 0.0);
 }
@@ -157,6 +175,9 @@ const SmallCase kSmallCases[] = {
     {"chain_4x2_first", 4, 2, 0, 0, 4, Cluster::kChain, 1.0, 13},
     {"slow_nic_4x4", 4, 4, 0, 1, 4, Cluster::kSlowNic, 0.5, 14},
     {"slow_nic_4x4_cap1", 4, 4, 1, 2, 4, Cluster::kSlowNic, 1.0, 15},
+    {"heavy_4x4", 4, 4, 0, 1, 4, Cluster::kHeavyExperts, 1.2, 16},
+    {"heavy_4x2_last", 4, 2, 0, 3, 4, Cluster::kHeavyExperts, 2.0, 17},
+
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, BoundVsEnumeration, ::testing::ValuesIn(kSmallCases),
                          [](const auto& info) { return std::string(info.param.name); });
@@ -166,7 +187,8 @@ struct TightCase {
     const char* name;
     int D, E;
     std::vector<int64_t> counts;
-    int model;  // 6, 8 or 'F' (FasterMoE's system)
+    int model;                          // 6, 8 or 'F' (FasterMoE's system)
+    double transfer_bytes_per_s = 1.0;  // Trans and Agg rate (tiny: no replica pays)
 };
 
 double model_time(const LayerBound& b, int model) {
@@ -179,7 +201,8 @@ class BoundTight : public ::testing::TestWithParam<TightCase> {
     // unit model, a middle layer: its exact optimum over every placement, and the bound
     void solve(double* optimum, double* bound) const {
         const TightCase& c = GetParam();
-        const CostModel m = model_for_layer(unit_cost_model(c.D), 1);
+        CostModel m = model_for_layer(unit_cost_model(c.D), 1);
+        m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = c.transfer_bytes_per_s;
         *optimum = model_time(enumerate_optimum(m, c.counts, c.D, c.E, 0, true), c.model);
         *bound = model_time(layer_bound(m, c.counts.data(), c.D, c.E, BoundBudget{}, 1, 3), c.model);
     }
@@ -207,8 +230,118 @@ const TightCase kTightCases[] = {
     {"one_replica_eq6", 2, 2, {100, 0, 100, 0}, 6},
     {"one_replica_eq8", 2, 2, {100, 0, 100, 0}, 8},
     {"one_replica_fastermoe", 2, 2, {100, 0, 100, 0}, 'F'},
+    // one expert routed to by both devices, replicas far too dear: its owner keeps one device's tokens, the other's
+    // 100 cross (an owner moved away from home frees its home row, so only the best row per expert is free)
+    {"owner_anywhere_eq6", 2, 1, {100, 100}, 6, 1e-6},
+    {"owner_anywhere_eq8", 2, 1, {100, 100}, 8, 1e-6},
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, BoundTight, ::testing::ValuesIn(kTightCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The Sim column over a whole iteration: the least sum over layers of the simulator's MoE time under any
+// schedule, every layer's placement and routing free. none pays Eq 6 and fastermoe fastermoe_s per layer; under
+// blockwise a layer pays 4 A2A + 3 FEC, Trans(0) and Agg(0) whole, and for l >= 1 what of Trans(l) and Agg(l) the
+// previous layer's FEC + FNEC and BEC + BNEC cannot hide (the schedule leaves nothing else beside them:
+// docs/bounds.md).
+double sim_optimum(const CostModel& cost, const std::vector<std::vector<int64_t>>& layers, int D, int E) {
+    const int L = static_cast<int>(layers.size());
+    double none = 0, fastermoe = 0;
+    std::vector<double> best_before, fec_before;  // blockwise: least sum up to layer l-1 by its outcome, its FEC
+    for (int l = 0; l < L; ++l) {
+        const CostModel m = model_for_layer(cost, l);
+        std::vector<CostBreakdown> outcomes;
+        for_each_outcome(m, layers[l], D, E, 0, D * E <= 4, [&](const CostBreakdown& c) { outcomes.push_back(c); });
+        double least6 = INFINITY, least_f = INFINITY;
+        std::vector<double> best(outcomes.size(), INFINITY), fec(outcomes.size());
+        for (size_t p = 0; p < outcomes.size(); ++p) {
+            const CostBreakdown& c = outcomes[p];
+            least6 = std::min(least6, c.eq6_s);
+            least_f = std::min(least_f, c.fastermoe_s);
+            fec[p] = c.fec_s;
+            const double own = 4 * c.a2a_s + 3 * c.fec_s;
+            if (l == 0) best[p] = own + c.trans_s + c.agg_s;
+            for (size_t q = 0; l > 0 && q < best_before.size(); ++q) {
+                const double exposed = std::max(0.0, c.trans_s - m.fnec_s() - fec_before[q]) +
+                                       std::max(0.0, c.agg_s - m.bnec_s() - 2 * fec_before[q]);
+                best[p] = std::min(best[p], best_before[q] + own + exposed);
+            }
+        }
+        none += least6;
+        fastermoe += least_f;
+        best_before = std::move(best);
+        fec_before = std::move(fec);
+    }
+    return std::min({none, fastermoe, *std::min_element(best_before.begin(), best_before.end())});
+}
+
+struct SimCase {
+    const char* name;
+    int D, E;
+    std::vector<std::vector<int64_t>> layers;  // [L][D*E]
+    Cluster cluster;
+    double transfer_bytes_per_s;  // 0: the cluster's
+    bool tight;                   // the bound equals the optimum
+};
+
+class SimBound : public ::testing::TestWithParam<SimCase> {
+  protected:
+    // the least Sim sum and trace_bounds' (one iteration)
+    void solve(double* optimum, double* bound) const {
+        const SimCase& c = GetParam();
+        CostModel m = make_model(c.cluster, c.D);
+        if (c.transfer_bytes_per_s > 0)
+            m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = c.transfer_bytes_per_s;
+        std::vector<int64_t> flat;
+        for (const auto& layer : c.layers) flat.insert(flat.end(), layer.begin(), layer.end());
+        TraceView view;
+        view.counts = flat.data();
+        view.num_iterations = 1;
+        view.num_layers = static_cast<int>(c.layers.size());
+        view.num_devices = c.D;
+        view.num_experts = c.E;
+        const TraceBounds b = trace_bounds(view, m, BoundBudget{});
+        *bound = 0;
+        for (const LayerBound& layer : b.layers) *bound += layer.sim_s;
+        *optimum = sim_optimum(m, c.layers, c.D, c.E);
+    }
+};
+
+// No schedule, placement sequence or routing beats the sum of the Sim pieces.
+TEST_P(SimBound, NoScheduleBeatsTheBound) {
+    double optimum = 0, bound = 0;
+    solve(&optimum, &bound);
+    EXPECT_LE(bound, optimum * (1 + kRel));
+    EXPECT_GT(bound, 0.0);
+}
+
+// Where the optimum is known to be reached, the bound equals it, and 1% more would exceed it.
+TEST_P(SimBound, TightCaseIsReached) {
+    if (!GetParam().tight) GTEST_SKIP() << "not a constructed tight case";
+    double optimum = 0, bound = 0;
+    solve(&optimum, &bound);
+    EXPECT_NEAR(bound, optimum, 1e-9 * optimum);
+    EXPECT_GT(bound * 1.01, optimum);
+}
+
+const SimCase kSimCases[] = {
+    // layer 0 keeps every token local; layer 1 routes all to expert 0: its replica's Trans hides under layer 0's FEC
+    // only in part (blockwise), the rest is exposed, and that beats both no replica and the other schedules
+    {"local_then_replica_exposed", 2, 2, {{100, 0, 0, 100}, {100, 0, 100, 0}}, Cluster::kUnit, 0.01, true},
+    // the same with a free transfer: everything hides
+    {"local_then_replica_hidden", 2, 2, {{100, 0, 0, 100}, {100, 0, 100, 0}}, Cluster::kUnit, 1.0, true},
+    {"unit_three_layers", 2, 2, {{60, 10, 30, 40}, {90, 5, 70, 0}, {20, 50, 10, 80}}, Cluster::kUnit, 0.05, false},
+    {"unit_2x1", 2, 1, {{100, 100}, {40, 160}, {10, 90}}, Cluster::kUnit, 0.02, false},
+    {"paper_three_layers",
+     2,
+     2,
+     {{600, 100, 300, 400}, {900, 50, 700, 10}, {200, 500, 100, 800}},
+     Cluster::kPaper,
+     0,
+     false},
+    {"star_two_layers", 2, 2, {{300, 20, 250, 40}, {50, 400, 10, 300}}, Cluster::kStar, 0, false},
+    {"heavy_4x1", 4, 1, {{100, 0, 100, 0}, {50, 50, 50, 50}}, Cluster::kHeavyExperts, 0, false},
+};
+INSTANTIATE_TEST_SUITE_P(Bounds, SimBound, ::testing::ValuesIn(kSimCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
