@@ -261,6 +261,7 @@ struct SimWindow {
     double prev_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};  // layer l-1's
     double own_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};
     double fnec_s = 0, bnec_s = 0;
+    bool transfers_may_hide = false;  // BoundBudget::sim_transfers_may_hide: no exposed transfer is charged
 };
 
 // Blockwise pieces: 4 A2A + the compute charged to this layer (3 min(FEC, own level)) + the transfers exposed
@@ -270,8 +271,10 @@ void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t, double othe
     for (int k = 0; k < kLevels; ++k) {
         core[k] = 3.0 * (w.last ? t.fec : std::min(t.fec, w.own_hide_s[k]));
         const double hide = w.prev_hide_s[k];
-        exposed[k] = w.first ? t.trans + t.agg
-                             : std::max(0.0, t.trans - w.fnec_s - hide) + std::max(0.0, t.agg - w.bnec_s - 2.0 * hide);
+        exposed[k] = w.transfers_may_hide ? 0.0
+                     : w.first            ? t.trans + t.agg
+                                          : std::max(0.0, t.trans - w.fnec_s - hide) +
+                                     std::max(0.0, t.agg - w.bnec_s - 2.0 * hide);
     }
     for (int j = 0; j < kLevels; ++j)
         for (int k = 0; k < kLevels; ++k) {
@@ -483,6 +486,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     if (prev_hide_s) std::copy(prev_hide_s, prev_hide_s + kLevels, in.window.prev_hide_s);
     in.window.fnec_s = m.fnec_s();
     in.window.bnec_s = m.bnec_s();
+    in.window.transfers_may_hide = budget.sim_transfers_may_hide;
     LayerBound b;
     b.eq6_s = b.eq8_s = b.fastermoe_s = kUnlimited;
     b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;

@@ -19,8 +19,9 @@
 // receivers; the layer's bound is the minimum over n (n = 0: owners anywhere, no replica, no transfer).
 // The layer_to_layer token path (token_path.h) moves tokens home only into layer 0 and out of layer L-1; its bound
 // keeps half the home bound's all-to-all there (a2a = (in + out) / 2) and none between layers.
-// The simulator's column overlaps Trans/Agg with compute or its all-to-alls under the blockwise and fastermoe
-// schedules, so its bound keeps only 4 a2a + 3 FEC (a transfer can be hidden whole).
+// The simulator's column (no gate, planning or dense time, as `prophet plan` runs it) is the least over its
+// schedules: none is Eq 6, fastermoe fastermoe_s, blockwise exposes Trans(0)/Agg(0) whole and what of Trans(l)/Agg(l)
+// layer l-1's FEC and FNEC/BNEC cannot hide (a bound on the layers' sum: docs/bounds.md "The Sim column").
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,9 @@ namespace prophet {
 
 struct BoundBudget {
     int max_replicas_per_device = 0;  // 0: no cap (balance.max_replicas_per_device)
+    // true where the simulated iteration has compute beside the MoE ops (gate, measured planning time, dense ops:
+    // the sweeps' simulator) that may hide a transfer: the Sim column then keeps no transfer term (4 A2A + 3 FEC).
+    bool sim_transfers_may_hide = false;
 };
 
 // Lower bounds, seconds per MoE layer, each the minimum over placements of that model's time.
