@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "balance/flow_split.h"
+#include "balance/moves.h"
 #include "balance/relabel.h"
 #include "core/error.h"
 
@@ -128,8 +129,9 @@ struct Anchored {
 };
 
 // The repacked family: every copy (copies from the first `extra` of order) packed largest first into D bins of
-// ceil((E + extra) / D) slots, no duplicates in a bin; bins relabelled to the devices of fewest weight moves
-// against `current`. Owner of e: its current owner if that device keeps a copy, else its heaviest bin's device.
+// ceil((E + extra) / D) slots, no duplicates in a bin; bins relabelled to the devices of fewest bytes moved
+// against `current` (new copies and owner moves). Owner of e: its current owner if that device keeps a copy, else its
+// heaviest bin's device.
 Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra, const Placement& current) {
     const int D = current.num_devices, E = current.num_experts;
     std::vector<int> copies(E, 1);
@@ -152,10 +154,14 @@ Placement repacked(const std::vector<double>& load, CopyOrder& order, int extra,
         weight[best] += w, ++used[best], in_bin[static_cast<size_t>(best) * E + e] = 1;
         bin_experts[best].push_back(e);
     }
+    // bytes moved, in expert_bytes: a copy d does not hold yet (its weights), plus training's owner move (weights
+    // and AdamW state, kTrainingStateCopies) where d is not e's owner now
     std::vector<int64_t> moves(static_cast<size_t>(D) * D, 0);
+    const auto owner_move = static_cast<int64_t>(kTrainingStateCopies);
     for (int b = 0; b < D; ++b)
         for (int e : bin_experts[b])
-            for (int d = 0; d < D; ++d) moves[static_cast<size_t>(b) * D + d] += !current.holds(e, d);
+            for (int d = 0; d < D; ++d)
+                moves[static_cast<size_t>(b) * D + d] += !current.holds(e, d) + owner_move * (current.owner[e] != d);
     const std::vector<int> device_of_bin = min_cost_assignment(moves, D);
     std::vector<int> owner(E, -1);
     for (int b = 0; b < D; ++b)
@@ -186,6 +192,15 @@ double one_off_transfer_s(const Placement& next, const Placement& current, const
     for (int e = 0; e < E; ++e)
         for (int d = 0; d < D; ++d) added += next.holds(e, d) && !current.holds(e, d);
     return added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
+}
+
+// An owner move's charge against one candidate's time: price_owner_moves (training: weights and AdamW state, as
+// the columns charge it in the iteration it happens) amortised over the batches the placement is expected to last,
+// balance.flow_horizon when set, else the one iteration flow plans for.
+double owner_move_charge_s(const Placement& next, const Placement& current, const CostModel& cost,
+                           const BalanceOptions& o) {
+    const double move_s = price_owner_moves(cost, current, next, kTrainingStateCopies).seconds;
+    return move_s / std::max(1, o.flow_horizon);
 }
 
 // A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) with kFastSplit, candidates
@@ -227,10 +242,12 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     double best_s = score(best);
     int best_r = 0;
     ++rep.candidates;
+    double best_move_s = 0;  // the owner-move charge inside best_s
     auto consider = [&](const Placement& p, int r, bool packed) {
         ++rep.candidates;
-        const double s = score(p);
-        if (s < best_s) best = p, best_s = s, best_r = r, rep.repacked = packed;
+        const double move_s = packed ? owner_move_charge_s(p, current, cost, o) : 0.0;  // anchored: owners stay
+        const double s = score(p) + move_s;
+        if (s < best_s) best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s;
         return s;
     };
     // the anchored families, grown along the schedule; each stops after two rises in a row
@@ -261,7 +278,8 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
     if (o.flow_horizon > 0) {
         const double current_s = score(current);
-        if ((current_s - best_s) * o.flow_horizon <= one_off_transfer_s(best, current, cost)) {
+        if ((current_s - (best_s - best_move_s)) * o.flow_horizon <=
+            one_off_transfer_s(best, current, cost) + best_move_s * o.flow_horizon) {
             best = current, best_s = current_s, best_r = current.num_replicas(), rep.kept_current = true;
             rep.repacked = false;
         }
