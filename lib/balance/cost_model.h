@@ -88,6 +88,8 @@ struct CostBreakdown {
     double eq6_s = 0;
     double eq8_s = 0;
     double fastermoe_s = 0;  // FasterMoE's system: broadcast/reduce beside one all-to-all each (see above)
+    double owner_move_s = 0;  // owner moves charged to this (iteration, layer), blocking, already in eq6_s, eq8_s
+                              // and fastermoe_s (moves.h charge_owner_moves; 0 from predict_layer)
     double a2a_bytes = 0;     // all-to-all bytes of one direction, summed over devices (off-diagonal)
     double trans_bytes = 0;   // parameter bytes sent by Trans
     double agg_bytes = 0;     // gradient bytes sent by Agg

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "balance/device_load.h"
+#include "balance/moves.h"
 #include "balance/policy_registry.h"
 #include "core/error.h"
 #include "core/stats.h"
@@ -204,6 +205,7 @@ void average_over_layers(PolicyScore& out, int system_eq) {
         out.mean_experts_moved += static_cast<double>(s.experts_moved) / n;
         out.mean_dropped_tokens += static_cast<double>(s.dropped_tokens) / n;
         out.mean_fastermoe_ms += s.cost.fastermoe_s * 1e3 / n;
+        out.mean_owner_move_ms += s.cost.owner_move_s * 1e3 / n;
         out.mean_exposed_trans_ms += s.cost.exposed_trans_s * 1e3 / n;
         out.mean_exposed_agg_ms += s.cost.exposed_agg_s * 1e3 / n;
         out.mean_exposed_trans_chunked_ms += s.cost.exposed_trans_chunked_s * 1e3 / n;
@@ -323,6 +325,8 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             out.layers.push_back(std::move(s));
         }
         if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, o.route_rule);
+        // training: an expert whose owner changed since the last iteration moves its weights and AdamW state now
+        charge_owner_moves(out.layers, out.layers.size() - L, L, cost, kTrainingStateCopies);
         out.extra_memory_bytes_per_device =
             std::max(out.extra_memory_bytes_per_device, replica_memory_bytes(out, L, D, cost));
     }

@@ -71,6 +71,7 @@ struct PolicyScore {
     double extra_memory_bytes_per_device = 0;
     double mean_dropped_tokens = 0;
     double mean_fastermoe_ms = 0;     // FasterMoE's system model (CostBreakdown::fastermoe_s)
+    double mean_owner_move_ms = 0;    // owner moves charged per layer (CostBreakdown::owner_move_s, in every column)
     double mean_exposed_trans_ms = 0, mean_exposed_agg_ms = 0;                  // Eq 8's, transfer_credit's split
     double mean_exposed_trans_chunked_ms = 0, mean_exposed_agg_chunked_ms = 0;  // with ideal chunks
     int planned_cost_eq = 0;          // the equation the policy's planner optimised (0: it has no cost objective)

@@ -5,6 +5,7 @@
 #include <functional>
 #include <numeric>
 
+#include "balance/moves.h"
 #include "balance/relabel.h"
 #include "core/error.h"
 
@@ -73,12 +74,16 @@ Placement Repacker::pack(const std::vector<int>& copies) {
     const int slots = (items + D - 1) / D;
     pack_items(copies, slots);
     auto bin = [&](int b) { return bin_items_.data() + static_cast<size_t>(b) * slots; };
+    // bytes moved, in expert_bytes: a copy d does not hold yet (its weights), plus training's owner move (weights
+    // and AdamW state, kTrainingStateCopies) where d is not e's owner now
+    const auto owner_move = static_cast<int64_t>(kTrainingStateCopies);
     moves_.resize(static_cast<size_t>(D) * D);  // every row written below
     for (int b = 0; b < D; ++b) {
         int64_t* row = moves_.data() + static_cast<size_t>(b) * D;
-        std::fill(row, row + D, used_[b]);
+        std::fill(row, row + D, used_[b] * (1 + owner_move));
         for (int i = 0; i < used_[b]; ++i) {
             const int e = bin(b)[i];
+            row[current_.owner[e]] -= owner_move;
             for (int h = holder_start_[e]; h < holder_start_[e + 1]; ++h) --row[holders_[h]];
             in_bin_[static_cast<size_t>(b) * E + e] = 0;  // cleared for the next pack
         }

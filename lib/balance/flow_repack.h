@@ -8,7 +8,8 @@
 //             min-heap by (weight, index), so an item costs O(log D) plus the bins it passes that hold its
 //             expert, instead of a scan of all D bins: the same bin as the scan, ties included.
 //   relabel   moves[b*D + d] = experts of bin b that device d does not hold in `current`, counted from the
-//             current holders of each packed expert (O(items * holders) instead of O(items * D)); the
+//             current holders of each packed expert (O(items * holders) instead of O(items * D)), plus
+//             kTrainingStateCopies per expert whose owner d is not now (training moves its AdamW state); the
 //             assignment of least total moves (relabel.h) maps bins to devices.
 //   owners    e's owner: its current owner if that device keeps a copy, else the device of its heaviest bin.
 #pragma once

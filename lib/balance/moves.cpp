@@ -65,6 +65,28 @@ MoveCost price_new_copies(const CostModel& m, const std::vector<Placement>& befo
     return move;
 }
 
+MoveCost layer_owner_moves(const std::vector<LayerScore>& layers, size_t k, int num_layers, const CostModel& model,
+                           double state_copies) {
+    const size_t L = static_cast<size_t>(num_layers);
+    PROPHET_ASSERT(L > 0 && k < layers.size());
+    const Placement& now = layers[k].placement;
+    if (k >= L) return price_owner_moves(model, layers[k - L].placement, now, state_copies);
+    return price_owner_moves(model, Placement::make_static(now.num_devices, now.num_experts), now, state_copies);
+}
+
+void charge_owner_moves(std::vector<LayerScore>& layers, size_t first, int num_layers, const CostModel& model,
+                        double state_copies) {
+    PROPHET_ASSERT(first + static_cast<size_t>(num_layers) <= layers.size());
+    for (size_t k = first; k < first + static_cast<size_t>(num_layers); ++k) {
+        const double s = layer_owner_moves(layers, k, num_layers, model, state_copies).seconds;
+        CostBreakdown& c = layers[k].cost;
+        c.owner_move_s += s;
+        c.eq6_s += s;
+        c.eq8_s += s;
+        c.fastermoe_s += s;
+    }
+}
+
 MoveCost owner_moves_of(const PolicyScore& score, const CostModel& model, int num_layers, double state_copies,
                         std::vector<int>* per_iteration) {
     MoveCost total;
@@ -72,10 +94,7 @@ MoveCost owner_moves_of(const PolicyScore& score, const CostModel& model, int nu
     PROPHET_ASSERT(L > 0 && score.layers.size() % L == 0);
     if (per_iteration) per_iteration->assign(score.layers.size() / L, 0);
     for (size_t k = 0; k < score.layers.size(); ++k) {
-        const Placement& now = score.layers[k].placement;
-        const MoveCost move = price_owner_moves(
-            model, k < L ? Placement::make_static(now.num_devices, now.num_experts) : score.layers[k - L].placement,
-            now, state_copies);
+        const MoveCost move = layer_owner_moves(score.layers, k, num_layers, model, state_copies);
         total.experts += move.experts;
         total.bytes += move.bytes;
         total.seconds += move.seconds;

@@ -1,7 +1,8 @@
 // moves.h: the one-off cost of moving experts between two placements of one layer.
 //
 // An owner is where an expert lives: its weights (and, in training, its optimizer state) move to a new owner once,
-// when the placement changes, not every iteration (cost_model.h charges per-iteration Trans/Agg to replicas only).
+// when the placement changes, not every iteration (cost_model.h charges per-iteration Trans/Agg to replicas only;
+// training's columns charge the move in the iteration it happens, charge_owner_moves).
 // A move is priced like a star Trans (owner to owner), on the cluster's links: flat, the busiest device's sent or
 // received bytes over trans_gbit_s; topology-aware, the busiest resource of that traffic (topology.h).
 #pragma once
@@ -34,6 +35,17 @@ MoveCost price_owner_moves(const CostModel& model, const Placement& before, cons
 // MoveCost::experts counts the copies.
 MoveCost price_new_copies(const CostModel& model, const std::vector<Placement>& before,
                           const std::vector<Placement>& after);
+
+// The owner moves of layer score k of an iteration-major [I*L] sequence: against layer k - L (the previous
+// iteration's placement of the same layer), or the static layout for iteration 0 (k < L).
+MoveCost layer_owner_moves(const std::vector<LayerScore>& layers, size_t k, int num_layers, const CostModel& model,
+                           double state_copies);
+
+// Training's charge for owner moves, one rule for every column: layer scores [first, first + L) (one iteration)
+// each get their layer_owner_moves seconds added, blocking, to eq6_s, eq8_s and fastermoe_s (and owner_move_s).
+// The move carries the expert's weights and optimizer state; nothing hides it (docs/cost-model.md, "Owner moves").
+void charge_owner_moves(std::vector<LayerScore>& layers, size_t first, int num_layers, const CostModel& model,
+                        double state_copies);
 
 // The one-off moves of a scored policy (evaluate_policy's placements, iteration-major [I][L]), summed: each layer's
 // iteration 0 against the static layout, every later iteration against the previous one. `per_iteration`, when

@@ -9,6 +9,7 @@
 
 #include "balance/flow_repack.h"
 #include "balance/flow_split.h"
+#include "balance/moves.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -156,6 +157,15 @@ double one_off_transfer_s(const Placement& next, const Placement& current, const
     return added * cost.expert_bytes() / (D * cost.cluster.trans_bytes_per_s * cost.bandwidth_scale);
 }
 
+// An owner move's charge against one candidate's time: price_owner_moves (training: weights and AdamW state, as
+// the columns charge it in the iteration it happens) amortised over the batches the placement is expected to last,
+// balance.flow_horizon when set, else the one iteration flow plans for.
+double owner_move_charge_s(const Placement& next, const Placement& current, const CostModel& cost,
+                           const BalanceOptions& o) {
+    const double move_s = price_owner_moves(cost, current, next, kTrainingStateCopies).seconds;
+    return move_s / std::max(1, o.flow_horizon);
+}
+
 // A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) with kFastSplit, candidates
 // are compared with its combinatorial stand-in (flow_split.h: the compute-optimal split, locality first; the batch
 // itself is then routed by the LP); otherwise under the run's routing rule itself.
@@ -195,10 +205,12 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     double best_s = score(best);
     int best_r = 0;
     ++rep.candidates;
+    double best_move_s = 0;  // the owner-move charge inside best_s
     auto consider = [&](const Placement& p, int r, bool packed) {
         ++rep.candidates;
-        const double s = score(p);
-        if (s < best_s) best = p, best_s = s, best_r = r, rep.repacked = packed;
+        const double move_s = packed ? owner_move_charge_s(p, current, cost, o) : 0.0;  // anchored: owners stay
+        const double s = score(p) + move_s;
+        if (s < best_s) best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s;
         return s;
     };
     // the anchored families, grown along the schedule; each stops after two rises in a row
@@ -230,7 +242,8 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
     if (o.flow_horizon > 0) {
         const double current_s = score(current);
-        if ((current_s - best_s) * o.flow_horizon <= one_off_transfer_s(best, current, cost)) {
+        if ((current_s - (best_s - best_move_s)) * o.flow_horizon <=
+            one_off_transfer_s(best, current, cost) + best_move_s * o.flow_horizon) {
             best = current, best_s = current_s, best_r = current.num_replicas(), rep.kept_current = true;
             rep.repacked = false;
         }

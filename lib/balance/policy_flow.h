@@ -16,7 +16,9 @@
 //               the candidate with the least predicted time already weighs each copy's gain against its
 //               transfer (R = 0 is a candidate). With balance.flow_horizon = H > 0 (serving: a move is one-off)
 //               the planner keeps the current placement unless the gain over H batches exceeds the one-off
-//               transfer of the weights it adds.
+//               transfer of the weights it adds. An owner move (repacked only) adds price_owner_moves (weights and
+//               AdamW state, moves.h) / max(1, H) to the candidate's time: the columns charge it in the iteration
+//               it happens, so without a horizon one iteration's gain must pay for it.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +34,7 @@ struct FlowPlanReport {
     int replicas = 0;           // extra copies of the chosen one
     bool repacked = false;      // the chosen one came from the repacked family
     bool kept_current = false;  // the transfer gate kept the current placement
-    double predicted_s = 0;     // its predicted layer time on the planning counts
+    double predicted_s = 0;     // its predicted layer time on the planning counts, with its owner-move charge
 };
 
 // How candidates are scored under balance.route_to = "flow": kFastSplit with the combinatorial split of

@@ -28,6 +28,13 @@ SimColumn simulate_column(const PolicyScore& score, const TraceView& view, const
             blocks += 1;
         }
     if (blocks > 0) c.moe_ms /= blocks, c.exposed_trans_ms /= blocks, c.exposed_agg_ms /= blocks;
+    // the simulator schedules no owner move: the column adds evaluate_policy's charge (moves.h), blocking
+    const size_t iterations = r.iterations.size();
+    for (const LayerScore& s : score.layers) {
+        c.owner_move_ms += s.cost.owner_move_s * 1e3 / static_cast<double>(score.layers.size());
+        c.iteration_ms += s.cost.owner_move_s * 1e3 / static_cast<double>(iterations);
+    }
+    c.moe_ms += c.owner_move_ms;
     return c;
 }
 

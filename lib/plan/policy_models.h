@@ -20,6 +20,8 @@ struct SimColumn {
     double iteration_ms = 0;      // mean simulated iteration (every block, FNEC/BNEC included)
     double exposed_trans_ms = 0;  // per block, means like moe_ms
     double exposed_agg_ms = 0;
+    double owner_move_ms = 0;  // per block: the owner moves charged to the policy's layers (CostBreakdown::
+                               // owner_move_s, mean over iterations and layers), in moe_ms and iteration_ms
 };
 
 // One policy under every system model. Planners with a cost objective (plans_with_cost_eq) plan once per
@@ -29,7 +31,7 @@ struct PolicyModels {
     PolicyScore eq6;  // planned for and scored by Eq 6 (transfers blocking)
     PolicyScore eq8;  // planned for and scored by Eq 8 (block-wise scheduler hides what its split can)
     SimColumn sim;    // the trace-driven simulator on the placements of the policy's own system (system())
-    MoveCost moves;   // the system's owner moves over the trace: one-off, in no column (moves.h)
+    MoveCost moves;   // the system's owner moves over the trace, summed (each column charges them per iteration)
     const std::string& name() const { return eq6.name; }
     bool skipped() const { return eq6.skipped || eq8.skipped; }
     const std::string& note() const { return eq6.skipped ? eq6.note : eq8.note; }

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "balance/flow_repack.h"
+#include "balance/moves.h"
 #include "balance/relabel.h"
 #include "core/rng.h"
 
@@ -120,7 +121,9 @@ Placement scan_repacked(const std::vector<double>& load, const std::vector<int>&
     std::vector<int64_t> moves(static_cast<size_t>(D) * D, 0);
     for (int b = 0; b < D; ++b)
         for (int e : bin[b])
-            for (int d = 0; d < D; ++d) moves[static_cast<size_t>(b) * D + d] += !current.holds(e, d);
+            for (int d = 0; d < D; ++d)
+                moves[static_cast<size_t>(b) * D + d] +=
+                    !current.holds(e, d) + static_cast<int64_t>(kTrainingStateCopies) * (current.owner[e] != d);
     const std::vector<int> device = textbook_assignment(moves, D);
     std::vector<int> owner(E, -1);
     for (int b = 0; b < D; ++b)

@@ -11,6 +11,7 @@
 #include "balance/flow_routing.h"
 #include "balance/flow_split.h"
 #include "balance/max_flow.h"
+#include "balance/moves.h"
 #include "balance/policy_flow.h"
 #include "balance_fixtures.h"
 #include "core/rng.h"
@@ -254,7 +255,8 @@ INSTANTIATE_TEST_SUITE_P(
 // split on the planning counts), on FlowCap's fixtures and more: never slower where the choice is the same or
 // better, and at most `max_slowdown` slower on the two Eq 8 cases where the split's compute-first proxy picks a
 // placement the LP times 3.6% (0.6% with the topology) slower: the known cost of the proxy, pinned so that it
-// cannot grow unseen.
+// cannot grow unseen. Both choices are timed with the owner moves flow charges itself; since it does, the split's
+// choice on uncapped_d8 is 2.2% slower than the LP's (it was equal when moves were free).
 struct ChoiceCase {
     const char* name;
     int D, E, cap, cost_eq;
@@ -278,9 +280,10 @@ TEST_P(FlowScoringChoice, SplitChoiceIsNoSlowerThanTheLpChoice) {
     const Placement current = Placement::make_static(c.D, c.E);
     const Placement fast = plan_flow(counts.data(), c.D, c.E, cost, o, current, nullptr, FlowScoring::kFastSplit);
     const Placement lp = plan_flow(counts.data(), c.D, c.E, cost, o, current, nullptr, FlowScoring::kRoutingLp);
-    auto timed = [&](const Placement& p) {
+    auto timed = [&](const Placement& p) {  // with the owner moves the planner charges itself (moves.h)
         return layer_cost(predict_layer(cost, compute_flow(counts.data(), c.D, c.E, p, RouteRule::kFlow, &cost), p),
-                          c.cost_eq);
+                          c.cost_eq) +
+               price_owner_moves(cost, current, p, kTrainingStateCopies).seconds;
     };
     EXPECT_LE(timed(fast), timed(lp) * (1 + c.max_slowdown + 1e-9)) << c.name;
 }
@@ -289,7 +292,7 @@ INSTANTIATE_TEST_SUITE_P(Table, FlowScoringChoice,
                          ::testing::Values(ChoiceCase{"cap1_d4", 4, 8, 1, 6, false, 0.0},
                                            ChoiceCase{"cap1_d8", 8, 16, 1, 6, false, 0.0},
                                            ChoiceCase{"cap2_d8", 8, 16, 2, 6, false, 0.0},
-                                           ChoiceCase{"uncapped_d8", 8, 8, 0, 6, false, 0.0},
+                                           ChoiceCase{"uncapped_d8", 8, 8, 0, 6, false, 0.023},
                                            ChoiceCase{"uncapped_d8_eq8", 8, 8, 0, 8, false, 0.04},
                                            ChoiceCase{"cap2_d8_topology", 8, 16, 2, 6, true, 0.0},
                                            ChoiceCase{"uncapped_d8_eq8_topology", 8, 16, 0, 8, true, 0.01}),

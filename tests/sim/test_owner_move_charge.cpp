@@ -1,0 +1,123 @@
+// test_owner_move_charge.cpp: training's columns charge an owner move in the iteration it happens, once per move,
+// the same seconds in Eq 6, Eq 8, FasterMoE's system model and the Sim column (moves.h charge_owner_moves).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../balance/balance_fixtures.h"
+#include "balance/evaluate.h"
+#include "balance/moves.h"
+#include "plan/policy_models.h"
+
+namespace prophet {
+namespace {
+
+using testing::unit_cost_model;
+
+constexpr int kD = 4, kE = 16, kI = 2, kL = 1;
+
+// [I][L][D][E]: device d routes 1 + (d + e + i) % 3 tokens to expert e
+std::vector<int64_t> counts() {
+    std::vector<int64_t> c;
+    for (int i = 0; i < kI; ++i)
+        for (int d = 0; d < kD; ++d)
+            for (int e = 0; e < kE; ++e) c.push_back(1 + (d + e + i) % 3);
+    return c;
+}
+
+TraceView view_of(const std::vector<int64_t>& c) {
+    TraceView v;
+    v.counts = c.data();
+    v.num_iterations = kI;
+    v.num_layers = kL;
+    v.num_devices = kD;
+    v.num_experts = kE;
+    return v;
+}
+
+// the static layout with the first `moved` experts of device 0 (experts 0..3) owned by device 1 instead
+Placement with_moves(int moved) {
+    Placement p = Placement::make_static(kD, kE);
+    for (int e = 0; e < moved; ++e) p.owner[e] = 1;
+    return Placement::make_owners(kD, p.owner);
+}
+
+// A static-named score (schedule none, owner rule) of two iterations: static, then `moved` owner moves; each layer
+// scored uncharged by predict_layer.
+PolicyScore score_of(const TraceView& v, const CostModel& cost, int moved) {
+    PolicyScore s;
+    s.name = "static";
+    for (int it = 0; it < kI; ++it) {
+        LayerScore ls;
+        ls.iteration = it;
+        ls.placement = it == 0 ? Placement::make_static(kD, kE) : with_moves(moved);
+        const LayerFlow flow = compute_flow(v.layer(it, 0), kD, kE, ls.placement, RouteRule::kOwner);
+        ls.cost = predict_layer(model_for_layer(cost, 0), flow, ls.placement);
+        s.layers.push_back(ls);
+    }
+    return s;
+}
+
+class OwnerMoveCharge : public ::testing::TestWithParam<int> {};
+
+// unit model: expert_bytes 2 B, trans 1 B/s; every move leaves device 0 for device 1, so k moves are k x one
+// move's 2 B x 3 (weights, AdamW m and v) at 1 B/s = 6 s each, charged in iteration 1 only
+TEST_P(OwnerMoveCharge, EachColumnPaysKTimesOneMove) {
+    const int k = GetParam();
+    const std::vector<int64_t> c = counts();
+    const TraceView v = view_of(c);
+    const CostModel cost = unit_cost_model(kD);
+    const double one_move_s = price_owner_moves(cost, with_moves(0), with_moves(1), kTrainingStateCopies).seconds;
+    ASSERT_DOUBLE_EQ(one_move_s, 6.0);
+    const PolicyScore before = score_of(v, cost, k);
+    PolicyScore charged = before;
+    for (int it = 0; it < kI; ++it)
+        charge_owner_moves(charged.layers, static_cast<size_t>(it) * kL, kL, cost, kTrainingStateCopies);
+    for (int it = 0; it < kI; ++it) {
+        const CostBreakdown &a = before.layers[it].cost, &b = charged.layers[it].cost;
+        const double expected = it == 0 ? 0.0 : k * one_move_s;
+        EXPECT_DOUBLE_EQ(b.owner_move_s, expected) << "iteration " << it;
+        EXPECT_DOUBLE_EQ(b.eq6_s - a.eq6_s, expected) << "Eq 6, iteration " << it;
+        EXPECT_DOUBLE_EQ(b.eq8_s - a.eq8_s, expected) << "Eq 8, iteration " << it;
+        EXPECT_DOUBLE_EQ(b.fastermoe_s - a.fastermoe_s, expected) << "FasterMoE sys, iteration " << it;
+    }
+    EvalSettings settings;
+    const plan::SimColumn sim_before = plan::simulate_column(before, v, cost, settings);
+    const plan::SimColumn sim_after = plan::simulate_column(charged, v, cost, settings);
+    const double mean_ms = k * one_move_s * 1e3 / (kI * kL);  // per block, mean over iterations and layers
+    EXPECT_NEAR(sim_after.moe_ms - sim_before.moe_ms, mean_ms, 1e-9 * (1 + mean_ms)) << "Sim";
+    EXPECT_NEAR(sim_after.owner_move_ms, mean_ms, 1e-9 * (1 + mean_ms));
+    EXPECT_NEAR(sim_after.iteration_ms - sim_before.iteration_ms, k * one_move_s * 1e3 / kI, 1e-9 * (1 + mean_ms));
+}
+
+INSTANTIATE_TEST_SUITE_P(Moves, OwnerMoveCharge, ::testing::Values(0, 1, 2, 3));
+
+// evaluate_policy charges what the summary line sums: eplb re-packs owners in iteration 0 and keeps them, so every
+// column's layer time exceeds its uncharged prediction by exactly that layer's owner moves.
+TEST(OwnerMoveChargeEvaluate, ColumnsCarryTheSummaryLinesMoves) {
+    const std::vector<int64_t> c = counts();
+    const TraceView v = view_of(c);
+    const CostModel cost = unit_cost_model(kD);
+    EvalSettings settings;
+    settings.plan_repeats = 1;
+    const PolicyScore s = evaluate_policy("eplb", v, cost, settings, false);
+    const MoveCost summary = owner_moves_of(s, cost, kL, kTrainingStateCopies);
+    ASSERT_GT(summary.experts, 0) << "eplb moves no owner on this trace: the case tests nothing";
+    double charged = 0;
+    for (size_t k = 0; k < s.layers.size(); ++k) {
+        const LayerScore& ls = s.layers[k];
+        const RouteRule rule = effective_route_rule("eplb", settings.options);
+        const LayerFlow flow = compute_flow(v.layer(ls.iteration, ls.layer), kD, kE, ls.placement, rule, &cost);
+        const CostBreakdown bare = predict_layer(model_for_layer(cost, ls.layer), flow, ls.placement);
+        const double move_s = layer_owner_moves(s.layers, k, kL, cost, kTrainingStateCopies).seconds;
+        EXPECT_DOUBLE_EQ(ls.cost.eq6_s - bare.eq6_s, move_s) << "layer score " << k;
+        EXPECT_DOUBLE_EQ(ls.cost.eq8_s - bare.eq8_s, move_s) << "layer score " << k;
+        EXPECT_DOUBLE_EQ(ls.cost.fastermoe_s - bare.fastermoe_s, move_s) << "layer score " << k;
+        charged += ls.cost.owner_move_s;
+    }
+    EXPECT_DOUBLE_EQ(charged, summary.seconds);
+}
+
+}  // namespace
+}  // namespace prophet
