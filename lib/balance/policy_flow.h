@@ -17,6 +17,9 @@
 //               transfer (R = 0 is a candidate). With balance.flow_horizon = H > 0 (serving: a move is one-off)
 //               the planner keeps the current placement unless the gain over H batches exceeds the one-off
 //               transfer of the weights it adds.
+//   ablation    balance.flow_transfer_aware = false scores candidates without Trans/Agg (and skips the gate);
+//               balance.flow_topology = false plans on the flat cost model with no nearness tie-breaks (anchored
+//               copies and the split's token sources). Both default to true.
 #pragma once
 
 #include <cstdint>
