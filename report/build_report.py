@@ -26,6 +26,9 @@ FIGURES = [
                "fastermoe RB in the table (prophet sweep, engine sim; the paper's Fig 16)."),
     ("fig_ablation", "Ablation (the paper's Fig 14): speedup of each variant (planner, scheduler, "
                      "planner+scheduler, full) over 'none', beside the paper's numbers (runs with ablate.variant)."),
+    ("fig_flow_ablation", "Ablation of flow's components: gap to the lower bound and MoE-layer time of each "
+                          "cumulative step (placement only, +routing, +transfer-awareness, +topology, +prediction) "
+                          "per trace and column (prophet sweep, engines model and sim)."),
     ("fig_iterations", "Simulated time of every iteration, one line per policy (prophet sweep, engine sim)."),
     ("fig_locality", "Speedup of prophet / prophet-oracle over static against the JS divergence between "
                      "consecutive iterations (prophet sweep over trace.* grids)."),
@@ -59,6 +62,8 @@ PRODUCED_BY = {
     "fig_layers": "prophet sweep experiments/sweeps/fig11-layers.toml",
     "fig_rb": "prophet sweep experiments/sweeps/fig16-rb.toml",
     "fig_ablation": "prophet ablate --config experiments/train/ablate-4rank.toml",
+    "fig_flow_ablation": "prophet sweep experiments/sweeps/flow-ablation.toml (and flow-ablation-model.toml, "
+                         "flow-ablation-real.toml, flow-ablation-real-model.toml)",
     "fig_iterations": "prophet sweep experiments/sweeps/fig12-iterations.toml",
     "fig_locality": "prophet sweep experiments/sweeps/locality-stress.toml",
     "fig_sensitivity": "prophet sweep experiments/sweeps/sensitivity.toml",

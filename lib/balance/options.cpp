@@ -4,6 +4,28 @@
 
 namespace prophet {
 
+namespace {
+
+// flow's keys (policy_flow.h): what it plans for, the serving gate, and the ablation switches
+void add_flow_keys(Schema& s) {
+    s.add_string("balance.flow_predict", "previous", {"previous", "ewma"},
+                 "flow: plan for the previous batch's counts or for an EWMA mean + flow_z * standard deviation");
+    s.add_float("balance.flow_z", 1.0, 0.0, 100.0, "flow, ewma: standard deviations above the mean");
+    s.add_float("balance.flow_decay", 0.5, 0.0, 0.999, "flow, ewma: weight kept by the old statistics per batch");
+    s.add_int("balance.flow_horizon", 0, 0, 1 << 30,
+              "flow: 0 = a placement's transfers recur every iteration (training: they are in its predicted time); "
+              "H > 0 = moves are one-off (serving): keep the current placement unless H batches of gain pay for them");
+    s.add_bool("balance.flow_transfer_aware", true,
+               "flow: score candidates with their Trans/Agg and gate moves by balance.flow_horizon; false (ablation): "
+               "score compute + all-to-all only, so every copy looks free and no move is gated");
+    s.add_bool("balance.flow_topology", true,
+               "flow: plan on the run's cost model (topology-aware where the cluster file is) and prefer replicas and "
+               "token sources near the owner; false (ablation): plan on the flat model (plan.topology_aware = false) "
+               "with no nearness tie-breaks (the routing of the batch itself is unchanged)");
+}
+
+}  // namespace
+
 void add_balance_keys(Schema& s, bool allow_all, const std::string& default_policy) {
     std::vector<std::string> choices = policy_names();
     if (allow_all) choices.push_back("all");
@@ -44,13 +66,7 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
                "moetuner: ILP 2 places clusters by the layer-to-layer traffic (the paper); false: by memory balance "
                "alone (Eq 13), the ablation that shows what the traffic term buys under balance.token_path = "
                "layer_to_layer");
-    s.add_string("balance.flow_predict", "previous", {"previous", "ewma"},
-                 "flow: plan for the previous batch's counts or for an EWMA mean + flow_z * standard deviation");
-    s.add_float("balance.flow_z", 1.0, 0.0, 100.0, "flow, ewma: standard deviations above the mean");
-    s.add_float("balance.flow_decay", 0.5, 0.0, 0.999, "flow, ewma: weight kept by the old statistics per batch");
-    s.add_int("balance.flow_horizon", 0, 0, 1 << 30,
-              "flow: 0 = a placement's transfers recur every iteration (training: they are in its predicted time); "
-              "H > 0 = moves are one-off (serving): keep the current placement unless H batches of gain pay for them");
+    add_flow_keys(s);
     s.add_int("balance.profile_iterations", 0, 0, 1 << 30,
               "eplb/moetuner/offline external: plan from the first N iterations (0: all, in-sample)");
     s.add_string("balance.external", "", {},
@@ -93,6 +109,8 @@ BalanceOptions balance_options_from(const Config& c) {
     o.flow_z = c.get_float("balance.flow_z");
     o.flow_decay = c.get_float("balance.flow_decay");
     o.flow_horizon = static_cast<int>(c.get_int("balance.flow_horizon"));
+    o.flow_transfer_aware = c.get_bool("balance.flow_transfer_aware");
+    o.flow_topology = c.get_bool("balance.flow_topology");
     o.external_command = c.get_string("balance.external");
     o.external_timeout_s = c.get_float("balance.external_timeout_s");
     o.external_offline = c.get_string("balance.external_role") == "offline";
@@ -103,8 +121,8 @@ void add_cost_model_keys(Schema& s, const std::string& scale_note) {
     s.add_bool("plan.topology_aware", false,
                "use the topology-aware cost model (link classes, ports, NICs; docs/cluster.md); default when not "
                "set: the cluster file's `topology` (on for files that describe their topology)");
-    s.add_float("plan.compute_scale", 1.0, 0.0, 1e6, "planner's belief about compute throughput x this factor" + scale_note,
-                true);
+    s.add_float("plan.compute_scale", 1.0, 0.0, 1e6,
+                "planner's belief about compute throughput x this factor" + scale_note, true);
     s.add_float("plan.bandwidth_scale", 1.0, 0.0, 1e6, "planner's belief about bandwidths x this factor" + scale_note,
                 true);
     s.add_int("plan.d_model", 0, 0, 1 << 20, "C for bytes and FLOPs (0: from the trace)");

@@ -56,6 +56,9 @@ struct BalanceOptions {
     double flow_z = 1.0;                    // ewma: mean + flow_z * standard deviation
     double flow_decay = 0.5;                // ewma: weight of the old statistics per batch
     int flow_horizon = 0;                   // > 0: batches a one-off move must pay back within (serving)
+    // ablation switches (docs/policies.md "Ablation of flow's components"); true = flow as designed
+    bool flow_transfer_aware = true;  // false: candidates scored without Trans/Agg, no transfer gate
+    bool flow_topology = true;        // false: planned on the flat cost model, no nearest-device tie-breaks
     // external (external_policy.h): the command (split without a shell), its reply deadline, and its role:
     // online (per iteration and layer, from the previous iteration's counts) or offline (once, from the window)
     std::string external_command;

@@ -79,14 +79,16 @@ struct Anchored {
         for (int e = 0; e < owners.num_experts; ++e) est[owners.owner[e]] += load[e];
     }
 
-    int pick(int e, const int64_t* counts, const ClusterSpec& cl, int cap) const {
+    // cl: the link classes of the nearness tie-break (nullptr: none, balance.flow_topology = false)
+    int pick(int e, const int64_t* counts, const ClusterSpec* cl, int cap) const {
         const int D = placement.num_devices, E = placement.num_experts, owner = placement.owner[e];
         double lightest = std::numeric_limits<double>::infinity();
         for (int d = 0; d < D; ++d)
             if (!placement.holds(e, d) && (cap <= 0 || replicas[d] < cap)) lightest = std::min(lightest, est[d]);
         int best = -1;
-        auto near = [&](int d) {  // 2: the owner's NVLink domain, 1: its node, 0: elsewhere
-            const ClusterSpec::LinkClass c = cl.link_class(owner, d);
+        auto near = [&](int d) {  // 2: the owner's NVLink domain, 1: its node, 0: elsewhere (or no cluster)
+            if (!cl) return 0;
+            const ClusterSpec::LinkClass c = cl->link_class(owner, d);
             return c == ClusterSpec::LinkClass::kNvlink ? 2 : c == ClusterSpec::LinkClass::kIntraNode ? 1 : 0;
         };
         for (int d = 0; d < D; ++d) {
@@ -168,16 +170,20 @@ double owner_move_charge_s(const Placement& next, const Placement& current, cons
 
 // A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) with kFastSplit, candidates
 // are compared with its combinatorial stand-in (flow_split.h: the compute-optimal split, locality first; the batch
-// itself is then routed by the LP); otherwise under the run's routing rule itself.
+// itself is then routed by the LP); otherwise under the run's routing rule itself. `cost` is the planning model
+// (flat under balance.flow_topology = false, whose split then takes sources in device order); without
+// balance.flow_transfer_aware the time leaves out Trans/Agg (4 T_A2A + 3 T_FEC under either equation).
 class CandidateScore {
   public:
     CandidateScore(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o, FlowScoring scoring)
         : P_(P), D_(D), E_(E), cost_(cost), o_(o),
           fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit),
-          splitter_(P, D, E, &cost.cluster) {}
+          splitter_(P, D, E, o.flow_topology ? &cost.cluster : nullptr) {}
     double operator()(const Placement& p) {
         const LayerFlow flow = fast_ ? splitter_.split_totals(p) : compute_flow(P_, D_, E_, p, o_.route_rule, &cost_);
-        return layer_cost(predict_layer(cost_, flow, p), o_.cost_eq);
+        const CostBreakdown c = predict_layer(cost_, flow, p);
+        if (!o_.flow_transfer_aware) return c.eq6_s - c.trans_s - c.agg_s;
+        return layer_cost(c, o_.cost_eq);
     }
 
   private:
@@ -199,7 +205,9 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     CopyOrder order(load, D);
     const int limit = cap > 0 ? std::min(cap * D, order.available()) : order.available();
     const std::vector<int> schedule = replica_schedule(limit);
-    CandidateScore score(P, D, E, cost, o, scoring);
+    CostModel flat;  // balance.flow_topology = false: the planning model without the topology
+    if (!o.flow_topology) flat = cost, flat.topology_aware = false;
+    CandidateScore score(P, D, E, o.flow_topology ? cost : flat, o, scoring);
     FlowPlanReport rep;
     Placement best = Placement::make_owners(D, current.owner);
     double best_s = score(best);
@@ -208,7 +216,8 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     double best_move_s = 0;  // the owner-move charge inside best_s
     auto consider = [&](const Placement& p, int r, bool packed) {
         ++rep.candidates;
-        const double move_s = packed ? owner_move_charge_s(p, current, cost, o) : 0.0;  // anchored: owners stay
+        // anchored candidates keep their owners; transfer-unaware flow (ablation) sees no move cost
+        const double move_s = packed && o.flow_transfer_aware ? owner_move_charge_s(p, current, cost, o) : 0.0;
         const double s = score(p) + move_s;
         if (s < best_s) best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s;
         return s;
@@ -220,7 +229,7 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
         int rises = 0, placed = 0;
         for (size_t i = 1; i < schedule.size() && rises < 2; ++i) {
             for (; placed < schedule[i]; ++placed) {
-                const int d = grow.pick(order[placed], P, cost.cluster, cap);
+                const int d = grow.pick(order[placed], P, o.flow_topology ? &cost.cluster : nullptr, cap);
                 if (d >= 0) grow.add_copy(order[placed], d, load);
             }
             const double s = consider(grow.placement, schedule[i], false);
@@ -240,7 +249,7 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     }
     // transfer gate (serving, flow_horizon > 0): keep the current placement unless the gain over the horizon pays
     // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
-    if (o.flow_horizon > 0) {
+    if (o.flow_horizon > 0 && o.flow_transfer_aware) {
         const double current_s = score(current);
         if ((current_s - (best_s - best_move_s)) * o.flow_horizon <=
             one_off_transfer_s(best, current, cost) + best_move_s * o.flow_horizon) {

@@ -19,6 +19,10 @@
 //               transfer of the weights it adds. An owner move (repacked only) adds price_owner_moves (weights and
 //               AdamW state, moves.h) / max(1, H) to the candidate's time: the columns charge it in the iteration
 //               it happens, so without a horizon one iteration's gain must pay for it.
+//   ablation    balance.flow_transfer_aware = false scores candidates without Trans/Agg or owner moves (and skips
+//               the gate);
+//               balance.flow_topology = false plans on the flat cost model with no nearness tie-breaks (anchored
+//               copies and the split's token sources). Both default to true.
 #pragma once
 
 #include <cstdint>
