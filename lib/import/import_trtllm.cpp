@@ -21,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-int rank_of_file(const std::string& path) {
+int rank_of_safetensors_file(const std::string& path) {
     const std::string name = std::filesystem::path(path).filename().string();
     const std::string suffix = ".safetensors";
     const bool shaped = name.size() > 4 + suffix.size() && name.starts_with("rank") && name.ends_with(suffix);
@@ -132,8 +132,8 @@ LoadSeries parse_trtllm(const std::string& meta_info, const std::vector<std::str
     const int top_k = meta_int(meta, meta_info, "num_experts_per_token", experts);
     std::map<int, std::string> by_rank;
     for (const std::string& file : rank_files)
-        if (!by_rank.emplace(rank_of_file(file), file).second)
-            throw_input_error(file, "rank " + std::to_string(rank_of_file(file)) + " is given twice",
+        if (!by_rank.emplace(rank_of_safetensors_file(file), file).second)
+            throw_input_error(file, "rank " + std::to_string(rank_of_safetensors_file(file)) + " is given twice",
                               "pass each rank once");
     const int ranks = static_cast<int>(by_rank.size());
     if (ranks == 0) throw_input_error(meta_info, "no rank<r>.safetensors files", "pass the rank files too");

@@ -9,6 +9,7 @@
 namespace prophet {
 
 constexpr uint64_t kMaxTraceArrayElements = 1ull << 31;  // per array of a trace (counts, transitions)
+constexpr int64_t kMaxTraceTokensPerIteration = 1ll << 48;  // keeps tokens * top_k^2 far from int64 overflow
 
 // a * b * ... saturating at kMaxTraceArrayElements + 1, so overflow never wraps; 0 when a factor is <= 0
 inline uint64_t capped_product(std::initializer_list<int64_t> factors) {

@@ -31,8 +31,6 @@ constexpr std::string_view kCountsColumns = "iteration,layer,device,expert,token
 constexpr std::string_view kTransitionsColumns = "iteration,layer,from_expert,to_expert,tokens";
 constexpr std::string_view kTransitionsMarker = "transitions";
 constexpr size_t kNumColumns = 5;
-constexpr uint64_t kMaxArrayElements = kMaxTraceArrayElements;  // per array, as for the binary file
-constexpr int64_t kMaxTokensPerIteration = 1ll << 48;
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kUnset = -1;  // a cell no row has given (yet); becomes 0
 constexpr size_t kWriteChunkBytes = 1 << 20;
@@ -371,7 +369,7 @@ class CsvReader {
         meta.num_devices = static_cast<int>(get("num_devices", 1, kIntMax));
         meta.num_experts = static_cast<int>(get("num_experts", 1, kIntMax));
         meta.top_k = static_cast<int>(get("top_k", 1, meta.num_experts));
-        meta.tokens_per_iteration = get("tokens_per_iteration", 1, kMaxTokensPerIteration);
+        meta.tokens_per_iteration = get("tokens_per_iteration", 1, kMaxTraceTokensPerIteration);
         meta.d_model = static_cast<int>(get("d_model", 0, kIntMax));
         meta.d_ffn = static_cast<int>(get("d_ffn", 0, kIntMax));
         meta.seq_len = static_cast<int>(get("seq_len", 0, kIntMax));
@@ -383,7 +381,7 @@ class CsvReader {
     }
 
     void check_size(std::initializer_list<int64_t> factors, const std::string& product, const char* what) const {
-        if (capped_product(factors) > kMaxArrayElements)
+        if (capped_product(factors) > kMaxTraceArrayElements)
             fail_plain("sizes too large: " + product + " exceeds 2^31 " + what + " (metadata on line 2)",
                        "split the trace into fewer iterations or layers");
     }

@@ -28,7 +28,7 @@ constexpr char kMagic[8] = {'P', 'R', 'T', 'R', 'A', 'C', 'E', '1'};
 constexpr size_t kPreambleBytes = 16;                   // magic + uint64 header length
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;      // a header is a few hundred bytes; this is corruption
 constexpr uint64_t kMaxArrayElements = kMaxTraceArrayElements;  // per array (counts, transitions)
-constexpr int64_t kMaxTokensPerIteration = 1ll << 48;   // keeps tokens * top_k^2 far from int64 overflow
+constexpr int64_t kMaxTokensPerIteration = kMaxTraceTokensPerIteration;
 constexpr uint64_t kMaxGeneratorTomlBytes = 1ull << 20;
 constexpr const char* kRewriteFix =
     "the file is corrupt or was cut short; write it again (prophet profile or write_trace_file)";
