@@ -272,9 +272,9 @@ void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t, double othe
         core[k] = 3.0 * (w.last ? t.fec : std::min(t.fec, w.own_hide_s[k]));
         const double hide = w.prev_hide_s[k];
         exposed[k] = w.transfers_may_hide ? 0.0
-                     : w.first            ? t.trans + t.agg
-                                          : std::max(0.0, t.trans - w.fnec_s - hide) +
-                                     std::max(0.0, t.agg - w.bnec_s - 2.0 * hide);
+                     : w.first
+                         ? t.trans + t.agg
+                         : std::max(0.0, t.trans - w.fnec_s - hide) + std::max(0.0, t.agg - w.bnec_s - 2.0 * hide);
     }
     for (int j = 0; j < kLevels; ++j)
         for (int k = 0; k < kLevels; ++k) {

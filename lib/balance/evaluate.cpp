@@ -272,6 +272,21 @@ std::vector<int64_t> first_plan_counts(const TraceView& trace, int layer, int pr
     return mean;
 }
 
+namespace {
+
+// After iteration it's layers are scored: the layer_to_layer token path, training's owner moves (an expert whose
+// owner changed since the last iteration moves its weights and AdamW state now), the replica memory high-water mark.
+void finish_iteration(PolicyScore& out, int it, const TraceView& trace, const CostModel& cost, RouteRule route_rule,
+                      bool layer_to_layer) {
+    const int L = trace.num_layers;
+    if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, route_rule);
+    charge_owner_moves(out.layers, out.layers.size() - L, L, cost, kTrainingStateCopies);
+    out.extra_memory_bytes_per_device =
+        std::max(out.extra_memory_bytes_per_device, replica_memory_bytes(out, L, trace.num_devices, cost));
+}
+
+}  // namespace
+
 PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, const CostModel& cost,
                             const EvalSettings& settings, bool allow_skip) {
     const PolicyRow& row = policy_row(name);
@@ -324,11 +339,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             if (planned) plan_us_all.push_back(s.plan_us);
             out.layers.push_back(std::move(s));
         }
-        if (layer_to_layer && trace.transitions) apply_layer_to_layer(out, it, trace, cost, o.route_rule);
-        // training: an expert whose owner changed since the last iteration moves its weights and AdamW state now
-        charge_owner_moves(out.layers, out.layers.size() - L, L, cost, kTrainingStateCopies);
-        out.extra_memory_bytes_per_device =
-            std::max(out.extra_memory_bytes_per_device, replica_memory_bytes(out, L, D, cost));
+        finish_iteration(out, it, trace, cost, o.route_rule, layer_to_layer);
     }
 
     finish_score(out, system_cost_eq(name), plan_us_all, layer_to_layer && !trace.transitions);

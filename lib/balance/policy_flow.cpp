@@ -195,6 +195,23 @@ class CandidateScore {
     FastSplitter splitter_;
 };
 
+// The repacked family (owners may move; the relabelling keeps as many weights in place as it can) along the
+// schedule, each candidate within the cap scored by consider(placement, replicas, /*packed=*/true); stops after two
+// rises in a row.
+template <class Consider>
+void walk_repacked(const std::vector<double>& load, const Placement& current, CopyOrder& order,
+                   const std::vector<int>& schedule, int cap, Consider&& consider) {
+    double previous = std::numeric_limits<double>::infinity();
+    Repacker repacker(load, current);
+    for (size_t i = 0, rises = 0; i < schedule.size() && rises < 2; ++i) {
+        const Placement p = repacked(order, schedule[i], current.num_experts, repacker);
+        if (cap > 0 && repacker.most_replicas() > cap) continue;
+        const double s = consider(p, schedule[i], true);
+        rises = s >= previous ? rises + 1 : 0;
+        previous = s;
+    }
+}
+
 }  // namespace
 
 Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
@@ -237,16 +254,7 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
             previous = s;
         }
     }
-    // the repacked family (owners may move; the relabelling keeps as many weights in place as it can)
-    double previous = std::numeric_limits<double>::infinity();
-    Repacker repacker(load, current);
-    for (size_t i = 0, rises = 0; i < schedule.size() && rises < 2; ++i) {
-        const Placement p = repacked(order, schedule[i], E, repacker);
-        if (cap > 0 && repacker.most_replicas() > cap) continue;
-        const double s = consider(p, schedule[i], true);
-        rises = s >= previous ? rises + 1 : 0;
-        previous = s;
-    }
+    walk_repacked(load, current, order, schedule, cap, consider);
     // transfer gate (serving, flow_horizon > 0): keep the current placement unless the gain over the horizon pays
     // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
     if (o.flow_horizon > 0 && o.flow_transfer_aware) {

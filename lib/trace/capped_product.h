@@ -8,7 +8,7 @@
 
 namespace prophet {
 
-constexpr uint64_t kMaxTraceArrayElements = 1ull << 31;  // per array of a trace (counts, transitions)
+constexpr uint64_t kMaxTraceArrayElements = 1ull << 31;     // per array of a trace (counts, transitions)
 constexpr int64_t kMaxTraceTokensPerIteration = 1ll << 48;  // keeps tokens * top_k^2 far from int64 overflow
 
 // a * b * ... saturating at kMaxTraceArrayElements + 1, so overflow never wraps; 0 when a factor is <= 0
