@@ -528,7 +528,7 @@ TEST(SweepReal, CalibrateSetIsHeldOut) {
 
 TEST(SweepReal, ShippedMainJobParses) {
     const SweepSpec real = parse_sweep_file("experiments/sweeps/main-real.toml");
-    EXPECT_EQ(expand_points(real).size(), 15u);  // 3 policies x 5 seeds on 2 ranks
+    EXPECT_EQ(expand_points(real).size(), 20u);  // 4 policies x 5 seeds on 2 ranks
     EXPECT_EQ(real.validate_cluster, "calibrate");
     // held out: calibrated on the gate's own routing, validated on runs that replay the skewed trace
     ASSERT_EQ(real.calibrate_set.size(), 1u);
