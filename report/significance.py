@@ -9,8 +9,10 @@ back-transformed: a 95% interval for the geometric-mean speedup. Logs because a 
 policy over static's. With one point there is no interval. A deterministic simulator gives identical ratios and
 so a zero-width interval: the spread over seeds is then the spread over routing draws, and nothing else.
 
-Words: an interval wholly above 1.0 is "faster", wholly below "slower", one that contains 1.0 "no measurable
-difference", never faster or slower.
+Words: an interval wholly inside the minimum effect size, [1 / 1.01, 1.01] (MIN_EFFECT), is "same within 1%": a
+difference that small is not one a reader should act on, even when the interval excludes 1.0 (a deterministic
+simulator's zero-width 1.00001 [1.00001, 1.00001]). Otherwise an interval wholly above 1.0 is "faster", wholly
+below "slower", one that contains 1.0 "no measurable difference", never faster or slower.
 """
 import math
 import os
@@ -22,7 +24,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 
 LEVEL = 0.95
+# the minimum effect size: a speedup within a factor 1.01 of 1.0 either way (symmetric in logs, so the verdict of static
+# over a policy is the mirror of the policy's over static) is no difference worth a word
+MIN_EFFECT = 0.01
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
+SAME = f"same within {MIN_EFFECT:.0%}"
 
 
 def speedup_interval(ratios, level=LEVEL):
@@ -41,10 +47,12 @@ def speedup_interval(ratios, level=LEVEL):
 
 
 def verdict(low, high):
-    """FASTER when the interval lies above 1.0, SLOWER below it, NO_DIFFERENCE when it contains 1.0; "" without
-    an interval (NaN bounds)."""
+    """SAME when the interval lies within [1 / (1 + MIN_EFFECT), 1 + MIN_EFFECT]; else FASTER when it lies above
+    1.0, SLOWER below it, NO_DIFFERENCE when it contains 1.0; "" without an interval (NaN bounds)."""
     if not (low == low and high == high):
         return ""
+    if 1.0 / (1.0 + MIN_EFFECT) <= low and high <= 1.0 + MIN_EFFECT:
+        return SAME
     if low > 1.0:
         return FASTER
     if high < 1.0:
@@ -64,8 +72,8 @@ def _num(x, digits):
 
 
 def _digits(low, high, word):
-    """Significant digits that show a faster / slower interval apart from 1 (3 unless its bounds round to 1.00,
-    as a deterministic simulator's 1.00004 [1.00003, 1.00005] would; at most 8)."""
+    """Significant digits that show a faster / slower interval apart from 1 (3 unless a bound rounds to 1.00, as
+    1.01 [1.004, 1.02] would; at most 8)."""
     digits = 3
     while word in (FASTER, SLOWER) and digits < 8 and "1" in (f"{low:.{digits}g}", f"{high:.{digits}g}"):
         digits += 1
@@ -74,14 +82,15 @@ def _digits(low, high, word):
 
 def speedup_phrase(policy, baseline, centre, low, high):
     """How the summary words one speedup: 'prophet ran 1.12x as fast as static (95% CI 1.08-1.16: faster)', or
-    'fastermoe against static: no measurable difference (0.99x, 95% CI 0.93-1.05)'; one point: no verdict."""
+    'fastermoe against static: no measurable difference (0.99x, 95% CI 0.93-1.05)', 'eplb against static: same
+    within 1% (1.00x, 95% CI 1.00-1.00)'; one point: no verdict."""
     word = verdict(low, high)
     if not word:
         return f"{policy} ran at {C.fmt3(centre)}x {baseline}'s speed (one point: no interval, no verdict)"
     d = _digits(low, high, word)
     ci = f"95% CI {_num(low, d)}-{_num(high, d)}"
-    if word == NO_DIFFERENCE:
-        return f"{policy} against {baseline}: {NO_DIFFERENCE} ({_num(centre, d)}x, {ci})"
+    if word in (NO_DIFFERENCE, SAME):
+        return f"{policy} against {baseline}: {word} ({_num(centre, d)}x, {ci})"
     return f"{policy} ran {_num(centre, d)}x as fast as {baseline} ({ci}: {word})"
 
 

@@ -286,7 +286,8 @@ def build(con, experiment=None):
              "mean ± sd over seeds (and traces, pooled, for a simulated cluster); min / max over the same points; n "
              "counts every point, invalid those whose speedup is NaN or inf (left out of the mean; n/a: none finite); "
              "95% CI: Student's t on the log of the paired per-seed ratios, as a geometric mean [low, high] "
-             "(docs/reports.md \"Significance\"); verdict: faster / slower only when the interval excludes 1.0"),
+             "(docs/reports.md \"Significance\"); verdict: same within 1% when the interval lies within a factor "
+             "1.01 of 1.0, else faster / slower only when it excludes 1.0"),
             ("What the policies did (real runs)", activity, "summary_activity",
              "every recorded step of every seed: steps whose placement is static's in every layer, steps with any "
              "replica, medians per step of replicas, max/mean load (balancedness = mean/max), Trans+Agg and their "

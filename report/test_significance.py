@@ -62,7 +62,11 @@ def test_one_point_has_no_interval():
 
 def test_verdict_table():
     cases = [((0.95, 1.05), S.NO_DIFFERENCE), ((1.0, 1.2), S.NO_DIFFERENCE), ((0.8, 1.0), S.NO_DIFFERENCE),
-             ((1.01, 1.2), S.FASTER), ((0.7, 0.99), S.SLOWER), ((float("nan"), float("nan")), "")]
+             ((1.01, 1.2), S.FASTER), ((0.7, 0.99), S.SLOWER), ((float("nan"), float("nan")), ""),
+             # the minimum effect size: wholly within [1 / 1.01, 1.01] is the same within 1%, 1.0 inside or not
+             ((1.00001, 1.00001), S.SAME), ((0.99995, 0.99997), S.SAME), ((0.995, 1.005), S.SAME),
+             ((1 / 1.01, 1.01), S.SAME), ((1.005, 1.0101), S.FASTER), ((0.98, 0.999), S.SLOWER),
+             ((0.98, 1.005), S.NO_DIFFERENCE)]
     for (low, high), want in cases:
         assert S.verdict(low, high) == want, (low, high, S.verdict(low, high), want)
 
@@ -70,6 +74,12 @@ def test_verdict_table():
 def test_summary_calls_an_interval_spanning_one_no_measurable_difference():
     text = sentence([0.97, 1.04, 1.01])
     assert "no measurable difference" in text, text
+    assert "faster" not in text and "slower" not in text, text
+
+
+def test_summary_calls_a_zero_width_tiny_speedup_the_same_within_one_percent():
+    text = sentence([1.00001, 1.00001, 1.00001])  # simulated seeds with no spread (main-sim on lpwnv-8)
+    assert "same within 1%" in text, text
     assert "faster" not in text and "slower" not in text, text
 
 
@@ -83,10 +93,11 @@ def test_summary_calls_an_interval_below_one_slower():
     assert "slower" in text and "no measurable difference" not in text, text
 
 
-def test_phrase_shows_a_tiny_difference_with_enough_digits():
+def test_phrase_shows_a_bound_near_one_with_enough_digits():
     cases = [((1.2, 1.1, 1.3), "1.20x as fast as static (95% CI 1.10-1.30: faster)"),
-             ((1.00004, 1.00003, 1.00005), "1.00004x as fast as static (95% CI 1.00003-1.00005: faster)"),
-             ((0.99996, 0.99995, 0.99997), "0.99996x as fast as static (95% CI 0.99995-0.99997: slower)"),
+             ((1.01, 1.0004, 1.02), "1.01x as fast as static (95% CI 1.0004-1.02: faster)"),
+             ((0.99, 0.98, 0.9996), "0.99x as fast as static (95% CI 0.98-0.9996: slower)"),
+             ((1.00004, 1.00003, 1.00005), "same within 1% (1.00x, 95% CI 1.00-1.00)"),
              ((1.0, 0.9, 1.1), "no measurable difference (1.00x, 95% CI 0.900-1.10)")]
     for (centre, low, high), want in cases:
         got = S.speedup_phrase("prophet", "static", centre, low, high)
