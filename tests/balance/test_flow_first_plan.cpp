@@ -7,6 +7,7 @@
 
 #include "balance/evaluate.h"
 #include "balance_fixtures.h"
+#include "sim/trace_view.h"
 
 namespace prophet {
 namespace {
@@ -28,16 +29,6 @@ std::vector<int64_t> hot_pair_trace(int I, int L, int D, int E, int64_t hot, int
 
 // the hot pair's and every other expert's tokens per device, and the tokens a device routes in all (E = 8)
 constexpr int64_t kHot = 20000, kCold = 1000, kTokensPerDevice = 2 * kHot + 6 * kCold;
-
-TraceView view_of(const std::vector<int64_t>& counts, int I, int L, int D, int E) {
-    TraceView v;
-    v.counts = counts.data();
-    v.num_iterations = I;
-    v.num_layers = L;
-    v.num_devices = D;
-    v.num_experts = E;
-    return v;
-}
 
 EvalSettings settings_for(int cost_eq) {
     EvalSettings s;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "sim/simulator.h"
+#include "sim/trace_view.h"
 
 using namespace prophet;
 using namespace prophet::sim;
@@ -21,15 +22,7 @@ struct RandomCase {
     int I = 0, L = 0, D = 0, E = 0;
     std::vector<int64_t> counts;                    // [I][L][D][E]
     std::vector<std::vector<Placement>> placements;  // [I][L]
-    TraceView view() const {
-        TraceView v;
-        v.counts = counts.data();
-        v.num_iterations = I;
-        v.num_layers = L;
-        v.num_devices = D;
-        v.num_experts = E;
-        return v;
-    }
+    TraceView view() const { return view_of(counts, I, L, D, E); }
 };
 
 Placement random_placement(int D, int E, double replica_p, Rng& rng) {
@@ -422,9 +415,7 @@ TEST(Policy, DeepSpeedSimulatesItsPaddedSlots) {
         const auto layer = skewed_counts(D, E, 2048, 1.5, 5 + it);
         counts.insert(counts.end(), layer.begin(), layer.end());
     }
-    TraceView v;
-    v.counts = counts.data();
-    v.num_iterations = I, v.num_layers = L, v.num_devices = D, v.num_experts = E;
+    const TraceView v = view_of(counts, I, L, D, E);
     const CostModel m = paper_cost_model(D, 2048);
     EvalSettings settings;
     settings.plan_repeats = 1;
@@ -450,9 +441,7 @@ TEST(Policy, SimulatesWhatEvaluateChose) {
             const auto layer = skewed_counts(D, E, 2048, 1.5, 11 + l);  // same per iteration: prophet's locality
             counts.insert(counts.end(), layer.begin(), layer.end());
         }
-    TraceView v;
-    v.counts = counts.data();
-    v.num_iterations = I, v.num_layers = L, v.num_devices = D, v.num_experts = E;
+    const TraceView v = view_of(counts, I, L, D, E);
     CostModel m = paper_cost_model(D, 2048);
     // the simulator times the bytes that move (replica holders); the planner's Eqs 4-5 count D - n by default
     m.trans_receivers = TransReceivers::kReplicaHolders;

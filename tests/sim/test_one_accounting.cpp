@@ -12,6 +12,7 @@
 #include "balance/evaluate.h"
 #include "balance/moves.h"
 #include "sim/simulator.h"
+#include "sim/trace_view.h"
 #include "trace/trace.h"
 
 namespace prophet {
@@ -52,21 +53,10 @@ struct Case {
 
 const Case kCases[] = {{"owners_moved", shifted, false}, {"with_replica", shifted_with_replica, true}};
 
-// the I x L x D x E view of counts() (kept alive by the caller)
-TraceView view_of(const std::vector<int64_t>& c) {
-    TraceView v;
-    v.counts = c.data();
-    v.num_iterations = kI;
-    v.num_layers = kL;
-    v.num_devices = kD;
-    v.num_experts = kE;
-    return v;
-}
-
 class OneAccounting : public ::testing::TestWithParam<Case> {
   protected:
     std::vector<int64_t> counts_ = counts();
-    TraceView view() const { return view_of(counts_); }
+    TraceView view() const { return view_of(counts_, kI, kL, kD, kE); }
 };
 
 // Eq 6, Eq 8 and FasterMoE's model of every (iteration, layer): Trans and Agg are zero exactly for owner moves.
@@ -130,7 +120,7 @@ TEST(OwnerMoves, PricedOnceWithOptimizerState) {
 // An offline policy's placement moves owners in iteration 0 only; its owner-only layers pay no Trans per iteration.
 TEST(OwnerMoves, OfflinePolicyMovesOnce) {
     const std::vector<int64_t> c = counts();
-    const TraceView v = view_of(c);
+    const TraceView v = view_of(c, kI, kL, kD, kE);
     EvalSettings settings;
     settings.plan_repeats = 1;
     const PolicyScore s = evaluate_policy("eplb", v, unit_cost_model(kD), settings, false);
@@ -152,12 +142,8 @@ TEST(OneAccountingRealTrace, MoetunerModelsAgreeOnTheHeldOutHalf) {
     if (!std::filesystem::exists(path))
         GTEST_SKIP() << "real trace absent: " << path << " (GPL-3.0 data, never copied into the repository)";
     const Trace trace = load_trace(path);
-    TraceView v;
-    v.counts = trace.counts.data();
-    v.num_iterations = 40;
-    v.num_layers = trace.meta.num_layers;
-    v.num_devices = trace.meta.num_devices;
-    v.num_experts = trace.meta.num_experts;
+    const TraceView v =
+        view_of(trace.counts, 40, trace.meta.num_layers, trace.meta.num_devices, trace.meta.num_experts);
     CostModel cost;  // as prophet plan builds it for the README's reading of the model (cost_model_for_trace)
     cost.cluster = load_cluster_file(std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/hpwnv-16.toml");
     cost.model = {1024, 4096, 1024, 4, trace.meta.tokens_per_iteration / trace.meta.num_devices};

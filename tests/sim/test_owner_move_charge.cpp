@@ -9,6 +9,7 @@
 #include "balance/evaluate.h"
 #include "balance/moves.h"
 #include "plan/policy_models.h"
+#include "sim/trace_view.h"
 
 namespace prophet {
 namespace {
@@ -24,16 +25,6 @@ std::vector<int64_t> counts() {
         for (int d = 0; d < kD; ++d)
             for (int e = 0; e < kE; ++e) c.push_back(1 + (d + e + i) % 3);
     return c;
-}
-
-TraceView view_of(const std::vector<int64_t>& c) {
-    TraceView v;
-    v.counts = c.data();
-    v.num_iterations = kI;
-    v.num_layers = kL;
-    v.num_devices = kD;
-    v.num_experts = kE;
-    return v;
 }
 
 // the static layout with the first `moved` experts of device 0 (experts 0..3) owned by device 1 instead
@@ -66,7 +57,7 @@ class OwnerMoveCharge : public ::testing::TestWithParam<int> {};
 TEST_P(OwnerMoveCharge, EachColumnPaysKTimesOneMove) {
     const int k = GetParam();
     const std::vector<int64_t> c = counts();
-    const TraceView v = view_of(c);
+    const TraceView v = view_of(c, kI, kL, kD, kE);
     const CostModel cost = unit_cost_model(kD);
     const double one_move_s = price_owner_moves(cost, with_moves(0), with_moves(1), kTrainingStateCopies).seconds;
     ASSERT_DOUBLE_EQ(one_move_s, 6.0);
@@ -97,7 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Moves, OwnerMoveCharge, ::testing::Values(0, 1, 2, 3));
 // column's layer time exceeds its uncharged prediction by exactly that layer's owner moves.
 TEST(OwnerMoveChargeEvaluate, ColumnsCarryTheSummaryLinesMoves) {
     const std::vector<int64_t> c = counts();
-    const TraceView v = view_of(c);
+    const TraceView v = view_of(c, kI, kL, kD, kE);
     const CostModel cost = unit_cost_model(kD);
     EvalSettings settings;
     settings.plan_repeats = 1;

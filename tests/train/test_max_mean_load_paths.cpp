@@ -14,6 +14,7 @@
 #include "balance/device_load.h"
 #include "balance/evaluate.h"
 #include "sim/simulator.h"
+#include "sim/trace_view.h"
 #include "train/trainer.h"
 
 namespace prophet {
@@ -52,12 +53,7 @@ TEST_P(MaxMeanLoadPaths, EvaluationSimulatorTrainerAgree) {
     const LoadCase& c = GetParam();
     const int I = c.iterations, L = c.layers, D = c.devices, E = c.experts;
     const std::vector<int64_t> counts = make_counts(c);
-    TraceView view;
-    view.counts = counts.data();
-    view.num_iterations = I;
-    view.num_layers = L;
-    view.num_devices = D;
-    view.num_experts = E;
+    const TraceView view = view_of(counts, I, L, D, E);
     const CostModel cost = testing::unit_cost_model(D);
     EvalSettings settings;
     settings.options.route_rule = c.route_rule;
