@@ -94,39 +94,49 @@ struct TopologyCase {
     RouteRule rule;
 };
 
-class FlowTopology : public ::testing::TestWithParam<TopologyCase> {};
+// One case's cluster file: its cost model, D devices and E = 2 D experts, the options with flow's topology switch
+// on and off under the case's route rule, and the skewed counts and static start each plan of seeds 1..kSeeds uses.
+class FlowTopology : public ::testing::TestWithParam<TopologyCase> {
+  protected:
+    static constexpr uint64_t kSeeds = 6;
+
+    void SetUp() override {
+        cost_ = file_cost_model(GetParam().cluster_file);
+        devices_ = cost_.cluster.num_devices;
+        experts_ = 2 * devices_;
+        on_.route_rule = off_.route_rule = GetParam().rule;
+        off_.flow_topology = false;
+    }
+    std::vector<int64_t> counts(uint64_t seed) const {
+        return testing::skewed_counts(devices_, experts_, 4096, 1.2, seed);
+    }
+    Placement plan(const std::vector<int64_t>& counts, const CostModel& cost, const BalanceOptions& options) const {
+        return plan_flow(counts.data(), devices_, experts_, cost, options,
+                         Placement::make_static(devices_, experts_));
+    }
+
+    CostModel cost_;
+    int devices_ = 0, experts_ = 0;
+    BalanceOptions on_, off_;
+};
 
 // Off, flow plans as it would (on) for the same cluster with its layout erased: the link classes reach nothing.
 TEST_P(FlowTopology, OffPlansAsOnTheClusterWithoutLayout) {
-    const TopologyCase c = GetParam();
-    const CostModel cost = file_cost_model(c.cluster_file);
-    const int D = cost.cluster.num_devices, E = 2 * D;
-    BalanceOptions on, off;
-    on.route_rule = off.route_rule = c.rule;
-    off.flow_topology = false;
-    for (uint64_t seed = 1; seed <= 6; ++seed) {
-        const std::vector<int64_t> counts = testing::skewed_counts(D, E, 4096, 1.2, seed);
-        const Placement got = plan_flow(counts.data(), D, E, cost, off, Placement::make_static(D, E));
-        const Placement want = plan_flow(counts.data(), D, E, without_layout(cost), on, Placement::make_static(D, E));
-        EXPECT_TRUE(same_placement(got, want)) << c.cluster_file << " seed " << seed;
+    for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+        const std::vector<int64_t> c = counts(seed);
+        EXPECT_TRUE(same_placement(plan(c, cost_, off_), plan(c, without_layout(cost_), on_)))
+            << GetParam().cluster_file << " seed " << seed;
     }
 }
 
 // On, the layout changes some plan (else the switch would measure nothing).
 TEST_P(FlowTopology, OnUsesTheLayout) {
-    const TopologyCase c = GetParam();
-    const CostModel cost = file_cost_model(c.cluster_file);
-    const int D = cost.cluster.num_devices, E = 2 * D;
-    BalanceOptions on, off;
-    on.route_rule = off.route_rule = c.rule;
-    off.flow_topology = false;
     int differ = 0;
-    for (uint64_t seed = 1; seed <= 6; ++seed) {
-        const std::vector<int64_t> counts = testing::skewed_counts(D, E, 4096, 1.2, seed);
-        differ += !same_placement(plan_flow(counts.data(), D, E, cost, on, Placement::make_static(D, E)),
-                                  plan_flow(counts.data(), D, E, cost, off, Placement::make_static(D, E)));
+    for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+        const std::vector<int64_t> c = counts(seed);
+        differ += !same_placement(plan(c, cost_, on_), plan(c, cost_, off_));
     }
-    EXPECT_GT(differ, 0) << c.cluster_file;
+    EXPECT_GT(differ, 0) << GetParam().cluster_file;
 }
 
 INSTANTIATE_TEST_SUITE_P(Clusters, FlowTopology,
