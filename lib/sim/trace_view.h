@@ -29,10 +29,9 @@ inline TraceView view_of(const Trace& trace) {
 inline TraceView view_of(const std::vector<int64_t>& counts, int num_iterations, int num_layers, int num_devices,
                          int num_experts) {
     const size_t needed = static_cast<size_t>(num_iterations) * num_layers * num_devices * num_experts;
-    PROPHET_ASSERT_MSG(num_iterations > 0 && num_layers > 0 && num_devices > 0 && num_experts > 0 &&
-                           counts.size() >= needed,
-                       "view_of: " + std::to_string(counts.size()) + " counts for I x L x D x E = " +
-                           std::to_string(needed));
+    PROPHET_ASSERT_MSG(
+        num_iterations > 0 && num_layers > 0 && num_devices > 0 && num_experts > 0 && counts.size() >= needed,
+        "view_of: " + std::to_string(counts.size()) + " counts for I x L x D x E = " + std::to_string(needed));
     TraceView view;
     view.counts = counts.data();
     view.num_iterations = num_iterations;

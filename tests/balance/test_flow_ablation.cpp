@@ -111,8 +111,7 @@ class FlowTopology : public ::testing::TestWithParam<TopologyCase> {
         return testing::skewed_counts(devices_, experts_, 4096, 1.2, seed);
     }
     Placement plan(const std::vector<int64_t>& counts, const CostModel& cost, const BalanceOptions& options) const {
-        return plan_flow(counts.data(), devices_, experts_, cost, options,
-                         Placement::make_static(devices_, experts_));
+        return plan_flow(counts.data(), devices_, experts_, cost, options, Placement::make_static(devices_, experts_));
     }
 
     CostModel cost_;
