@@ -18,7 +18,7 @@ second store (fig_validation's), a tiny real sweep (ranks = [1], 3 steps, static
 experiments/clusters/cpu-local.toml).
 The sim sweeps record the per-layer metrics (layer_moe_ms, layer_rb_vs_static, ...) that fig_layers / fig_rb draw.
 Checks: every figure script writes a non-empty PNG and PDF and prints a markdown table (run in the test's process,
-as layout_check.py runs them; build_report.py runs each again as a process); rebuilding gives identical files;
+as layout_check.py runs them; build_report.py runs each again in its process); rebuilding gives identical files;
 every script exits 0 with the no-data message on a missing, an empty and a data-less store (in the test's
 process too); the report the smoke sweep writes at its end (build_report.py; the smoke sweep runs last, so it
 covers the whole store) opens with the summary and links every figure; every figure drawn from the
@@ -554,7 +554,7 @@ def fixture(prophet, request):
     db, vdb, smoke = build_fixture(prophet, tmp, c)
     out = os.path.join(tmp, "figs")
     # in this process: each script's import of pandas / matplotlib / seaborn once, not once per figure; the report
-    # fixture's build_report.py runs every one again as a process (and test_rebuild_gives_identical_bytes compares)
+    # fixture's build_report.py runs every one again in its process (and test_rebuild_gives_identical_bytes compares)
     drawn = {name: draw_figure(name, vdb if name in VALIDATION_FIGS else db, out) for name in FIGS}
     empty = os.path.join(tmp, "empty.db")
     open(empty, "w").close()
@@ -634,7 +634,7 @@ def test_experiment_without_match(fixture):
 def no_data_outcome(name, db, out):
     """Figure script `name` on a store without its data, run in this process as draw_figure runs it (its exit
     status, stdout and any traceback are what its process would show; a process per script and store would spend
-    its time importing pandas and matplotlib, and build_report.py runs every script as a process on the fixture
+    its time importing pandas and matplotlib, and build_report.py runs every script again on the fixture
     stores): (whether it printed the no-data message, exited 0 and wrote no PNG into `out`, detail)."""
     r, _ = draw_figure(name, db, out)
     ok = r["exit"] == 0 and r["stdout"].startswith("no data:") and not os.path.exists(os.path.join(out, name + ".png"))
@@ -702,6 +702,47 @@ def test_build_report(fixture, report):
         c.check(f"](figures-v/{name}.png)" in vtext and nonempty(os.path.join(rdir, "figures-v", name + ".png")),
                 f"validation REPORT links {name}.png", r.stderr[-400:])
     check_report_text(c, text, rdir)
+    c.assert_passed()
+
+
+# Figure scripts that fail, each as REPORT.md must show it (build_report runs them in its process): name, source,
+# the error its "Failed" line quotes. fig_rcparams_leak changes a matplotlib setting no figure sets itself (the PDF's
+# compression) before it fails: the next figure (fig_train) must still have the bytes the fixture drew.
+FAILING_FIGURES = [
+    ("fig_raises", "def main(argv=None):\n    raise ValueError('boom at row 3')\n",
+     "exit 1: ValueError: boom at row 3"),
+    ("fig_exits_with_message", "import sys\ndef main(argv=None):\n    sys.exit('bad column x')\n",
+     "exit 1: bad column x"),
+    ("fig_exits_two", "import sys\ndef main(argv=None):\n    print('oops', file=sys.stderr)\n    sys.exit(2)\n",
+     "exit 2: oops"),
+    ("fig_rcparams_leak", "import matplotlib\ndef main(argv=None):\n    matplotlib.rcParams['pdf.compression'] = 0\n"
+                          "    raise RuntimeError('after the setting')\n", "exit 1: RuntimeError: after the setting"),
+]
+
+
+def test_failing_figures_fail_alone(fixture, monkeypatch):
+    """a figure script that raises or exits non-zero is reported as failed with its error line, the report exits 1,
+    and the figures after it are drawn as if it had never run"""
+    c = Checker()
+    tmp = os.path.join(fixture["tmp"], "failing")
+    os.makedirs(tmp)
+    for name, source, _ in FAILING_FIGURES:
+        with open(os.path.join(tmp, name + ".py"), "w") as f:
+            f.write(source)
+    monkeypatch.syspath_prepend(tmp)
+    monkeypatch.setattr(build_report, "FIGURES", [(n, n) for n, _, _ in FAILING_FIGURES] + [("fig_train", "train")])
+    report, figures = os.path.join(tmp, "REPORT.md"), os.path.join(tmp, "figures")
+    code = build_report.main(["--db", fixture["db"], "--out", figures, "--report", report])
+    text = open(report).read() if os.path.isfile(report) else ""
+    c.check(code == 1, "a failed figure: build_report exits 1", f"exit {code}")
+    for name, _, error in FAILING_FIGURES:
+        c.check(f"### {name}\n\n**Failed** ({build_report.C.md(error)})" in text,
+                f"{name}: reported failed with '{error}'", text[-800:])
+    c.check("---\n1 figures, 4 failed." in text, "closing line counts 1 figure and 4 failures", text[-300:])
+    for ext in ("png", "pdf"):
+        same = [open(os.path.join(d, f"fig_train.{ext}"), "rb").read() for d in (figures, fixture["out"])
+                if nonempty(os.path.join(d, f"fig_train.{ext}"))]
+        c.check(len(same) == 2 and same[0] == same[1], f"fig_train.{ext} after the failures: the fixture's bytes")
     c.assert_passed()
 
 
