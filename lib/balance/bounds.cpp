@@ -7,6 +7,7 @@
 #include <limits>
 #include <queue>
 
+#include "balance/count_sort.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/timer.h"
@@ -134,23 +135,40 @@ double a2a_bound(const CostModel& m, const TopologyLimits& topo, int64_t sent, i
 // holder to the expert of the largest share minimises the maximum (as compute_curve). counts [D][E].
 constexpr int64_t kReceiveSteps = 2048;
 void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::vector<double>& curve) {
-    thread_local std::vector<int64_t> rows;  // [E][D+1]: w_e minus its h largest rows
+    // [E][D+1]: e's column of counts, replaced by w_e minus its h largest rows (h = 0 .. D) the first time e takes a
+    // second holder (most experts never do: only those are sorted); first[e] = w_e minus its largest row
+    thread_local std::vector<int64_t> rows, first;
+    thread_local std::vector<uint8_t> ready;
     rows.resize(static_cast<size_t>(E) * (D + 1));
+    first.assign(E, 0);
+    ready.assign(E, 0);
+    for (int d = 0; d < D; ++d)
+        for (int e = 0; e < E; ++e)
+            rows[static_cast<size_t>(e) * (D + 1) + d + 1] = counts[static_cast<size_t>(d) * E + e];
     for (int e = 0; e < E; ++e) {
-        int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
-        for (int d = 0; d < D; ++d) r[d + 1] = counts[static_cast<size_t>(d) * E + e];
-        std::sort(r + 1, r + D + 1, std::greater<int64_t>());
-        int64_t rest = 0;
-        for (int d = 1; d <= D; ++d) rest += r[d];
-        for (int h = 0; h <= D; ++h) rest -= h > 0 ? r[h] : 0, r[h] = rest;  // r[h] = w_e - top_h
+        const int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
+        int64_t sum = 0, largest = 0;
+        for (int d = 1; d <= D; ++d) sum += r[d], largest = std::max(largest, r[d]);
+        first[e] = sum - largest;
     }
+    auto rest_after = [&](int e, int64_t h) {  // w_e - top_h(e), h >= 2
+        int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
+        if (!ready[e]) {
+            std::sort(r + 1, r + D + 1, std::greater<int64_t>());
+            int64_t rest = 0;
+            for (int d = 1; d <= D; ++d) rest += r[d];
+            for (int k = 0; k <= D; ++k) rest -= k > 0 ? r[k] : 0, r[k] = rest;
+            ready[e] = 1;
+        }
+        return r[h];
+    };
     struct Item {
         int64_t rest, h;  // w_e - top_h(e) over h: ordered by the ratio
         int e;
     };
     auto lighter = [](const Item& a, const Item& b) { return a.rest * b.h < b.rest * a.h; };
     std::priority_queue<Item, std::vector<Item>, decltype(lighter)> heap(lighter);
-    for (int e = 0; e < E; ++e) heap.push({rows[static_cast<size_t>(e) * (D + 1) + 1], 1, e});
+    for (int e = 0; e < E; ++e) heap.push({first[e], 1, e});
     auto share = [&] { return static_cast<double>(heap.top().rest) / static_cast<double>(heap.top().h); };
     curve.assign(1, share());
     // beyond kReceiveSteps holders the curve is cut (the caller then uses 0): the term binds with few replicas
@@ -158,7 +176,7 @@ void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::
         const Item top = heap.top();
         if (top.h >= D || top.rest <= 0) break;  // the hottest has every device, or nothing moves
         heap.pop();
-        heap.push({rows[static_cast<size_t>(top.e) * (D + 1) + top.h + 1], top.h + 1, top.e});
+        heap.push({rest_after(top.e, top.h + 1), top.h + 1, top.e});
         curve.push_back(share());
     }
 }
@@ -213,7 +231,7 @@ void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t 
 // receiver one more row; *best_local gets the sum over experts of the largest row.
 // (prefix [k] into `prefix`, its memory kept between calls: these arrays are E x D long)
 void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local, std::vector<int64_t>& prefix) {
-    thread_local std::vector<int64_t> other;
+    thread_local std::vector<int64_t> other, scratch;
     other.clear();
     *best_local = 0;
     for (int e = 0; e < E; ++e) {
@@ -226,7 +244,7 @@ void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_loca
             if (r != best && c > 0) other.push_back(c);
         }
     }
-    std::sort(other.begin(), other.end(), std::greater<int64_t>());
+    sort_counts_descending(other, scratch);
     prefix.resize(other.size() + 1);
     prefix[0] = 0;
     for (size_t k = 0; k < other.size(); ++k) prefix[k + 1] = prefix[k] + other[k];

@@ -163,25 +163,32 @@ double FastSplitter::least_max_computed(int* solves) {
 }
 
 // Replicated expert k's integer quotas on its holders filled from its groups: own tokens first, then the nearest
-// sources.
+// sources (distance 0, 1, 2, then device order; one order per class of sources with the same distance row).
 void FastSplitter::fill_groups(int k, std::vector<SplitPart>& parts) {
-    const int D = D_, E = E_, e = in_.experts[k], first = in_.holder_start[k];
+    const int D = D_, e = in_.experts[k], first = in_.holder_start[k];
     const int n = in_.holder_start[k + 1] - first;
     const int* holders = in_.holders.data() + first;
     quota_.resize(n);
     round_shares_into(in_.share.data() + first, n, in_.load[k], quota_.data(), rest_, order_);
-    left_.resize(D);
-    for (int s = 0; s < D; ++s) left_[s] = counts_[static_cast<size_t>(s) * E + e];
+    const int64_t* column = by_expert_.data() + static_cast<size_t>(e) * D;
+    left_.assign(column, column + D);
     auto give = [&](int s, int j) {
         const int64_t tokens = std::min(left_[s], quota_[j]);
         if (tokens > 0) parts.push_back({s, e, holders[j], tokens}), left_[s] -= tokens, quota_[j] -= tokens;
     };
     for (int j = 0; j < n; ++j) give(holders[j], j);
+    const int classes = static_cast<int>(class_source_.size());
+    class_order_.resize(static_cast<size_t>(classes) * n);
+    for (int c = 0; c < classes; ++c) {
+        const uint8_t* near = distance_.data() + static_cast<size_t>(class_source_[c]) * D;
+        int* order = class_order_.data() + static_cast<size_t>(c) * n;
+        for (int d = 0, at = 0; d < 3; ++d)
+            for (int j = 0; j < n; ++j)
+                if (near[holders[j]] == d) order[at++] = j;
+    }
     for (int s = 0; s < D; ++s) {
-        const uint8_t* near = distance_.data() + static_cast<size_t>(s) * D;
-        for (int d = 0; d < 3 && left_[s] > 0; ++d)
-            for (int j = 0; j < n && left_[s] > 0; ++j)
-                if (near[holders[j]] == d) give(s, j);
+        const int* order = class_order_.data() + static_cast<size_t>(source_class_[s]) * n;
+        for (int i = 0; i < n && left_[s] > 0; ++i) give(s, order[i]);
     }
     // a group with tokens but no part would fall to the owner rule: every token must be in a part
     for (int s = 0; s < D; ++s) PROPHET_ASSERT_MSG(left_[s] == 0, "fast split: quotas do not cover the groups");
@@ -196,8 +203,22 @@ FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpe
                                                         : c == ClusterSpec::LinkClass::kIntraNode ? 1
                                                                                                   : 2;
         }
+    for (int s = 0; s < D; ++s) {
+        const uint8_t* row = distance_.data() + static_cast<size_t>(s) * D;
+        int c = 0;
+        const int classes = static_cast<int>(class_source_.size());
+        while (c < classes && !std::equal(row, row + D, distance_.data() + static_cast<size_t>(class_source_[c]) * D))
+            ++c;
+        if (c == classes) class_source_.push_back(s);
+        source_class_.push_back(c);
+    }
+    by_expert_.resize(static_cast<size_t>(E) * D);
     for (int s = 0; s < D; ++s)
-        for (int e = 0; e < E; ++e) load_[e] += counts[static_cast<size_t>(s) * E + e];
+        for (int e = 0; e < E; ++e) {
+            const int64_t n = counts[static_cast<size_t>(s) * E + e];
+            load_[e] += n;
+            by_expert_[static_cast<size_t>(e) * D + s] = n;
+        }
     for (int64_t w : load_) total_ += w;
 }
 
@@ -220,43 +241,69 @@ LayerFlow FastSplitter::split(const Placement& p, FastSplitReport* report) {
 }
 
 // The owner rule's routes and their per-device totals for `owner`, rebuilt when the owners change (a rebuild's
-// tight O(D * E) pass is cheaper than moving the many experts a repacked candidate moves).
+// tight O(D * E) pass is cheaper than moving the many experts a repacked candidate moves): each expert's tokens, a
+// contiguous row of by_expert_, are added to its owner's row of the transposed route, which is then turned.
 void FastSplitter::update_base(const std::vector<int>& owner) {
     const int D = D_, E = E_;
     if (base_owner_ == owner) return;
     base_owner_ = owner;
     base_.num_devices = D, base_.num_experts = E, base_.total_tokens = total_;
-    base_.route.assign(static_cast<size_t>(D) * D, 0);
-    for (int s = 0; s < D; ++s) {
-        int64_t* row = base_.route.data() + static_cast<size_t>(s) * D;
-        const int64_t* from = counts_ + static_cast<size_t>(s) * E;
-        for (int e = 0; e < E; ++e) row[owner[e]] += from[e];
+    route_by_dst_.resize(static_cast<size_t>(D) * D);  // a row is written by its owner's first expert, added after
+    written_.assign(D, 0);
+    for (int e = 0; e < E; ++e) {
+        int64_t* to = route_by_dst_.data() + static_cast<size_t>(owner[e]) * D;
+        const int64_t* from = by_expert_.data() + static_cast<size_t>(e) * D;
+        if (!written_[owner[e]]) {
+            std::copy(from, from + D, to), written_[owner[e]] = 1;
+            continue;
+        }
+        for (int s = 0; s < D; ++s) to[s] += from[s];
     }
+    for (int g = 0; g < D; ++g)
+        if (!written_[g]) std::fill_n(route_by_dst_.data() + static_cast<size_t>(g) * D, D, int64_t{0});
     // computed: column sums; sent: row sums less the diagonal (local tokens); received: computed less the diagonal
+    base_.route.resize(static_cast<size_t>(D) * D);
     base_.computed.assign(D, 0), base_.received.assign(D, 0), base_.sent.assign(D, 0);
-    for (int s = 0; s < D; ++s) {
-        const int64_t* row = base_.route.data() + static_cast<size_t>(s) * D;
-        int64_t row_sum = 0;
-        for (int g = 0; g < D; ++g) base_.computed[g] += row[g], row_sum += row[g];
-        base_.sent[s] = row_sum - row[s];
+    for (int g = 0; g < D; ++g) {
+        const int64_t* to_g = route_by_dst_.data() + static_cast<size_t>(g) * D;
+        int64_t column_sum = 0;
+        for (int s = 0; s < D; ++s) {
+            base_.route[static_cast<size_t>(s) * D + g] = to_g[s];
+            column_sum += to_g[s];
+            base_.sent[s] += to_g[s];
+        }
+        base_.computed[g] = column_sum;
     }
-    for (int g = 0; g < D; ++g) base_.received[g] = base_.computed[g] - base_.route[static_cast<size_t>(g) * D + g];
+    for (int g = 0; g < D; ++g) {
+        const int64_t local = base_.route[static_cast<size_t>(g) * D + g];
+        base_.sent[g] -= local;
+        base_.received[g] = base_.computed[g] - local;
+    }
 }
 
-LayerFlow FastSplitter::split_totals(const Placement& p, FastSplitReport* report) {
-    const std::vector<SplitPart>& split_parts = parts(p, report);
-    const int D = D_, E = E_;
-    update_base(p.owner);
-    LayerFlow flow = base_;
-    flow.replica_holders = in_.replica_flags;
-    for (int e = 0; e < E; ++e) {
-        if (flow.replica_holders[e] == 0 || load_[e] == 0) continue;
-        for (int s = 0; s < D; ++s)  // the split replaces the owner rule's route of a replicated expert
-            add_route(flow, s, p.owner[e], -counts_[static_cast<size_t>(s) * E + e]);
-    }
-    for (const SplitPart& part : split_parts) add_route(flow, part.src, part.dst, part.tokens);
-    return flow;
+// n tokens more from src computed on dst in base_, remembered so that the next totals() can take them back
+void FastSplitter::apply(int src, int dst, int64_t tokens) {
+    add_route(base_, src, dst, tokens);
+    applied_.push_back({src, -1, dst, tokens});
 }
+
+const LayerFlow& FastSplitter::totals(const Placement& p, FastSplitReport* report) {
+    const std::vector<SplitPart>& split_parts = parts(p, report);
+    const int D = D_;
+    for (const SplitPart& change : applied_) add_route(base_, change.src, change.dst, -change.tokens);
+    applied_.clear();
+    update_base(p.owner);
+    base_.replica_holders = in_.replica_flags;
+    for (int e : in_.experts) {  // the split replaces the owner rule's route of a replicated expert with tokens
+        const int64_t* column = by_expert_.data() + static_cast<size_t>(e) * D;
+        for (int s = 0; s < D; ++s)
+            if (column[s] != 0) apply(s, p.owner[e], -column[s]);
+    }
+    for (const SplitPart& part : split_parts) apply(part.src, part.dst, part.tokens);
+    return base_;
+}
+
+LayerFlow FastSplitter::split_totals(const Placement& p, FastSplitReport* report) { return totals(p, report); }
 
 LayerFlow fast_split_layer(const int64_t* counts, int D, int E, const Placement& p, const ClusterSpec* cluster,
                            FastSplitReport* report) {

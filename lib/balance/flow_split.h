@@ -49,6 +49,9 @@ class FastSplitter {
     // The same totals (computed, received, sent, route, replica_holders, total_tokens: what predict_layer reads)
     // without the [D*E] destination and expert_device, which stay empty.
     LayerFlow split_totals(const Placement& placement, FastSplitReport* report = nullptr);
+    // split_totals without its copy: a view of the splitter's own buffer, valid until the next call (the owner
+    // rule's routes stay in it; the last placement's changes are undone before the next one's are made).
+    const LayerFlow& totals(const Placement& placement, FastSplitReport* report = nullptr);
 
   private:
     // The replicated experts with load, their holders (device order) and the fixed loads of everything else;
@@ -66,11 +69,20 @@ class FastSplitter {
     };
     const int64_t* counts_;
     int D_, E_;
-    std::vector<uint8_t> distance_;  // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
-    std::vector<int64_t> load_;      // [E] tokens per expert
+    std::vector<int64_t> by_expert_;  // [E*D] counts transposed: expert e's tokens from each source, contiguous
+    std::vector<uint8_t> distance_;   // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
+    // sources with the same distance row take a replicated expert's holders in the same order: source s is in
+    // class source_class_[s], whose first source is class_source_[class]
+    std::vector<int> source_class_, class_source_, class_order_;  // class_order_ [classes * holders]: fill scratch
+    std::vector<int64_t> load_;                                   // [E] tokens per expert
     int64_t total_ = 0;
     std::vector<int> base_owner_;  // the owners base_ is for
-    LayerFlow base_;  // route [D*D] of every expert's tokens to its owner in base_owner_, computed, received, sent
+    // route [D*D] of every expert's tokens to its owner in base_owner_, computed, received, sent; between calls of
+    // totals() it also carries that placement's changes (applied_)
+    LayerFlow base_;
+    std::vector<int64_t> route_by_dst_;  // [D*D] scratch of update_base: route transposed
+    std::vector<uint8_t> written_;       // [D] scratch of update_base: route_by_dst_'s row is written
+    std::vector<SplitPart> applied_;     // (src, -, dst, tokens) route changes made to base_ by the last totals()
     Instance in_;
     MaxFlow max_flow_;
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
@@ -78,6 +90,7 @@ class FastSplitter {
     std::vector<int> order_;
     std::vector<SplitPart> parts_;
     void update_base(const std::vector<int>& owner);
+    void apply(int src, int dst, int64_t tokens);
     void fill_instance(const Placement& placement);
     double least_max_computed(int* solves);
     void fill_groups(int k, std::vector<SplitPart>& parts);

@@ -180,7 +180,9 @@ class CandidateScore {
           fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit),
           splitter_(P, D, E, o.flow_topology ? &cost.cluster : nullptr) {}
     double operator()(const Placement& p) {
-        const LayerFlow flow = fast_ ? splitter_.split_totals(p) : compute_flow(P_, D_, E_, p, o_.route_rule, &cost_);
+        LayerFlow routed;  // under the run's routing rule; the split is the splitter's own buffer (no copy)
+        const LayerFlow& flow =
+            fast_ ? splitter_.totals(p) : (routed = compute_flow(P_, D_, E_, p, o_.route_rule, &cost_));
         const CostBreakdown c = predict_layer(cost_, flow, p);
         if (!o_.flow_transfer_aware) return c.eq6_s - c.trans_s - c.agg_s;
         return layer_cost(c, o_.cost_eq);

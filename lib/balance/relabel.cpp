@@ -14,13 +14,15 @@ namespace {
 // The Hungarian algorithm's state, 1-based over columns (column 0: the virtual start of a row's path).
 struct AssignmentScratch {
     explicit AssignmentScratch(int n)
-        : u(n + 1, 0), v(n + 1, 0), reach(n + 1), settled_at(n + 1), match(n + 1, 0), previous(n + 1), used(n + 1),
+        : u(n + 1, 0), v(n + 1, 0), reach(n + 1), settled_at(n + 1), match(n + 1, 0), previous(n + 1),
           row_done(n + 1, 0) {
         visited.reserve(n + 1);
+        unused.reserve(n);
     }
     std::vector<int64_t> u, v, reach, settled_at;  // row and column potentials; a row's path lengths
     std::vector<int> match, previous, visited;     // match[col] = row; path predecessors; columns reached
-    std::vector<uint8_t> used, row_done;
+    std::vector<int> unused;                       // the columns a row's search has not reached, ascending
+    std::vector<uint8_t> row_done;
 };
 
 // Feasible starting potentials (row minima, then the column minima of what is left: every reduced cost >= 0) and a
@@ -55,23 +57,26 @@ void augment_row(const std::vector<int64_t>& cost, int n, int row, AssignmentScr
     std::vector<int>&match = s.match, &previous = s.previous, &visited = s.visited;
     s.match[0] = row;
     std::fill(reach.begin(), reach.end(), inf);
-    std::fill(s.used.begin(), s.used.end(), 0);
     visited.clear();
+    s.unused.resize(n);
+    std::iota(s.unused.begin(), s.unused.end(), 1);
     int col = 0;
     int64_t settled = 0;  // the sum of the textbook's deltas so far
     do {
-        s.used[col] = 1, settled_at[col] = settled, visited.push_back(col);
+        settled_at[col] = settled, visited.push_back(col);
         const int r = match[col];
         const int64_t* cost_row = cost.data() + static_cast<size_t>(r - 1) * n - 1;
         const int64_t base = settled - u[r];
         int64_t best = inf;
         int next = 0;
-        for (int c = 1; c <= n; ++c) {
-            if (s.used[c]) continue;
+        size_t next_at = 0;
+        for (size_t i = 0; i < s.unused.size(); ++i) {  // ascending: ties go to the lower column, as the textbook's
+            const int c = s.unused[i];
             const int64_t length = cost_row[c] - v[c] + base;
             if (length < reach[c]) reach[c] = length, previous[c] = col;
-            if (reach[c] < best) best = reach[c], next = c;
+            if (reach[c] < best) best = reach[c], next = c, next_at = i;
         }
+        s.unused.erase(s.unused.begin() + static_cast<std::ptrdiff_t>(next_at));
         settled = best;
         col = next;
     } while (match[col] != 0);

@@ -158,6 +158,70 @@ TEST_P(FastSplitOracle, ReusedSplitterEqualsAFreshOne) {
     }
 }
 
+// The fill's nearest-source order under a topology against the triple loop it replaces: the holders' quotas read
+// back from the split's expert_device, each source's tokens go to its own device first, then to the holders at
+// distance 0 (NVLink domain), 1 (node), 2 in turn, each distance in device order.
+struct NearCase {
+    const char* name;
+    int D, E, devices_per_node, nvlink_domain;
+    uint64_t seed;
+};
+
+std::vector<int64_t> triple_loop_route(const std::vector<int64_t>& counts, int D, int E, const Placement& p,
+                                       const LayerFlow& flow, const ClusterSpec& cl) {
+    auto distance = [&](int s, int g) {
+        const ClusterSpec::LinkClass c = cl.link_class(s, g);
+        return c == ClusterSpec::LinkClass::kNvlink ? 0 : c == ClusterSpec::LinkClass::kIntraNode ? 1 : 2;
+    };
+    std::vector<int64_t> route(static_cast<size_t>(D) * D, 0), quota(D), left(D);
+    for (int e = 0; e < E; ++e) {
+        std::vector<int> holders;
+        for (int g = 0; g < D; ++g)
+            if (p.holds(e, g)) holders.push_back(g);
+        for (int s = 0; s < D; ++s) left[s] = counts[static_cast<size_t>(s) * E + e];
+        if (holders.size() == 1) {
+            for (int s = 0; s < D; ++s) route[static_cast<size_t>(s) * D + p.owner[e]] += left[s];
+            continue;
+        }
+        for (int g = 0; g < D; ++g) quota[g] = flow.expert_device[static_cast<size_t>(e) * D + g];
+        auto give = [&](int s, int g) {
+            const int64_t n = std::min(left[s], quota[g]);
+            route[static_cast<size_t>(s) * D + g] += n, left[s] -= n, quota[g] -= n;
+        };
+        for (int g : holders) give(g, g);
+        for (int s = 0; s < D; ++s)
+            for (int d = 0; d < 3; ++d)
+                for (int g : holders)
+                    if (distance(s, g) == d) give(s, g);
+    }
+    return route;
+}
+
+class NearestFillOracle : public ::testing::TestWithParam<NearCase> {};
+
+TEST_P(NearestFillOracle, SameRouteAsTheTripleLoop) {
+    const NearCase c = GetParam();
+    Rng rng(c.seed);
+    const SplitCase shape{c.name, c.D, c.E, 40, Shape::kRandom, c.seed};
+    const std::vector<int64_t> counts = case_counts(shape, rng);
+    ClusterSpec cl = testing::paper_cost_model(c.D, 1024).cluster;
+    cl.devices_per_node = c.devices_per_node;
+    cl.nvlink_domain = c.nvlink_domain;
+    FastSplitter splitter(counts.data(), c.D, c.E, &cl);
+    for (int trial = 0; trial < 10; ++trial) {
+        const Placement p = case_placement(shape, rng);
+        const LayerFlow flow = splitter.split(p);
+        EXPECT_EQ(flow.route, triple_loop_route(counts, c.D, c.E, p, flow, cl)) << "trial " << trial;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, NearestFillOracle,
+                         ::testing::Values(NearCase{"nodes_of_4", 8, 12, 4, 1, 11},
+                                           NearCase{"nvlink_pairs", 8, 16, 4, 2, 12},
+                                           NearCase{"nvswitch_nodes", 16, 32, 8, 8, 13},
+                                           NearCase{"one_node", 4, 8, 4, 1, 14}),
+                         [](const ::testing::TestParamInfo<NearCase>& info) { return std::string(info.param.name); });
+
 INSTANTIATE_TEST_SUITE_P(Table, FastSplitOracle,
                          ::testing::Values(SplitCase{"random", 4, 6, 9, Shape::kRandom, 1},
                                            SplitCase{"random_large", 8, 16, 50, Shape::kRandom, 2},
