@@ -73,7 +73,11 @@ struct LayerFeatures {
     std::vector<double> rows;       // [D][E] expert rows computed
     std::vector<double> sent, recv; // [D] token rows sent to / received from other ranks
     std::vector<double> moved;      // [D] expert parameter bytes a rank sends or receives in Trans (and Agg)
-    std::vector<int> messages;      // [D] Trans messages of a rank
+    std::vector<int> messages;      // [D] Trans messages of a rank (sent and received)
+    // [D] what a rank sends (its egress): in Trans the home sends an expert to each other holder; in Agg each
+    // other holder sends its gradient back to the home. Bytes and messages.
+    std::vector<double> trans_out, agg_out;
+    std::vector<int> trans_out_messages, agg_out_messages;
 };
 
 LayerFeatures layer_features(const OpModelConfig& c, const RecordedStep& step, int layer) {
@@ -84,6 +88,10 @@ LayerFeatures layer_features(const OpModelConfig& c, const RecordedStep& step, i
     f.recv.assign(D, 0.0);
     f.moved.assign(D, 0.0);
     f.messages.assign(D, 0);
+    f.trans_out.assign(D, 0.0);
+    f.agg_out.assign(D, 0.0);
+    f.trans_out_messages.assign(D, 0);
+    f.agg_out_messages.assign(D, 0);
     const Placement& p = step.placements.at(layer);
     if (step.counts.empty()) return f;
     const int64_t* counts = step.counts.data() + static_cast<size_t>(layer) * D * E;
@@ -110,6 +118,10 @@ LayerFeatures layer_features(const OpModelConfig& c, const RecordedStep& step, i
                 f.moved[d] += expert_bytes;
                 ++f.messages[home];
                 ++f.messages[d];
+                f.trans_out[home] += expert_bytes;
+                ++f.trans_out_messages[home];
+                f.agg_out[d] += expert_bytes;
+                ++f.agg_out_messages[d];
             }
     }
     return f;
@@ -289,16 +301,21 @@ double pack_op_s(StepOpContext& x, const ReplayOp& op) {
     return stream_s(x.t, 2 * rows * c.C * kFloat);
 }
 
-// Trans / Agg: a unit over the ranks, the busiest one's transfer, shared by the block's recorded parts.
+// Trans / Agg: a unit over the ranks, the busiest one's transfer, shared by the block's recorded parts. Over an
+// emulated link only what a rank SENDS is paced (its egress queue, comm/comm_paced.h): Trans's sender is the home,
+// Agg's are the other holders, so two ranks that each send one expert take one expert's time at the link, not two.
 double transfer_op_s(StepOpContext& x, const ReplayOp& op) {
     const OpTables& t = x.t;
     const OpModelConfig& c = x.c;
     const LayerFeatures& f = x.features(op.block);
     const int share = x.parts[{static_cast<int>(op.kind), op.block, op.rank}];
+    const bool trans = op.kind == prophet::OpKind::kTrans;
+    const std::vector<double>& out = trans ? f.trans_out : f.agg_out;
+    const std::vector<int>& out_messages = trans ? f.trans_out_messages : f.agg_out_messages;
     double s = 0;
     for (int r = 0; r < c.D; ++r)
         s = std::max(s, t.p2p_latency_s * f.messages[r] +
-                            wire_s(t, c, f.moved[r], f.moved[r], t.p2p_bytes_per_s, f.messages[r]));
+                            wire_s(t, c, f.moved[r], out[r], t.p2p_bytes_per_s, out_messages[r]));
     return s / std::max(1, share);
 }
 

@@ -18,7 +18,8 @@
 //     slowest rank's time; over an emulated link: bytes out / link rate when slower, + (link latency +
 //     link_message_s) per message;
 //   Trans / Agg: p2p_latency * messages + expert bytes moved by the rank / p2p bandwidth (a part of a split
-//     transfer: half of the block's when both parts were recorded);
+//     transfer: half of the block's when both parts were recorded); over an emulated link, the bytes and messages
+//     the rank sends (Trans: the home; Agg: the other holders) at the link's rate, when slower;
 //   dense all-reduce: ring, 2 (D-1) steps of latency + 2 (D-1)/D * bytes / allreduce bandwidth;
 //   optimizer: a one-number all-reduce + 7 streams of the rank's parameter bytes (AdamW reads p, g, m, v and
 //     writes p, m, v) at the stream bandwidth;
