@@ -122,8 +122,8 @@ ReplayDurations predict_durations(const OpTables& tables, const OpModelConfig& c
                                   const ReplayGraph& graph);
 
 // tables with scale fitted on a recorded run (the calibration's own): per compute op kind (and the optimizer),
-// the recorded own time summed over steps 1.. and ranks over the modelled one (scale ignored). Communication kinds,
-// waits and plan are not fitted.
+// the median over steps 1.. of that step's recorded own time summed over ranks over the modelled one (scale
+// ignored): a few slow early steps do not move it. Communication kinds, waits and plan are not fitted.
 OpTables fit_op_scales(OpTables tables, const RecordedRun& run);
 
 // The communication kinds fit_in_step_overheads fits: the all-to-alls, the collective layout all-gathers, the
