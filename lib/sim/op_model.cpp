@@ -314,8 +314,8 @@ double transfer_op_s(StepOpContext& x, const ReplayOp& op) {
     const std::vector<int>& out_messages = trans ? f.trans_out_messages : f.agg_out_messages;
     double s = 0;
     for (int r = 0; r < c.D; ++r)
-        s = std::max(s, t.p2p_latency_s * f.messages[r] +
-                            wire_s(t, c, f.moved[r], out[r], t.p2p_bytes_per_s, out_messages[r]));
+        s = std::max(
+            s, t.p2p_latency_s * f.messages[r] + wire_s(t, c, f.moved[r], out[r], t.p2p_bytes_per_s, out_messages[r]));
     return s / std::max(1, share);
 }
 
@@ -415,29 +415,39 @@ void for_each_fit_step(const OpTables& tables, const RecordedRun& run, F f) {
     }
 }
 
+// Per kind fit_op_scales fits, in one step: its recorded own time summed over the step's ops and ranks over the
+// modelled one (kinds with no time either way are left out).
+std::map<std::string, double> step_scale_ratios(const ReplayGraph& g, const ReplayDurations& recorded,
+                                                const ReplayDurations& modelled) {
+    std::map<std::string, std::pair<double, double>> sums;  // kind -> (recorded, modelled) us
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+        const prophet::OpKind kind = g.ops[i].kind;
+        // NOTE: compute only: a communication kind's factor would carry the calibration's link to runs over
+        // another (an emulated slow link; those kinds get an additive in_step_s instead, fit_in_step_overheads),
+        // and the optimizer is AdamW's streams behind a one-number all-reduce
+        if (is_wait_kind(kind) || kind == prophet::OpKind::kPlan ||
+            (is_collective_kind(kind) && kind != prophet::OpKind::kOptimizer))
+            continue;
+        auto& [rec, mod] = sums[prophet::op_kind_name(kind)];
+        rec += recorded.own_us[i];
+        mod += modelled.own_us[i];
+    }
+    std::map<std::string, double> ratios;
+    for (const auto& [kind, sum] : sums)
+        if (sum.second > 0 && sum.first > 0) ratios[kind] = sum.first / sum.second;
+    return ratios;
+}
+
 }  // namespace
 
 OpTables fit_op_scales(OpTables tables, const RecordedRun& run) {
     tables.scale.clear();
     std::map<std::string, std::vector<double>> ratios;  // kind -> per step: recorded / modelled own time
-    for_each_fit_step(tables, run, [&](const ReplayGraph& g, const ReplayDurations& recorded,
-                                       const ReplayDurations& modelled) {
-        std::map<std::string, std::pair<double, double>> sums;  // kind -> (recorded, modelled) us in this step
-        for (size_t i = 0; i < g.ops.size(); ++i) {
-            const prophet::OpKind kind = g.ops[i].kind;
-            // NOTE: compute only: a communication kind's factor would carry the calibration's link to runs over
-            // another (an emulated slow link; those kinds get an additive in_step_s instead, fit_in_step_overheads),
-            // and the optimizer is AdamW's streams behind a one-number all-reduce
-            if (is_wait_kind(kind) || kind == prophet::OpKind::kPlan ||
-                (is_collective_kind(kind) && kind != prophet::OpKind::kOptimizer))
-                continue;
-            auto& [rec, mod] = sums[prophet::op_kind_name(kind)];
-            rec += recorded.own_us[i];
-            mod += modelled.own_us[i];
-        }
-        for (const auto& [kind, sum] : sums)
-            if (sum.second > 0 && sum.first > 0) ratios[kind].push_back(sum.first / sum.second);
-    });
+    for_each_fit_step(tables, run,
+                      [&](const ReplayGraph& g, const ReplayDurations& recorded, const ReplayDurations& modelled) {
+                          for (const auto& [kind, ratio] : step_scale_ratios(g, recorded, modelled))
+                              ratios[kind].push_back(ratio);
+                      });
     // NOTE: the median over steps, not the ratio of sums: a calibration run's early steps are slow in a way no
     // steady step is (fec at 4-6x its typical ratio in steps 1 and 3 of both stored main-2rank calibrations,
     // docs/validation-heldout.md), a sum carries that warm-up into every prediction, and the validation compares

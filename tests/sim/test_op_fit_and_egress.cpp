@@ -22,10 +22,17 @@ RecordedRun unit_run(int E) {
     RecordedRun run;
     run.run_id = "unit";
     run.num_ranks = 2;
-    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-             {"model.V", "16"}, {"model.T", "8"}, {"model.C", "64"}, {"model.NH", "1"}, {"model.L", "1"},
-             {"model.E", std::to_string(E)}, {"model.K", "1"}, {"model.F", "128"}, {"model.B", "2"},
-             {"balance.route_to", "owner"}, {"comm.link_gbps", "0.0"}})
+    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"model.V", "16"},
+                                                                               {"model.T", "8"},
+                                                                               {"model.C", "64"},
+                                                                               {"model.NH", "1"},
+                                                                               {"model.L", "1"},
+                                                                               {"model.E", std::to_string(E)},
+                                                                               {"model.K", "1"},
+                                                                               {"model.F", "128"},
+                                                                               {"model.B", "2"},
+                                                                               {"balance.route_to", "owner"},
+                                                                               {"comm.link_gbps", "0.0"}})
         run.params.emplace_back(k, v);
     return run;
 }
@@ -72,8 +79,8 @@ TEST(OpTransferEgress, PacesOnlyWhatEachRankSends) {
         bool link;
         double expected_s;
     };
-    const double both_ways = 20e-6 + kExpert / 1e6 + 100e-6;            // each rank sends one expert
-    const double one_way = 20e-6 + 2 * kExpert / 1e6 + 2 * 100e-6;       // one rank sends two
+    const double both_ways = 20e-6 + kExpert / 1e6 + 100e-6;        // each rank sends one expert
+    const double one_way = 20e-6 + 2 * kExpert / 1e6 + 2 * 100e-6;  // one rank sends two
     const Row rows[] = {
         {"e0 to rank 1, e2 to rank 0: Trans", {{0, 1}, {2, 0}}, K::kTrans, true, both_ways},
         {"e0 to rank 1, e2 to rank 0: Agg", {{0, 1}, {2, 0}}, K::kAgg, true, both_ways},
