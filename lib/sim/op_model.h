@@ -18,7 +18,8 @@
 //     slowest rank's time; over an emulated link: bytes out / link rate when slower, + (link latency +
 //     link_message_s) per message;
 //   Trans / Agg: p2p_latency * messages + expert bytes moved by the rank / p2p bandwidth (a part of a split
-//     transfer: half of the block's when both parts were recorded);
+//     transfer: half of the block's when both parts were recorded); over an emulated link, the bytes and messages
+//     the rank sends (Trans: the home; Agg: the other holders) at the link's rate, when slower;
 //   dense all-reduce: ring, 2 (D-1) steps of latency + 2 (D-1)/D * bytes / allreduce bandwidth;
 //   optimizer: a one-number all-reduce + 7 streams of the rank's parameter bytes (AdamW reads p, g, m, v and
 //     writes p, m, v) at the stream bandwidth;
@@ -121,8 +122,8 @@ ReplayDurations predict_durations(const OpTables& tables, const OpModelConfig& c
                                   const ReplayGraph& graph);
 
 // tables with scale fitted on a recorded run (the calibration's own): per compute op kind (and the optimizer),
-// the recorded own time summed over steps 1.. and ranks over the modelled one (scale ignored). Communication kinds,
-// waits and plan are not fitted.
+// the median over steps 1.. of that step's recorded own time summed over ranks over the modelled one (scale
+// ignored): a few slow early steps do not move it. Communication kinds, waits and plan are not fitted.
 OpTables fit_op_scales(OpTables tables, const RecordedRun& run);
 
 // The communication kinds fit_in_step_overheads fits: the all-to-alls, the collective layout all-gathers, the
