@@ -226,7 +226,8 @@ RoutingLp build_routing_lp(const int64_t* counts, int D, int E, const Placement&
     m.num_rows = D + K + static_cast<int>(groups.size());
     for (int g = 0; g < D; ++g) m.row_lb.push_back(-lp::infinity()), m.row_ub.push_back(-h[g]);
     for (int k = 0; k < K; ++k) m.row_lb.push_back(-lp::infinity()), m.row_ub.push_back(-q[k]);
-    for (const auto& [s, n] : groups) m.row_lb.push_back(static_cast<double>(n)), m.row_ub.push_back(static_cast<double>(n));
+    for (const auto& [s, n] : groups)
+        m.row_lb.push_back(static_cast<double>(n)), m.row_ub.push_back(static_cast<double>(n));
     lpm.group_start.push_back(0);
     for (size_t i = 0; i < groups.size(); ++i)
         add_group_columns(lpm, groups[i].first, group_first[i], groups[i].second, holders[group_first[i]], pr, D, K);

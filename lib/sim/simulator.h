@@ -89,10 +89,10 @@ struct BlockResult {
     double exposed_trans_s = 0;  // Trans time during which no device computes (fastermoe: nor the block's
                                  // all-to-alls run, beside which its Trans/Agg run on the shadow stream)
     double exposed_agg_s = 0;
-    double moe_s = 0;            // union of the block's four all-to-alls, FEC and BEC + exposed Trans + exposed Agg
-                                 // (fastermoe: the union of those and its Trans and Agg intervals, the same sum)
-                                 // + owner_move_s
-    double owner_move_s = 0;     // simulate_score: the block's owner moves (moves.h layer_owner_moves), blocking
+    double moe_s = 0;         // union of the block's four all-to-alls, FEC and BEC + exposed Trans + exposed Agg
+                              // (fastermoe: the union of those and its Trans and Agg intervals, the same sum)
+                              // + owner_move_s
+    double owner_move_s = 0;  // simulate_score: the block's owner moves (moves.h layer_owner_moves), blocking
 };
 
 struct IterationResult {
