@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numeric>
 
 #include "balance/flow_split.h"
@@ -157,65 +158,112 @@ double route_objective(const RoutePricing& pr, const LayerFlow& flow) {
 namespace {
 
 // The LP of flow_routing.h over the replicated experts' groups. Columns: one per (group, holder), then
-// H_max and Q_max. Rows: [D] H rows, [K] resource rows, then one equality row per group.
+// H_max and Q_max. Rows: [D] H rows, [K] resource rows, then one equality row per group. A group is (src, class):
+// the experts of a class share one holder set (kMergedHolderSets; kPerGroup: one expert each), so their columns to
+// a holder have the same H and Q coefficients and one column per holder carries them all (exact: any split of
+// the class total over the holders splits over its experts, every expert's tokens going to any holder).
 struct RoutingLp {
     lp::LpModel model;
-    std::vector<SplitPart> columns;  // (src, expert, dst) of each split column, tokens unused
+    std::vector<SplitPart> columns;  // (src, first expert of the class, dst) of each split column, tokens unused
     std::vector<int> group_start;    // the columns of group i: group_start[i] .. group_start[i + 1]
     std::vector<int64_t> group_tokens;
+    std::vector<std::vector<int>> members;  // [E] the experts of the class a first expert stands for (ascending)
 };
 
+// The replicated experts' holders (device order) and classes: members[first] lists the experts sharing first's
+// holder set (first: the lowest of them); kPerGroup gives every expert its own class.
+void holder_classes(int D, int E, const Placement& p, const std::vector<uint8_t>& replicated, RoutingLpForm form,
+                    std::vector<std::vector<int>>& holders, std::vector<std::vector<int>>& members) {
+    holders.assign(E, {});
+    members.assign(E, {});
+    std::map<std::vector<int>, int> first_with;  // holder set -> first expert holding it
+    for (int e = 0; e < E; ++e) {
+        if (!replicated[e]) continue;
+        for (int g = 0; g < D; ++g)
+            if (p.holds(e, g)) holders[e].push_back(g);
+        const int first = form == RoutingLpForm::kPerGroup ? e : first_with.emplace(holders[e], e).first->second;
+        members[first].push_back(e);
+    }
+}
+
+// The columns of group (s, class of `first`) with n tokens, one per holder.
+void add_group_columns(RoutingLp& lpm, int s, int first, int64_t n, const std::vector<int>& holders,
+                       const RoutePricing& pr, int D, int K) {
+    lp::LpModel& m = lpm.model;
+    const int group_row = D + K + static_cast<int>(lpm.group_tokens.size());
+    std::vector<int> rows;
+    std::vector<double> coefs;
+    for (int g : holders) {
+        rows.assign({group_row, g});
+        coefs.assign({1.0, 1.0});
+        if (s != g)
+            for (int k = pr.pair_start[s * D + g]; k < pr.pair_start[s * D + g + 1]; ++k)
+                rows.push_back(D + pr.pair_resource[k]), coefs.push_back(pr.pair_cost[k]);
+        m.add_col(0.0, lp::infinity(), 0.0, rows.data(), coefs.data(), static_cast<int>(rows.size()));
+        lpm.columns.push_back({s, first, g, 0});
+    }
+    lpm.group_start.push_back(m.num_cols());
+    lpm.group_tokens.push_back(n);
+}
+
 RoutingLp build_routing_lp(const int64_t* counts, int D, int E, const Placement& p, const RoutePricing& pr,
-                           const std::vector<uint8_t>& replicated) {
+                           const std::vector<uint8_t>& replicated, RoutingLpForm form) {
     RoutingLp lpm;
     std::vector<double> h, q;
     fixed_loads(counts, D, E, p, pr, replicated, h, q);
     const int K = pr.num_resources;
     lp::LpModel& m = lpm.model;
-    // groups first, to know the row count
-    std::vector<std::vector<int>> holders(E);
+    std::vector<std::vector<int>> holders;
+    holder_classes(D, E, p, replicated, form, holders, lpm.members);
+    std::vector<std::pair<int, int64_t>> groups;  // (src, tokens) of each group, classes in first-expert order
+    std::vector<int> group_first;
     for (int e = 0; e < E; ++e)
-        if (replicated[e])
-            for (int g = 0; g < D; ++g)
-                if (p.holds(e, g)) holders[e].push_back(g);
-    std::vector<std::pair<int, int>> groups;  // (src, expert)
-    for (int e = 0; e < E; ++e)
-        if (replicated[e])
-            for (int s = 0; s < D; ++s)
-                if (counts[static_cast<size_t>(s) * E + e] > 0) groups.emplace_back(s, e);
+        for (int s = 0; s < D && !lpm.members[e].empty(); ++s) {
+            int64_t n = 0;
+            for (int x : lpm.members[e]) n += counts[static_cast<size_t>(s) * E + x];
+            if (n > 0) groups.emplace_back(s, n), group_first.push_back(e);
+        }
     m.num_rows = D + K + static_cast<int>(groups.size());
     for (int g = 0; g < D; ++g) m.row_lb.push_back(-lp::infinity()), m.row_ub.push_back(-h[g]);
     for (int k = 0; k < K; ++k) m.row_lb.push_back(-lp::infinity()), m.row_ub.push_back(-q[k]);
-    std::vector<int> rows;
-    std::vector<double> coefs;
+    for (const auto& [s, n] : groups)
+        m.row_lb.push_back(static_cast<double>(n)), m.row_ub.push_back(static_cast<double>(n));
     lpm.group_start.push_back(0);
-    for (size_t i = 0; i < groups.size(); ++i) {
-        const auto [s, e] = groups[i];
-        const int64_t n = counts[static_cast<size_t>(s) * E + e];
-        const int group_row = D + K + static_cast<int>(i);
-        m.row_lb.push_back(static_cast<double>(n));
-        m.row_ub.push_back(static_cast<double>(n));
-        for (int g : holders[e]) {
-            rows.assign({group_row, g});
-            coefs.assign({1.0, 1.0});
-            if (s != g)
-                for (int k = pr.pair_start[s * D + g]; k < pr.pair_start[s * D + g + 1]; ++k)
-                    rows.push_back(D + pr.pair_resource[k]), coefs.push_back(pr.pair_cost[k]);
-            m.add_col(0.0, lp::infinity(), 0.0, rows.data(), coefs.data(), static_cast<int>(rows.size()));
-            lpm.columns.push_back({s, e, g, 0});
-        }
-        lpm.group_start.push_back(m.num_cols());
-        lpm.group_tokens.push_back(n);
-    }
-    rows.resize(D);
+    for (size_t i = 0; i < groups.size(); ++i)
+        add_group_columns(lpm, groups[i].first, group_first[i], groups[i].second, holders[group_first[i]], pr, D, K);
+    std::vector<int> rows(D);
     std::iota(rows.begin(), rows.end(), 0);
-    coefs.assign(D, -1.0);
+    std::vector<double> coefs(D, -1.0);
     m.add_col(0.0, lp::infinity(), pr.compute_weight, rows.data(), coefs.data(), D);  // H_max
     rows.resize(K);
     std::iota(rows.begin(), rows.end(), D);
     coefs.assign(K, -1.0);
     m.add_col(0.0, lp::infinity(), pr.a2a_weight, rows.data(), coefs.data(), K);  // Q_max
     return lpm;
+}
+
+// One group's integer shares [n holders] handed to its class's experts: each expert in turn takes its count from
+// the holders in order (a class of one expert takes every share, zeros included).
+void split_group(const RoutingLp& lpm, size_t i, const std::vector<int64_t>& share, const int64_t* counts, int E,
+                 std::vector<SplitPart>& parts) {
+    const int first = lpm.group_start[i], n = lpm.group_start[i + 1] - first;
+    const SplitPart& head = lpm.columns[first];
+    const std::vector<int>& members = lpm.members[head.expert];
+    if (members.size() == 1) {
+        for (int j = 0; j < n; ++j) parts.push_back({head.src, head.expert, lpm.columns[first + j].dst, share[j]});
+        return;
+    }
+    std::vector<int64_t> left = share;
+    int j = 0;
+    for (int e : members) {
+        int64_t need = counts[static_cast<size_t>(head.src) * E + e];
+        while (need > 0) {
+            while (left[j] == 0) ++j;
+            const int64_t take = std::min(need, left[j]);
+            parts.push_back({head.src, e, lpm.columns[first + j].dst, take});
+            left[j] -= take, need -= take;
+        }
+    }
 }
 
 }  // namespace
@@ -246,10 +294,10 @@ LayerFlow flow_route_layer(const int64_t* counts, int D, int E, const Placement&
 }
 
 LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement& p, const RoutePricing& pr,
-                            FlowRouteReport* report) {
+                            FlowRouteReport* report, RoutingLpForm form) {
     std::vector<uint8_t> replicated(E, 0);
     for (int e = 0; e < E; ++e) replicated[e] = p.num_replicas_of(e) > 0 ? 1 : 0;
-    const RoutingLp lpm = build_routing_lp(counts, D, E, p, pr, replicated);
+    const RoutingLp lpm = build_routing_lp(counts, D, E, p, pr, replicated, form);
     // warm start: the basis of the last LP of the same structure on this thread
     thread_local uint64_t last_shape = 0;
     thread_local std::vector<unsigned char> basis;
@@ -261,12 +309,7 @@ LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement
     std::vector<SplitPart> parts;
     for (size_t i = 0; i + 1 < lpm.group_start.size(); ++i) {
         const int first = lpm.group_start[i], n = lpm.group_start[i + 1] - first;
-        const std::vector<int64_t> share = round_shares(r.x.data() + first, n, lpm.group_tokens[i]);
-        for (int j = 0; j < n; ++j) {
-            SplitPart part = lpm.columns[first + j];
-            part.tokens = share[j];
-            parts.push_back(part);
-        }
+        split_group(lpm, i, round_shares(r.x.data() + first, n, lpm.group_tokens[i]), counts, E, parts);
     }
     LayerFlow flow = flow_from_parts(counts, D, E, p, parts);
     if (report) {

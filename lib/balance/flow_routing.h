@@ -14,7 +14,8 @@
 // are left out of the LP (on every shipped cluster a pair is no faster than the port it leaves through, so the
 // port bounds it); the score (predict_layer) still times them. Trans / Agg do not depend on the split.
 // The LP (COIN-OR CLP, warm-started from the previous basis of the same shape) is solved in units of t_tok;
-// each group's fractional split is rounded by largest remainder, so every group's integers sum to its count.
+// each group's fractional split is rounded by largest remainder, so every group's integers sum to its count
+// (experts sharing a holder set share a group: RoutingLpForm below).
 #pragma once
 
 #include <cstdint>
@@ -68,8 +69,15 @@ struct FlowRouteReport {
 LayerFlow flow_route_layer(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
                            const CostModel* cost, FlowRouteReport* report = nullptr);
 
+// How the LP is written. kMergedHolderSets (flow_route_layer's): experts with the same holder set share one
+// group per source, whose class total is split over the holders and then handed to the experts in turn (the
+// same optimum, far fewer columns where copies are many: full replication has D groups, not D * E).
+// kPerGroup: one group per (source, expert), the LP as written above (the merged form's oracle in tests).
+enum class RoutingLpForm { kMergedHolderSets, kPerGroup };
+
 // The same LP under given prices (flow_route_layer's own or any other: a test's compute-only prices).
 LayerFlow flow_route_priced(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
-                            const RoutePricing& pricing, FlowRouteReport* report = nullptr);
+                            const RoutePricing& pricing, FlowRouteReport* report = nullptr,
+                            RoutingLpForm form = RoutingLpForm::kMergedHolderSets);
 
 }  // namespace prophet

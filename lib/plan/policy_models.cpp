@@ -19,22 +19,18 @@ SimColumn simulate_column(const PolicyScore& score, const TraceView& view, const
     SimColumn c;
     c.schedule = sim::schedule_kind_name(o.schedule);
     c.iteration_ms = r.mean_iteration_s * 1e3;
+    // simulate_score charges the owner moves (moves.h), blocking: in each block's moe_s and in iteration_ms
     double blocks = 0;
     for (const sim::IterationResult& it : r.iterations)
         for (const sim::BlockResult& b : it.blocks) {
             c.moe_ms += b.moe_s * 1e3;
             c.exposed_trans_ms += b.exposed_trans_s * 1e3;
             c.exposed_agg_ms += b.exposed_agg_s * 1e3;
+            c.owner_move_ms += b.owner_move_s * 1e3;
             blocks += 1;
         }
     if (blocks > 0) c.moe_ms /= blocks, c.exposed_trans_ms /= blocks, c.exposed_agg_ms /= blocks;
-    // the simulator schedules no owner move: the column adds evaluate_policy's charge (moves.h), blocking
-    const size_t iterations = r.iterations.size();
-    for (const LayerScore& s : score.layers) {
-        c.owner_move_ms += s.cost.owner_move_s * 1e3 / static_cast<double>(score.layers.size());
-        c.iteration_ms += s.cost.owner_move_s * 1e3 / static_cast<double>(iterations);
-    }
-    c.moe_ms += c.owner_move_ms;
+    if (blocks > 0) c.owner_move_ms /= blocks;
     return c;
 }
 

@@ -20,8 +20,9 @@ struct SimColumn {
     double iteration_ms = 0;      // mean simulated iteration (every block, FNEC/BNEC included)
     double exposed_trans_ms = 0;  // per block, means like moe_ms
     double exposed_agg_ms = 0;
-    double owner_move_ms = 0;  // per block: the owner moves charged to the policy's layers (CostBreakdown::
-                               // owner_move_s, mean over iterations and layers), in moe_ms and iteration_ms
+    double owner_move_ms = 0;  // per block: the owner moves simulate_score charged to the policy's layers
+                               // (BlockResult::owner_move_s, mean over iterations and layers), in moe_ms and
+                               // iteration_ms
 };
 
 // One policy under every system model. Planners with a cost objective (plans_with_cost_eq) plan once per

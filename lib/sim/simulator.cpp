@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "balance/device_load.h"
+#include "balance/moves.h"
 #include "balance/policy_registry.h"
 #include "core/enum_table.h"
 #include "core/error.h"
@@ -481,6 +482,34 @@ SimResult simulate_policy(const std::string& name, const TraceView& trace, const
     return r;
 }
 
+namespace {
+
+// Training's owner moves of the scored placements (simulator.h), added blocking after the engine ran; the totals
+// and each iteration's start follow.
+void charge_owner_moves(SimResult& r, const PolicyScore& s, const CostModel& cost, int num_layers) {
+    for (size_t k = 0; k < s.layers.size(); ++k) {
+        const double move_s = layer_owner_moves(s.layers, k, num_layers, cost, kTrainingStateCopies).seconds;
+        const LayerScore& ls = s.layers[k];
+        IterationResult& ir = r.iterations[static_cast<size_t>(ls.iteration)];
+        BlockResult& br = ir.blocks[static_cast<size_t>(ls.layer)];
+        br.owner_move_s += move_s;
+        br.moe_s += move_s;
+        ir.owner_move_s += move_s;
+        ir.iteration_s += move_s;
+        ir.exposed_comm_s += move_s;
+    }
+    const double I = static_cast<double>(r.iterations.size());
+    r.total_s = r.mean_exposed_comm_s = 0;
+    for (IterationResult& ir : r.iterations) {
+        ir.start_s = r.total_s;
+        r.total_s += ir.iteration_s;
+        r.mean_exposed_comm_s += ir.exposed_comm_s / I;
+    }
+    r.mean_iteration_s = r.total_s / I;
+}
+
+}  // namespace
+
 SimResult simulate_score(const PolicyScore& s, const TraceView& trace, const CostModel& cost,
                          const EvalSettings& settings, const SimOptions& options) {
     const std::string& name = s.name;
@@ -499,7 +528,9 @@ SimResult simulate_score(const PolicyScore& s, const TraceView& trace, const Cos
     if (measured) o.plan_s = 0;
     std::vector<int64_t> padded;
     const TraceView view = dispatched_view(name, trace, settings.options, &padded);
-    return simulate(view, placements, cost, o, measured ? &plan : nullptr);
+    SimResult r = simulate(view, placements, cost, o, measured ? &plan : nullptr);
+    if (options.charge_owner_moves) charge_owner_moves(r, s, cost, L);
+    return r;
 }
 
 }  // namespace prophet::sim

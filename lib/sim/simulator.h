@@ -51,6 +51,7 @@ struct SimOptions {
                                     // from dense_op_times)
     DenseOptions dense;             // the whole iteration: embedding, attention, LM head, all-reduce, optimizer
     bool record_timeline = true;
+    bool charge_owner_moves = true;  // simulate_score / simulate_policy: add training's owner moves (below)
 };
 
 // The two parts of one block's Trans or Agg.
@@ -88,8 +89,10 @@ struct BlockResult {
     double exposed_trans_s = 0;  // Trans time during which no device computes (fastermoe: nor the block's
                                  // all-to-alls run, beside which its Trans/Agg run on the shadow stream)
     double exposed_agg_s = 0;
-    double moe_s = 0;            // union of the block's four all-to-alls, FEC and BEC + exposed Trans + exposed Agg
-                                 // (fastermoe: the union of those and its Trans and Agg intervals, the same sum)
+    double moe_s = 0;         // union of the block's four all-to-alls, FEC and BEC + exposed Trans + exposed Agg
+                              // (fastermoe: the union of those and its Trans and Agg intervals, the same sum)
+                              // + owner_move_s
+    double owner_move_s = 0;  // simulate_score: the block's owner moves (moves.h layer_owner_moves), blocking
 };
 
 struct IterationResult {
@@ -97,7 +100,8 @@ struct IterationResult {
     double start_s = 0;          // sum of the previous iterations' times
     double iteration_s = 0;      // end of the last op
     double compute_s = 0;        // time during which at least one device computes
-    double exposed_comm_s = 0;   // comm time during which no device computes
+    double exposed_comm_s = 0;   // comm time during which no device computes (owner moves included)
+    double owner_move_s = 0;     // simulate_score: the iteration's owner moves (sum over blocks), in iteration_s
     std::array<double, kNumOpKinds> kind_busy_s{};     // per kind: max over devices of the summed op lengths
     std::array<double, kNumOpKinds> kind_exposed_s{};  // per comm kind: exposed time (compute kinds: 0); an
                                                        // all-reduce beside an all-to-all counts in both kinds;
@@ -136,6 +140,11 @@ SimResult simulate_policy(const std::string& name, const TraceView& trace, const
 
 // simulate_policy's second half: simulate the placements a PolicyScore holds (evaluate_policy's output for the
 // same trace, cost model and settings; not skipped), e.g. to simulate a placement already scored by one equation.
+// Training's owner moves (options.charge_owner_moves): the schedule has no move op, so each (iteration, block)'s
+// layer_owner_moves seconds on `cost` (weights + AdamW state from the previous iteration's owner, iteration 0 from
+// the static layout; the rule of evaluate_policy's columns, docs/cost-model.md) are added after the engine ran,
+// blocking: to the block's moe_s and owner_move_s and to the iteration's iteration_s, exposed_comm_s and
+// owner_move_s; later iterations start that much later. simulate() on bare placements charges nothing.
 SimResult simulate_score(const PolicyScore& score, const TraceView& trace, const CostModel& cost,
                          const EvalSettings& settings, const SimOptions& options);
 

@@ -7,6 +7,7 @@
 #include "balance/cluster.h"
 #include "balance/cost_model.h"
 #include "balance/evaluate.h"
+#include "balance/moves.h"
 #include "balance/options.h"
 #include "balance/regime.h"
 #include "core/config.h"
@@ -50,6 +51,21 @@ void check_serving_truth(const Config& pc) {
     }
 }
 
+// A file trace, or its leading slice where the grid gives trace.num_iterations / trace.num_layers (docs/sweep.md:
+// a smaller slice of a long recorded trace); the other trace.* keys only shape generated traces.
+Trace load_file_trace(const std::string& path, const KeyValues& grid) {
+    Trace trace = load_trace(path);
+    Config slice(trace_generator_schema(), "sweep grid of trace " + path);
+    bool sliced = false;
+    for (const auto& [k, v] : grid)
+        if (k == "trace.num_iterations" || k == "trace.num_layers") slice.apply_set(k + "=" + v), sliced = true;
+    if (!sliced) return trace;
+    auto count = [&](const char* key, int all) { return slice.has(key) ? static_cast<int>(slice.get_int(key)) : all; };
+    return leading_slice(trace, count("trace.num_iterations", trace.meta.num_iterations),
+                         count("trace.num_layers", trace.meta.num_layers), "sweep.grid.trace.num_iterations",
+                         "sweep.grid.trace.num_layers");
+}
+
 PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
     PointData d;
     const std::string cluster_path = resolve_path(spec, p.cluster);
@@ -64,7 +80,7 @@ PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
         tc.check_required();
         d.trace = generate_trace(tc, trace_path);
     } else {
-        d.trace = load_trace(trace_path);
+        d.trace = load_file_trace(trace_path, p.grid);
     }
     validate_trace(d.trace, trace_path);
     const TraceMeta& meta = d.trace.meta;
@@ -131,6 +147,18 @@ void add_policy_metrics(std::vector<Metric>& m, const PolicyScore& p, int num_ex
     m.push_back({"experts_moved", 0, p.mean_experts_moved});
     m.push_back({"bytes_moved", 0, p.mean_trans_bytes});
     m.push_back({"extra_memory_bytes_per_device", 0, p.extra_memory_bytes_per_device});
+}
+
+// training's one-off owner moves of the scored placements on `cost` (moves.h owner_moves_of: each layer against the
+// previous iteration's placement, iteration 0 against the static layout): experts and bytes (weights + AdamW state)
+// summed over the run, and owner_move_ms the charge per layer (mean over iterations and layers) that the engine's
+// times include
+void add_owner_move_metrics(std::vector<Metric>& m, const PolicyScore& p, const CostModel& cost, int num_layers) {
+    const MoveCost moves = owner_moves_of(p, cost, num_layers, kTrainingStateCopies);
+    const double blocks = static_cast<double>(std::max<size_t>(1, p.layers.size()));
+    m.push_back({"owner_moves", 0, static_cast<double>(moves.experts)});
+    m.push_back({"owner_move_bytes", 0, moves.bytes});
+    m.push_back({"owner_move_ms", 0, moves.seconds * 1e3 / blocks});
 }
 
 // the kind breakdown (ops the schedule has; means over iterations): busy_ms.<kind> is the max over devices
@@ -220,6 +248,7 @@ std::vector<Metric> sim_point_metrics(const PointData& d, const TraceView& view,
     add_kind_metrics(m, r);
     add_sim_layer_metrics(m, d, view, r, score);
     add_policy_metrics(m, score, view.num_experts);
+    add_owner_move_metrics(m, score, d.truth, view.num_layers);  // simulate_score charged them on the truth
     *headline_ms = mean_ms;
     return m;
 }
@@ -246,6 +275,7 @@ std::vector<Metric> model_point_metrics(const PointData& d, const TraceView& vie
     m.push_back({"gap_eq6", 0, gap_to_bound(p.mean_eq6_ms, eq6)});
     m.push_back({"gap_eq8", 0, gap_to_bound(p.mean_eq8_ms, eq8)});
     add_policy_metrics(m, p, view.num_experts);
+    add_owner_move_metrics(m, p, d.belief, view.num_layers);  // evaluate_policy charged them on the belief
     *headline_ms = p.mean_system_ms;
     return m;
 }

@@ -126,6 +126,9 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
     o.include_optimizer = cluster.step_tail_s >= 0;
     o.optimizer_s = std::max(0.0, cluster.step_tail_s);
     o.record_timeline = true;  // the per-kind split of the simulated step (Validation::kind_ms)
+    // the trainer moves no owner: an expert's home keeps its parameters and optimizer state, and an owner away from
+    // home is served by Trans/Agg (moe/trans_agg.h), which the schedule already times
+    o.charge_owner_moves = false;
     return compare_steps(sim::simulate_policy(policy, view_of(trace), cost, settings, o), step_ms, D);
 }
 

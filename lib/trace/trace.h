@@ -78,6 +78,12 @@ Trace generate_trace(const Config& config, const std::string& origin);
 // trace may be gzip-compressed (trace_gzip.h).
 Trace load_trace(const std::string& path);
 
+// The first `iterations` iterations and first `layers` layers of a trace (counts and transitions copied, meta
+// updated; every other field kept): e.g. a sweep's smaller slice of a long file trace. Throws a config error (exit 3)
+// naming `field_iterations` or `field_layers` when a count is below 1 or above the trace's own.
+Trace leading_slice(const Trace& trace, int iterations, int layers, const std::string& field_iterations,
+                    const std::string& field_layers);
+
 // Jensen-Shannon divergence (natural log, in [0, ln 2]) between the expert-load distributions of
 // consecutive iterations: result[i-1][l] for i in [1, I), l in [0, L) as a flat [(I-1)*L] vector.
 std::vector<double> consecutive_js_divergence(const Trace& trace);

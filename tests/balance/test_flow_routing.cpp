@@ -175,6 +175,59 @@ INSTANTIATE_TEST_SUITE_P(Medium, FlowAgainstRules,
                                            RuleCase{16, 32, 1024, 0.8, true, 13},
                                            RuleCase{16, 16, 4096, 1.5, false, 14}));
 
+// The merged LP (experts with one holder set share a group per source) against the per-group LP it replaces: the
+// same optimum objective (relative 1e-9), an exact integer split (flow_from_parts asserts every group's parts sum to
+// its count and name holders; checked again here per expert), never below the optimum, and fewer columns where
+// holder sets repeat. Patterns: every expert on every device (one class: D groups instead of D * E), experts in
+// pairs on the same two devices, and random copies (mostly distinct sets: the same LP).
+struct MergeCase {
+    int D, E, tokens_per_device;
+    int pattern;  // 0: full replication, 1: pairs of experts share two holders, 2: random copies
+    bool topology;
+    uint64_t seed;
+};
+
+class FlowMergedLp : public ::testing::TestWithParam<MergeCase> {};
+
+Placement merge_placement(const MergeCase& c) {
+    Placement p = Placement::make_static(c.D, c.E);
+    Rng rng(c.seed + 7);
+    for (int e = 0; e < c.E; ++e)
+        for (int d = 0; d < c.D; ++d) {
+            const bool add = c.pattern == 0 ? true : c.pattern == 1 ? d == (p.owner[e] + 1) % c.D : rng.below(3) == 0;
+            if (add && !p.holds(e, d)) p.add_replica(e, d);
+        }
+    return p;
+}
+
+TEST_P(FlowMergedLp, SameOptimumAsThePerGroupLp) {
+    const MergeCase c = GetParam();
+    const std::vector<int64_t> counts = testing::skewed_counts(c.D, c.E, c.tokens_per_device, 1.2, c.seed);
+    CostModel cost = testing::paper_cost_model(c.D, c.tokens_per_device);
+    cost.topology_aware = c.topology;
+    const Placement p = merge_placement(c);
+    const RoutePricing pr = route_pricing(&cost, c.D, 0.0);
+    FlowRouteReport merged, per_group;
+    const LayerFlow flow = flow_route_priced(counts.data(), c.D, c.E, p, pr, &merged);
+    flow_route_priced(counts.data(), c.D, c.E, p, pr, &per_group, RoutingLpForm::kPerGroup);
+    EXPECT_NEAR(merged.lp_objective, per_group.lp_objective, 1e-9 * per_group.lp_objective);
+    EXPECT_GE(merged.rounded_objective, merged.lp_objective * (1 - 1e-9));
+    EXPECT_NEAR(merged.rounded_objective, route_objective(pr, flow), 1e-9 * merged.rounded_objective);
+    if (c.pattern == 0) EXPECT_EQ(merged.lp_columns, c.D * c.D) << "full replication: one class";
+    if (c.pattern != 2) EXPECT_LT(merged.lp_columns, per_group.lp_columns);
+    for (int e = 0; e < c.E; ++e) {
+        int64_t load = 0, computed = 0;
+        for (int s = 0; s < c.D; ++s) load += counts[s * c.E + e];
+        for (int g = 0; g < c.D; ++g) computed += flow.expert_device[e * c.D + g];
+        EXPECT_EQ(computed, load) << "expert " << e;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Patterns, FlowMergedLp,
+                         ::testing::Values(MergeCase{8, 16, 2048, 0, false, 31}, MergeCase{8, 16, 2048, 0, true, 32},
+                                           MergeCase{8, 16, 2048, 1, true, 33}, MergeCase{16, 32, 1024, 1, false, 34},
+                                           MergeCase{8, 16, 2048, 2, true, 35}));
+
 TEST(FlowRouting, WarmStartGivesTheColdOptimum) {
     const int D = 8, E = 16;
     const std::vector<int64_t> counts = testing::skewed_counts(D, E, 4096, 1.2, 21);

@@ -1,5 +1,6 @@
 // test_owner_move_charge.cpp: training's columns charge an owner move in the iteration it happens, once per move,
-// the same seconds in Eq 6, Eq 8, FasterMoE's system model and the Sim column (moves.h charge_owner_moves).
+// the same seconds in Eq 6, Eq 8, FasterMoE's system model and the Sim column (moves.h charge_owner_moves), and
+// the simulator's scored runs (simulate_score: the sweeps' engine "sim") add the same layer_owner_moves.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,6 +10,7 @@
 #include "balance/evaluate.h"
 #include "balance/moves.h"
 #include "plan/policy_models.h"
+#include "sim/simulator.h"
 #include "sim/trace_view.h"
 
 namespace prophet {
@@ -50,6 +52,13 @@ PolicyScore score_of(const TraceView& v, const CostModel& cost, int moved) {
     return s;
 }
 
+// the score's placements as the simulator takes them, [I][L]
+std::vector<std::vector<Placement>> placements_of(const PolicyScore& s) {
+    std::vector<std::vector<Placement>> p(kI);
+    for (const LayerScore& ls : s.layers) p[ls.iteration].push_back(ls.placement);
+    return p;
+}
+
 class OwnerMoveCharge : public ::testing::TestWithParam<int> {};
 
 // unit model: expert_bytes 2 B, trans 1 B/s; every move leaves device 0 for device 1, so k moves are k x one
@@ -73,16 +82,67 @@ TEST_P(OwnerMoveCharge, EachColumnPaysKTimesOneMove) {
         EXPECT_DOUBLE_EQ(b.eq8_s - a.eq8_s, expected) << "Eq 8, iteration " << it;
         EXPECT_DOUBLE_EQ(b.fastermoe_s - a.fastermoe_s, expected) << "FasterMoE sys, iteration " << it;
     }
+    // the Sim column: the simulator's schedule of the same placements (none: static's system), plus the charge
     EvalSettings settings;
-    const plan::SimColumn sim_before = plan::simulate_column(before, v, cost, settings);
-    const plan::SimColumn sim_after = plan::simulate_column(charged, v, cost, settings);
+    const plan::SimColumn column = plan::simulate_column(charged, v, cost, settings);
+    const sim::SimResult bare = sim::simulate(v, placements_of(before), cost, sim::SimOptions{});
+    double bare_moe_ms = 0;
+    for (const sim::IterationResult& ir : bare.iterations)
+        for (const sim::BlockResult& b : ir.blocks) bare_moe_ms += b.moe_s * 1e3 / (kI * kL);
     const double mean_ms = k * one_move_s * 1e3 / (kI * kL);  // per block, mean over iterations and layers
-    EXPECT_NEAR(sim_after.moe_ms - sim_before.moe_ms, mean_ms, 1e-9 * (1 + mean_ms)) << "Sim";
-    EXPECT_NEAR(sim_after.owner_move_ms, mean_ms, 1e-9 * (1 + mean_ms));
-    EXPECT_NEAR(sim_after.iteration_ms - sim_before.iteration_ms, k * one_move_s * 1e3 / kI, 1e-9 * (1 + mean_ms));
+    EXPECT_NEAR(column.moe_ms - bare_moe_ms, mean_ms, 1e-9 * (1 + mean_ms)) << "Sim";
+    EXPECT_NEAR(column.owner_move_ms, mean_ms, 1e-9 * (1 + mean_ms));
+    EXPECT_NEAR(column.iteration_ms - bare.mean_iteration_s * 1e3, k * one_move_s * 1e3 / kI, 1e-9 * (1 + mean_ms));
 }
 
 INSTANTIATE_TEST_SUITE_P(Moves, OwnerMoveCharge, ::testing::Values(0, 1, 2, 3));
+
+// The sweeps' simulated time (simulate_score, what engine "sim" times a policy with): k owner moves in iteration 1
+// cost k x one move (6 s, as above) more than the schedule of the same placements, blocking, in that iteration's
+// block and nowhere else; the iteration still splits into compute and exposed communication.
+class SimulatedOwnerMoveCharge : public ::testing::TestWithParam<int> {};
+
+TEST_P(SimulatedOwnerMoveCharge, KMovesCostKTimesOne) {
+    const int k = GetParam();
+    const std::vector<int64_t> c = counts();
+    const TraceView v = view_of(c, kI, kL, kD, kE);
+    const CostModel cost = unit_cost_model(kD);
+    const PolicyScore s = score_of(v, cost, k);
+    EvalSettings settings;
+    const sim::SimOptions o;  // schedule none, as static's system
+    const sim::SimResult bare = sim::simulate(v, placements_of(s), cost, o);
+    const sim::SimResult charged = sim::simulate_score(s, v, cost, settings, o);
+    const double one_move_s = 6.0, tol = 1e-9;
+    ASSERT_EQ(charged.iterations.size(), static_cast<size_t>(kI));
+    for (int it = 0; it < kI; ++it) {
+        const sim::IterationResult &a = bare.iterations[it], &b = charged.iterations[it];
+        const double expected = it == 1 ? k * one_move_s : 0.0;
+        EXPECT_NEAR(b.iteration_s - a.iteration_s, expected, tol) << "iteration " << it;
+        EXPECT_NEAR(b.owner_move_s, expected, tol) << "iteration " << it;
+        EXPECT_NEAR(b.blocks[0].moe_s - a.blocks[0].moe_s, expected, tol) << "iteration " << it;
+        EXPECT_NEAR(b.blocks[0].owner_move_s, expected, tol) << "iteration " << it;
+        EXPECT_NEAR(b.iteration_s, b.compute_s + b.exposed_comm_s, tol) << "iteration " << it;
+    }
+    EXPECT_NEAR(charged.mean_iteration_s - bare.mean_iteration_s, k * one_move_s / kI, tol);
+    EXPECT_NEAR(charged.total_s - bare.total_s, k * one_move_s, tol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Moves, SimulatedOwnerMoveCharge, ::testing::Values(0, 1, 2, 3));
+
+// Validation against the trainer turns the charge off (its homes keep the state; sweep/validate.cpp): then the
+// scored placements simulate exactly as bare ones.
+TEST(SimulatedOwnerMoveChargeOff, MatchesTheBareSchedule) {
+    const std::vector<int64_t> c = counts();
+    const TraceView v = view_of(c, kI, kL, kD, kE);
+    const CostModel cost = unit_cost_model(kD);
+    const PolicyScore s = score_of(v, cost, 2);
+    sim::SimOptions o;
+    o.charge_owner_moves = false;
+    const sim::SimResult bare = sim::simulate(v, placements_of(s), cost, o);
+    const sim::SimResult off = sim::simulate_score(s, v, cost, EvalSettings{}, o);
+    EXPECT_DOUBLE_EQ(off.total_s, bare.total_s);
+    EXPECT_DOUBLE_EQ(off.iterations[1].owner_move_s, 0.0);
+}
 
 // evaluate_policy charges what the summary line sums: eplb re-packs owners in iteration 0 and keeps them, so every
 // column's layer time exceeds its uncharged prediction by exactly that layer's owner moves.

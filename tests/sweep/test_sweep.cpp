@@ -210,6 +210,46 @@ TEST_F(Sweep, SimPointIsNeverBelowTheBound) {
     }
 }
 
+// both engines record training's owner moves (moves.h owner_moves_of) beside the times that include them: static
+// moves nothing; eplb re-packs the tiny trace's owners in iteration 0, and its charge per layer is inside its
+// simulated MoE block time (sim) or its Eq 6 time (model)
+TEST_F(Sweep, PointRecordsOwnerMoves) {
+    for (const std::string engine : {"sim", "model"}) {
+        const std::string name = "moves-" + engine;
+        const SweepSpec spec = parse_sweep_string(
+            "[sweep]\nname = \"" + name + "\"\nengine = \"" + engine +
+                "\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
+                "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\", \"eplb\"]\nseeds = [1]\n",
+            "moves.toml");
+        ASSERT_EQ(run_sweep(spec, options()).failed, 0) << engine;
+        Store store = Store::open(db_);
+        for (const RunRow& row : store.list_runs(name)) {
+            std::string policy;
+            for (const auto& [k, v] : store.get_params(row.run_id))
+                if (k == "balance.policy") policy = v;
+            auto one = [&](const char* key) {
+                const auto rows = store.get_metrics(row.run_id, key);
+                EXPECT_EQ(rows.size(), 1u) << key << " " << policy << " " << engine;
+                return rows.empty() ? -1.0 : rows[0].value;
+            };
+            const double experts = one("owner_moves"), bytes = one("owner_move_bytes"), ms = one("owner_move_ms");
+            if (policy == "\"static\"") {
+                EXPECT_EQ(experts, 0.0) << engine;
+                EXPECT_EQ(bytes, 0.0) << engine;
+                EXPECT_EQ(ms, 0.0) << engine;
+                continue;
+            }
+            EXPECT_GT(experts, 0.0) << "eplb moves no owner on the tiny trace: the case tests nothing (" << engine
+                                    << ")";
+            EXPECT_GT(bytes, 0.0) << engine;
+            EXPECT_GT(ms, 0.0) << engine;
+            double layer_ms = 0;
+            for (const MetricRow& m : store.get_metrics(row.run_id, "layer_moe_ms")) layer_ms += m.value / 2;
+            EXPECT_GE(engine == "sim" ? layer_ms : one("eq6_ms"), ms) << engine;
+        }
+    }
+}
+
 TEST_F(Sweep, KilledMidwayRunsOnlyTheRest) {
     const SweepSpec spec = parse_sweep_file("experiments/sweeps/smoke.toml");
     const SweepSummary part = run_sweep(spec, options(2));
