@@ -568,7 +568,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     for (auto& row : b.sim_parts_s) std::fill(row, row + kLevels, kUnlimited);
     std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
     // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
-    take_min(b, m, in.window, in.terms(0, 0, 0, 0, 0.0, 0.0), 0);
+    take_min(b, m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0);  // r = 0: any cap keeps 0
     scan_receivers(in, b);
     scan_node_receivers(in, b);
     scan_owner_receivers(in, b);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "balance/bounds.h"
@@ -265,6 +266,19 @@ const TightCase kTightCases[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, BoundTight, ::testing::ValuesIn(kTightCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// A chain broadcast has no per-owner term, so only the uncapped node arrays exist: a fresh thread (empty per-thread
+// arrays) bounding a four-node chain layer must read no other (this crashed while the no-replica piece read cap 0).
+TEST(BoundThreads, ChainLayerOnAFreshThreadIsBounded) {
+    CostModel m = model_for_layer(make_model(Cluster::kNodePerDevice, 4), 1);
+    m.trans_broadcast = TransBroadcast::kChain;
+    const std::vector<int64_t> counts = skewed_counts(4, 2, 40, 1.5, 22);
+    double bound = 0;
+    std::thread worker([&] { bound = layer_bound(m, counts.data(), 4, 2, BoundBudget{}, 1, 3).eq6_s; });
+    worker.join();
+    EXPECT_LE(bound, enumerate_optimum(m, counts, 4, 2, 0, true).eq6 * (1 + kRel));
+    EXPECT_GT(bound, 0.0);
+}
 
 // The Sim column over a whole iteration: the least sum over layers of the simulator's MoE time under any
 // schedule, every layer's placement and routing free. none pays Eq 6 and fastermoe fastermoe_s per layer; under
