@@ -32,6 +32,10 @@ struct TopologyLimits {
     double best_path = 0;            // fastest single-pair path, bytes/s (kUnlimited: no limit)
     double remote_path = 0;          // fastest single inter-node path, bytes/s (0: one node)
     double min_latency = 0;          // cheapest latency of a link class some pair uses
+    // the most inter-node bytes/s one device can send or take in (its rail NIC, host port, inter-node pairs,
+    // injection / ejection; the larger of the two directions): what one owner's star broadcast of copies to
+    // other nodes, and its reduce, pass through (0: one node)
+    double owner_remote = 0;
 };
 
 // One device's capacity on one side: NVLink peers through its NVLink port, PCIe peers and inter-node peers (the
@@ -63,6 +67,10 @@ TopologyLimits topology_limits(const ClusterSpec& cl) {
         t.ingress_sum += ingress;
         t.ingress_max = std::max(t.ingress_max, ingress);
         t.egress_sum += device_capacity(cl, peers[0], peers[1], peers[2], cl.gpu_injection_bytes_per_s);
+        if (peers[2] > 0)
+            t.owner_remote =
+                std::max({t.owner_remote, device_capacity(cl, 0, 0, peers[2], cl.gpu_injection_bytes_per_s),
+                          device_capacity(cl, 0, 0, peers[2], cl.gpu_ejection_bytes_per_s)});
     }
     // a single pair's path: the pair link, the port of its class at both ends, injection, ejection, NICs
     const double ends =
@@ -228,9 +236,11 @@ void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t 
 // [k] tokens kept local by the k largest counts outside each expert's best row, k = 0 .. their number: counts
 // [rows][E] (tokens of a device or a node per expert). An expert is held by its owner (anywhere: a moved owner pays
 // no per-iteration transfer) plus one row per receiver, so its owner keeps at most its largest row and each
-// receiver one more row; *best_local gets the sum over experts of the largest row.
+// receiver one more row; *best_local gets the sum over experts of the largest row. With per_expert < rows - 1 only
+// each expert's per_expert largest other rows count (an expert with at most that many receivers there).
 // (prefix [k] into `prefix`, its memory kept between calls: these arrays are E x D long)
-void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local, std::vector<int64_t>& prefix) {
+void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local, std::vector<int64_t>& prefix,
+                      int per_expert = std::numeric_limits<int>::max()) {
     thread_local std::vector<int64_t> other, scratch;
     other.clear();
     *best_local = 0;
@@ -239,9 +249,15 @@ void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_loca
         for (int r = 1; r < rows; ++r)
             if (counts[static_cast<size_t>(r) * E + e] > counts[static_cast<size_t>(best) * E + e]) best = r;
         *best_local += counts[static_cast<size_t>(best) * E + e];
+        const size_t first = other.size();
         for (int r = 0; r < rows; ++r) {
             const int64_t c = counts[static_cast<size_t>(r) * E + e];
             if (r != best && c > 0) other.push_back(c);
+        }
+        if (other.size() - first > static_cast<size_t>(per_expert)) {  // keep e's per_expert largest
+            std::nth_element(other.begin() + first, other.begin() + first + per_expert, other.end(),
+                             std::greater<int64_t>());
+            other.resize(first + per_expert);
         }
     }
     sort_counts_descending(other, scratch);
@@ -329,14 +345,17 @@ double l2l_share(int layer, int num_layers) {
 }
 
 // The tokens that must leave their device (their node) when n receivers hold experts beyond each expert's best
-// device (r receivers beyond its best node).
+// device (r receivers beyond its best node, at most rho of them per expert).
 struct Unavoidable {
     int64_t total = 0, best_local = 0, node_best_local = 0;
-    const std::vector<int64_t>* gain = nullptr;       // prefix sums (gain_beyond_best per device)
-    const std::vector<int64_t>* node_gain = nullptr;  // per node
+    const std::vector<int64_t>* gain = nullptr;  // prefix sums (gain_beyond_best per device)
+    // per node, [rho]: each expert's rho largest rows beyond its best node (rho = nodes - 1: all of them)
+    const std::vector<std::vector<int64_t>>* node_gain = nullptr;
+    int max_rho = 0;  // nodes - 1
     int64_t sent(int64_t n) const { return total - best_local - (*gain)[std::min<size_t>(n, gain->size() - 1)]; }
-    int64_t across(int64_t r) const {
-        return total - node_best_local - (*node_gain)[std::min<size_t>(r, node_gain->size() - 1)];
+    int64_t across(int64_t r, int rho) const {
+        const std::vector<int64_t>& g = (*node_gain)[static_cast<size_t>(rho)];
+        return total - node_best_local - g[std::min<size_t>(r, g.size() - 1)];
     }
     int64_t num_experts = 0;
     int64_t node_pairs_beyond_best(int nodes) const { return num_experts * (nodes - 1); }
@@ -355,12 +374,14 @@ struct LayerInputs {
     SimWindow window;
 
     // receivers n spend on devices (compute, device-level all-to-all, device-level transfers), r of them on nodes
-    // without another holder of their expert (node-level all-to-all)
-    Terms terms(int64_t compute_n, int64_t device_n, int64_t node_r, double trans, double agg) const {
+    // without another holder of their expert (node-level all-to-all), at most rho per expert
+    Terms terms(int64_t compute_n, int64_t device_n, int64_t node_r, int rho, double trans, double agg) const {
         Terms t;
         const int64_t x = std::min<int64_t>({compute_n, max_extra, static_cast<int64_t>(curve.size()) - 1});
         t.fec = static_cast<double>(curve[static_cast<size_t>(x)]) * per_token_s;
-        t.a2a = a2a_bound(m, topo, u.sent(std::min(device_n, max_extra)), u.across(std::min(node_r, max_extra)),
+        // a token that leaves its node leaves its device: the device bound is the larger (across is capped by rho)
+        const int64_t across = u.across(std::min(node_r, max_extra), rho);
+        t.a2a = a2a_bound(m, topo, std::max(u.sent(std::min(device_n, max_extra)), across), across,
                           busiest(std::min(device_n, max_extra)));
         t.a2a_l2l = share * t.a2a;
         t.trans = trans;
@@ -393,11 +414,31 @@ struct LayerInputs {
         const double r = t * topo.remote_sum / eb;
         return std::min<int64_t>(n, static_cast<int64_t>(std::floor(r * (1 + 1e-9))));
     }
+    // Star broadcast: an expert's rho node receivers each take a copy from its owner across nodes, all through the
+    // owner's inter-node egress (Agg: ingress), so Trans and Agg >= rho x expert_bytes / owner_remote (docs/bounds.md
+    // "Per-owner egress"); 0 where the term does not apply (one node, chain broadcast, flat model).
+    bool owner_term() const {
+        return m.topology_aware && m.trans_broadcast == TransBroadcast::kStar && topo.remote_sum < kUnlimited &&
+               topo.owner_remote > 0 && topo.owner_remote < kUnlimited;
+    }
+    double owner_transfer(int rho) const {
+        if (rho <= 0 || !owner_term()) return 0.0;
+        return static_cast<double>(rho) * m.expert_bytes() / topo.owner_remote / m.bandwidth_scale + topo.min_latency;
+    }
+    // the most node receivers per expert whose owner transfer stays within t (a little above it when rounding
+    // could tell: more is always safe)
+    int rho_within(double t) const {
+        if (!owner_term()) return u.max_rho;
+        const double copies = (t - topo.min_latency) * m.bandwidth_scale * topo.owner_remote / m.expert_bytes();
+        if (!(copies > 0)) return 0;
+        return static_cast<int>(std::min<double>(u.max_rho, std::floor(copies * (1 + 1e-9))));
+    }
 };
 
 LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget) {
     // the long arrays keep their memory between calls (one thread's layers are bounded one at a time)
-    thread_local std::vector<int64_t> gain, node_gain, curve;
+    thread_local std::vector<int64_t> gain, curve;
+    thread_local std::vector<std::vector<int64_t>> node_gain;  // [rho]
     thread_local std::vector<double> receive;
     LayerInputs in{
         m, m.topology_aware ? topology_limits(m.cluster) : TopologyLimits{}, {}, curve, receive, true, 0.0, 1.0, 0, 0,
@@ -411,7 +452,12 @@ LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E
     in.u.gain = &gain;
     int nodes = 1;
     const std::vector<int64_t> per_node = node_counts(counts, m.cluster, E, &nodes);
-    gain_beyond_best(per_node.data(), nodes, E, &in.u.node_best_local, node_gain);
+    in.u.max_rho = nodes - 1;
+    node_gain.resize(static_cast<size_t>(nodes));
+    // each cap rho < nodes - 1 only where the per-owner egress term can bind (it reads them through rho_within)
+    for (int rho = in.owner_term() ? 0 : nodes - 1; rho < nodes; ++rho)
+        gain_beyond_best(per_node.data(), nodes, E, &in.u.node_best_local, node_gain[static_cast<size_t>(rho)],
+                         rho < nodes - 1 ? rho : std::numeric_limits<int>::max());
     in.u.node_gain = &node_gain;
     in.per_token_s = m.expert_flops_per_token() / (m.cluster.compute_flops * m.compute_scale);
     // n = receivers a transfer reaches: replicas only (an owner away from its home pays no per-iteration
@@ -436,17 +482,20 @@ int64_t block_end(int64_t n, int64_t limit) {
 // (r <= node_receivers_within(n)): the node-level all-to-all at that r.
 void scan_receivers(const LayerInputs& in, LayerBound& b) {
     const int64_t last_pair = static_cast<int64_t>(in.u.gain->size()) - 1;
-    const int64_t last_node_pair = static_cast<int64_t>(in.u.node_gain->size()) - 1;
+    const int64_t last_node_pair = static_cast<int64_t>(in.u.node_gain->back().size()) - 1;
     for (int64_t n = 1, last = 1; n <= in.max_receivers; n = last + 1) {
         last = block_end(n, in.max_receivers);
         const int64_t r = in.node_receivers_within(last);
-        take_min(b, in.m, in.window, in.terms(last, last, r, in.device_transfer(n, false), in.device_transfer(n, true)),
-                 n);
+        // per expert at most the node receivers whose owner transfer that device-level transfer already exceeds
+        const int rho =
+            in.rho_within(std::max(in.device_transfer(last, false), in.device_transfer(last, true)) * (1 + 1e-9));
+        const Terms t = in.terms(last, last, r, rho, in.device_transfer(n, false), in.device_transfer(n, true));
+        take_min(b, in.m, in.window, t, n);
         // past here compute and all-to-all cannot fall further and every transfer only grows
         const int64_t x = std::min(last, in.max_extra);
         const bool compute_done =
             x >= static_cast<int64_t>(in.curve.size()) - 1 && x >= static_cast<int64_t>(in.receive.size()) - 1;
-        if (compute_done && last >= last_pair && r >= last_node_pair) break;
+        if (compute_done && last >= last_pair && r >= last_node_pair && rho == in.u.max_rho) break;
     }
 }
 
@@ -476,7 +525,33 @@ void scan_node_receivers(const LayerInputs& in, LayerBound& b) {
         const double t = in.node_transfer(r), t_last = in.node_transfer(last);
         n_free = receivers_within(in, t_last, t_last, n_free);
         if (n_free < r) continue;  // no placement has r node receivers and so few device-level ones
-        take_min(b, in.m, in.window, in.terms(n_free, n_free, last, t, t), n_free);
+        take_min(b, in.m, in.window, in.terms(n_free, n_free, last, in.rho_within(t_last * (1 + 1e-9)), t, t), n_free);
+    }
+}
+
+// the most node receivers whose node-level transfer stays within t (at most limit)
+int64_t node_receivers_below(const LayerInputs& in, double t, int64_t limit) {
+    int64_t lo = 0, hi = limit;
+    if (in.node_transfer(hi) <= t) return hi;
+    while (hi - lo > 1) {  // node_transfer(lo) <= t < node_transfer(hi)
+        const int64_t mid = lo + (hi - lo) / 2;
+        (in.node_transfer(mid) <= t ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+// Placements whose per-owner transfer (rho node receivers of one expert) exceeds both their device-level and their
+// node-level transfers: Trans and Agg at that bound, n and r at most what it already pays for, r <= rho E.
+void scan_owner_receivers(const LayerInputs& in, LayerBound& b) {
+    if (!in.owner_term()) return;
+    const int E = static_cast<int>(in.u.num_experts);
+    const int64_t limit = std::min(in.max_extra, in.u.node_pairs_beyond_best(in.u.max_rho + 1));
+    for (int rho = 1; rho <= in.u.max_rho; ++rho) {
+        const double t = in.owner_transfer(rho);
+        const int64_t n = receivers_within(in, t, t, 0);
+        const int64_t r = std::min({n, static_cast<int64_t>(rho) * E, node_receivers_below(in, t, limit)});
+        if (n < 1) continue;  // not even one receiver's device-level transfer fits: (a) covers it
+        take_min(b, in.m, in.window, in.terms(n, n, r, rho, t, t), n);
     }
 }
 
@@ -511,12 +586,14 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     for (auto& row : b.sim_parts_s) std::fill(row, row + kLevels, kUnlimited);
     std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
     // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
-    take_min(b, m, in.window, in.terms(0, 0, 0, 0.0, 0.0), 0);
+    take_min(b, m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0);  // r = 0: any cap keeps 0
     scan_receivers(in, b);
     scan_node_receivers(in, b);
+    scan_owner_receivers(in, b);
     b.sim_s = b.sim_parts_s[kLevels - 1][kLevels - 1];
     b.compute_tokens = static_cast<double>(in.curve.back());
-    b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra), in.busiest(in.max_extra));
+    b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra, in.u.max_rho),
+                        in.busiest(in.max_extra));
     b.one_transfer_s = D > 1 ? transfer_bound(m, in.topo, 1, false) : 0.0;
     return b;
 }
