@@ -184,7 +184,8 @@ LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, 
             for (int src = 0; src < D; ++src) {
                 const int64_t n = counts[static_cast<size_t>(src) * E + e];
                 flow.total_tokens += n;
-                for (int64_t j = 0; j < r; ++j) add(src, holders[static_cast<size_t>(j)], even_split_share(n, r, src, j));
+                for (int64_t j = 0; j < r; ++j)
+                    add(src, holders[static_cast<size_t>(j)], even_split_share(n, r, src, j));
             }
         }
     }

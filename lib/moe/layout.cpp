@@ -37,8 +37,8 @@ void layout_send_side(MoeDispatchLayout& lo, int rank, const int* expert_idx, co
             lo.send_rows[route.part_device[i]] += route.part_tokens[i];
             group_rows += route.part_tokens[i];
         }
-        PROPHET_ASSERT_MSG(group_rows == my_counts[e], "the routing split of expert " + std::to_string(e) +
-                                                           " does not sum to this rank's count");
+        PROPHET_ASSERT_MSG(group_rows == my_counts[e],
+                           "the routing split of expert " + std::to_string(e) + " does not sum to this rank's count");
     }
     lo.send_offsets.assign(D + 1, 0);
     for (int d = 0; d < D; d++) lo.send_offsets[d + 1] = lo.send_offsets[d] + lo.send_rows[d];
@@ -132,9 +132,9 @@ void moe_layout_build(int rank, int D, int E, int N, int K, const int* expert_id
 void moe_layout_build_split(int rank, int D, int E, int N, int K, const int* expert_idx, const int64_t* counts,
                             const RouteSplit& route, MoeDispatchLayout* layout) {
     PROPHET_ASSERT(rank >= 0 && rank < D && E > 0 && K > 0 && N >= 0);
-    PROPHET_ASSERT_MSG(route.num_devices == D && route.num_experts == E &&
-                           route.group_start.size() == static_cast<size_t>(D) * E + 1,
-                       "the routing split is not of this layer's shape");
+    PROPHET_ASSERT_MSG(
+        route.num_devices == D && route.num_experts == E && route.group_start.size() == static_cast<size_t>(D) * E + 1,
+        "the routing split is not of this layer's shape");
     MoeDispatchLayout& lo = *layout;
     lo.num_ranks = D;
     lo.rank = rank;

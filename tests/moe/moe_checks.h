@@ -274,8 +274,8 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
                                              << ", the split sends " << tags.size();
         for (size_t row = 0; row < tags.size(); row++)
             for (int c = 0; c < C; c++)
-                ASSERT_EQ(x[row * C + c], tags[row]) << "layer " << l << " rank " << r << ": sorted row " << row
-                                                     << " channel " << c;
+                ASSERT_EQ(x[row * C + c], tags[row])
+                    << "layer " << l << " rank " << r << ": sorted row " << row << " channel " << c;
         int64_t num_segments = 0;
         for (int src = 0; src < D; src++)
             for (int e = 0; e < E; e++) num_segments += split.tokens_to(src, e, r) > 0;
