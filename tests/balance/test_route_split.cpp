@@ -2,6 +2,7 @@
 // the cost model's own flow (compute_flow) so modelled and executed routing agree, plus the tally a run records.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "balance/flow_routing.h"
@@ -19,6 +20,10 @@ struct SplitCase {
     int D, E;
     bool priced;  // kFlow: the paper's cost model as prices (else one unit per token)
 };
+
+void PrintTo(const SplitCase& c, std::ostream* os) {
+    *os << route_rule_name(c.rule) << " D=" << c.D << " E=" << c.E << (c.priced ? " priced" : "");
+}
 
 std::string split_case_name(const ::testing::TestParamInfo<SplitCase>& info) {
     return std::string(route_rule_name(info.param.rule)) + "_D" + std::to_string(info.param.D) + "_E" +

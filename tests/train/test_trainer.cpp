@@ -34,18 +34,9 @@ TEST(Trainer, EveryPlacementGivesTheStaticLosses) {
         const char* route_to;
     };
     const Row rows[] = {
-        {4, "fastermoe", "auto"},
-        {4, "prophet", "auto"},
-        {4, "prophet-oracle", "auto"},
-        {4, "eplb", "auto"},
-        {4, "moetuner", "auto"},
-        {4, "top2", "auto"},
-        {4, "flow", "auto"},
-        {4, "flow", "flow"},
-        {4, "flow", "owner"},
-        {4, "eplb", "flow"},
-        {4, "prophet-oracle", "even_split"},
-        {2, "flow", "flow"},
+        {4, "fastermoe", "auto"},  {4, "prophet", "auto"}, {4, "prophet-oracle", "auto"}, {4, "eplb", "auto"},
+        {4, "moetuner", "auto"},   {4, "top2", "auto"},    {4, "flow", "auto"},           {4, "flow", "flow"},
+        {4, "flow", "owner"},      {4, "eplb", "flow"},    {4, "top2", "even_split"},     {2, "flow", "flow"},
         {2, "eplb", "even_split"},
     };
     std::map<int, std::vector<double>> reference;  // static's losses per rank count
