@@ -117,6 +117,9 @@ std::vector<std::pair<const char*, double>> step_metrics(const StepStats& s) {
             {"agg_ms", s.agg_ms},
             {"plan_ms", s.plan_ms},
             {"replicas", static_cast<double>(s.replicas)},
+            {"tokens_to_owner", static_cast<double>(s.tokens_to_owner)},
+            {"tokens_to_replicas", static_cast<double>(s.tokens_to_replicas)},
+            {"tokens_sent_to_replicas", static_cast<double>(s.tokens_sent_to_replicas)},
             {"trans_exposed_ms", s.trans_exposed_ms},
             {"agg_exposed_ms", s.agg_exposed_ms},
             {"plan_wait_ms", s.plan_wait_ms}};
@@ -156,7 +159,10 @@ void record_step(Store& store, const std::string& run_id, const StepStats& s, co
 nlohmann::json step_json(const StepStats& s) {
     nlohmann::json j = {{"step", s.step}};
     for (const auto& [key, value] : step_metrics(s)) j[key] = value;
-    j["replicas"] = s.replicas;  // a count: an integer in the JSON
+    j["replicas"] = s.replicas;  // counts: integers in the JSON
+    j["tokens_to_owner"] = s.tokens_to_owner;
+    j["tokens_to_replicas"] = s.tokens_to_replicas;
+    j["tokens_sent_to_replicas"] = s.tokens_sent_to_replicas;
     return j;
 }
 

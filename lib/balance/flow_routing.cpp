@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <utility>
 
 #include "balance/flow_split.h"
 #include "balance/lp_clp.h"
@@ -317,6 +318,7 @@ LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement
         report->rounded_objective = route_objective(pr, flow);
         report->lp_columns = static_cast<int>(lpm.columns.size());
         report->warm_started = r.warm_started;
+        report->parts = std::move(parts);
     }
     return flow;
 }

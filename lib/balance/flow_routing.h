@@ -63,6 +63,9 @@ struct FlowRouteReport {
     double rounded_objective = 0;  // route_objective of the returned integer split
     int lp_columns = 0;            // split variables (0: nothing replicated, no LP)
     bool warm_started = false;
+    // the integer split of every replicated expert's groups with tokens, group by group (holders ascending; parts
+    // of 0 tokens included); groups not listed follow the owner rule. The executor runs these (route_split.h).
+    std::vector<SplitPart> parts;
 };
 
 // The optimal split of the layer (flow.destination names the owner, as under even_split; route is exact).

@@ -184,12 +184,8 @@ LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, 
             for (int src = 0; src < D; ++src) {
                 const int64_t n = counts[static_cast<size_t>(src) * E + e];
                 flow.total_tokens += n;
-                // n / r tokens to each holder; the n % r left over go one each to the holders from index src % r on
-                const int64_t base = n / r, rest = n % r;
-                for (int64_t j = 0; j < r; ++j) {
-                    const int64_t rank = (j - src % r + r) % r;
-                    add(src, holders[static_cast<size_t>(j)], base + (rank < rest ? 1 : 0));
-                }
+                for (int64_t j = 0; j < r; ++j)
+                    add(src, holders[static_cast<size_t>(j)], even_split_share(n, r, src, j));
             }
         }
     }

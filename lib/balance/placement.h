@@ -11,10 +11,9 @@
 // RouteRule::kEvenSplit (DeepSeek EPLB's and the serving systems' rule): every device, holder or not, splits its
 // tokens for e evenly over e's holders (owner and replicas; the remainder of an integer split goes round-robin,
 // starting at a holder that depends on the source), so each holder of e computes about load(e) / holders(e).
-// Only the cost model and the simulator implement it; the MoE executor routes each (source, expert) pair to one
-// device and refuses it (see ExpertParallelExecutor). RouteRule::kFlow (flow_routing.h): the per-batch split of
-// every group over e's holders that minimises the layer's modelled compute + all-to-all time (an LP on the
-// batch's counts); plan and sim only, as even_split.
+// RouteRule::kFlow (flow_routing.h): the per-batch split of every group over e's holders that minimises the
+// layer's modelled compute + all-to-all time (an LP on the batch's counts). The MoE executor runs every rule:
+// route_split.h gives each group's whole-token parts per holder, the integers compute_flow models.
 #pragma once
 
 #include <algorithm>
@@ -57,6 +56,12 @@ struct Placement {
 };
 
 enum class RouteRule { kOwner, kLeastLoaded, kEvenSplit, kFlow };
+// kEvenSplit's tokens for holder j (0-based: the owner, then the replicas by device) of a group of n tokens from
+// device src over r holders: n / r each, the n % r left over one each to the holders from index src % r on.
+inline int64_t even_split_share(int64_t n, int64_t r, int src, int64_t j) {
+    const int64_t rank = (j - src % r + r) % r;
+    return n / r + (rank < n % r ? 1 : 0);
+}
 RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded" | "even_split" | "flow"
 const char* route_rule_name(RouteRule rule);
 // The rule each policy's own paper uses (its registry row, policy_registry.cpp): even split for eplb (DeepSeek

@@ -28,7 +28,7 @@ struct BalanceOptions {
     int max_replicas_per_device = 0;  // memory cap on replicas a device holds per layer (0 = none)
     RouteRule route_rule = RouteRule::kOwner;
     // balance.route_to = "auto" (the key's default): route_rule stays kOwner here and plan/sim use each policy's
-    // paper_route_rule (eplb: even split); train keeps kOwner (the executor sends a token pair to one device)
+    // paper_route_rule (eplb: even split, flow: flow); train resolves it the same way into route_rule
     bool route_auto = false;
     // balance.token_path (token_path.h): how a token travels between MoE layers; "auto" (the key's default): stays
     // kHome here and plan / serving use each policy's paper_token_path (moetuner: layer_to_layer)

@@ -336,20 +336,41 @@ void ExpertParallelExecutor::forward_layout(int layer, int N, const int* expert_
     } else {
         stats.placement = plan(layer, stats.counts.data());
     }
-    stats.destination = routing_destination(stats.counts.data(), stats.placement, rule_);
+    stats.route = route_layer(stats);
     stats.plan_ms = ms_since(t1);
     record(OpKind::kPlan, layer, t1, now_ns());  // the blocking planner, or taking the fetched placement
 
     // NOTE: the consistency check is a collective, so it also absorbs the ranks' skew; it counts as layout
     t1 = now_ns();
     if (!blockwise) check_same_placement(layer, stats.placement);
-    moe_layout_build(r, D, E, N, K, expert_idx, stats.counts.data(), stats.destination.data(), &st.layout);
+    moe_layout_build_split(r, D, E, N, K, expert_idx, stats.counts.data(), stats.route, &st.layout);
     const MoeDispatchLayout& lo = st.layout;
     stats.layout_ms += ms_since(t1);
     stats.rows_sent = lo.num_send_rows - lo.send_rows[r];
     stats.rows_received = lo.num_recv_rows - lo.recv_rows[r];
     stats.rows_computed = lo.num_recv_rows;
     record(OpKind::kLayout, layer, t1, now_ns());
+}
+
+RouteSplit ExpertParallelExecutor::route_layer(const MoeLayerStats& stats) {
+    const CostModel* pricing = route_priced_ ? &route_cost_ : nullptr;
+    if (rule_ != RouteRule::kFlow || D_ == 1) return route_split(stats.counts.data(), stats.placement, rule_, pricing);
+    RouteSplit split;
+    if (rank() == 0) {
+        split = route_split(stats.counts.data(), stats.placement, rule_, pricing);
+    } else {
+        split.num_devices = D_;
+        split.num_experts = E_;
+        split.group_start.resize(static_cast<size_t>(D_) * E_ + 1);
+    }
+    comm_->broadcast(split.group_start.data(), sizeof(int) * split.group_start.size(), 0);
+    const size_t parts = static_cast<size_t>(split.group_start.back());
+    split.part_device.resize(parts);
+    split.part_tokens.resize(parts);
+    if (parts == 0) return split;  // every rank knows: the counts were all zero
+    comm_->broadcast(split.part_device.data(), sizeof(int) * parts, 0);
+    comm_->broadcast(split.part_tokens.data(), sizeof(int64_t) * parts, 0);
+    return split;
 }
 
 // Trans of layer's placement: inline, or wait for this layer's parts (block-wise), or launch it whole beside the

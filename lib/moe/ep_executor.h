@@ -2,8 +2,9 @@
 // MoE layer across the ranks of a Communicator under any placement (balance/placement.h). docs/expert-parallelism.md
 // has the long form; the stages are the flat functions of layout.h, dispatch.h, experts.h and trans_agg.h.
 //
-//   forward(l):  layout -> notify (all_gather counts [D*E]) -> plan (provider) -> Trans -> dispatch -> experts
-//                -> combine -> out (sum in k order, as LocalMoeExecutor)
+//   forward(l):  layout -> notify (all_gather counts [D*E]) -> plan (provider) -> route (the rule's split of every
+//                (device, expert) group over the expert's holders, balance/route_split.h) -> Trans -> dispatch
+//                -> experts -> combine -> out (sum in k order, as LocalMoeExecutor)
 //   backward(l): combine backward (dgate_w, dy) -> dispatch dy -> experts backward (dW +=) -> combine dx -> dh
 //                -> Agg (group -> home, then the non-home copies' gradients are zeroed)
 //
@@ -39,7 +40,9 @@
 #include <memory>
 #include <vector>
 
+#include "balance/cost_model.h"
 #include "balance/placement.h"
+#include "balance/route_split.h"
 #include "model/expert_compute.h"
 #include "model/moe_executor.h"
 #include "moe/cpu_expert_compute.h"
@@ -57,12 +60,12 @@ struct ParamLayout;
 struct MoeLayerStats {
     std::vector<int64_t> counts;   // [D*E] global routing matrix of this step (the routing trace)
     Placement placement;           // the placement used
-    std::vector<int> destination;  // [D*E] routing_destination(counts, placement, rule)
+    RouteSplit route;              // every (src, e) group's parts per holder: route_split(counts, placement, rule)
     int64_t rows_sent = 0;         // rows this rank sent to other ranks, one direction
     int64_t rows_received = 0;     // rows this rank received from other ranks, one direction
     int64_t rows_computed = 0;     // rows this rank's experts computed (its own included)
     double layout_ms = 0;          // layout + notify (counts all_gather) + placement-hash all_gather + layout build
-    double plan_ms = 0;            // provider call + placement validation + routing destination (no communication)
+    double plan_ms = 0;            // provider call + placement validation + the routing split (kFlow: its broadcast)
     double trans_ms = 0;
     double dispatch_fwd_ms = 0;    // pack + all_to_all_v + sort
     double combine_fwd_ms = 0;     // unsort + all_to_all_v + weighted sum
@@ -100,7 +103,8 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     using PlacementProvider = std::function<Placement(int layer, const int64_t* counts)>;
 
     // comm: all ranks of the expert-parallel group (D = comm->size(), E % D == 0); storage [L*E] this process's
-    // expert copies. rule: where non-holders send their tokens (RouteRule::kOwner is Pro-Prophet's rule).
+    // expert copies. rule: where the tokens for a replicated expert go (RouteRule::kOwner is Pro-Prophet's rule;
+    // kEvenSplit and kFlow split a (device, expert) group over the expert's holders, balance/route_split.h).
     ExpertParallelExecutor(Communicator* comm, int L, int E, int K, int C, int F, RouteRule rule,
                            ExpertStorage storage);
     ExpertParallelExecutor(Communicator* comm, Model<float>& model, RouteRule rule);
@@ -142,6 +146,15 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     void set_expert_compute(ExpertCompute* compute);
     const char* expert_compute_name() const { return compute_->name(); }
 
+    // kFlow's prices (the run's cost model, as plan and sim pass to compute_flow); unset: one unit per token.
+    // Under kFlow rank 0 solves each layer's routing LP and broadcasts the split (the LP's warm start depends on
+    // the thread's earlier solves, so ranks never solve it apart); the other rules are arithmetic every rank repeats.
+    void set_route_pricing(const CostModel& cost) {
+        route_cost_ = cost;
+        route_priced_ = true;
+    }
+    RouteRule route_rule() const { return rule_; }
+
     // nullptr / empty: the static placement every step
     void set_placement_provider(PlacementProvider provider) { provider_ = std::move(provider); }
     // After the provider runs, all-gather a hash of its placement and fail if ranks disagree (default on; one
@@ -179,6 +192,7 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     };
 
     Placement plan(int layer, const int64_t* counts);
+    RouteSplit route_layer(const MoeLayerStats& stats);  // the layer's split (kFlow: collective, see above)
     Placement validate(int layer, Placement p);
     void check_same_placement(int layer, const Placement& placement);
     // block-wise helpers
@@ -213,6 +227,8 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     Communicator* comm_;
     int L_, E_, K_, C_, F_, D_;
     RouteRule rule_;
+    CostModel route_cost_;
+    bool route_priced_ = false;
     ExpertStorage storage_;
     CpuExpertCompute cpu_compute_;     // the default compute, on storage_
     ExpertCompute* compute_;           // cpu_compute_ or the one set_expert_compute installed

@@ -3,9 +3,12 @@
 //
 //   moe_layout_count     per-rank counts of the kept assignments per expert            [E]
 //   moe_notify           all-gather of those counts: the global routing matrix        [D*E]
-//   moe_layout_build     from the global matrix and the routing destination [D*E] (balance/placement.h), where
-//                        each of this rank's assignments goes (send side) and how the rows it receives group
-//                        by expert (receive side). No communication: both sides follow from the global matrix.
+//   moe_layout_build     from the global matrix and the routing (balance/route_split.h: every (src, e) group's
+//                        whole-token parts per holder, or one destination [D*E] per group), where each of this
+//                        rank's assignments goes (send side) and how the rows it receives group by expert
+//                        (receive side). No communication: both sides follow from the global matrix and the split.
+//                        A group split over several holders hands its assignments, in (token, k) order, to its
+//                        parts in ascending device order: the first part's rows to the lowest device, and so on.
 //
 // Row orders (every rank derives the same ones, so no index ever travels):
 //   send buffer   [M_send, C]: by destination rank, then expert, then (token, k) -- "slot" s of this rank
@@ -17,6 +20,8 @@
 
 #include <cstdint>
 #include <vector>
+
+#include "balance/route_split.h"
 
 namespace prophet {
 
@@ -63,5 +68,8 @@ void moe_notify(Communicator* comm, int E, const int64_t* num_tokens_per_expert,
 // own layout count); destination [D*E] from routing_destination(counts, placement, rule).
 void moe_layout_build(int rank, int D, int E, int N, int K, const int* expert_idx, const int64_t* counts,
                       const int* destination, MoeDispatchLayout* layout);
+// The same for a split routing: route from route_split(counts, placement, rule) (its groups must sum to counts).
+void moe_layout_build_split(int rank, int D, int E, int N, int K, const int* expert_idx, const int64_t* counts,
+                            const RouteSplit& route, MoeDispatchLayout* layout);
 
 }  // namespace prophet

@@ -258,11 +258,8 @@ void read_comm_section(const Config& c, TrainSettings& t) {
     // (fastermoe's overlap hides them behind an all-to-all only, not behind compute: Eq 6, as blocking)
     if (t.balance.cost_eq_auto) t.balance.cost_eq = t.schedule_blockwise ? 8 : 6;
     t.balance.cost_eq_auto = false;  // resolved
-    if (t.balance.route_rule == RouteRule::kEvenSplit || t.balance.route_rule == RouteRule::kFlow)
-        throw_config_error("balance.route_to", route_rule_name(t.balance.route_rule),
-                           "the MoE executor sends each (device, expert) token group to one device; the even split "
-                           "and the flow split are modelled by plan and sim only",
-                           "--set balance.route_to=owner (or least_loaded)");
+    // balance.route_to = auto: the policy's own rule, as plan and sim (the executor runs every rule, splits included)
+    t.balance.route_rule = effective_route_rule(t.policy, t.balance);
     t.schedule_split = c.get_string("schedule.split");
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "balance/device_load.h"
+#include "balance/route_split.h"
 #include "comm/comm_paced.h"
 #include "core/error.h"
 #include "core/sha256.h"
@@ -64,6 +65,7 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     data_ = make_data_source(settings_.data, m.T, m.B);
     set_up_policy(D);
     executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, *model_, settings_.balance.route_rule);
+    executor_->set_route_pricing(settings_.cost);  // kFlow's prices: the planner's cost model, as plan and sim
     executor_->set_placement_provider(
         [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });
     model_set_executor(*model_, static_cast<MoeExecutor<float>*>(executor_.get()));
@@ -276,6 +278,26 @@ void Trainer::count_transitions(StepStats& s) {
     comm_.all_reduce_sum(s.transitions.data(), s.transitions.size());
 }
 
+void Trainer::summarise_routing(StepStats& s) {
+    const int D = comm_.size(), E = settings_.model.E, L = static_cast<int>(s.placements.size());
+    double load_sum = 0;
+    for (int l = 0; l < L; ++l) {
+        const int64_t* counts = s.counts.data() + static_cast<size_t>(l) * D * E;  // [D,E]
+        const Placement& p = s.placements[l];
+        // one device rank never runs the executor: its rule's split of the counts (all on the one device)
+        const RouteSplit split = uses_executor_ ? executor_->layer_stats(l).route
+                                                : route_split(counts, p, settings_.balance.route_rule, &settings_.cost);
+        // load balance actually achieved: H under the placement and the split each layer ran
+        const LayerFlow flow = flow_of_split(counts, p, split);
+        load_sum += max_mean_load(flow.computed.data(), D);
+        const RoutingTally tally = tally_routing(split, p);
+        s.tokens_to_owner += tally.to_owner;
+        s.tokens_to_replicas += tally.to_replicas;
+        s.tokens_sent_to_replicas += tally.sent_to_replicas;
+    }
+    s.mean_max_mean_load = L > 0 ? load_sum / L : 0.0;
+}
+
 void Trainer::time_step(int64_t t0, int64_t* cursor, StepStats& s) {
     const ModelConfig& m = settings_.model;
     // TEST ONLY (debug.slow_step_pct): the injected slowdown ci/bench-regress.sh must catch: a spin of this % of the
@@ -317,9 +339,7 @@ StepStats Trainer::step() {
     collect_routing(step, s);
     if (record_transitions_ && m.L > 1) count_transitions(s);
     policy_->end_iteration(step, s.counts);
-    // load balance actually achieved: H under the placement each layer used
-    s.mean_max_mean_load =
-        step_mean_max_mean_load(s.counts, s.placements, comm_.size(), m.E, settings_.balance.route_rule);
+    summarise_routing(s);
     for (const Placement& p : s.placements) s.replicas += p.num_replicas();
     time_step(t0, &cursor, s);
     ++next_step_;

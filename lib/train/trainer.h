@@ -37,6 +37,10 @@ struct StepStats {
     // wall time per activity, max over ranks, summed over layers (ms)
     double a2a_ms = 0, expert_ms = 0, trans_ms = 0, agg_ms = 0, plan_ms = 0, nonexpert_ms = 0;
     int replicas = 0;                   // replicas over all layers
+    // where the layers' token-expert assignments were computed, summed over layers (route_split.h's RoutingTally):
+    // by their expert's owner, by a replica holder, and of those, sent to the replica from another device (only a
+    // split rule, balance.route_to = even_split or flow, sends tokens to a replica)
+    int64_t tokens_to_owner = 0, tokens_to_replicas = 0, tokens_sent_to_replicas = 0;
     // what Trans/Agg/Plan held up the computation, max over ranks, summed over layers (ms): the whole transfer
     // when blocking, the waits for it under the block-wise schedule (docs/scheduler.md)
     double trans_exposed_ms = 0, agg_exposed_ms = 0, plan_wait_ms = 0;
@@ -98,6 +102,8 @@ class Trainer {
     void train_on_batch(int64_t step, StepStats& s, int64_t* cursor);
     void collect_routing(int64_t step, StepStats& s);
     void count_transitions(StepStats& s);
+    // the step's mean max/mean load and routing tally, from the splits the layers ran (s.counts, s.placements set)
+    void summarise_routing(StepStats& s);
     void time_step(int64_t t0, int64_t* cursor, StepStats& s);
 
     std::unique_ptr<Communicator> paced_;  // comm.link_gbps > 0: the emulated network

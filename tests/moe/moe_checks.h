@@ -5,8 +5,10 @@
 // Every rank generates the whole global problem from a seed (all ranks' tokens, routing and gate weights), so it
 // can compute any other rank's input and the exact expectation without communication.
 //   check_exact_movement: tagged rows (src*1000 + token in every channel), identity experts, dyadic gate weights:
-//     every row must land on the rank routing_destination names, combine(dispatch(h)) = h * sum_k w_k exactly,
-//     Trans copies home's parameters bit for bit into the group, Agg sums integer gradients exactly into home.
+//     every row must land on the rank the routing rule's split names (expected_inputs: a group's i-th assignment
+//     in (token, k) order goes to the holder whose part covers i, parts in ascending device order),
+//     combine(dispatch(h)) = h * sum_k w_k exactly, Trans copies home's parameters bit for bit into the group, Agg
+//     sums integer gradients exactly into home.
 //   check_oracle: real experts; out, dh, dgate_w and home expert gradients equal LocalMoeExecutor's on the
 //     concatenated global batch within kOracleRtol. staged: the experts run on an arena apart from the executor's
 //     storage (StagedExpertCompute, the GPU's host staging on the CPU) and that arena is what is checked;
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "balance/placement.h"
+#include "balance/route_split.h"
 #include "comm/comm.h"
 #include "core/rng.h"
 #include "model/moe_executor.h"
@@ -177,6 +180,40 @@ inline void expect_close(const std::string& what, const float* a, const float* b
 
 // ---- exact data movement -----------------------------------------------------------------------------------
 
+// The slow oracle of where every row goes: the tags (src*1000 + token) rank r's experts must receive, in sorted
+// order (expert, then source, then the source's (token, k) order). Group (src, e)'s assignments are walked in
+// (token, k) order and the i-th one goes to the part of split whose running total first exceeds i.
+inline std::vector<float> expected_inputs(const LayerProblem& p, const RouteSplit& split, int r) {
+    std::vector<float> tags;
+    for (int e = 0; e < p.E; e++)
+        for (int src = 0; src < p.D; src++) {
+            const size_t g = (size_t)src * p.E + e;
+            int64_t i = 0;  // index of the assignment within its group
+            for (int n = 0; n < p.N[src]; n++)
+                for (int k = 0; k < p.K; k++) {
+                    if (p.idx[src][(size_t)n * p.K + k] != e) continue;
+                    int64_t covered = 0;
+                    int device = -1;
+                    for (int part = split.group_start[g]; part < split.group_start[g + 1] && device < 0; part++) {
+                        covered += split.part_tokens[part];
+                        if (i < covered) device = split.part_device[part];
+                    }
+                    EXPECT_GE(device, 0) << "the split leaves assignment " << i << " of group (" << src << ", " << e
+                                         << ") nowhere";
+                    if (device == r) tags.push_back(float(src * 1000 + n));
+                    i++;
+                }
+        }
+    return tags;
+}
+
+// Groups split over two or more devices (a rule that splits must split somewhere, or its cases prove nothing).
+inline int split_groups(const RouteSplit& split) {
+    int n = 0;
+    for (size_t g = 0; g + 1 < split.group_start.size(); g++) n += split.group_start[g + 1] - split.group_start[g] > 1;
+    return n;
+}
+
 inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule rule, uint64_t seed) {
     const int D = comm.size(), r = comm.rank();
     const int L = 2, E = 8, K = 2, C = 8, F = 4;
@@ -222,30 +259,28 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
         out[l].assign((size_t)N * C, nan);
         ep.forward(l, N, p.h[r].data(), p.idx[r].data(), p.gate_w[r].data(), out[l].data());
 
-        // every row on the rank routing_destination names, grouped by expert then source, tags in (token,k) order
+        // every row on the rank the rule's split names, grouped by expert then source, tags in (token,k) order
         const std::vector<int64_t> counts = p.counts();
-        const std::vector<int> dest = routing_destination(counts.data(), placements[l], rule);
+        const RouteSplit split = route_split(counts.data(), placements[l], rule);
+        // (flow on 2 ranks at unit prices keeps every group whole: both ranks hold every expert, and the
+        // LP's optimum computes each rank's tokens locally)
+        const bool replicated = pc == PlacementCase::kReplicated || pc == PlacementCase::kMovedOwnersReplicated;
+        if (replicated && ((rule == RouteRule::kEvenSplit && D > 1) || (rule == RouteRule::kFlow && D >= 4)))
+            EXPECT_GT(split_groups(split), 0) << "layer " << l << ": the split rule split no group";
         const MoeDispatchLayout& lo = ep.dispatch_layout(l);
         const std::vector<float>& x = ep.expert_inputs(l);  // [M_recv,C]
-        int64_t sorted_row = 0, num_segments = 0;
-        for (int e = 0; e < E; e++)
-            for (int src = 0; src < D; src++) {
-                if (dest[(size_t)src * E + e] != r || counts[(size_t)src * E + e] == 0) continue;
-                num_segments++;
-                for (int n = 0; n < p.N[src]; n++)
-                    for (int k = 0; k < K; k++) {
-                        if (p.idx[src][(size_t)n * K + k] != e) continue;
-                        ASSERT_LT(sorted_row, (int64_t)(x.size() / C)) << "fewer rows arrived than routed here";
-                        for (int c = 0; c < C; c++)
-                            ASSERT_EQ(x[(size_t)sorted_row * C + c], float(src * 1000 + n))
-                                << "layer " << l << " rank " << r << ": expert " << e << " row from src " << src
-                                << " token " << n << " channel " << c;
-                        sorted_row++;
-                    }
-            }
-        EXPECT_EQ(sorted_row * C, (int64_t)x.size()) << "rows arrived that routing_destination did not send here";
+        const std::vector<float> tags = expected_inputs(p, split, r);
+        ASSERT_EQ(x.size(), tags.size() * C) << "layer " << l << " rank " << r << ": rows arrived " << x.size() / C
+                                             << ", the split sends " << tags.size();
+        for (size_t row = 0; row < tags.size(); row++)
+            for (int c = 0; c < C; c++)
+                ASSERT_EQ(x[row * C + c], tags[row])
+                    << "layer " << l << " rank " << r << ": sorted row " << row << " channel " << c;
+        int64_t num_segments = 0;
+        for (int src = 0; src < D; src++)
+            for (int e = 0; e < E; e++) num_segments += split.tokens_to(src, e, r) > 0;
         EXPECT_EQ(num_segments, (int64_t)lo.segments.size());
-        for (const MoeRecvSegment& seg : lo.segments) EXPECT_EQ(dest[(size_t)seg.src * E + seg.expert], r);
+        for (const MoeRecvSegment& seg : lo.segments) EXPECT_EQ(split.tokens_to(seg.src, seg.expert, r), seg.rows);
 
         // combine(dispatch(h)) = h * sum_k w_k (all terms exact)
         for (int n = 0; n < N; n++) {
@@ -271,7 +306,9 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
         const MoeLayerStats& stats = ep.layer_stats(l);
         EXPECT_EQ(stats.counts, counts);
         EXPECT_EQ(stats.placement.owner, placements[l].owner);
-        EXPECT_EQ(stats.destination, dest);
+        EXPECT_EQ(stats.route.group_start, split.group_start);
+        EXPECT_EQ(stats.route.part_device, split.part_device);
+        EXPECT_EQ(stats.route.part_tokens, split.part_tokens);
         EXPECT_EQ(stats.rows_computed, (int64_t)(x.size() / C));
     }
     EXPECT_EQ(provider_calls, L);

@@ -114,6 +114,37 @@ TEST(MoeLayout, HandWorkedTwoRanks) {
     EXPECT_THROW(moe_layout_build(1, 2, 4, 3, 2, expert_idx, wrong, destination, &lo), Error);
 }
 
+// D=2, E=2, rank 0 with N=4, K=1 routing experts {0, 1, 0, 0}. The split: rank 0's expert-0 group (3 tokens) 1 to
+// rank 0 and 2 to rank 1, its expert-1 group to rank 1; rank 1's expert-0 group (2 tokens) 1 to each rank.
+TEST(MoeLayout, HandWorkedSplitGroups) {
+    const int expert_idx[] = {0, 1, 0, 0};  // [N*K] rank 0's routing
+    const int64_t counts[] = {3, 1,         // rank 0
+                              2, 0};        // rank 1
+    RouteSplit split;
+    split.num_devices = 2;
+    split.num_experts = 2;
+    split.group_start = {0, 2, 3, 5, 5};  // groups (0,0) (0,1) (1,0) (1,1)
+    split.part_device = {0, 1, 1, 0, 1};
+    split.part_tokens = {1, 2, 1, 1, 1};
+    MoeDispatchLayout lo;
+    moe_layout_build_split(0, 2, 2, 4, 1, expert_idx, counts, split, &lo);
+    // send: to rank 0 expert 0's first assignment (token 0); to rank 1 expert 0's other two (tokens 2, 3), then
+    // expert 1 (token 1)
+    EXPECT_EQ(lo.send_rows, (std::vector<int64_t>{1, 3}));
+    EXPECT_EQ(lo.slot_token, (std::vector<int>{0, 2, 3, 1}));
+    EXPECT_EQ(lo.assignment_slot, (std::vector<int>{0, 3, 1, 2}));
+    // receive: expert 0 from both ranks, one row each
+    EXPECT_EQ(lo.recv_rows, (std::vector<int64_t>{1, 1}));
+    EXPECT_EQ(lo.expert_offsets, (std::vector<int64_t>{0, 2, 2}));
+    ASSERT_EQ(lo.segments.size(), 2u);
+    EXPECT_EQ(lo.segments[1].src, 1);
+    EXPECT_EQ(lo.segments[1].recv_begin, 1);
+    EXPECT_EQ(lo.segments[1].sorted_begin, 1);
+    // a split whose parts do not sum to the rank's count is refused
+    split.part_tokens = {1, 1, 1, 1, 1};
+    EXPECT_THROW(moe_layout_build_split(0, 2, 2, 4, 1, expert_idx, counts, split, &lo), Error);
+}
+
 // combine_reduce and its backward against the formula, in k order, with drops
 TEST(MoeLayout, CombineReduceAndBackward) {
     const int expert_idx[] = {0, 1, -1, 1};  // N=2, K=2, one rank
@@ -152,13 +183,12 @@ struct EpCase {
 };
 
 void PrintTo(const EpCase& c, std::ostream* os) {
-    *os << case_name(c.placement) << (c.rule == RouteRule::kOwner ? " owner " : " least_loaded ") << c.ranks
-        << " ranks";
+    *os << case_name(c.placement) << " " << route_rule_name(c.rule) << " " << c.ranks << " ranks";
 }
 
 std::string ep_case_name(const ::testing::TestParamInfo<EpCase>& info) {
-    return std::string(case_name(info.param.placement)) +
-           (info.param.rule == RouteRule::kOwner ? "_owner_" : "_least_loaded_") + std::to_string(info.param.ranks);
+    return std::string(case_name(info.param.placement)) + "_" + route_rule_name(info.param.rule) + "_" +
+           std::to_string(info.param.ranks);
 }
 
 std::vector<EpCase> all_cases() {
@@ -170,6 +200,11 @@ std::vector<EpCase> all_cases() {
         cases.push_back({D, PlacementCase::kMovedOwnersReplicated, RouteRule::kOwner});
         cases.push_back({D, PlacementCase::kReplicated, RouteRule::kLeastLoaded});
         cases.push_back({D, PlacementCase::kMovedOwnersReplicated, RouteRule::kLeastLoaded});
+        // the split rules: a (device, expert) group's rows go to several holders
+        for (RouteRule split : {RouteRule::kEvenSplit, RouteRule::kFlow}) {
+            cases.push_back({D, PlacementCase::kReplicated, split});
+            cases.push_back({D, PlacementCase::kMovedOwnersReplicated, split});
+        }
     }
     return cases;
 }

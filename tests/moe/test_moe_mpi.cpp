@@ -44,13 +44,10 @@ struct MpiCase {
     RouteRule rule;
 };
 
-void PrintTo(const MpiCase& c, std::ostream* os) {
-    *os << case_name(c.placement) << (c.rule == RouteRule::kOwner ? " owner" : " least_loaded");
-}
+void PrintTo(const MpiCase& c, std::ostream* os) { *os << case_name(c.placement) << " " << route_rule_name(c.rule); }
 
 std::string mpi_case_name(const ::testing::TestParamInfo<MpiCase>& info) {
-    return std::string(case_name(info.param.placement)) +
-           (info.param.rule == RouteRule::kOwner ? "_owner" : "_least_loaded");
+    return std::string(case_name(info.param.placement)) + "_" + route_rule_name(info.param.rule);
 }
 
 const MpiCase kCases[] = {
@@ -60,6 +57,10 @@ const MpiCase kCases[] = {
     {PlacementCase::kMovedOwnersReplicated, RouteRule::kOwner},
     {PlacementCase::kReplicated, RouteRule::kLeastLoaded},
     {PlacementCase::kMovedOwnersReplicated, RouteRule::kLeastLoaded},
+    {PlacementCase::kReplicated, RouteRule::kEvenSplit},
+    {PlacementCase::kMovedOwnersReplicated, RouteRule::kEvenSplit},
+    {PlacementCase::kReplicated, RouteRule::kFlow},
+    {PlacementCase::kMovedOwnersReplicated, RouteRule::kFlow},
 };
 
 class MpiMoeEp : public ::testing::TestWithParam<MpiCase> {};

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "comm/comm.h"
@@ -17,19 +18,74 @@ using namespace prophet;
 
 // Tolerance 1e-5 relative: placements change which rank computes a token's expert and therefore the order in
 // which expert gradients are summed (Agg adds replica partial sums); in fp32 that moves losses by ~1e-7 per step,
-// compounding over the AdamW steps. 10 steps (the preset's 20 would double the test's time, 8 runs of 4 ranks):
+// compounding over the AdamW steps; a split routing (even_split, flow) changes it the same way, splitting a token
+// group's rows, and so its expert's gradient sum, over more ranks. 10 steps (the preset's 20 would double the
+// test's time, 15 runs of 2 or 4 ranks):
 // every policy places from its plan from the second step on (the offline ones after balance.profile_iterations,
 // 1 by default), so at least 9 of the 10 steps run on the policy's placements, and an update a placement changes
 // shows in the next step's loss.
 TEST(Trainer, EveryPlacementGivesTheStaticLosses) {
     constexpr int kSteps = 10;
-    const auto reference = run_local(skewed_config({}), 4, kSteps);
-    EXPECT_LT(reference.back(), reference.front()) << "the model must learn";
-    for (const char* policy : {"fastermoe", "prophet", "prophet-oracle", "eplb", "moetuner", "top2", "flow"}) {
+    // ranks, policy, routing rule (balance.route_to; auto = the policy's own: eplb even_split, flow flow, the
+    // others owner). The split rules send a (device, expert) group's tokens to several holders.
+    struct Row {
+        int ranks;
+        const char* policy;
+        const char* route_to;
+    };
+    const Row rows[] = {
+        {4, "fastermoe", "auto"},  {4, "prophet", "auto"}, {4, "prophet-oracle", "auto"}, {4, "eplb", "auto"},
+        {4, "moetuner", "auto"},   {4, "top2", "auto"},    {4, "flow", "auto"},           {4, "flow", "flow"},
+        {4, "flow", "owner"},      {4, "eplb", "flow"},    {4, "top2", "even_split"},     {2, "flow", "flow"},
+        {2, "eplb", "even_split"},
+    };
+    std::map<int, std::vector<double>> reference;  // static's losses per rank count
+    for (int ranks : {2, 4}) {
+        reference[ranks] = run_local(skewed_config({}), ranks, kSteps);
+        EXPECT_LT(reference[ranks].back(), reference[ranks].front()) << "the model must learn";
+    }
+    for (const Row& row : rows) {
         // Eq 8 objective: under the default Eq 6 (no scheduler here) few replicas pay, and this test wants them
-        const auto losses =
-            run_local(skewed_config({std::string("balance.policy=") + policy, "balance.cost_eq=8"}), 4, kSteps);
-        expect_close(losses, reference, 1e-5, policy);
+        const auto losses = run_local(skewed_config({std::string("balance.policy=") + row.policy, "balance.cost_eq=8",
+                                                     std::string("balance.route_to=") + row.route_to}),
+                                      row.ranks, kSteps);
+        expect_close(
+            losses, reference[row.ranks], 1e-5,
+            std::string(row.policy) + " route_to=" + row.route_to + " on " + std::to_string(row.ranks) + " ranks");
+    }
+}
+
+// The split rules send tokens to replicas from other devices, and the run records how many: flow's own routing
+// (route_to = auto) must split some group in 5 steps of the skewed preset (or the losses above prove nothing about
+// the split), and the owner rule never sends a token to a replica (a replica computes its own device's tokens).
+TEST(Trainer, RecordsTokensSentToReplicas) {
+    struct Row {
+        const char* route_to;
+        bool sends;  // tokens_sent_to_replicas > 0 over the steps
+    };
+    for (const Row row : {Row{"auto", true}, Row{"even_split", true}, Row{"owner", false}}) {
+        const auto stats = run_local_stats(skewed_config({"balance.policy=flow", "balance.cost_eq=8",
+                                                          std::string("balance.route_to=") + row.route_to}),
+                                           4, 5);
+        int64_t sent = 0, replicas = 0;
+        for (const StepStats& s : stats[0]) {
+            sent += s.tokens_sent_to_replicas;
+            replicas += s.replicas;
+            // every token-expert assignment is computed once, by the owner or by a replica
+            int64_t assignments = 0;
+            for (int64_t n : s.counts) assignments += n;
+            EXPECT_EQ(s.tokens_to_owner + s.tokens_to_replicas, assignments) << "step " << s.step;
+            EXPECT_LE(s.tokens_sent_to_replicas, s.tokens_to_replicas);
+        }
+        ASSERT_GT(replicas, 0) << row.route_to << ": flow placed no replica in 5 steps";
+        if (row.sends)
+            EXPECT_GT(sent, 0) << row.route_to << ": no token was sent to a replica";
+        else
+            EXPECT_EQ(sent, 0) << row.route_to << ": a token was sent to a replica";
+        for (size_t r = 1; r < stats.size(); ++r)
+            for (size_t i = 0; i < stats[r].size(); ++i)
+                EXPECT_EQ(stats[r][i].tokens_sent_to_replicas, stats[0][i].tokens_sent_to_replicas)
+                    << "rank " << r << " recorded another routing";
     }
 }
 
@@ -108,8 +164,7 @@ TEST(Trainer, BadConfigsFailBeforeCommunication) {
     expect_error({"model.K=9"}, 4, "model.K");                // K > E
     expect_error({"model.B=6"}, 4, "model.B = 6");           // B not divisible by D
     expect_error({"data.source=\"file\"", "data.path=\"/nonexistent/corpus.txt\""}, 4, "data.path");
-    expect_error({"model.C=66"}, 4, "model");                 // C % NH != 0
-    expect_error({"balance.route_to=even_split"}, 4, "balance.route_to");  // plan/sim only
+    expect_error({"model.C=66"}, 4, "model");  // C % NH != 0
     // fastermoe's Trans/Agg run on a communication thread, as blockwise's: the same refusals
     expect_error({"device.kind=cuda", "schedule.mode=fastermoe"}, 1, "schedule.mode = fastermoe");
     expect_error({"device.kind=cuda", "comm.backend=nccl", "schedule.mode=fastermoe"}, 4, "schedule.mode = fastermoe");
@@ -125,5 +180,23 @@ TEST(Trainer, PlannerObjectiveFollowsTheSchedule) {
     EXPECT_EQ(train_settings_from(skewed_config({"balance.cost_eq=8"}), 4).balance.cost_eq, 8);  // set explicitly
     EXPECT_EQ(train_settings_from(skewed_config({"balance.cost_eq=6", "schedule.mode=blockwise"}), 4).balance.cost_eq,
               6);
-    EXPECT_EQ(train_settings_from(skewed_config({}), 4).balance.route_rule, RouteRule::kOwner);  // auto in training
+}
+
+TEST(Trainer, AutoRoutingIsThePolicysOwnRule) {
+    // balance.route_to = auto: each policy's paper rule, as plan and sim; a rule set explicitly wins
+    struct Row {
+        std::vector<std::string> sets;
+        RouteRule rule;
+    };
+    const Row rows[] = {
+        {{}, RouteRule::kOwner},
+        {{"balance.policy=prophet"}, RouteRule::kOwner},
+        {{"balance.policy=eplb"}, RouteRule::kEvenSplit},
+        {{"balance.policy=flow"}, RouteRule::kFlow},
+        {{"balance.policy=flow", "balance.route_to=owner"}, RouteRule::kOwner},
+        {{"balance.policy=eplb", "balance.route_to=flow"}, RouteRule::kFlow},
+    };
+    for (const Row& row : rows)
+        EXPECT_EQ(train_settings_from(skewed_config(row.sets), 4).balance.route_rule, row.rule)
+            << (row.sets.empty() ? "static" : row.sets.back());
 }
