@@ -57,10 +57,11 @@ RouteSplit even_split(const int64_t* counts, const Placement& p) {
     return std::move(b.split);
 }
 
-RouteSplit lp_split(const int64_t* counts, const Placement& p, const CostModel* pricing) {
+RouteSplit lp_split(const int64_t* counts, const Placement& p, const CostModel* pricing, FlowRouteReport* lp_report) {
     const int D = p.num_devices, E = p.num_experts;
     FlowRouteReport report;
     flow_route_layer(counts, D, E, p, pricing, &report);
+    if (lp_report) *lp_report = report;
     // the LP's parts come group by group (groups ascending by expert, then source); index them by group
     std::vector<std::vector<std::pair<int, int64_t>>> parts(static_cast<size_t>(D) * E);  // [D*E] (device, tokens)
     for (const SplitPart& part : report.parts)
@@ -94,9 +95,10 @@ RouteSplit route_split_from_destination(const int64_t* counts, int D, int E, con
     return std::move(b.split);
 }
 
-RouteSplit route_split(const int64_t* counts, const Placement& p, RouteRule rule, const CostModel* pricing) {
+RouteSplit route_split(const int64_t* counts, const Placement& p, RouteRule rule, const CostModel* pricing,
+                       FlowRouteReport* lp_report) {
     if (rule == RouteRule::kEvenSplit) return even_split(counts, p);
-    if (rule == RouteRule::kFlow) return lp_split(counts, p, pricing);
+    if (rule == RouteRule::kFlow) return lp_split(counts, p, pricing, lp_report);
     const std::vector<int> destination = routing_destination(counts, p, rule);
     return route_split_from_destination(counts, p.num_devices, p.num_experts, destination.data());
 }

@@ -19,6 +19,8 @@
 
 namespace prophet {
 
+struct FlowRouteReport;  // flow_routing.h
+
 struct RouteSplit {
     int num_devices = 0;  // D
     int num_experts = 0;  // E
@@ -34,8 +36,9 @@ struct RouteSplit {
 };
 
 // The rule's split of one layer; pricing: kFlow's prices as in compute_flow (nullptr: one unit per token).
+// lp_report (kFlow only, may be nullptr): the routing LP's report of this split's solve.
 RouteSplit route_split(const int64_t* counts, const Placement& placement, RouteRule rule,
-                       const CostModel* pricing = nullptr);
+                       const CostModel* pricing = nullptr, FlowRouteReport* lp_report = nullptr);
 
 // One part per group with tokens, on destination[src*E + e] (destination [D*E]).
 RouteSplit route_split_from_destination(const int64_t* counts, int num_devices, int num_experts,

@@ -128,8 +128,8 @@ TEST_F(TrainCli, BadInputFailsBeforeCommunicationWritingNothing) {
 }
 
 // flow's per-batch routing (balance.route_to = flow: each (rank, expert) token group split over the expert's
-// holders by the routing LP) on real MPI ranks: static's losses on 2 and 4 ranks (1e-5 relative), tokens actually
-// sent to replicas, and every step's routing recorded in the store as in the JSON step lines.
+// holders by the routing LP) on real MPI ranks: static's losses on 2 and 4 ranks (1e-5 relative), tokens given
+// to replicas, and every step's routing recorded in the store as in the JSON step lines.
 TEST_F(TrainCli, FlowRoutingKeepsTheStaticLossesOnMpiRanks) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     for (int ranks : {2, 4}) {
@@ -145,17 +145,19 @@ TEST_F(TrainCli, FlowRoutingKeepsTheStaticLossesOnMpiRanks) {
         expect_close(flow.losses, reference.losses, "flow on " + where);
         std::string run_id;
         std::vector<double> sent;  // tokens_sent_to_replicas of every step line
+        double to_replicas = 0;    // tokens_to_replicas summed over the step lines (local ones included)
         std::istringstream lines(flow.out);
         for (std::string line; std::getline(lines, line);) {
             if (line.empty() || line[0] != '{') continue;
             const nlohmann::json j = nlohmann::json::parse(line);
             if (j.contains("summary")) run_id = j["run_id"].get<std::string>();
             if (j.contains("tokens_sent_to_replicas")) sent.push_back(j["tokens_sent_to_replicas"].get<double>());
+            if (j.contains("tokens_to_replicas")) to_replicas += j["tokens_to_replicas"].get<double>();
         }
         ASSERT_EQ(sent.size(), 10u) << flow.out;
-        double total = 0;
-        for (double n : sent) total += n;
-        EXPECT_GT(total, 0) << where << ": flow's routing sent no token to a replica";
+        // the owner rule gives replicas no token; flow's split may keep them all on the replica's own rank (on 2
+        // ranks it does: a copy serves its own device's tokens), so the check counts local ones too
+        EXPECT_GT(to_replicas, 0) << where << ": flow's routing gave no token to a replica";
         prophet::Store store = prophet::Store::open_read_only(db_);
         const std::vector<prophet::MetricRow> rows = store.get_metrics(run_id, "tokens_sent_to_replicas");
         ASSERT_EQ(rows.size(), 10u) << where << ": run " << run_id;
