@@ -36,8 +36,8 @@ TEST_P(CountSortOracle, SameOrderAsStdSort) {
 INSTANTIATE_TEST_SUITE_P(Table, CountSortOracle,
                          ::testing::Values(SortCase{"empty", 0, 1}, SortCase{"short", 100, 50},
                                            SortCase{"zeros", 5000, 1}, SortCase{"dense_counting", 5000, 1000},
-                                           SortCase{"just_past_counting", 5000, 10050}, SortCase{"one_digit", 5000, 2048},
-                                           SortCase{"two_digits", 20000, 1 << 20},
+                                           SortCase{"just_past_counting", 5000, 10050},
+                                           SortCase{"one_digit", 5000, 2048}, SortCase{"two_digits", 20000, 1 << 20},
                                            SortCase{"three_digits", 6000, int64_t{1} << 30},
                                            SortCase{"beyond_32_bits", 6000, int64_t{1} << 40}),
                          [](const ::testing::TestParamInfo<SortCase>& info) { return std::string(info.param.name); });
