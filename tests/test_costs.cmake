@@ -1,19 +1,53 @@
 # Included by ctest after the discovered GoogleTest cases (TEST_INCLUDE_FILES, appended after gtest_discover_tests'):
-# the COST, in seconds on 2 cores, of the cases that take longest. ctest -j2 starts tests in descending COST, so
-# these start first instead of last, where one of them would run alone on one core while the other sits idle. A
-# build that has run ctest before uses its measured times (Testing/Temporary/CTestCostData.txt) instead; a clean CI
-# clone has only these. A name this build did not discover (module not built) matches no test: ctest ignores it.
+# the COST, in seconds on 2 cores, of every case that takes 5 s or more (a quiet 2-core run's CTestCostData.txt, at
+# e55a847). ctest -j2 starts tests in descending COST, so these start first, longest first, instead of last, where
+# one of them would run alone on one core while the other sits idle; the ~1100 short cases then fill both cores to
+# the end. A build that has run ctest before uses its measured times (Testing/Temporary/CTestCostData.txt) instead;
+# a clean CI clone has only these. A name this build did not discover (module not built) matches no test: ctest
+# ignores it.
 set(_prophet_long_cases
-    "BenchRegress.InjectedTrainingSlowdownFailsBothTrainingRowsOnly" 85
-    "BenchRegress.QuickModePassesAgainstTheCommittedBaselineAndRecordsEveryRow" 50
-    "BenchRegress.InjectedRegressionFailsAfterReMeasuring" 45
-    "Trainer.EveryPlacementGivesTheStaticLosses" 30
-    "SweepRealCli.CalibratedSweepRecordsAPerOpReplayValidationOfEveryChild" 40
-    "SweepRealCli.ValidationRecordsSimulatedAndMeasuredStepTimeAndBuildsTheReport" 30
-    "SweepRealCli.CalibrateMeasuresOneClusterPerRanksAndGridValues" 18
-    "TrainCli.LossesDoNotDependOnPlacementOrRankCount" 17
-    "FasterMoESchedule.TrainingIsBitwiseTheBlockingSchedule" 17
-    "Scheduler.LossesAreUnchangedBitwise" 16)
+    "SweepRealCli.CalibratedSweepRecordsAPerOpReplayValidationOfEveryChild" 58
+    "BenchRegress.InjectedTrainingSlowdownFailsBothTrainingRowsOnly" 55
+    "SweepRealCli.CalibrateSetCalibratesOnAHeldOutConfig" 41
+    "SweepRealCli.CalibrateMeasuresOneClusterPerRanksAndGridValues" 30
+    "BenchRegress.QuickModePassesAgainstTheCommittedBaselineAndRecordsEveryRow" 25
+    "BenchRegress.InjectedRegressionFailsAfterReMeasuring" 23
+    "ValidateCli.CalibrateWritesTheOpsTables" 21
+    "Trainer.EveryPlacementGivesTheStaticLosses" 20
+    "FasterMoESchedule.TrainingIsBitwiseTheBlockingSchedule" 19
+    "TrainCli.LossesDoNotDependOnPlacementOrRankCount" 19
+    "Trainer.ResumeRepeatsTheUninterruptedRunExactly" 18
+    "SweepRealCli.ValidationRecordsSimulatedAndMeasuredStepTimeAndBuildsTheReport" 16
+    "CheckpointInput.EveryTrainerFieldOfStateJsonIsCheckedAgainstTheConfig" 13
+    "Scheduler.PredictivePoliciesKeepTheStaticLosses" 13
+    "RankFailure.KilledRankIsRecordedAndResumeRepeatsTheLosses" 12
+    "Scheduler.LossesAreUnchangedBitwise" 12
+    "AblateCli.MpiBlockwiseKeepsTheLossesAndRecordsTimelines" 12
+    "ChildGuard.AChildThatIgnoresSigtermIsKilled" 11
+    "TrainCli.FlowRoutingKeepsTheStaticLossesOnMpiRanks" 11
+    "AblateCli.EveryVariantEverySeedIsRecorded" 11
+    "TraceGenerate.EveryShippedFileIsAValidTrace" 11
+    "Trainer.RankCountLeavesTheLossesUnchanged" 11
+    "BadInput.CliSpotChecksPerKeyClassExitThreeAndWriteNothing" 10
+    "TrainCli.BadInputFailsBeforeCommunicationWritingNothing" 9
+    "SweepRealKill.KillNineMidPointThenRerunRunsEveryPointOnce" 8
+    "StoreCliTest.RunsListsFiltersShowsAndCompares" 8
+    "TimelineCli.RemainderIsStoredPerStepAndRankAndSmall" 8
+    "RegistryWalk.SweepChargesNoPlanningTimeToOfflineRows" 8
+    "SweepRealKill.PointPastTheTimeLimitIsRecordedFailed" 7
+    "SweepRealCli.OversubscribedPointsAreLeftOutOfValidationUnlessAsked" 7
+    "ExternalCli.EveryMisbehaviourFailsTheRunWithAClearError" 7
+    "RankFailure.HungRankEndsTheJobWithExitSixAfterTheTimeout" 7
+    "RankFailure.PacedLinkSlowerThanTheTimeoutEndsWithExitSix" 7
+    "ValidateCli.OpModelReportsEveryStatisticAndIsRecorded" 6
+    "TrainCli.MpiResumeRepeatsTheLossesExactly" 6
+    "Trainer.RecordsTokensSentToReplicas" 6
+    "ServeInference.ServingFollowsValidPlacements" 5
+    "Scheduler.ExpertTransfersOverlapComputation" 5
+    "BadInput.TruncatedTraceExitsThree" 5
+    "CarelessUser.ZeroBandwidthIsAnErrorNotTheDefault" 5
+    "RankFailure.RankExitingWithoutFinalizeIsRecordedWithRankAndStep" 5
+    "MoeEpChecks.FasterMoEScheduleWaitsForTransBeforeTheExperts" 5)
 while(_prophet_long_cases)
   list(POP_FRONT _prophet_long_cases _name _cost)
   set_tests_properties("${_name}" PROPERTIES COST ${_cost})
