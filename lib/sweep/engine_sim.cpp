@@ -35,6 +35,7 @@ struct PointData {
     CostModel truth, belief;
     EvalSettings settings;
     std::string schedule = "system";  // sim.schedule: system | none | blockwise | fastermoe
+    bool measured_plan_time = true;   // sim.plan_time: measured (the layers' planning time) | none (0 s)
     sim::DenseOptions dense;          // sim.iteration full: the whole iteration
     std::string regime = "training";  // balance.regime resolved (auto: from the trace's source)
     RebalanceSettings rebalance;      // serving: balance.rebalance_every, balance.window
@@ -112,6 +113,7 @@ PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
     d.belief.bandwidth_scale = pc.get_float("plan.bandwidth_scale");
     d.settings.options = balance_options_from(pc);
     d.schedule = pc.get_string("sim.schedule");
+    d.measured_plan_time = pc.get_string("sim.plan_time") == "measured";
     d.settings.plan_repeats = static_cast<int>(pc.get_int("plan.repeats"));
     d.settings.profile_iterations = static_cast<int>(pc.get_int("balance.profile_iterations"));
     d.settings.num_nodes = std::max(1, d.cluster.num_devices / std::max(1, d.cluster.devices_per_node));
@@ -132,7 +134,8 @@ sim::SimResult simulate_planned(const std::string& policy, const PointData& d, c
     o.schedule = schedule == "system" ? sim::system_schedule(policy) : sim::parse_schedule_kind(schedule);
     o.dense = d.dense;
     o.record_timeline = false;
-    o.plan_s = -1;  // each layer's measured planning time (offline policies: none, they plan before the run)
+    // each layer's measured planning time (offline policies: none, they plan before the run), or none at all
+    o.plan_s = d.measured_plan_time ? -1 : 0;
     // simulate_score routes by the policy's rule and simulates deepspeed's padded slots
     sim::SimResult r = sim::simulate_score(s, view, d.truth, settings, o);
     if (score) *score = std::move(s);

@@ -150,6 +150,10 @@ void check_model_engine_config(const Config& config) {
         throw_config_error("sim.iteration", quoted(config.get_string("sim.iteration")),
                            "engine = \"model\" reports Eq 6 / Eq 8 of the MoE blocks only",
                            "use engine = \"sim\", or leave sim.iteration out");
+    if (config.get_string("sim.plan_time") != "measured")
+        throw_config_error("sim.plan_time", quoted(config.get_string("sim.plan_time")),
+                           "engine = \"model\" simulates no Plan op (plan_us is measured either way)",
+                           "use engine = \"sim\", or leave sim.plan_time out");
 }
 
 // A sim / model point's parameters, sorted: the point config (policy, grid, the arm's keys) and the point.*

@@ -158,6 +158,9 @@ const Schema& point_schema() {
                      "engine sim: the schedule the point is simulated under (system: the policy's own, blockwise for "
                      "prophet / prophet-oracle, fastermoe for fastermoe, none otherwise; fastermoe: Trans/Agg beside "
                      "the dispatch all-to-alls)");
+        s.add_string("sim.plan_time", "measured", {"measured", "none"},
+                     "engine sim: the Plan op of an online policy takes each layer's planning time measured on this "
+                     "machine (measured) or no time (none: the point's times depend on no clock, the same every run)");
         // the whole iteration (sim/dense_ops.h): embedding, attention, LM head, dense all-reduce, optimizer
         s.add_string("sim.iteration", "moe", {"moe", "full"},
                      "engine sim: moe = the MoE blocks only (the paper's iteration), full = the whole iteration");
