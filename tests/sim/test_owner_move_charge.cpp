@@ -59,21 +59,26 @@ std::vector<std::vector<Placement>> placements_of(const PolicyScore& s) {
     return p;
 }
 
-class OwnerMoveCharge : public ::testing::TestWithParam<int> {};
+// The trace (counts()), its view and the unit cost model every case below starts from.
+class OwnerMoveTrace : public ::testing::Test {
+  protected:
+    const std::vector<int64_t> c_ = counts();
+    const TraceView v_ = view_of(c_, kI, kL, kD, kE);
+    const CostModel cost_ = unit_cost_model(kD);
+};
+
+class OwnerMoveCharge : public OwnerMoveTrace, public ::testing::WithParamInterface<int> {};
 
 // unit model: expert_bytes 2 B, trans 1 B/s; every move leaves device 0 for device 1, so k moves are k x one
 // move's 2 B x 3 (weights, AdamW m and v) at 1 B/s = 6 s each, charged in iteration 1 only
 TEST_P(OwnerMoveCharge, EachColumnPaysKTimesOneMove) {
     const int k = GetParam();
-    const std::vector<int64_t> c = counts();
-    const TraceView v = view_of(c, kI, kL, kD, kE);
-    const CostModel cost = unit_cost_model(kD);
-    const double one_move_s = price_owner_moves(cost, with_moves(0), with_moves(1), kTrainingStateCopies).seconds;
+    const double one_move_s = price_owner_moves(cost_, with_moves(0), with_moves(1), kTrainingStateCopies).seconds;
     ASSERT_DOUBLE_EQ(one_move_s, 6.0);
-    const PolicyScore before = score_of(v, cost, k);
+    const PolicyScore before = score_of(v_, cost_, k);
     PolicyScore charged = before;
     for (int it = 0; it < kI; ++it)
-        charge_owner_moves(charged.layers, static_cast<size_t>(it) * kL, kL, cost, kTrainingStateCopies);
+        charge_owner_moves(charged.layers, static_cast<size_t>(it) * kL, kL, cost_, kTrainingStateCopies);
     for (int it = 0; it < kI; ++it) {
         const CostBreakdown &a = before.layers[it].cost, &b = charged.layers[it].cost;
         const double expected = it == 0 ? 0.0 : k * one_move_s;
@@ -84,8 +89,8 @@ TEST_P(OwnerMoveCharge, EachColumnPaysKTimesOneMove) {
     }
     // the Sim column: the simulator's schedule of the same placements (none: static's system), plus the charge
     EvalSettings settings;
-    const plan::SimColumn column = plan::simulate_column(charged, v, cost, settings);
-    const sim::SimResult bare = sim::simulate(v, placements_of(before), cost, sim::SimOptions{});
+    const plan::SimColumn column = plan::simulate_column(charged, v_, cost_, settings);
+    const sim::SimResult bare = sim::simulate(v_, placements_of(before), cost_, sim::SimOptions{});
     double bare_moe_ms = 0;
     for (const sim::IterationResult& ir : bare.iterations)
         for (const sim::BlockResult& b : ir.blocks) bare_moe_ms += b.moe_s * 1e3 / (kI * kL);
@@ -100,18 +105,15 @@ INSTANTIATE_TEST_SUITE_P(Moves, OwnerMoveCharge, ::testing::Values(0, 1, 2, 3));
 // The sweeps' simulated time (simulate_score, what engine "sim" times a policy with): k owner moves in iteration 1
 // cost k x one move (6 s, as above) more than the schedule of the same placements, blocking, in that iteration's
 // block and nowhere else; the iteration still splits into compute and exposed communication.
-class SimulatedOwnerMoveCharge : public ::testing::TestWithParam<int> {};
+class SimulatedOwnerMoveCharge : public OwnerMoveTrace, public ::testing::WithParamInterface<int> {};
 
 TEST_P(SimulatedOwnerMoveCharge, KMovesCostKTimesOne) {
     const int k = GetParam();
-    const std::vector<int64_t> c = counts();
-    const TraceView v = view_of(c, kI, kL, kD, kE);
-    const CostModel cost = unit_cost_model(kD);
-    const PolicyScore s = score_of(v, cost, k);
+    const PolicyScore s = score_of(v_, cost_, k);
     EvalSettings settings;
     const sim::SimOptions o;  // schedule none, as static's system
-    const sim::SimResult bare = sim::simulate(v, placements_of(s), cost, o);
-    const sim::SimResult charged = sim::simulate_score(s, v, cost, settings, o);
+    const sim::SimResult bare = sim::simulate(v_, placements_of(s), cost_, o);
+    const sim::SimResult charged = sim::simulate_score(s, v_, cost_, settings, o);
     const double one_move_s = 6.0, tol = 1e-9;
     ASSERT_EQ(charged.iterations.size(), static_cast<size_t>(kI));
     for (int it = 0; it < kI; ++it) {
@@ -131,37 +133,35 @@ INSTANTIATE_TEST_SUITE_P(Moves, SimulatedOwnerMoveCharge, ::testing::Values(0, 1
 
 // Validation against the trainer turns the charge off (its homes keep the state; sweep/validate.cpp): then the
 // scored placements simulate exactly as bare ones.
-TEST(SimulatedOwnerMoveChargeOff, MatchesTheBareSchedule) {
-    const std::vector<int64_t> c = counts();
-    const TraceView v = view_of(c, kI, kL, kD, kE);
-    const CostModel cost = unit_cost_model(kD);
-    const PolicyScore s = score_of(v, cost, 2);
+class SimulatedOwnerMoveChargeOff : public OwnerMoveTrace {};
+
+TEST_F(SimulatedOwnerMoveChargeOff, MatchesTheBareSchedule) {
+    const PolicyScore s = score_of(v_, cost_, 2);
     sim::SimOptions o;
     o.charge_owner_moves = false;
-    const sim::SimResult bare = sim::simulate(v, placements_of(s), cost, o);
-    const sim::SimResult off = sim::simulate_score(s, v, cost, EvalSettings{}, o);
+    const sim::SimResult bare = sim::simulate(v_, placements_of(s), cost_, o);
+    const sim::SimResult off = sim::simulate_score(s, v_, cost_, EvalSettings{}, o);
     EXPECT_DOUBLE_EQ(off.total_s, bare.total_s);
     EXPECT_DOUBLE_EQ(off.iterations[1].owner_move_s, 0.0);
 }
 
 // evaluate_policy charges what the summary line sums: eplb re-packs owners in iteration 0 and keeps them, so every
 // column's layer time exceeds its uncharged prediction by exactly that layer's owner moves.
-TEST(OwnerMoveChargeEvaluate, ColumnsCarryTheSummaryLinesMoves) {
-    const std::vector<int64_t> c = counts();
-    const TraceView v = view_of(c, kI, kL, kD, kE);
-    const CostModel cost = unit_cost_model(kD);
+class OwnerMoveChargeEvaluate : public OwnerMoveTrace {};
+
+TEST_F(OwnerMoveChargeEvaluate, ColumnsCarryTheSummaryLinesMoves) {
     EvalSettings settings;
     settings.plan_repeats = 1;
-    const PolicyScore s = evaluate_policy("eplb", v, cost, settings, false);
-    const MoveCost summary = owner_moves_of(s, cost, kL, kTrainingStateCopies);
+    const PolicyScore s = evaluate_policy("eplb", v_, cost_, settings, false);
+    const MoveCost summary = owner_moves_of(s, cost_, kL, kTrainingStateCopies);
     ASSERT_GT(summary.experts, 0) << "eplb moves no owner on this trace: the case tests nothing";
     double charged = 0;
     for (size_t k = 0; k < s.layers.size(); ++k) {
         const LayerScore& ls = s.layers[k];
         const RouteRule rule = effective_route_rule("eplb", settings.options);
-        const LayerFlow flow = compute_flow(v.layer(ls.iteration, ls.layer), kD, kE, ls.placement, rule, &cost);
-        const CostBreakdown bare = predict_layer(model_for_layer(cost, ls.layer), flow, ls.placement);
-        const double move_s = layer_owner_moves(s.layers, k, kL, cost, kTrainingStateCopies).seconds;
+        const LayerFlow flow = compute_flow(v_.layer(ls.iteration, ls.layer), kD, kE, ls.placement, rule, &cost_);
+        const CostBreakdown bare = predict_layer(model_for_layer(cost_, ls.layer), flow, ls.placement);
+        const double move_s = layer_owner_moves(s.layers, k, kL, cost_, kTrainingStateCopies).seconds;
         EXPECT_DOUBLE_EQ(ls.cost.eq6_s - bare.eq6_s, move_s) << "layer score " << k;
         EXPECT_DOUBLE_EQ(ls.cost.eq8_s - bare.eq8_s, move_s) << "layer score " << k;
         EXPECT_DOUBLE_EQ(ls.cost.fastermoe_s - bare.fastermoe_s, move_s) << "layer score " << k;
