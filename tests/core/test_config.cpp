@@ -45,7 +45,7 @@ std::string error_of(Fn fn, int exit_code) {
 
 }  // namespace
 
-TEST(Config, DefaultsFileAndSetInThatOrder) {
+TEST(Config, SetOverridesTheFileWhichOverridesTheDefaults) {
     const Schema schema = test_schema();
     Config c(schema);
     EXPECT_EQ(c.get_int("train.steps"), 20);
@@ -65,7 +65,7 @@ TEST(Config, DefaultsFileAndSetInThatOrder) {
     EXPECT_FALSE(c.has("store.path"));
 }
 
-TEST(Config, UnknownKeyNamesTheKeyAndSuggests) {
+TEST(Config, UnknownKeyErrorNamesTheKeyWithASuggestion) {
     const Schema schema = test_schema();
     Config c(schema);
     const std::string m = error_of([&] { c.apply_set("balance.alpah=2"); }, kExitConfig);
@@ -155,7 +155,7 @@ TEST(Sha256, KnownVectors) {
 
 // Error messages quote TOML values with toml_node_text: arrays and tables by our own printer (toml++'s casts
 // log10 of a float below 1 to size_t, undefined behaviour), scalars as value_to_toml writes them.
-TEST(TomlNodeText, ArraysTablesAndScalars) {
+TEST(TomlNodeText, QuotesEveryNodeKindAsTomlText) {
     const toml::table t = toml::parse(
         "a = [0.1, 1e3, -0.25]\nb = { x = 1, y = \"q\\\"\" }\nc = []\nd = true\ne = 2024-01-02\nf = [[1, 2], [\"z\"]]\n");
     EXPECT_EQ(prophet::toml_node_text(*t.get("a")), "[" + prophet::value_to_toml(prophet::Value(0.1)) + ", " +

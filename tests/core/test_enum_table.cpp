@@ -22,7 +22,7 @@ struct NameCase {
 
 const NameCase kShades[] = {{Shade::kLight, "light"}, {Shade::kMid, "mid"}, {Shade::kDark, "dark"}};
 
-TEST(EnumTable, NameAndValueRoundTrip) {
+TEST(EnumTable, EveryNameRoundTripsThroughItsValue) {
     for (const NameCase& c : kShades) {
         EXPECT_STREQ(enum_name(kShadeNames, c.value), c.name);
         EXPECT_EQ(find_enum(kShadeNames, c.name), c.value) << c.name;
