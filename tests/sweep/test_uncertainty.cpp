@@ -111,8 +111,8 @@ TEST_F(Uncertainty, EveryDefectNamesTheKeyWithItsRule) {
                  Error);
     EXPECT_NE(parse_error(spec_text("sim", "[sweep.grid]\n\"sim.allreduce\" = [\"ddp\"]\n")).find("sim.allreduce"),
               std::string::npos);
-    EXPECT_THROW(expand_points(parse_sweep_string(
-                     spec_text("model", "[sweep.grid]\n\"sim.plan_time\" = [\"none\"]\n"), "u.toml")),
+    EXPECT_THROW(expand_points(parse_sweep_string(spec_text("model", "[sweep.grid]\n\"sim.plan_time\" = [\"none\"]\n"),
+                                                  "u.toml")),
                  Error);
 }
 
