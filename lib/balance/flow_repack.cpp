@@ -6,7 +6,6 @@
 #include <numeric>
 
 #include "balance/moves.h"
-#include "balance/relabel.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -75,20 +74,28 @@ Placement Repacker::pack(const std::vector<int>& copies) {
     pack_items(copies, slots);
     auto bin = [&](int b) { return bin_items_.data() + static_cast<size_t>(b) * slots; };
     // bytes moved, in expert_bytes: a copy d does not hold yet (its weights), plus training's owner move (weights
-    // and AdamW state, kTrainingStateCopies) where d is not e's owner now
+    // and AdamW state, kTrainingStateCopies) where d is not e's owner now; as the row's most less what d saves
     const auto owner_move = static_cast<int64_t>(kTrainingStateCopies);
-    moves_.resize(static_cast<size_t>(D) * D);  // every row written below
+    moves_.n = D;
+    moves_.base.resize(D), moves_.row_start.assign(1, 0), moves_.col.clear(), moves_.saving.clear();
+    saved_.resize(D);  // zero between bins: each device a bin touches is written back to zero below
     for (int b = 0; b < D; ++b) {
-        int64_t* row = moves_.data() + static_cast<size_t>(b) * D;
-        std::fill(row, row + D, used_[b] * (1 + owner_move));
+        moves_.base[b] = used_[b] * (1 + owner_move);
+        touched_.clear();
+        auto save = [&](int d, int64_t n) {
+            if (saved_[d] == 0) touched_.push_back(d);
+            saved_[d] += n;
+        };
         for (int i = 0; i < used_[b]; ++i) {
             const int e = bin(b)[i];
-            row[current_.owner[e]] -= owner_move;
-            for (int h = holder_start_[e]; h < holder_start_[e + 1]; ++h) --row[holders_[h]];
+            save(current_.owner[e], owner_move);
+            for (int h = holder_start_[e]; h < holder_start_[e + 1]; ++h) save(holders_[h], 1);
             in_bin_[static_cast<size_t>(b) * E + e] = 0;  // cleared for the next pack
         }
+        for (int d : touched_) moves_.col.push_back(d), moves_.saving.push_back(saved_[d]), saved_[d] = 0;
+        moves_.row_start.push_back(static_cast<int>(moves_.col.size()));
     }
-    device_of_bin_ = min_cost_assignment(moves_, D);
+    device_of_bin_ = assignment_.solve(moves_);
     owner_.assign(E, -1);
     for (int b = 0; b < D; ++b)
         for (int i = 0; i < used_[b]; ++i) {
