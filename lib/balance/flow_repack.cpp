@@ -29,8 +29,10 @@ void Repacker::pack_items(const std::vector<int>& copies, int slots) {
     std::iota(experts_.begin(), experts_.end(), 0);
     // an expert's copies are equal items, so sorting experts by (item weight descending, index) orders the items
     // as a stable sort of them (expert-major) would
+    item_weight_.resize(E);
+    for (int e = 0; e < E; ++e) item_weight_[e] = load_[e] / copies[e];
     std::sort(experts_.begin(), experts_.end(), [&](int a, int b) {
-        const double wa = load_[a] / copies[a], wb = load_[b] / copies[b];
+        const double wa = item_weight_[a], wb = item_weight_[b];
         return wa > wb || (wa == wb && a < b);
     });
     weight_.assign(D, 0.0);
@@ -41,7 +43,7 @@ void Repacker::pack_items(const std::vector<int>& copies, int slots) {
     const auto lighter_first = std::greater<std::pair<double, int>>();
     std::vector<std::pair<double, int>> aside;
     for (int e : experts_) {
-        const double w = load_[e] / copies[e];
+        const double w = item_weight_[e];
         for (int c = 0; c < copies[e]; ++c) {
             int best = -1;
             aside.clear();

@@ -41,7 +41,7 @@ class Repacker {
     int D_, E_;
     std::vector<int> holder_start_, holders_;  // current holders of expert e: holders_[holder_start_[e] ..)
     std::vector<int> experts_, bin_start_, bin_items_, device_of_bin_, owner_, used_;
-    std::vector<double> weight_;
+    std::vector<double> weight_, item_weight_;  // [D] per bin; [E] load / copies
     std::vector<std::pair<double, int>> heap_;  // (weight, bin) of the bins with room
     std::vector<uint8_t> in_bin_;               // [bin*E + e]
     SavingsMatrix moves_;                       // D x D: bin -> device

@@ -287,17 +287,29 @@ void FastSplitter::apply(int src, int dst, int64_t tokens) {
     applied_.push_back({src, -1, dst, tokens});
 }
 
+// expert e's owner-rule route to g taken off base_ (sign -1) or put back (+1): add_route of sign * its tokens from
+// every source, in one pass
+void FastSplitter::owner_route(int e, int g, int64_t sign) {
+    const int D = D_;
+    const int64_t* column = by_expert_.data() + static_cast<size_t>(e) * D;
+    int64_t* route = base_.route.data() + g;
+    for (int s = 0; s < D; ++s)
+        route[static_cast<size_t>(s) * D] += sign * column[s], base_.sent[s] += sign * column[s];
+    base_.sent[g] -= sign * column[g];
+    base_.computed[g] += sign * load_[e];
+    base_.received[g] += sign * (load_[e] - column[g]);
+}
+
 const LayerFlow& FastSplitter::totals(const Placement& p, FastSplitReport* report) {
     const std::vector<SplitPart>& split_parts = parts(p, report);
-    const int D = D_;
     for (const SplitPart& change : applied_) add_route(base_, change.src, change.dst, -change.tokens);
-    applied_.clear();
+    for (const auto& [e, g] : removed_) owner_route(e, g, +1);
+    applied_.clear(), removed_.clear();
     update_base(p.owner);
     base_.replica_holders = in_.replica_flags;
     for (int e : in_.experts) {  // the split replaces the owner rule's route of a replicated expert with tokens
-        const int64_t* column = by_expert_.data() + static_cast<size_t>(e) * D;
-        for (int s = 0; s < D; ++s)
-            if (column[s] != 0) apply(s, p.owner[e], -column[s]);
+        owner_route(e, p.owner[e], -1);
+        removed_.emplace_back(e, p.owner[e]);
     }
     for (const SplitPart& part : split_parts) apply(part.src, part.dst, part.tokens);
     return base_;

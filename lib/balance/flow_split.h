@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "balance/cluster.h"
@@ -83,6 +84,7 @@ class FastSplitter {
     std::vector<int64_t> route_by_dst_;  // [D*D] scratch of update_base: route transposed
     std::vector<uint8_t> written_;       // [D] scratch of update_base: route_by_dst_'s row is written
     std::vector<SplitPart> applied_;     // (src, -, dst, tokens) route changes made to base_ by the last totals()
+    std::vector<std::pair<int, int>> removed_;  // (expert, owner) owner-rule routes the last totals() took off
     Instance in_;
     MaxFlow max_flow_;
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
@@ -91,6 +93,7 @@ class FastSplitter {
     std::vector<SplitPart> parts_;
     void update_base(const std::vector<int>& owner);
     void apply(int src, int dst, int64_t tokens);
+    void owner_route(int expert, int owner, int64_t sign);
     void fill_instance(const Placement& placement);
     double least_max_computed(int* solves);
     void fill_groups(int k, std::vector<SplitPart>& parts);
