@@ -15,26 +15,39 @@ Repacker::Repacker(const std::vector<double>& load, const Placement& current)
       in_bin_(static_cast<size_t>(current.num_devices) * current.num_experts, 0) {
     PROPHET_ASSERT(static_cast<int>(load.size()) == E_);
     for (int e = 0; e < E_; ++e) {
+        const uint8_t* replica = current.replica.data() + static_cast<size_t>(e) * D_;
         for (int d = 0; d < D_; ++d)
-            if (current.holds(e, d)) holders_.push_back(d);
+            if (replica[d] || d == current.owner[e]) holders_.push_back(d);  // current.holds(e, d)
         holder_start_[e + 1] = static_cast<int>(holders_.size());
     }
+    by_load_.resize(E_);
+    std::iota(by_load_.begin(), by_load_.end(), 0);
+    std::sort(by_load_.begin(), by_load_.end(),
+              [&](int a, int b) { return load[a] > load[b] || (load[a] == load[b] && a < b); });
 }
 
 // The items heaviest first into the lightest bin with room that lacks their expert: bin_items_[b*slots ..
 // b*slots + used_[b]) in the order they arrived.
 void Repacker::pack_items(const std::vector<int>& copies, int slots) {
     const int D = D_, E = E_;
-    experts_.resize(E);
-    std::iota(experts_.begin(), experts_.end(), 0);
     // an expert's copies are equal items, so sorting experts by (item weight descending, index) orders the items
-    // as a stable sort of them (expert-major) would
+    // as a stable sort of them (expert-major) would. The order is total, so the experts with one copy (item weight
+    // = load, in by_load_'s order) merged with the few with more, sorted alone, are that sort.
     item_weight_.resize(E);
-    for (int e = 0; e < E; ++e) item_weight_[e] = load_[e] / copies[e];
-    std::sort(experts_.begin(), experts_.end(), [&](int a, int b) {
+    replicated_.clear(), single_.clear();
+    for (int e = 0; e < E; ++e) {
+        item_weight_[e] = load_[e] / copies[e];
+        if (copies[e] > 1) replicated_.push_back(e);
+    }
+    auto heavier = [&](int a, int b) {
         const double wa = item_weight_[a], wb = item_weight_[b];
         return wa > wb || (wa == wb && a < b);
-    });
+    };
+    std::sort(replicated_.begin(), replicated_.end(), heavier);
+    for (int e : by_load_)
+        if (copies[e] == 1) single_.push_back(e);
+    experts_.resize(E);
+    std::merge(replicated_.begin(), replicated_.end(), single_.begin(), single_.end(), experts_.begin(), heavier);
     weight_.assign(D, 0.0);
     used_.assign(D, 0);
     bin_items_.assign(static_cast<size_t>(D) * slots, -1);

@@ -40,6 +40,8 @@ class Repacker {
     const Placement& current_;
     int D_, E_;
     std::vector<int> holder_start_, holders_;  // current holders of expert e: holders_[holder_start_[e] ..)
+    std::vector<int> by_load_;                 // [E] experts by (load descending, index)
+    std::vector<int> replicated_, single_;     // pack scratch: experts with more than one copy; with one
     std::vector<int> experts_, bin_start_, bin_items_, device_of_bin_, owner_, used_;
     std::vector<double> weight_, item_weight_;  // [D] per bin; [E] load / copies
     std::vector<std::pair<double, int>> heap_;  // (weight, bin) of the bins with room

@@ -15,6 +15,15 @@ namespace {
 // the devices whose flag is set in one expert's row of replica flags [D], ascending; eight flags per test
 // (replicas are few, so most words are zero)
 void flagged_devices(const uint8_t* flags, int D, std::vector<int>& out) {
+    if (D % 8 == 0) {  // most rows are all zero: the row's words OR-ed first, one test
+        uint64_t any = 0;
+        for (int g = 0; g < D; g += 8) {
+            uint64_t word = 0;
+            std::memcpy(&word, flags + g, sizeof(word));
+            any |= word;
+        }
+        if (any == 0) return;
+    }
     int g = 0;
     for (; g + 8 <= D; g += 8) {
         uint64_t word = 0;
@@ -109,7 +118,8 @@ double FastSplitter::least_max_computed(int* solves) {
     const Instance& in = in_;
     const int K = static_cast<int>(in.experts.size()), D = D_, E = E_;
     const int source = 0, sink = 1, first_device = 2 + K;
-    std::vector<char> holds_any(D, 0);
+    std::vector<char>& holds_any = holds_any_;
+    holds_any.assign(D, 0);
     for (int g : in.holders) holds_any[g] = 1;
     double spread = in.total, busiest = 0;
     int holding = 0;
@@ -120,8 +130,9 @@ double FastSplitter::least_max_computed(int* solves) {
     double t = std::max(busiest, spread / holding);
     MaxFlow& mf = max_flow_;
     mf.reset(first_device + D);
-    std::vector<int> device_arc(D, -1);
-    std::vector<double> room(D, 0.0);  // what the local start has left under t
+    std::vector<int>& device_arc = device_arc_;
+    std::vector<double>& room = room_;  // what the local start has left under t
+    device_arc.assign(D, -1), room.assign(D, 0.0);
     for (int g = 0; g < D; ++g)
         if (holds_any[g])
             device_arc[g] = mf.add_arc(first_device + g, sink, t - in.fixed[g]), room[g] = t - in.fixed[g];

@@ -90,6 +90,9 @@ class FastSplitter {
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
     std::vector<double> rest_;           // scratch of the rounding
     std::vector<int> order_;
+    std::vector<char> holds_any_;  // scratch of least_max_computed: [D] the device holds a replicated expert
+    std::vector<int> device_arc_;  // [D] its max-flow arc to the sink
+    std::vector<double> room_;     // [D]
     std::vector<SplitPart> parts_;
     void update_base(const std::vector<int>& owner);
     void apply(int src, int dst, int64_t tokens);

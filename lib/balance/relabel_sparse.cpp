@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "balance/relabel.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -146,6 +147,7 @@ void SparseAssignment::augment_row(const SavingsMatrix& m, int row) {
 const std::vector<int>& SparseAssignment::solve(const SavingsMatrix& m) {
     const int n = n_ = m.n;
     PROPHET_ASSERT(static_cast<int>(m.base.size()) == n && static_cast<int>(m.row_start.size()) == n + 1);
+    if (n <= dense_up_to_) return col_of_row_ = min_cost_assignment(dense_costs(m), n);
     const size_t cells = static_cast<size_t>(n) * n;
     if (listed_.size() < cells) listed_.assign(cells, 0);
     for (int r = 0; r < n; ++r)

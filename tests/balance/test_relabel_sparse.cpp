@@ -74,7 +74,7 @@ class SparseHungarian : public ::testing::TestWithParam<SparseCase> {};
 TEST_P(SparseHungarian, SameAssignmentAsTheDense) {
     const SparseCase c = GetParam();
     Rng rng(static_cast<uint64_t>(c.max_n * 7919 + c.density_pct * 31 + c.range + static_cast<int>(c.shape)));
-    SparseAssignment sparse;  // one object for every trial, as a plan reuses it
+    SparseAssignment sparse(0);  // the sparse solver at every n; one object for every trial, as a plan reuses it
     for (int trial = 0; trial < 80; ++trial) {
         const int n = 1 + static_cast<int>(rng.below(c.max_n));
         const SavingsMatrix m = make_matrix(c, n, rng);
