@@ -133,15 +133,7 @@ void SparseAssignment::augment_row(const SavingsMatrix& m, int row) {
         settled = std::min(dense_best, sparse_best);
         col = next;
     }
-    for (int c : visited_) {  // every reached column took each delta from its own step on
-        u_[match_[c]] += settled - settled_at_[c];
-        v_[c] -= settled - settled_at_[c];
-    }
-    do {  // augment along the path back to the start
-        const int before = previous_[col];
-        match_[col] = match_[before];
-        col = before;
-    } while (col != 0);
+    settle_and_augment(visited_, settled_at_, settled, u_, v_, match_, previous_, col);
 }
 
 const std::vector<int>& SparseAssignment::solve(const SavingsMatrix& m) {
