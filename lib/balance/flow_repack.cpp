@@ -6,7 +6,6 @@
 #include <numeric>
 
 #include "balance/moves.h"
-#include "balance/relabel.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -16,24 +15,39 @@ Repacker::Repacker(const std::vector<double>& load, const Placement& current)
       in_bin_(static_cast<size_t>(current.num_devices) * current.num_experts, 0) {
     PROPHET_ASSERT(static_cast<int>(load.size()) == E_);
     for (int e = 0; e < E_; ++e) {
+        const uint8_t* replica = current.replica.data() + static_cast<size_t>(e) * D_;
         for (int d = 0; d < D_; ++d)
-            if (current.holds(e, d)) holders_.push_back(d);
+            if (replica[d] || d == current.owner[e]) holders_.push_back(d);  // current.holds(e, d)
         holder_start_[e + 1] = static_cast<int>(holders_.size());
     }
+    by_load_.resize(E_);
+    std::iota(by_load_.begin(), by_load_.end(), 0);
+    std::sort(by_load_.begin(), by_load_.end(),
+              [&](int a, int b) { return load[a] > load[b] || (load[a] == load[b] && a < b); });
 }
 
 // The items heaviest first into the lightest bin with room that lacks their expert: bin_items_[b*slots ..
 // b*slots + used_[b]) in the order they arrived.
 void Repacker::pack_items(const std::vector<int>& copies, int slots) {
     const int D = D_, E = E_;
-    experts_.resize(E);
-    std::iota(experts_.begin(), experts_.end(), 0);
     // an expert's copies are equal items, so sorting experts by (item weight descending, index) orders the items
-    // as a stable sort of them (expert-major) would
-    std::sort(experts_.begin(), experts_.end(), [&](int a, int b) {
-        const double wa = load_[a] / copies[a], wb = load_[b] / copies[b];
+    // as a stable sort of them (expert-major) would. The order is total, so the experts with one copy (item weight
+    // = load, in by_load_'s order) merged with the few with more, sorted alone, are that sort.
+    item_weight_.resize(E);
+    replicated_.clear(), single_.clear();
+    for (int e = 0; e < E; ++e) {
+        item_weight_[e] = load_[e] / copies[e];
+        if (copies[e] > 1) replicated_.push_back(e);
+    }
+    auto heavier = [&](int a, int b) {
+        const double wa = item_weight_[a], wb = item_weight_[b];
         return wa > wb || (wa == wb && a < b);
-    });
+    };
+    std::sort(replicated_.begin(), replicated_.end(), heavier);
+    for (int e : by_load_)
+        if (copies[e] == 1) single_.push_back(e);
+    experts_.resize(E);
+    std::merge(replicated_.begin(), replicated_.end(), single_.begin(), single_.end(), experts_.begin(), heavier);
     weight_.assign(D, 0.0);
     used_.assign(D, 0);
     bin_items_.assign(static_cast<size_t>(D) * slots, -1);
@@ -42,7 +56,7 @@ void Repacker::pack_items(const std::vector<int>& copies, int slots) {
     const auto lighter_first = std::greater<std::pair<double, int>>();
     std::vector<std::pair<double, int>> aside;
     for (int e : experts_) {
-        const double w = load_[e] / copies[e];
+        const double w = item_weight_[e];
         for (int c = 0; c < copies[e]; ++c) {
             int best = -1;
             aside.clear();
@@ -75,20 +89,28 @@ Placement Repacker::pack(const std::vector<int>& copies) {
     pack_items(copies, slots);
     auto bin = [&](int b) { return bin_items_.data() + static_cast<size_t>(b) * slots; };
     // bytes moved, in expert_bytes: a copy d does not hold yet (its weights), plus training's owner move (weights
-    // and AdamW state, kTrainingStateCopies) where d is not e's owner now
+    // and AdamW state, kTrainingStateCopies) where d is not e's owner now; as the row's most less what d saves
     const auto owner_move = static_cast<int64_t>(kTrainingStateCopies);
-    moves_.resize(static_cast<size_t>(D) * D);  // every row written below
+    moves_.n = D;
+    moves_.base.resize(D), moves_.row_start.assign(1, 0), moves_.col.clear(), moves_.saving.clear();
+    saved_.resize(D);  // zero between bins: each device a bin touches is written back to zero below
     for (int b = 0; b < D; ++b) {
-        int64_t* row = moves_.data() + static_cast<size_t>(b) * D;
-        std::fill(row, row + D, used_[b] * (1 + owner_move));
+        moves_.base[b] = used_[b] * (1 + owner_move);
+        touched_.clear();
+        auto save = [&](int d, int64_t n) {
+            if (saved_[d] == 0) touched_.push_back(d);
+            saved_[d] += n;
+        };
         for (int i = 0; i < used_[b]; ++i) {
             const int e = bin(b)[i];
-            row[current_.owner[e]] -= owner_move;
-            for (int h = holder_start_[e]; h < holder_start_[e + 1]; ++h) --row[holders_[h]];
+            save(current_.owner[e], owner_move);
+            for (int h = holder_start_[e]; h < holder_start_[e + 1]; ++h) save(holders_[h], 1);
             in_bin_[static_cast<size_t>(b) * E + e] = 0;  // cleared for the next pack
         }
+        for (int d : touched_) moves_.col.push_back(d), moves_.saving.push_back(saved_[d]), saved_[d] = 0;
+        moves_.row_start.push_back(static_cast<int>(moves_.col.size()));
     }
-    device_of_bin_ = min_cost_assignment(moves_, D);
+    device_of_bin_ = assignment_.solve(moves_);
     owner_.assign(E, -1);
     for (int b = 0; b < D; ++b)
         for (int i = 0; i < used_[b]; ++i) {

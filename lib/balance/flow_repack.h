@@ -7,10 +7,12 @@
 //             copy of the expert yet; an item every bin with room already holds is dropped. The bins wait in a
 //             min-heap by (weight, index), so an item costs O(log D) plus the bins it passes that hold its
 //             expert, instead of a scan of all D bins: the same bin as the scan, ties included.
-//   relabel   moves[b*D + d] = experts of bin b that device d does not hold in `current`, counted from the
-//             current holders of each packed expert (O(items * holders) instead of O(items * D)), plus
-//             kTrainingStateCopies per expert whose owner d is not now (training moves its AdamW state); the
-//             assignment of least total moves (relabel.h) maps bins to devices.
+//   relabel   moves[b*D + d] = experts of bin b that device d does not hold in `current`, plus
+//             kTrainingStateCopies per expert whose owner d is not now (training moves its AdamW state), kept as
+//             the bin's most (every item moved, owner state too) less the savings of the devices that hold some of
+//             its experts now, counted from the current holders of each packed expert (O(items * holders)); the
+//             assignment of least total moves (relabel_sparse.h, the same as relabel.h's on the dense matrix) maps
+//             bins to devices.
 //   owners    e's owner: its current owner if that device keeps a copy, else the device of its heaviest bin.
 #pragma once
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "balance/placement.h"
+#include "balance/relabel_sparse.h"
 
 namespace prophet {
 
@@ -37,11 +40,16 @@ class Repacker {
     const Placement& current_;
     int D_, E_;
     std::vector<int> holder_start_, holders_;  // current holders of expert e: holders_[holder_start_[e] ..)
+    std::vector<int> by_load_;                 // [E] experts by (load descending, index)
+    std::vector<int> replicated_, single_;     // pack scratch: experts with more than one copy; with one
     std::vector<int> experts_, bin_start_, bin_items_, device_of_bin_, owner_, used_;
-    std::vector<double> weight_;
+    std::vector<double> weight_, item_weight_;  // [D] per bin; [E] load / copies
     std::vector<std::pair<double, int>> heap_;  // (weight, bin) of the bins with room
     std::vector<uint8_t> in_bin_;               // [bin*E + e]
-    std::vector<int64_t> moves_;                // [bin*D + device]
+    SavingsMatrix moves_;                       // D x D: bin -> device
+    SparseAssignment assignment_;
+    std::vector<int64_t> saved_;  // [D] one bin's savings per device (zero between bins)
+    std::vector<int> touched_;    // the devices with a saving for the bin
     int most_replicas_ = 0;
     void pack_items(const std::vector<int>& copies, int slots);
 };

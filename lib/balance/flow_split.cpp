@@ -15,6 +15,15 @@ namespace {
 // the devices whose flag is set in one expert's row of replica flags [D], ascending; eight flags per test
 // (replicas are few, so most words are zero)
 void flagged_devices(const uint8_t* flags, int D, std::vector<int>& out) {
+    if (D % 8 == 0) {  // most rows are all zero: the row's words OR-ed first, one test
+        uint64_t any = 0;
+        for (int g = 0; g < D; g += 8) {
+            uint64_t word = 0;
+            std::memcpy(&word, flags + g, sizeof(word));
+            any |= word;
+        }
+        if (any == 0) return;
+    }
     int g = 0;
     for (; g + 8 <= D; g += 8) {
         uint64_t word = 0;
@@ -109,7 +118,8 @@ double FastSplitter::least_max_computed(int* solves) {
     const Instance& in = in_;
     const int K = static_cast<int>(in.experts.size()), D = D_, E = E_;
     const int source = 0, sink = 1, first_device = 2 + K;
-    std::vector<char> holds_any(D, 0);
+    std::vector<char>& holds_any = holds_any_;
+    holds_any.assign(D, 0);
     for (int g : in.holders) holds_any[g] = 1;
     double spread = in.total, busiest = 0;
     int holding = 0;
@@ -120,8 +130,9 @@ double FastSplitter::least_max_computed(int* solves) {
     double t = std::max(busiest, spread / holding);
     MaxFlow& mf = max_flow_;
     mf.reset(first_device + D);
-    std::vector<int> device_arc(D, -1);
-    std::vector<double> room(D, 0.0);  // what the local start has left under t
+    std::vector<int>& device_arc = device_arc_;
+    std::vector<double>& room = room_;  // what the local start has left under t
+    device_arc.assign(D, -1), room.assign(D, 0.0);
     for (int g = 0; g < D; ++g)
         if (holds_any[g])
             device_arc[g] = mf.add_arc(first_device + g, sink, t - in.fixed[g]), room[g] = t - in.fixed[g];
@@ -287,17 +298,29 @@ void FastSplitter::apply(int src, int dst, int64_t tokens) {
     applied_.push_back({src, -1, dst, tokens});
 }
 
+// expert e's owner-rule route to g taken off base_ (sign -1) or put back (+1): add_route of sign * its tokens from
+// every source, in one pass
+void FastSplitter::owner_route(int e, int g, int64_t sign) {
+    const int D = D_;
+    const int64_t* column = by_expert_.data() + static_cast<size_t>(e) * D;
+    int64_t* route = base_.route.data() + g;
+    for (int s = 0; s < D; ++s)
+        route[static_cast<size_t>(s) * D] += sign * column[s], base_.sent[s] += sign * column[s];
+    base_.sent[g] -= sign * column[g];
+    base_.computed[g] += sign * load_[e];
+    base_.received[g] += sign * (load_[e] - column[g]);
+}
+
 const LayerFlow& FastSplitter::totals(const Placement& p, FastSplitReport* report) {
     const std::vector<SplitPart>& split_parts = parts(p, report);
-    const int D = D_;
     for (const SplitPart& change : applied_) add_route(base_, change.src, change.dst, -change.tokens);
-    applied_.clear();
+    for (const auto& [e, g] : removed_) owner_route(e, g, +1);
+    applied_.clear(), removed_.clear();
     update_base(p.owner);
     base_.replica_holders = in_.replica_flags;
     for (int e : in_.experts) {  // the split replaces the owner rule's route of a replicated expert with tokens
-        const int64_t* column = by_expert_.data() + static_cast<size_t>(e) * D;
-        for (int s = 0; s < D; ++s)
-            if (column[s] != 0) apply(s, p.owner[e], -column[s]);
+        owner_route(e, p.owner[e], -1);
+        removed_.emplace_back(e, p.owner[e]);
     }
     for (const SplitPart& part : split_parts) apply(part.src, part.dst, part.tokens);
     return base_;

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "balance/cluster.h"
@@ -83,14 +84,19 @@ class FastSplitter {
     std::vector<int64_t> route_by_dst_;  // [D*D] scratch of update_base: route transposed
     std::vector<uint8_t> written_;       // [D] scratch of update_base: route_by_dst_'s row is written
     std::vector<SplitPart> applied_;     // (src, -, dst, tokens) route changes made to base_ by the last totals()
+    std::vector<std::pair<int, int>> removed_;  // (expert, owner) owner-rule routes the last totals() took off
     Instance in_;
     MaxFlow max_flow_;
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
     std::vector<double> rest_;           // scratch of the rounding
     std::vector<int> order_;
+    std::vector<char> holds_any_;  // scratch of least_max_computed: [D] the device holds a replicated expert
+    std::vector<int> device_arc_;  // [D] its max-flow arc to the sink
+    std::vector<double> room_;     // [D]
     std::vector<SplitPart> parts_;
     void update_base(const std::vector<int>& owner);
     void apply(int src, int dst, int64_t tokens);
+    void owner_route(int expert, int owner, int64_t sign);
     void fill_instance(const Placement& placement);
     double least_max_computed(int* solves);
     void fill_groups(int k, std::vector<SplitPart>& parts);

@@ -9,8 +9,16 @@
 namespace prophet {
 namespace {
 
-// Seconds to send copies[from * D + to] units of `unit` bytes at once: flat, the busiest device's sent or received
-// bytes over trans_gbit_s; topology-aware, the busiest resource of that traffic.
+// The flat rule: the busiest device's sent or received units of `unit` bytes over trans_gbit_s.
+double flat_transfer_seconds(const CostModel& m, const std::vector<int64_t>& sent, const std::vector<int64_t>& received,
+                             double unit) {
+    const int64_t busiest =
+        std::max(*std::max_element(sent.begin(), sent.end()), *std::max_element(received.begin(), received.end()));
+    return static_cast<double>(busiest) * unit / (m.cluster.trans_bytes_per_s * m.bandwidth_scale);
+}
+
+// Seconds to send copies[from * D + to] units of `unit` bytes at once: flat, flat_transfer_seconds; topology-aware,
+// the busiest resource of that traffic.
 double transfer_seconds(const CostModel& m, const std::vector<int64_t>& copies, int D, double unit) {
     if (m.topology_aware) return topology_time(m.cluster, copies.data(), unit, false, m.bandwidth_scale);
     std::vector<int64_t> sent(static_cast<size_t>(D), 0), received(static_cast<size_t>(D), 0);
@@ -19,9 +27,7 @@ double transfer_seconds(const CostModel& m, const std::vector<int64_t>& copies, 
             sent[from] += copies[static_cast<size_t>(from) * D + to];
             received[to] += copies[static_cast<size_t>(from) * D + to];
         }
-    const int64_t busiest =
-        std::max(*std::max_element(sent.begin(), sent.end()), *std::max_element(received.begin(), received.end()));
-    return static_cast<double>(busiest) * unit / (m.cluster.trans_bytes_per_s * m.bandwidth_scale);
+    return flat_transfer_seconds(m, sent, received, unit);
 }
 
 }  // namespace
@@ -30,15 +36,20 @@ MoveCost price_owner_moves(const CostModel& m, const Placement& before, const Pl
     const int D = after.num_devices, E = after.num_experts;
     PROPHET_ASSERT(before.num_devices == D && before.num_experts == E);
     MoveCost move;
-    std::vector<int64_t> copies(static_cast<size_t>(D) * D, 0);  // [from * D + to] experts moved
-    for (int e = 0; e < E; ++e) {
-        if (before.owner[e] == after.owner[e]) continue;
-        ++move.experts;
-        ++copies[static_cast<size_t>(before.owner[e]) * D + after.owner[e]];
-    }
+    for (int e = 0; e < E; ++e) move.experts += before.owner[e] != after.owner[e];
     if (move.experts == 0) return move;
     const double unit = m.expert_bytes() * state_copies;
     move.bytes = unit * move.experts;
+    if (!m.topology_aware) {  // the flat rule from per-device counts, without the [D*D] matrix (flow prices many)
+        std::vector<int64_t> sent(static_cast<size_t>(D), 0), received(static_cast<size_t>(D), 0);
+        for (int e = 0; e < E; ++e)
+            if (before.owner[e] != after.owner[e]) ++sent[before.owner[e]], ++received[after.owner[e]];
+        move.seconds = flat_transfer_seconds(m, sent, received, unit);
+        return move;
+    }
+    std::vector<int64_t> copies(static_cast<size_t>(D) * D, 0);  // [from * D + to] experts moved
+    for (int e = 0; e < E; ++e)
+        if (before.owner[e] != after.owner[e]) ++copies[static_cast<size_t>(before.owner[e]) * D + after.owner[e]];
     move.seconds = transfer_seconds(m, copies, D, unit);
     return move;
 }

@@ -80,6 +80,14 @@ void augment_row(const std::vector<int64_t>& cost, int n, int row, AssignmentScr
         settled = best;
         col = next;
     } while (match[col] != 0);
+    settle_and_augment(visited, settled_at, settled, u, v, match, previous, col);
+}
+
+}  // namespace
+
+void settle_and_augment(const std::vector<int>& visited, const std::vector<int64_t>& settled_at, int64_t settled,
+                        std::vector<int64_t>& u, std::vector<int64_t>& v, std::vector<int>& match,
+                        const std::vector<int>& previous, int col) {
     for (int c : visited) {  // every reached column took each delta from its own step on
         u[match[c]] += settled - settled_at[c];
         v[c] -= settled - settled_at[c];
@@ -90,8 +98,6 @@ void augment_row(const std::vector<int64_t>& cost, int n, int row, AssignmentScr
         col = before;
     } while (col != 0);
 }
-
-}  // namespace
 
 std::vector<int> min_cost_assignment(const std::vector<int64_t>& cost, int n) {
     PROPHET_ASSERT(n >= 0 && cost.size() == static_cast<size_t>(n) * n);

@@ -14,6 +14,13 @@ namespace prophet {
 // Exact (shortest augmenting paths with potentials); costs are integers so ties are exact.
 std::vector<int> min_cost_assignment(const std::vector<int64_t>& cost, int n);
 
+// The end of one row's shortest augmenting path, shared by both solvers (1-based; column 0 the virtual start,
+// match[col] = row): every reached column in `visited` takes the deltas from its own step on (settled - the path
+// length settled_at[c] when it was reached), then the path from `col` back to column 0 is augmented.
+void settle_and_augment(const std::vector<int>& visited, const std::vector<int64_t>& settled_at, int64_t settled,
+                        std::vector<int64_t>& u, std::vector<int64_t>& v, std::vector<int>& match,
+                        const std::vector<int>& previous, int col);
+
 // Brute force over all n! assignments (tests only; n <= 8): the least total cost.
 int64_t min_cost_assignment_brute_force(const std::vector<int64_t>& cost, int n);
 
