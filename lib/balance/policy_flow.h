@@ -37,6 +37,7 @@ struct FlowPlanReport {
     int candidates = 0;         // placements scored
     int replicas = 0;           // extra copies of the chosen one
     bool repacked = false;      // the chosen one came from the repacked family
+    int hot_experts = 0;        // > 0: the chosen one came from the hot-set family (flow_hotset.h), with h = this
     bool kept_current = false;  // the transfer gate kept the current placement
     double predicted_s = 0;     // its predicted layer time on the planning counts, with its owner-move charge
 };
