@@ -113,11 +113,70 @@ void FastSplitter::fill_instance(const Placement& p) {
     }
 }
 
+// The network of the parametric search at level t (source 0, sink 1, experts 2 .. K+1, then the devices), its
+// flow started near-first (flow_split.h "tokens"): each holder takes its own device's tokens, then, on a cluster
+// of several nodes, each source's tokens go to its holders inside its node (nearest first), all within each
+// holder's room t - h0; the max-flow places the rest. device_arc [D]: the arc device -> sink (-1: holds nothing
+// replicated).
+void FastSplitter::start_network(double t, const std::vector<char>& holds_any, std::vector<int>& device_arc) {
+    const Instance& in = in_;
+    const int K = static_cast<int>(in.experts.size()), D = D_, first_device = 2 + K;
+    MaxFlow& mf = max_flow_;
+    mf.reset(first_device + D);
+    device_arc.assign(D, -1);
+    room_.assign(D, 0.0);
+    own_left_.assign(D, -1.0);
+    for (int g = 0; g < D; ++g)
+        if (holds_any[g])
+            device_arc[g] = mf.add_arc(first_device + g, sink_node, t - in.fixed[g]), room_[g] = t - in.fixed[g];
+    in_.holder_arc.resize(in.holders.size());
+    started_.resize(in.holders.size());
+    for (int k = 0; k < K; ++k) {
+        const int source_arc = mf.add_arc(source_node, 2 + k, static_cast<double>(in.load[k]));
+        for (int h = in.holder_start[k]; h < in.holder_start[k + 1]; ++h)
+            in_.holder_arc[h] =
+                mf.add_arc(2 + k, first_device + in.holders[h], std::numeric_limits<double>::infinity());
+        double started = 0;
+        start_near(k, started);
+        for (int h = in.holder_start[k]; h < in.holder_start[k + 1]; ++h) mf.set_flow(in_.holder_arc[h], started_[h]);
+        mf.set_flow(source_arc, std::min(started, static_cast<double>(in.load[k])));  // a sum's rounding: an ulp
+    }
+    for (int g = 0; g < D; ++g)
+        if (holds_any[g]) mf.set_flow(device_arc[g], std::clamp(t - in.fixed[g] - room_[g], 0.0, t - in.fixed[g]));
+}
+
+// Replicated expert k's start (start_network): started_[h] per holder, their sum added to `started`, room_ taken.
+void FastSplitter::start_near(int k, double& started) {
+    const int D = D_, e = in_.experts[k], first = in_.holder_start[k], n = in_.holder_start[k + 1] - first;
+    const int64_t* column = by_expert_.data() + static_cast<size_t>(e) * D;
+    for (int j = 0; j < n; ++j) {
+        const int g = in_.holders[first + j];
+        started_[first + j] = std::min(static_cast<double>(column[g]), std::max(0.0, room_[g]));
+        room_[g] -= started_[first + j], started += started_[first + j];
+        own_left_[g] = static_cast<double>(column[g]) - started_[first + j];
+    }
+    if (!several_nodes_) return;
+    order_holders_by_class(k);
+    for (int s = 0; s < D; ++s) {
+        double left = own_left_[s] >= 0 ? own_left_[s] : static_cast<double>(column[s]);
+        const int* order = class_order_.data() + static_cast<size_t>(source_class_[s]) * n;
+        for (int i = 0; i < n && left > 0; ++i) {
+            const int j = order[i], g = in_.holders[first + j];
+            if (distance_[static_cast<size_t>(s) * D + g] > 1) break;  // the rest are on other nodes
+            if (g == s) continue;                                      // its own tokens, taken above
+            const double give = std::min(left, std::max(0.0, room_[g]));
+            started_[first + j] += give, room_[g] -= give, started += give, left -= give;
+        }
+    }
+    for (int j = 0; j < n; ++j) own_left_[in_.holders[first + j]] = -1;
+}
+
 // The parametric search of flow_split.h; in_.share[h]: the fractional tokens on holder h (in_.holders' order).
+// When T had to rise, the network is started again at the final T and solved once more, so that the near-first
+// start (start_network) holds at T* rather than at the first, lower level.
 double FastSplitter::least_max_computed(int* solves) {
     const Instance& in = in_;
-    const int K = static_cast<int>(in.experts.size()), D = D_, E = E_;
-    const int source = 0, sink = 1, first_device = 2 + K;
+    const int D = D_;
     std::vector<char>& holds_any = holds_any_;
     holds_any.assign(D, 0);
     for (int g : in.holders) holds_any[g] = 1;
@@ -128,34 +187,29 @@ double FastSplitter::least_max_computed(int* solves) {
         if (holds_any[g]) spread += in.fixed[g], ++holding;
     }
     double t = std::max(busiest, spread / holding);
-    MaxFlow& mf = max_flow_;
-    mf.reset(first_device + D);
     std::vector<int>& device_arc = device_arc_;
-    std::vector<double>& room = room_;  // what the local start has left under t
-    device_arc.assign(D, -1), room.assign(D, 0.0);
-    for (int g = 0; g < D; ++g)
-        if (holds_any[g])
-            device_arc[g] = mf.add_arc(first_device + g, sink, t - in.fixed[g]), room[g] = t - in.fixed[g];
-    in_.holder_arc.resize(in.holders.size());
-    for (int k = 0; k < K; ++k) {
-        const int e = in.experts[k];
-        const int source_arc = mf.add_arc(source, 2 + k, static_cast<double>(in.load[k]));
-        double started = 0;
-        for (int h = in.holder_start[k]; h < in.holder_start[k + 1]; ++h) {
-            const int g = in.holders[h];
-            in_.holder_arc[h] = mf.add_arc(2 + k, first_device + g, std::numeric_limits<double>::infinity());
-            const double local = std::min(static_cast<double>(counts_[static_cast<size_t>(g) * E + e]), room[g]);
-            mf.set_flow(in_.holder_arc[h], local);
-            room[g] -= local, started += local;
-        }
-        mf.set_flow(source_arc, started);
+    start_network(t, holds_any, device_arc);
+    *solves = 0;
+    t = raise_until_feasible(t, holds_any, device_arc, solves);
+    if (*solves > 1 && several_nodes_) {
+        start_network(t, holds_any, device_arc);
+        t = raise_until_feasible(t, holds_any, device_arc, solves);
     }
-    for (int g = 0; g < D; ++g)
-        if (holds_any[g]) mf.set_flow(device_arc[g], t - in.fixed[g] - room[g]);
+    in_.share.resize(in.holders.size());
+    for (size_t h = 0; h < in.holders.size(); ++h) in_.share[h] = max_flow_.flow_on(in_.holder_arc[h]);
+    return t;
+}
+
+// Newton's steps from level t on the started network (flow_split.h "compute"); returns T*, counting the solves.
+double FastSplitter::raise_until_feasible(double t, const std::vector<char>& holds_any,
+                                          const std::vector<int>& device_arc, int* solves) {
+    const Instance& in = in_;
+    const int K = static_cast<int>(in.experts.size()), D = D_, first_device = 2 + K;
+    MaxFlow& mf = max_flow_;
     const double eps = 1e-13 * std::max(1.0, in.total);
-    for (*solves = 1;; ++*solves) {
-        if (in.total - mf.solve(source, sink, eps) <= 1e-12 * in.total) break;
-        const std::vector<char> side = mf.source_side(source, eps);
+    for (++*solves;; ++*solves) {
+        if (in.total - mf.solve(source_node, sink_node, eps) <= 1e-12 * in.total) break;
+        const std::vector<char> side = mf.source_side(source_node, eps);
         double need = 0;
         int devices = 0;
         for (int k = 0; k < K; ++k) need += side[2 + k] ? static_cast<double>(in.load[k]) : 0.0;
@@ -168,9 +222,24 @@ double FastSplitter::least_max_computed(int* solves) {
         for (int g = 0; g < D; ++g)
             if (holds_any[g]) mf.raise_capacity(device_arc[g], t - in.fixed[g]);
     }
-    in_.share.resize(in.holders.size());
-    for (size_t h = 0; h < in.holders.size(); ++h) in_.share[h] = mf.flow_on(in_.holder_arc[h]);
     return t;
+}
+
+// class_order_ for replicated expert k: per class of sources, k's holder indices by distance (0, 1, 2), each
+// distance in device order.
+void FastSplitter::order_holders_by_class(int k) {
+    const int D = D_, first = in_.holder_start[k];
+    const int n = in_.holder_start[k + 1] - first;
+    const int* holders = in_.holders.data() + first;
+    const int classes = static_cast<int>(class_source_.size());
+    class_order_.resize(static_cast<size_t>(classes) * n);
+    for (int c = 0; c < classes; ++c) {
+        const uint8_t* near = distance_.data() + static_cast<size_t>(class_source_[c]) * D;
+        int* order = class_order_.data() + static_cast<size_t>(c) * n;
+        for (int d = 0, at = 0; d < 3; ++d)
+            for (int j = 0; j < n; ++j)
+                if (near[holders[j]] == d) order[at++] = j;
+    }
 }
 
 // Replicated expert k's integer quotas on its holders filled from its groups: own tokens first, then the nearest
@@ -188,15 +257,7 @@ void FastSplitter::fill_groups(int k, std::vector<SplitPart>& parts) {
         if (tokens > 0) parts.push_back({s, e, holders[j], tokens}), left_[s] -= tokens, quota_[j] -= tokens;
     };
     for (int j = 0; j < n; ++j) give(holders[j], j);
-    const int classes = static_cast<int>(class_source_.size());
-    class_order_.resize(static_cast<size_t>(classes) * n);
-    for (int c = 0; c < classes; ++c) {
-        const uint8_t* near = distance_.data() + static_cast<size_t>(class_source_[c]) * D;
-        int* order = class_order_.data() + static_cast<size_t>(c) * n;
-        for (int d = 0, at = 0; d < 3; ++d)
-            for (int j = 0; j < n; ++j)
-                if (near[holders[j]] == d) order[at++] = j;
-    }
+    order_holders_by_class(k);
     for (int s = 0; s < D; ++s) {
         const int* order = class_order_.data() + static_cast<size_t>(source_class_[s]) * n;
         for (int i = 0; i < n && left_[s] > 0; ++i) give(s, order[i]);
@@ -206,7 +267,8 @@ void FastSplitter::fill_groups(int k, std::vector<SplitPart>& parts) {
 }
 
 FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpec* cluster)
-    : counts_(counts), D_(D), E_(E), distance_(static_cast<size_t>(D) * D, 0), load_(E, 0), max_flow_(0) {
+    : counts_(counts), D_(D), E_(E), several_nodes_(cluster && cluster->node_of(D - 1) > 0),
+      distance_(static_cast<size_t>(D) * D, 0), load_(E, 0), max_flow_(0) {
     for (int s = 0; s < D && cluster; ++s)
         for (int g = 0; g < D; ++g) {
             const ClusterSpec::LinkClass c = cluster->link_class(s, g);

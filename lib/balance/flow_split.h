@@ -11,12 +11,16 @@
 //             is augmented (MaxFlow resumes). The search ends at T* (the last ratio, or the start).
 //   tokens    each expert's fractional shares are rounded by largest remainder to integers summing to w_e (a
 //             device may exceed T* by under one token per replicated expert it holds), then filled from the
-//             expert's groups: every holder first takes its own device's tokens (they cross no link; the
-//             max-flow starts from that local assignment, so its shares keep as much of it as T* allows), the
+//             expert's groups: every holder first takes its own device's tokens (they cross no link), the
 //             rest come from the nearest sources (same NVLink domain, same node, elsewhere; then device order).
+//             The max-flow starts from the near-first assignment as far as T allows: each holder's own tokens,
+//             then (on a cluster of several nodes) every source's tokens on its holders in the same node,
+//             nearest first; it only moves what the start cannot place (after a rise of T it is started again
+//             at T*), so a replicated expert's tokens stay in their node wherever the compute optimum leaves
+//             room, and a holder in every node keeps that expert's tokens off the inter-node links.
 // The all-to-all is not minimised as the LP does: the split is the compute optimum with locality as the
-// tie-break, a cheaper proxy for comparing placements. Work: one max-flow on (replicated experts + D) nodes,
-// O(D * holders) per replicated expert to fill groups, O(D * E) to build the LayerFlow.
+// tie-break, a cheaper proxy for comparing placements. Work: one max-flow (two after a rise of T) on (replicated
+// experts + D) nodes, O(D * holders) per replicated expert to fill groups, O(D * E) to build the LayerFlow.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +74,7 @@ class FastSplitter {
     };
     const int64_t* counts_;
     int D_, E_;
+    bool several_nodes_;              // the cluster has more than one node: the start keeps tokens in their node
     std::vector<int64_t> by_expert_;  // [E*D] counts transposed: expert e's tokens from each source, contiguous
     std::vector<uint8_t> distance_;   // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
     // sources with the same distance row take a replicated expert's holders in the same order: source s is in
@@ -92,13 +97,21 @@ class FastSplitter {
     std::vector<int> order_;
     std::vector<char> holds_any_;  // scratch of least_max_computed: [D] the device holds a replicated expert
     std::vector<int> device_arc_;  // [D] its max-flow arc to the sink
-    std::vector<double> room_;     // [D]
     std::vector<SplitPart> parts_;
     void update_base(const std::vector<int>& owner);
     void apply(int src, int dst, int64_t tokens);
     void owner_route(int expert, int owner, int64_t sign);
     void fill_instance(const Placement& placement);
+    static constexpr int source_node = 0, sink_node = 1;  // of the max-flow network; experts from 2, then devices
+    // scratch of the start: [D] what it leaves under T, [holders] its tokens, [D] a holder's own tokens it left
+    // (-1: not a holder of the expert being started)
+    std::vector<double> room_, started_, own_left_;
+    void start_network(double t, const std::vector<char>& holds_any, std::vector<int>& device_arc);
+    void start_near(int k, double& started);
     double least_max_computed(int* solves);
+    double raise_until_feasible(double t, const std::vector<char>& holds_any, const std::vector<int>& device_arc,
+                                int* solves);
+    void order_holders_by_class(int k);
     void fill_groups(int k, std::vector<SplitPart>& parts);
     const std::vector<SplitPart>& parts(const Placement& placement, FastSplitReport* report);
 };

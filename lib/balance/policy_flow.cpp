@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "balance/flow_hotset.h"
 #include "balance/flow_repack.h"
 #include "balance/flow_split.h"
 #include "balance/moves.h"
@@ -232,13 +233,14 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     double best_s = score(best);
     int best_r = 0;
     ++rep.candidates;
-    double best_move_s = 0;  // the owner-move charge inside best_s
-    auto consider = [&](const Placement& p, int r, bool packed) {
+    double best_move_s = 0;                                                     // the owner-move charge inside best_s
+    auto consider = [&](const Placement& p, int r, bool packed, int hot = 0) {  // hot: a hot-set candidate's h
         ++rep.candidates;
         // anchored candidates keep their owners; transfer-unaware flow (ablation) sees no move cost
         const double move_s = packed && o.flow_transfer_aware ? owner_move_charge_s(p, current, cost, o) : 0.0;
         const double s = score(p) + move_s;
-        if (s < best_s) best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s;
+        if (s < best_s)
+            best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s, rep.hot_experts = hot;
         return s;
     };
     // the anchored families, grown along the schedule; each stops after two rises in a row
@@ -257,6 +259,9 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
         }
     }
     walk_repacked(load, current, order, schedule, cap, consider);
+    if (o.flow_topology && cost.topology_aware)  // hottest experts in every node / NVLink domain (flow_hotset.h)
+        walk_hot_sets(P, load, current, cost, cap,
+                      [&](const Placement& p, int h) { return consider(p, p.num_replicas(), true, h); });
     // transfer gate (serving, flow_horizon > 0): keep the current placement unless the gain over the horizon pays
     // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
     if (o.flow_horizon > 0 && o.flow_transfer_aware) {
@@ -264,10 +269,10 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
         if ((current_s - (best_s - best_move_s)) * o.flow_horizon <=
             one_off_transfer_s(best, current, cost) + best_move_s * o.flow_horizon) {
             best = current, best_s = current_s, best_r = current.num_replicas(), rep.kept_current = true;
-            rep.repacked = false;
+            rep.repacked = false, rep.hot_experts = 0;
         }
     }
-    rep.replicas = best_r;
+    rep.replicas = best_r, rep.repacked = rep.repacked && rep.hot_experts == 0;  // a hot-set candidate is not repacked
     rep.predicted_s = best_s;
     if (report) *report = rep;
     return best;

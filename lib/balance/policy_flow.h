@@ -3,7 +3,7 @@
 //
 // Per layer, from planning counts P [D*E] (previous batch, or a predicted load, see FlowPlanner):
 //   candidates  R = 0, 1, 2, 3, 4, 6, 8, 12, ... extra copies (EPLB's rule: each to the expert with the largest
-//               load / copies), in two families, both scored by the cost model under the run's routing rule
+//               load / copies), in the families below, all scored by the cost model under the run's routing rule
 //               (the routing LP's combinatorial stand-in, flow_split.h, when that rule is flow; FlowScoring):
 //               anchored  owners stay where they are; each extra copy goes to a device without the expert and
 //                         with replica room: the lightest by estimated load (load / copies of what it holds),
@@ -12,6 +12,9 @@
 //               repacked  EPLB's packing of every copy (largest first to the lightest bin, no duplicates), bins
 //                         relabelled to devices by the assignment of fewest weight moves (relabel.h).
 //               The search over R stops after two rises in a row.
+//               hot-set   (topology-aware models only) the h hottest experts held in every node / NVLink domain,
+//                         their tokens computed inside the group, owners spread under a star broadcast
+//                         (flow_hotset.h); h walked in doublings.
 //   transfer    under the cost model a replica (or an owner away from its home) is Trans + Agg every iteration, so
 //               the candidate with the least predicted time already weighs each copy's gain against its
 //               transfer (R = 0 is a candidate). With balance.flow_horizon = H > 0 (serving: a move is one-off)
@@ -37,6 +40,7 @@ struct FlowPlanReport {
     int candidates = 0;         // placements scored
     int replicas = 0;           // extra copies of the chosen one
     bool repacked = false;      // the chosen one came from the repacked family
+    int hot_experts = 0;        // > 0: the chosen one came from the hot-set family (flow_hotset.h), with h = this
     bool kept_current = false;  // the transfer gate kept the current placement
     double predicted_s = 0;     // its predicted layer time on the planning counts, with its owner-move charge
 };

@@ -1,0 +1,155 @@
+// flow_hotset.cpp: the hot-set family of flow's candidates (flow_hotset.h).
+#include "balance/flow_hotset.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace prophet {
+
+HotSetBuilder::HotSetBuilder(const int64_t* counts, const std::vector<double>& load, const Placement& current,
+                             const ClusterSpec& cluster)
+    : counts_(counts), load_(load), current_(current), cluster_(cluster), D_(current.num_devices),
+      E_(current.num_experts), by_load_(current.num_experts) {
+    PROPHET_ASSERT(static_cast<int>(load.size()) == E_);
+    std::iota(by_load_.begin(), by_load_.end(), 0);
+    std::stable_sort(by_load_.begin(), by_load_.end(), [&](int a, int b) { return load_[a] > load_[b]; });
+    for (double w : load_) with_load_ += w > 0 ? 1 : 0;
+}
+
+// tokens the devices [first_device, first_device + group_size) send expert e
+int64_t HotSetBuilder::group_tokens(int e, int first_device, int group_size) const {
+    int64_t n = 0;
+    for (int s = first_device; s < first_device + group_size; ++s) n += counts_[static_cast<size_t>(s) * E_ + e];
+    return n;
+}
+
+// The device a hot expert owned by `from` (over the limit) moves to: below the limit and owning a cold expert; the
+// same node first, then the fewest hot owners on its NIC, then on the device, then device order. -1: none.
+int HotSetBuilder::swap_target(int from, const std::vector<int>& owner, int limit) const {
+    std::vector<int> nic_hot(static_cast<size_t>(cluster_.nic_of(D_ - 1)) + 1, 0), owns_cold(D_, 0);
+    for (int d = 0; d < D_; ++d) nic_hot[cluster_.nic_of(d)] += owned_hot_[d];
+    for (int e = 0; e < E_; ++e) owns_cold[owner[e]] += is_hot_[e] ? 0 : 1;
+    int best = -1;
+    auto key = [&](int d) {
+        return std::make_tuple(cluster_.node_of(d) != cluster_.node_of(from), nic_hot[cluster_.nic_of(d)],
+                               owned_hot_[d], d);
+    };
+    for (int d = 0; d < D_; ++d) {
+        if (d == from || owned_hot_[d] >= limit || owns_cold[d] == 0) continue;
+        if (best < 0 || key(d) < key(best)) best = d;
+    }
+    return best;
+}
+
+// Spreads the hot owners (flow_hotset.h "owners"), the coldest hot expert of an overfull device moving first;
+// returns the swaps made.
+int HotSetBuilder::spread(std::vector<int>& owner, int hot) {
+    const int limit = (hot + D_ - 1) / D_;
+    owned_hot_.assign(D_, 0);
+    for (int i = 0; i < hot; ++i) ++owned_hot_[owner[by_load_[i]]];
+    int swaps = 0;
+    for (int i = hot - 1; i >= 0; --i) {
+        const int e = by_load_[i], from = owner[e];
+        if (owned_hot_[from] <= limit) continue;
+        const int to = swap_target(from, owner, limit);
+        if (to < 0) break;  // every device is at the limit or owns hot experts only
+        int cold = -1;      // the lightest cold expert `to` owns (ties: lower index)
+        for (int c = 0; c < E_; ++c)
+            if (owner[c] == to && !is_hot_[c] && (cold < 0 || load_[c] < load_[cold])) cold = c;
+        owner[cold] = from, owner[e] = to;
+        --owned_hot_[from], ++owned_hot_[to], ++swaps;
+    }
+    return swaps;
+}
+
+// One group's replicas of the hot experts it has no holder of, largest tokens first to its lightest device.
+void HotSetBuilder::place_group(Placement& p, int first_device, int group_size, int cap) {
+    items_.clear();
+    for (int e = 0; e < E_; ++e) {
+        if (!is_hot_[e] || (p.owner[e] >= first_device && p.owner[e] < first_device + group_size)) continue;
+        const int64_t tokens = group_tokens(e, first_device, group_size);
+        if (tokens > 0) items_.push_back({-tokens, e});  // ascending sort: most tokens, then lower expert, first
+    }
+    std::sort(items_.begin(), items_.end());
+    // at most an even share of the group's replicas per device: each copy is Trans into its holder's one NIC
+    const int even = (static_cast<int>(items_.size()) + group_size - 1) / group_size;
+    const int room = cap > 0 ? std::min(cap, even) : even;
+    for (const auto& [minus_tokens, e] : items_) {
+        int best = -1;
+        for (int d = first_device; d < first_device + group_size; ++d)
+            if (replicas_[d] < room && (best < 0 || est_[d] < est_[best])) best = d;
+        if (best < 0) return;  // the group is full
+        p.add_replica(e, best);
+        est_[best] -= static_cast<double>(minus_tokens);
+        ++replicas_[best];
+    }
+}
+
+Placement HotSetBuilder::build(const HotSetShape& shape, int cap, int* owner_swaps) {
+    const int g = shape.group_size;
+    PROPHET_ASSERT(g > 1 && g < D_ && D_ % g == 0);
+    const int hot = std::clamp(shape.hot, 0, with_load_);
+    is_hot_.assign(E_, 0);
+    for (int i = 0; i < hot; ++i) is_hot_[by_load_[i]] = 1;
+    std::vector<int> owner = current_.owner;
+    const int swaps = shape.spread_owners ? spread(owner, hot) : 0;
+    Placement p = Placement::make_owners(D_, owner);
+    est_.assign(D_, 0.0);
+    replicas_.assign(D_, 0);
+    for (int e = 0; e < E_; ++e) {
+        const int first = owner[e] / g * g;
+        est_[owner[e]] += is_hot_[e] ? static_cast<double>(group_tokens(e, first, g)) : load_[e];
+    }
+    for (int first = 0; first < D_; first += g) place_group(p, first, g, cap);
+    if (owner_swaps) *owner_swaps = swaps;
+    return p;
+}
+
+std::vector<int> replication_group_sizes(const ClusterSpec& cluster, int D) {
+    std::vector<int> sizes;
+    for (int g : {cluster.nvlink_domain, cluster.devices_per_node})
+        if (g > 1 && g < D && D % g == 0 && std::find(sizes.begin(), sizes.end(), g) == sizes.end()) sizes.push_back(g);
+    std::sort(sizes.begin(), sizes.end());
+    return sizes;
+}
+
+void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, bool spread_owners, int cap,
+                   const std::function<double(const Placement&, const HotSetShape&)>& consider) {
+    if (builder.experts_with_load() == 0) return;
+    const int experts = builder.num_experts();
+    const int most = std::max(1, std::min(builder.experts_with_load(), experts / 2)), least = std::max(1, experts / 32);
+    for (int g : group_sizes) {
+        std::map<int, double> tried;  // h -> predicted seconds
+        auto score = [&](int h) {
+            const HotSetShape shape{h, g, spread_owners};
+            return tried[h] = consider(builder.build(shape, cap), shape);
+        };
+        double previous = std::numeric_limits<double>::infinity();
+        for (int h = std::min(least, most), rises = 0; h <= most && rises < 2; h *= 2) {
+            const double s = score(h);
+            rises = s >= previous ? rises + 1 : 0;
+            previous = s;
+        }
+        if (tried.empty()) continue;
+        const int best = std::min_element(tried.begin(), tried.end(), [](const auto& a, const auto& b) {
+                             return a.second < b.second;
+                         })->first;
+        for (int h : {best * 3 / 4, best * 3 / 2})
+            if (h >= 1 && h <= most && !tried.count(h)) score(h);
+    }
+}
+
+void walk_hot_sets(const int64_t* counts, const std::vector<double>& load, const Placement& current,
+                   const CostModel& cost, int cap, const std::function<double(const Placement&, int)>& consider) {
+    HotSetBuilder builder(counts, load, current, cost.cluster);
+    const bool star = cost.trans_broadcast == TransBroadcast::kStar;
+    walk_hot_sets(builder, replication_group_sizes(cost.cluster, current.num_devices), star, cap,
+                  [&](const Placement& p, const HotSetShape& shape) { return consider(p, shape.hot); });
+}
+
+}  // namespace prophet
