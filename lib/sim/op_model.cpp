@@ -451,17 +451,17 @@ std::map<std::string, double> step_scale_ratios(const ReplayGraph& g, const Repl
 void add_in_step_differences(const OpTables& tables, const RecordedRun& run,
                              std::map<std::string, std::vector<double>>& per_step) {
     const OpModelConfig config = op_model_config(run);
-    for_each_fit_step(tables, run, [&](const ReplayGraph& g, const ReplayDurations& recorded,
-                                       const ReplayDurations& modelled) {
-        std::map<std::string, std::pair<double, int>> sums;  // kind -> (sum of differences us, calls)
-        for (size_t i = 0; i < g.ops.size(); ++i) {
-            if (!in_step_applies(config, g, i)) continue;
-            auto& [diff, calls] = sums[prophet::op_kind_name(g.ops[i].kind)];
-            diff += recorded.own_us[i] - modelled.own_us[i];
-            ++calls;
-        }
-        for (const auto& [kind, sum] : sums) per_step[kind].push_back(sum.first / sum.second);
-    });
+    for_each_fit_step(tables, run,
+                      [&](const ReplayGraph& g, const ReplayDurations& recorded, const ReplayDurations& modelled) {
+                          std::map<std::string, std::pair<double, int>> sums;  // kind -> (sum of differences us, calls)
+                          for (size_t i = 0; i < g.ops.size(); ++i) {
+                              if (!in_step_applies(config, g, i)) continue;
+                              auto& [diff, calls] = sums[prophet::op_kind_name(g.ops[i].kind)];
+                              diff += recorded.own_us[i] - modelled.own_us[i];
+                              ++calls;
+                          }
+                          for (const auto& [kind, sum] : sums) per_step[kind].push_back(sum.first / sum.second);
+                      });
 }
 
 }  // namespace
@@ -497,8 +497,7 @@ OpTables fit_in_step_overheads(OpTables tables, const RecordedRun& run) {
 OpTables fit_in_step_overheads(OpTables tables, const std::vector<const RecordedRun*>& runs) {
     tables.in_step_s.clear();
     std::map<std::string, std::vector<double>> per_step;  // kind -> per step: mean (recorded - modelled) per call, us
-    for (const RecordedRun* run : runs)
-        add_in_step_differences(tables, *run, per_step);
+    for (const RecordedRun* run : runs) add_in_step_differences(tables, *run, per_step);
     for (auto& [kind, diffs] : per_step) {
         tables.in_step_s[kind] = std::max(0.0, median(diffs)) * 1e-6;
     }

@@ -287,7 +287,8 @@ std::string op_tables_to_toml(const OpTables& t) {
         out << "# the float all-reduce by message size on allreduce_ranks ranks: [bytes, us per call]\n";
         out << "allreduce_ranks = " << t.allreduce_ranks << "\nallreduce_sizes = [";
         for (size_t i = 0; i < t.allreduce_sizes_bytes.size(); ++i)
-            out << (i ? ", " : "") << "[" << static_cast<long long>(t.allreduce_sizes_bytes[i]) << ", " << t.allreduce_sizes_s[i] * 1e6 << "]";
+            out << (i ? ", " : "") << "[" << static_cast<long long>(t.allreduce_sizes_bytes[i]) << ", "
+                << t.allreduce_sizes_s[i] * 1e6 << "]";
         out << "]\n";
     }
     write_gemm_grid(out, t);

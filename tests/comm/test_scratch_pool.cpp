@@ -37,13 +37,12 @@ TEST_P(ScratchPoolReuse, AllocatesOnlyWhatNoFreeBufferFits) {
     EXPECT_EQ(pool.allocations(), c.allocations);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rounds, ScratchPoolReuse,
-    testing::Values(LeaseCase{"same_sizes_again", {1 << 20, 1 << 20}, {1 << 20, 1 << 20}, 2},
-                    LeaseCase{"smaller_fits_a_larger_free_one", {1 << 20}, {4096}, 1},
-                    LeaseCase{"more_at_once_than_free", {4096}, {4096, 4096, 4096}, 3},
-                    LeaseCase{"larger_replaces_a_smaller_free_one", {4096}, {1 << 20}, 2}),
-    [](const testing::TestParamInfo<LeaseCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Rounds, ScratchPoolReuse,
+                         testing::Values(LeaseCase{"same_sizes_again", {1 << 20, 1 << 20}, {1 << 20, 1 << 20}, 2},
+                                         LeaseCase{"smaller_fits_a_larger_free_one", {1 << 20}, {4096}, 1},
+                                         LeaseCase{"more_at_once_than_free", {4096}, {4096, 4096, 4096}, 3},
+                                         LeaseCase{"larger_replaces_a_smaller_free_one", {4096}, {1 << 20}, 2}),
+                         [](const testing::TestParamInfo<LeaseCase>& info) { return info.param.name; });
 
 TEST(ScratchPool, LargerRequestDropsTheSmallestFreeBuffer) {
     ScratchPool pool;
