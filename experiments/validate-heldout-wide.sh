@@ -7,6 +7,9 @@
 #      E = 4, K = 1, L = 2) with the gate's routing on the skewed corpus, no link, schedule none. The GEMMs are
 #      measured on the calibration's fixed (M, N, K) grid, the same for every config, and no --ops-shape is given:
 #      nothing is microbenchmarked at a validated shape;
+#      The calibration config is recorded again (`prophet train --timeline`, CAL_STEPS steps) after every 4 configs,
+#      and the per-kind scale and in_step_us are re-fitted on all its recordings pooled (`prophet validate
+#      --refit-on` each): the machine's drift over the campaign is sampled, not the one moment before it;
 #   2. records 36 held-out runs with --timeline: 12 configs x 3 policies (static, prophet, top2: the heavy
 #      replicator), one seed each. The 12 configs are a fractional design over 3 model shapes (C, F, NH), none the
 #      calibration's, and 5 two-level factors, E in {4, 8}, K in {1, 2}, L in {2, 3}, schedule in {none, blockwise},
@@ -61,11 +64,29 @@ common=(--set store.path="$store" --set train.log_every=1000 --set train.steps="
 common+=(--set routing.source='"gate"' --set data.dominant_topic=0 --set data.dominance=0.9 --set comm.link_gbps=0
          --set schedule.mode='"none"')
 
+# the finished recordings of the calibration config in the store (one run id a line)
+calibration_runs() {
+    if [[ ! -e "$store" ]]; then return 0; fi
+    "$prophet" runs --db "$store" --experiment "$exp-calibration" --status finished --limit 0 --json |
+        /usr/bin/python3 -c 'import json, sys; print("\n".join(r["run_id"] for r in json.load(sys.stdin)))'
+}
+mapfile -t earlier_cal_runs < <(calibration_runs)  # a store reused from an earlier campaign: not this one's
+
 start=$SECONDS
 "${mpirun[@]}" "$prophet" profile --config "$base" --calibrate --cluster-out "$cluster" "${common[@]}" \
     --set train.steps="$cal_steps" --set run.experiment="$exp-calibration" >&2
 
+# the calibration config again, as the profile run above ran it (its scale / in_step_us re-fit pools them all)
+record_calibration() {
+    echo "calibration config again" >&2
+    "${mpirun[@]}" "$prophet" train --config "$base" --timeline "${common[@]}" --set train.steps="$cal_steps" \
+        --set run.experiment="$exp-calibration" >/dev/null
+}
+
+done_configs=0
 for config in "${configs[@]}"; do
+    if ((done_configs > 0 && done_configs % 4 == 0)); then record_calibration; fi
+    done_configs=$((done_configs + 1))
     read -r C F NH E K L schedule link <<<"$config"
     for policy in "${policies[@]}"; do
         echo "point C=$C F=$F NH=$NH E=$E K=$K L=$L $schedule link=$link $policy" >&2
@@ -75,10 +96,18 @@ for config in "${configs[@]}"; do
             --set balance.policy="$policy" --set run.seed=1 >/dev/null
     done
 done
-"$prophet" validate --store "$store" --experiment "$exp" --cluster "$cluster"
+record_calibration
+# this campaign's recordings of the calibration config (the profile run and the train runs above)
+mapfile -t cal_runs < <(calibration_runs)
+refit=()
+for run in "${cal_runs[@]}"; do
+    if [[ " ${earlier_cal_runs[*]} " != *" $run "* ]]; then refit+=(--refit-on "$run"); fi
+done
+echo "calibration recordings pooled: ${refit[*]}" >&2
+"$prophet" validate --store "$store" --experiment "$exp" --cluster "$cluster" "${refit[@]}"
 json=$(mktemp "${TMPDIR:-/tmp}/validate-heldout-wide.XXXXXX.json")
 trap 'rm -f "$json"' EXIT
-"$prophet" validate --store "$store" --experiment "$exp" --cluster "$cluster" --json --no-record >"$json"
+"$prophet" validate --store "$store" --experiment "$exp" --cluster "$cluster" "${refit[@]}" --json --no-record >"$json"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 /usr/bin/python3 - "$json" "$load_before" "$load_after" "$((SECONDS - start))" <<'EOF'
 # the acceptance summary of issue 25 item 4 over the held-out points

@@ -72,7 +72,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
     cmd->add_option("--refit-on", args.refit_on,
                     "re-fit the [ops] per-kind scale and in_step_us on this run of the store before validating: "
                     "the calibration run (prophet profile --calibrate records its timeline), e.g. after a change "
-                    "of the fit; its config must be the tables' calibrated_on, with no emulated link");
+                    "of the fit; its config must be the tables' calibrated_on, with no emulated link. Repeatable: "
+                    "the fit pools the steps of every run given (the calibration config recorded again between a "
+                    "campaign's points)");
     cmd->add_flag("--include-oversubscribed", args.include_oversubscribed,
                   "keep runs recorded with more ranks than cores (docs/testbed.md): left out by default");
     cmd->add_flag("!--no-record", args.record, "do not record the validation as a run in the store");
@@ -119,21 +121,27 @@ std::vector<std::string> runs_to_check(Store& store, const ValidateArgs& args, s
     return ids;
 }
 
-// --refit-on: the [ops] per-kind scales and in-step overheads fitted again on the calibration run.
+// --refit-on: the [ops] per-kind scales and in-step overheads fitted again on the calibration runs (pooled).
 sim::OpTables refit_tables(Store& store, const ValidateArgs& args, const sim::OpTables& tables) {
-    const sim::RecordedRun own = sim::load_recorded_run(store, args.refit_on);
-    if (sim::config_key(own) != tables.calibrated_on + " link=0.0")
-        throw_config_error("--refit-on", args.refit_on,
-                           "must be the calibration run: its config " + sim::config_key(own) +
-                               " is not the tables' calibrated_on " + tables.calibrated_on + " with link=0.0",
-                           "pass the run of prophet profile --calibrate (prophet runs --db " + args.db + ")");
-    sim::OpTables fitted_tables = sim::fit_in_step_overheads(sim::fit_op_scales(tables, own), own);
-    std::string fitted;  // kind = factor / us per call, for the log
+    std::vector<sim::RecordedRun> runs;
+    for (const std::string& id : args.refit_on) {
+        runs.push_back(sim::load_recorded_run(store, id));
+        if (sim::config_key(runs.back()) != tables.calibrated_on + " link=0.0")
+            throw_config_error("--refit-on", id,
+                               "must be a run of the calibration config: its config " + sim::config_key(runs.back()) +
+                                   " is not the tables' calibrated_on " + tables.calibrated_on + " with link=0.0",
+                               "pass the run of prophet profile --calibrate (prophet runs --db " + args.db + ")");
+    }
+    std::vector<const sim::RecordedRun*> pooled;
+    for (const sim::RecordedRun& r : runs) pooled.push_back(&r);
+    sim::OpTables fitted_tables = sim::fit_in_step_overheads(sim::fit_op_scales(tables, pooled), pooled);
+    std::string fitted, ids;  // kind = factor / us per call, and the runs, for the log
+    for (const std::string& id : args.refit_on) ids += (ids.empty() ? "" : " ") + id;
     for (const auto& [kind, v] : fitted_tables.scale) fitted += " " + kind + "=x" + std::to_string(v).substr(0, 5);
     for (const auto& [kind, v] : fitted_tables.in_step_s)
         fitted += " " + kind + "=+" + std::to_string(v * 1e6).substr(0, 5) + "us";
-    std::fprintf(stderr, "prophet: [ops] scale and in_step_us re-fitted on run %s:%s\n", args.refit_on.c_str(),
-                 fitted.c_str());
+    std::fprintf(stderr, "prophet: [ops] scale and in_step_us re-fitted on run%s %s:%s\n", runs.size() > 1 ? "s" : "",
+                 ids.c_str(), fitted.c_str());
     return fitted_tables;
 }
 
@@ -143,7 +151,7 @@ sim::OpTables op_tables_for(Store& store, const ValidateArgs& args, sim::ReplayS
     if (source == sim::ReplaySource::kOpModel) tables = sim::load_op_tables(args.cluster);
     if (args.refit_on.empty()) return tables;
     if (source != sim::ReplaySource::kOpModel)
-        throw_config_error("--refit-on", args.refit_on, "only applies with --replay model", "drop --refit-on");
+        throw_config_error("--refit-on", args.refit_on.front(), "only applies with --replay model", "drop --refit-on");
     return refit_tables(store, args, tables);
 }
 

@@ -14,7 +14,8 @@ struct ValidateArgs {
     std::string experiment;
     std::string cluster;
     std::string replay = "model";  // model | recorded
-    std::string refit_on;          // a run of the store to re-fit [ops] scale and in_step_us on ("" : as the file has)
+    std::vector<std::string>
+        refit_on;  // runs of the store to re-fit [ops] scale and in_step_us on (none: as the file has)
     bool include_oversubscribed = false;
     bool record = true;
     bool json = false;

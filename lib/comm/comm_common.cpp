@@ -1,12 +1,13 @@
 // comm_common.cpp: what every communicator shares: launcher detection, the world communicator `prophet train`
 // uses, the timeout error, and the subset Trans/Agg built on isend/irecv. Without MPI it also holds the stubs
 // of the MPI entry points (comm_mpi.cpp defines them when MPI is found).
+#include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <sstream>
 
 #include "comm/comm.h"
+#include "comm/scratch_pool.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -29,7 +30,7 @@ int launcher_world_size() {
 // Completes all parts, then runs on_complete (the root's sum of a subset reduce).
 class MultiRequest final : public CommRequest {
   public:
-    std::vector<std::vector<float>> buffers;  // [members][count] contributions received by a reduce root
+    std::vector<ScratchPool::Lease> buffers;  // [members] of count floats: contributions received by a reduce root
     std::vector<CommHandle> parts;
     std::function<void()> on_complete;
 
@@ -142,23 +143,33 @@ CommHandle reduce_sum_subset_p2p(Communicator& comm, float* data, size_t count, 
         request->parts.push_back(comm.isend(data, count * sizeof(float), root, tag));
         return request;
     }
-    // NOTE: buffers are sized before any irecv is posted so their addresses stay fixed.
-    request->buffers.assign(ranks.size(), std::vector<float>());
+    // The receive buffers come from the process's scratch pool (comm/scratch_pool.h): the same pages every call,
+    // where a fresh allocation per call page-faults on every first touch. The root's own member has none.
+    request->buffers.resize(ranks.size());
     for (size_t i = 0; i < ranks.size(); ++i) {
         if (ranks[i] == root) continue;
-        request->buffers[i].resize(count);
+        request->buffers[i] = comm_scratch_pool().acquire(count * sizeof(float));
         request->parts.push_back(comm.irecv(request->buffers[i].data(), count * sizeof(float), ranks[i], tag));
     }
     MultiRequest* self = request.get();
     request->on_complete = [self, data, count, root, ranks] {
-        // acc = x_{ranks[0]}, then += x_{ranks[1]}, ... : ascending rank order, the root's own data in its place
-        auto contribution = [&](size_t i) { return ranks[i] == root ? data : self->buffers[i].data(); };
-        std::vector<float> acc(contribution(0), contribution(0) + count);
-        for (size_t i = 1; i < ranks.size(); ++i) {
-            const float* x = contribution(i);
-            for (size_t k = 0; k < count; ++k) acc[k] += x[k];
+        // data = x_{ranks[0]} + x_{ranks[1]} + ... : ascending rank order, the root's own data in its place.
+        // Block by block through a small accumulator on the stack: a block of data is read (as the root's
+        // contribution) before it is overwritten, and no accumulator of the expert's size is allocated.
+        std::vector<const float*> contributions(ranks.size());
+        for (size_t i = 0; i < ranks.size(); ++i)
+            contributions[i] = ranks[i] == root ? data : self->buffers[i].as<const float>();
+        constexpr size_t kBlock = 1024;
+        float acc[kBlock];
+        for (size_t begin = 0; begin < count; begin += kBlock) {
+            const size_t n = std::min(kBlock, count - begin);
+            std::copy_n(contributions[0] + begin, n, acc);
+            for (size_t i = 1; i < contributions.size(); ++i) {
+                const float* x = contributions[i] + begin;
+                for (size_t k = 0; k < n; ++k) acc[k] += x[k];
+            }
+            std::copy_n(acc, n, data + begin);
         }
-        if (count) std::memcpy(data, acc.data(), count * sizeof(float));
     };
     return request;
 }

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "comm/comm.h"
+#include "comm/scratch_pool.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -101,7 +102,7 @@ class MpiRequest final : public CommRequest {
 
     MPI_Request request = MPI_REQUEST_NULL;
     std::vector<int> counts;                          // send counts, send displs, recv counts, recv displs
-    std::vector<std::byte> scratch;                   // receive buffer of a reduce-scatter
+    ScratchPool::Lease scratch;                       // receive buffer of a reduce-scatter (comm/scratch_pool.h)
     std::function<void(const MPI_Status&)> on_complete;
     bool cancel_on_timeout = false;                   // receives: cancel so MPI lets go of the buffer
 
@@ -270,8 +271,9 @@ class MpiComm final : public Communicator {
             rc[r] = static_cast<int>(my_len * sizeof(T));
             rd[r] = static_cast<int>(r * my_len * sizeof(T));
         }
-        scatter->scratch.resize(n * my_len * sizeof(T));
-        const T* chunks = reinterpret_cast<const T*>(scatter->scratch.data());  // [R][my_len]
+        // from the pool, not allocated per call: fresh pages every call page-fault on first touch
+        scatter->scratch = comm_scratch_pool().acquire(n * my_len * sizeof(T));
+        const T* chunks = scatter->scratch.as<const T>();  // [R][my_len]
         PROPHET_MPI_CHECK(MPI_Ialltoallv(data, sc, sd, MPI_BYTE, scatter->scratch.data(), rc, rd, MPI_BYTE, comm_,
                                          &scatter->request));
         scatter->wait();
@@ -336,7 +338,7 @@ void MpiRequest::wait() {
                     // collective is erroneous) and may still touch the arrays it was given, so those are leaked
                     // on purpose; the job is about to end with exit 6 anyway.
                     new std::vector<int>(std::move(counts));
-                    new std::vector<std::byte>(std::move(scratch));
+                    new ScratchPool::Lease(std::move(scratch));
                 }
                 throw comm_detail::timeout_error(comm_->rank(), call_, timeout_s,
                                                  " on host " + g_mpi.host + " (" + operation_ + ")");

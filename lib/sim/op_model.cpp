@@ -236,7 +236,15 @@ double gemm_seconds(const OpTables& t, double m, int n, int k, GemmOp op) {
 }
 
 double ring_allreduce_seconds(const OpTables& t, double bytes, int D) {
-    return ring_all_reduce_s(bytes, D, t.allreduce_bytes_per_s, t.allreduce_latency_s);
+    const std::vector<double>& x = t.allreduce_sizes_bytes;
+    const std::vector<double>& y = t.allreduce_sizes_s;
+    if (D <= 1 || x.empty() || D != t.allreduce_ranks || x.size() != y.size())
+        return ring_all_reduce_s(bytes, D, t.allreduce_bytes_per_s, t.allreduce_latency_s);
+    if (x.size() == 1 || bytes <= x.front()) return y.front();
+    // the segment [x[i], x[i+1]] holding bytes, or the last one beyond the grid
+    const size_t i = std::min<size_t>(std::upper_bound(x.begin(), x.end(), bytes) - x.begin(), x.size() - 1) - 1;
+    const double slope = (y[i + 1] - y[i]) / (x[i + 1] - x[i]);
+    return std::max(0.0, y[i] + slope * (bytes - x[i]));
 }
 
 double attn_flops_per_s(const OpTables& t, int C, int NH) {
@@ -438,16 +446,37 @@ std::map<std::string, double> step_scale_ratios(const ReplayGraph& g, const Repl
     return ratios;
 }
 
-}  // namespace
-
-OpTables fit_op_scales(OpTables tables, const RecordedRun& run) {
-    tables.scale.clear();
-    std::map<std::string, std::vector<double>> ratios;  // kind -> per step: recorded / modelled own time
+// Per kind of is_in_step_kind, per step 1.. of `run`: the mean over that kind's calls of recorded - modelled own
+// time (us), appended to per_step[kind] (fit_in_step_overheads).
+void add_in_step_differences(const OpTables& tables, const RecordedRun& run,
+                             std::map<std::string, std::vector<double>>& per_step) {
+    const OpModelConfig config = op_model_config(run);
     for_each_fit_step(tables, run,
                       [&](const ReplayGraph& g, const ReplayDurations& recorded, const ReplayDurations& modelled) {
-                          for (const auto& [kind, ratio] : step_scale_ratios(g, recorded, modelled))
-                              ratios[kind].push_back(ratio);
+                          std::map<std::string, std::pair<double, int>> sums;  // kind -> (sum of differences us, calls)
+                          for (size_t i = 0; i < g.ops.size(); ++i) {
+                              if (!in_step_applies(config, g, i)) continue;
+                              auto& [diff, calls] = sums[prophet::op_kind_name(g.ops[i].kind)];
+                              diff += recorded.own_us[i] - modelled.own_us[i];
+                              ++calls;
+                          }
+                          for (const auto& [kind, sum] : sums) per_step[kind].push_back(sum.first / sum.second);
                       });
+}
+
+}  // namespace
+
+OpTables fit_op_scales(OpTables tables, const RecordedRun& run) { return fit_op_scales(std::move(tables), {&run}); }
+
+OpTables fit_op_scales(OpTables tables, const std::vector<const RecordedRun*>& runs) {
+    tables.scale.clear();
+    std::map<std::string, std::vector<double>> ratios;  // kind -> per step of every run: recorded / modelled own time
+    for (const RecordedRun* run : runs)
+        for_each_fit_step(tables, *run,
+                          [&](const ReplayGraph& g, const ReplayDurations& recorded, const ReplayDurations& modelled) {
+                              for (const auto& [kind, ratio] : step_scale_ratios(g, recorded, modelled))
+                                  ratios[kind].push_back(ratio);
+                          });
     // NOTE: the median over steps, not the ratio of sums: a calibration run's early steps are slow in a way no
     // steady step is (fec at 4-6x its typical ratio in steps 1 and 3 of both stored main-2rank calibrations,
     // docs/validation-heldout.md), a sum carries that warm-up into every prediction, and the validation compares
@@ -462,20 +491,13 @@ bool is_in_step_kind(prophet::OpKind kind) {
 }
 
 OpTables fit_in_step_overheads(OpTables tables, const RecordedRun& run) {
+    return fit_in_step_overheads(std::move(tables), {&run});
+}
+
+OpTables fit_in_step_overheads(OpTables tables, const std::vector<const RecordedRun*>& runs) {
     tables.in_step_s.clear();
-    const OpModelConfig config = op_model_config(run);
     std::map<std::string, std::vector<double>> per_step;  // kind -> per step: mean (recorded - modelled) per call, us
-    for_each_fit_step(tables, run, [&](const ReplayGraph& g, const ReplayDurations& recorded,
-                                       const ReplayDurations& modelled) {
-        std::map<std::string, std::pair<double, int>> sums;  // kind -> (sum of differences us, calls)
-        for (size_t i = 0; i < g.ops.size(); ++i) {
-            if (!in_step_applies(config, g, i)) continue;
-            auto& [diff, calls] = sums[prophet::op_kind_name(g.ops[i].kind)];
-            diff += recorded.own_us[i] - modelled.own_us[i];
-            ++calls;
-        }
-        for (const auto& [kind, sum] : sums) per_step[kind].push_back(sum.first / sum.second);
-    });
+    for (const RecordedRun* run : runs) add_in_step_differences(tables, *run, per_step);
     for (auto& [kind, diffs] : per_step) {
         tables.in_step_s[kind] = std::max(0.0, median(diffs)) * 1e-6;
     }

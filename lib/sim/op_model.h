@@ -20,7 +20,9 @@
 //   Trans / Agg: p2p_latency * messages + expert bytes moved by the rank / p2p bandwidth (a part of a split
 //     transfer: half of the block's when both parts were recorded); over an emulated link, the bytes and messages
 //     the rank sends (Trans: the home; Agg: the other holders) at the link's rate, when slower;
-//   dense all-reduce: ring, 2 (D-1) steps of latency + 2 (D-1)/D * bytes / allreduce bandwidth;
+//   dense all-reduce: by size class, the calibration's all-reduce measured on a grid of sizes and interpolated
+//     linearly in bytes (ring_allreduce_seconds); without that grid the ring, 2 (D-1) steps of latency +
+//     2 (D-1)/D * bytes / allreduce bandwidth;
 //   optimizer: a one-number all-reduce + 7 streams of the rank's parameter bytes (AdamW reads p, g, m, v and
 //     writes p, m, v) at the stream bandwidth;
 //   layout / stats: a small all-gather / all-reduce (latency) and streaming over the counts;
@@ -68,6 +70,10 @@ struct OpTables {
     double p2p_bytes_per_s = 0;
     double allreduce_latency_s = 0;  // per ring step
     double allreduce_bytes_per_s = 0;
+    // the all-reduce by size class: the float all-reduce measured at each of a grid of message sizes on
+    // allreduce_ranks ranks (bytes ascending, seconds of one call); empty: the ring formula only (older files)
+    std::vector<double> allreduce_sizes_bytes, allreduce_sizes_s;
+    int allreduce_ranks = 0;
     // the emulated link's own cost per paced message (comm/comm_paced.h: the wire thread sleeps until a message's
     // release time, wakes, and hands it to the inner communicator): wall time beyond latency + bytes / rate,
     // measured by the calibration through a paced communicator. Added per message only to runs with a link.
@@ -93,7 +99,10 @@ struct OpTables {
 double gemm_flops_per_s(const GemmGrid& grid, double m, double n, double k, GemmOp op = GemmOp::kNN);
 // seconds of an M x N x K GEMM of kind op: 2MNK / gemm_flops_per_s; 0 when m <= 0
 double gemm_seconds(const OpTables& tables, double m, int n, int k, GemmOp op = GemmOp::kNN);
-// seconds of a ring all-reduce of `bytes` over D ranks: 2 (D-1) (latency + bytes / (D * bandwidth))
+// seconds of an all-reduce of `bytes` over D ranks. With a size grid measured on D ranks (allreduce_sizes_*): the
+// measured time interpolated linearly in bytes between the two grid sizes around it (per size class a latency and
+// a bandwidth: the segment's intercept and slope), below the smallest size that size's time, above the largest the
+// last segment extended. Otherwise the ring formula 2 (D-1) (latency + bytes / (D * bandwidth)). 0 when D <= 1.
 double ring_allreduce_seconds(const OpTables& tables, double bytes, int num_ranks);
 // FLOP/s of the attention core at model width C with NH heads: the (C, NH) entry of attn_flops_per_s_at, else
 // attn_flops_per_s (the calibration model's)
@@ -125,6 +134,9 @@ ReplayDurations predict_durations(const OpTables& tables, const OpModelConfig& c
 // the median over steps 1.. of that step's recorded own time summed over ranks over the modelled one (scale
 // ignored): a few slow early steps do not move it. Communication kinds, waits and plan are not fitted.
 OpTables fit_op_scales(OpTables tables, const RecordedRun& run);
+// The same over several recordings of the calibration config (a campaign records it again between its points):
+// the median over every step of every run, so the machine's drift over the campaign is sampled, not one moment.
+OpTables fit_op_scales(OpTables tables, const std::vector<const RecordedRun*>& runs);
 
 // The communication kinds fit_in_step_overheads fits: the all-to-alls, the collective layout all-gathers, the
 // dense all-reduce, stats, Trans and Agg (the optimizer is scaled instead: AdamW's streams dominate it).
@@ -134,5 +146,7 @@ bool is_in_step_kind(prophet::OpKind kind);
 // of that rank) of recorded own - modelled own (in_step_s ignored), then the median over steps (a noisy step does
 // not move it), floored at 0. A kind the run never recorded is left out (0).
 OpTables fit_in_step_overheads(OpTables tables, const RecordedRun& run);
+// The same over several recordings of the calibration config: the median over every step of every run.
+OpTables fit_in_step_overheads(OpTables tables, const std::vector<const RecordedRun*>& runs);
 
 }  // namespace prophet::sim

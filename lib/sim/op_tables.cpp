@@ -5,7 +5,8 @@
 // point, M-major, K fastest);
 // scale (optional inline table: op kind -> factor, fit_op_scales); in_step_us (optional inline table:
 // communication op kind -> microseconds per call, fit_in_step_overheads); link_message_us (optional, default 0) and
-// attn_at (optional, [[C, NH, GFLOP/s], ...]: the attention rate at further shapes, --ops-shape).
+// attn_at (optional, [[C, NH, GFLOP/s], ...]: the attention rate at further shapes, --ops-shape);
+// allreduce_sizes (optional, [[bytes, us], ...]: the all-reduce by size class) with allreduce_ranks.
 #include <set>
 #include <sstream>
 #include <toml++/toml.h>
@@ -57,6 +58,29 @@ void read_attn_at(const toml::table& ops, const std::string& path, OpTables& t) 
                                    "e.g. attn_at = [[128, 8, 2.5]]");
             t.attn_flops_per_s_at[{static_cast<int>(v[0]), static_cast<int>(v[1])}] = v[2] * 1e9;
         }
+    }
+}
+
+// ops.allreduce_sizes ([[bytes, us], ...], bytes strictly ascending and > 0, us >= 0) and ops.allreduce_ranks (the
+// ranks they were measured on, >= 2): the all-reduce by size class; both absent in files older than it.
+void read_allreduce_sizes(const toml::table& ops, const std::string& path, OpTables& t) {
+    const toml::array* sizes = ops["allreduce_sizes"].as_array();
+    if (sizes == nullptr) return;
+    const auto ranks = ops["allreduce_ranks"].value<int64_t>();
+    if (!ranks || *ranks < 2)
+        throw_config_error("ops.allreduce_ranks", ranks ? std::to_string(*ranks) : "(absent)",
+                           "must be the ranks (>= 2) ops.allreduce_sizes was measured on, in " + path,
+                           "re-run prophet profile --calibrate");
+    t.allreduce_ranks = static_cast<int>(*ranks);
+    for (size_t i = 0; i < sizes->size(); ++i) {
+        const toml::array* row = (*sizes)[i].as_array();
+        const std::vector<double> v = row ? numbers(*row, "ops.allreduce_sizes", path) : std::vector<double>{};
+        if (v.size() != 2 || v[0] <= 0 || v[1] < 0 || (i > 0 && v[0] <= t.allreduce_sizes_bytes.back()))
+            throw_config_error("ops.allreduce_sizes", "entry " + std::to_string(i),
+                               "must be [bytes, us] with bytes > 0 and ascending, us >= 0, in " + path,
+                               "e.g. allreduce_sizes = [[4096, 30], [1048576, 900]]");
+        t.allreduce_sizes_bytes.push_back(v[0]);
+        t.allreduce_sizes_s.push_back(v[1] * 1e-6);
     }
 }
 
@@ -170,6 +194,7 @@ OpTables load_op_tables(const std::string& path) {
         t.link_message_s = *v * 1e-6;
     }
     read_attn_at(*ops, path, t);
+    read_allreduce_sizes(*ops, path, t);
     read_gemm_grid(*ops, path, t);
     read_scales(*ops, path, t);
     read_in_step(*ops, path, t);
@@ -256,6 +281,14 @@ std::string op_tables_to_toml(const OpTables& t) {
             out << (first ? "" : ", ") << "[" << shape.first << ", " << shape.second << ", " << rate * 1e-9 << "]";
             first = false;
         }
+        out << "]\n";
+    }
+    if (!t.allreduce_sizes_bytes.empty()) {
+        out << "# the float all-reduce by message size on allreduce_ranks ranks: [bytes, us per call]\n";
+        out << "allreduce_ranks = " << t.allreduce_ranks << "\nallreduce_sizes = [";
+        for (size_t i = 0; i < t.allreduce_sizes_bytes.size(); ++i)
+            out << (i ? ", " : "") << "[" << static_cast<long long>(t.allreduce_sizes_bytes[i]) << ", "
+                << t.allreduce_sizes_s[i] * 1e6 << "]";
         out << "]\n";
     }
     write_gemm_grid(out, t);

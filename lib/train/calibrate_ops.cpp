@@ -24,6 +24,21 @@ double time_allreduce(Communicator& comm, size_t count) {
     return time_collective(comm, [&] { comm.all_reduce_sum(data.data(), count); });
 }
 
+// The all-reduce by size class (OpTables::allreduce_sizes_*): the float all-reduce at each size of a grid from a
+// few floats to 4 MiB, spanning the suite's dense gradients (~0.2-1 MB) and the small all-reduces (norm, stats).
+// The step's dense all-reduce is priced between the two sizes around it, so a per-call cost that is not a
+// bandwidth (the deterministic sum's reduce-scatter and all-gather, their synchronisation) is measured, not
+// assumed linear from one large message.
+constexpr size_t kAllReduceSizes[] = {8, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};  // bytes
+
+void measure_allreduce_sizes(Communicator& comm, sim::OpTables* t) {
+    t->allreduce_ranks = comm.size();
+    for (const size_t bytes : kAllReduceSizes) {
+        t->allreduce_sizes_bytes.push_back(static_cast<double>(bytes));
+        t->allreduce_sizes_s.push_back(time_allreduce(comm, bytes / sizeof(float)));
+    }
+}
+
 // The GEMM grid's axes (sim::GemmGrid): rows M, output columns N, inner dimension K. They span the suite's
 // shapes (experiments/train/*.toml and the validation campaigns: C = 64 .. 128, F = 128 .. 2048, 3C, E = 4 .. 8,
 // V = 256, up to 1024 rows per GEMM); N and K are dense (factor 2) where the model widths lie. The grid is the same
@@ -183,6 +198,7 @@ sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& setti
         t.allreduce_bytes_per_s =
             count * 4.0 / (D * std::max(1e-12, large / steps - t.allreduce_latency_s));
     }
+    measure_allreduce_sizes(comm, &t);
     t.link_message_s = link_message_seconds(comm, settings);
     return t;
 }

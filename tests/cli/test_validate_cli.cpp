@@ -149,6 +149,11 @@ TEST_F(ValidateCli, RefitOnTheCalibrationRunOnly) {
     EXPECT_NE(r.err.find("re-fitted on run " + run), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("allreduce=+"), std::string::npos) << "the in-step term of the dense all-reduce: " << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["points"].size(), 2u);
+    // repeatable: the fit pools the steps of every run given (here the same recording twice: the same medians)
+    const auto twice = run_prophet("", base + " --refit-on " + run + " --refit-on " + run, dir_);
+    ASSERT_EQ(twice.exit_code, 0) << twice.err;
+    EXPECT_NE(twice.err.find("re-fitted on runs " + run + " " + run + ":"), std::string::npos) << twice.err;
+    EXPECT_EQ(nlohmann::json::parse(twice.out)["points"], nlohmann::json::parse(r.out)["points"]);
     const auto recorded = run_prophet("", "validate --store '" + db_ + "' --experiment replay-fixture --no-record "
                                           "--replay recorded --refit-on " + run, dir_);
     EXPECT_EQ(recorded.exit_code, prophet::kExitConfig);

@@ -291,11 +291,10 @@ inline void check_broadcast_subset(Communicator& c) {
     c.barrier();
 }
 
-// The root holds x_{ranks[0]} + x_{ranks[1]} + ... (ascending), bitwise; other members keep their data.
-inline void check_reduce_subset(Communicator& c, uint64_t seed) {
+// One subset reduce of `count` floats (check_reduce_subset)
+inline void check_reduce_subset_of(Communicator& c, uint64_t seed, size_t count) {
     const std::vector<int> ranks = test_subset(c.size());
     const int root = test_subset_root(ranks);
-    const size_t count = 301;
     std::vector<float> x = random_input<float>(seed, c.rank(), count);
     const bool member = std::find(ranks.begin(), ranks.end(), c.rank()) != ranks.end();
     if (member) c.reduce_sum_subset_async(x.data(), count, root, ranks, 42)->wait();
@@ -305,6 +304,12 @@ inline void check_reduce_subset(Communicator& c, uint64_t seed) {
         EXPECT_TRUE(same_bytes(x, random_input<float>(seed, c.rank(), count))) << "rank " << c.rank();
     }
     c.barrier();
+}
+
+// The root holds x_{ranks[0]} + x_{ranks[1]} + ... (ascending), bitwise; other members keep their data. 301
+// floats: within one block of the root's sum; 2500: two whole blocks of 1024 and a partial one.
+inline void check_reduce_subset(Communicator& c, uint64_t seed) {
+    for (const size_t count : {size_t{301}, size_t{2500}}) check_reduce_subset_of(c, seed, count);
 }
 
 // Trans and Agg in flight together on overlapping subsets with different tags (as one MoE step overlaps them),

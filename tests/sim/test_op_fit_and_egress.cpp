@@ -1,7 +1,7 @@
 // Two terms of the per-op model checked on hand-built runs (sim/op_model.h):
 //   - fit_op_scales takes the MEDIAN over the calibration run's steps of each step's recorded / modelled own time,
 //     so the run's slow early steps (fec at 4-6x in steps 1 and 3 of every stored calibration run) do not move
-//     the factor (a ratio of sums did);
+//     the factor (a ratio of sums did); over several recordings of the calibration config, every step of each;
 //   - Trans and Agg over an emulated link pace only what a rank SENDS (its egress queue): the home in Trans, the
 //     other holders in Agg. Two ranks that each send one expert take one expert's time at the link.
 #include <gtest/gtest.h>
@@ -63,6 +63,20 @@ TEST(OpScaleFit, IsTheMedianOverStepsOfEachStepsRatio) {
     const OpTables fitted = fit_op_scales(t, run);
     ASSERT_EQ(fitted.scale.count("fec"), 1u);
     EXPECT_NEAR(fitted.scale.at("fec"), 2.05, 1e-9);
+}
+
+// Two recordings of the calibration config pooled (a campaign records it again between its points): the median
+// over the steps of both. One run alone steps at 1.9, 2.0, 2.1 (median 2.0), the other, later and slower, at 2.4,
+// 2.6 (median 2.5): pooled, the median of the five is 2.1.
+TEST(OpScaleFit, PoolsTheStepsOfEveryCalibrationRecording) {
+    const OpTables t = unit_tables();
+    RecordedRun early = unit_run(2), late = unit_run(2);
+    const double early_factors[] = {50.0, 1.9, 2.0, 2.1}, late_factors[] = {50.0, 2.4, 2.6};
+    for (int64_t s = 0; s < 4; ++s) early.steps.push_back(fec_step(t, early, s, early_factors[s]));
+    for (int64_t s = 0; s < 3; ++s) late.steps.push_back(fec_step(t, late, s, late_factors[s]));
+    EXPECT_NEAR(fit_op_scales(t, early).scale.at("fec"), 2.0, 1e-9);
+    EXPECT_NEAR(fit_op_scales(t, late).scale.at("fec"), 2.5, 1e-9);
+    EXPECT_NEAR(fit_op_scales(t, {&early, &late}).scale.at("fec"), 2.1, 1e-9);
 }
 
 // Trans and Agg of one layer over E = 4 experts (e0, e1 at home on rank 0; e2, e3 on rank 1), unit_tables'

@@ -112,6 +112,18 @@ TEST(OpInStep, FitIsTheMedianOverStepsOfThePerCallMeanFlooredAtZero) {
     EXPECT_TRUE(over_link.in_step_s.count("allreduce"));
 }
 
+// Pooled over two recordings: unit_run's steps (20, 50, 1000 us per call) and a later one's (60, 70): the median
+// of the five per-step means is 60 us (the first alone: 50; the second alone: 65).
+TEST(OpInStep, FitPoolsTheStepsOfEveryCalibrationRecording) {
+    const RecordedRun first = unit_run("0.0");
+    RecordedRun later = unit_run("0.0");
+    const double m = kDispatchModelUs;
+    later.steps = {dispatch_step(0, m + 5000, m + 5000), dispatch_step(1, m + 60, m + 60),
+                   dispatch_step(2, m + 70, m + 70)};
+    EXPECT_NEAR(fit_in_step_overheads(unit_tables(), later).in_step_s.at("dispatch"), 65e-6, 1e-12);
+    EXPECT_NEAR(fit_in_step_overheads(unit_tables(), {&first, &later}).in_step_s.at("dispatch"), 60e-6, 1e-12);
+}
+
 class OpInStepFile : public prophet::testing::TempDirTest {};
 
 TEST_F(OpInStepFile, InStepTermsRoundTrip) {

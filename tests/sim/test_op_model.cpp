@@ -159,7 +159,73 @@ TEST(OpModel, RingAllReduce) {
     EXPECT_EQ(ring_allreduce_seconds(t, 1e6, 1), 0.0);
 }
 
+// The all-reduce by size class: grid 1 KB -> 10 us, 100 KB -> 60 us, 1 MB -> 960 us, measured on 2 ranks
+struct AllReduceSizeCase {
+    const char* name;
+    double bytes;
+    int ranks;
+    double seconds;
+};
+
+class AllReduceBySize : public ::testing::TestWithParam<AllReduceSizeCase> {};
+
+TEST_P(AllReduceBySize, InterpolatesTheMeasuredSizes) {
+    OpTables t = unit_tables();
+    t.allreduce_ranks = 2;
+    t.allreduce_sizes_bytes = {1e3, 1e5, 1e6};
+    t.allreduce_sizes_s = {10e-6, 60e-6, 960e-6};
+    EXPECT_NEAR(ring_allreduce_seconds(t, GetParam().bytes, GetParam().ranks), GetParam().seconds, 1e-12);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, AllReduceBySize,
+    ::testing::Values(AllReduceSizeCase{"at_a_grid_size", 1e5, 2, 60e-6},
+                      AllReduceSizeCase{"below_the_grid", 8, 2, 10e-6},
+                      // within the first class: 10 + (50500 - 1000) * 50 / 99000 us
+                      AllReduceSizeCase{"between_small_sizes", 50500, 2, 35e-6},
+                      // within the second class: 60 + 450000 * 900 / 900000 us; the ring formula gives 454 us
+                      AllReduceSizeCase{"between_large_sizes", 550000, 2, 510e-6},
+                      AllReduceSizeCase{"beyond_the_grid", 2e6, 2, 1960e-6},
+                      // another rank count than the grid's: the ring formula (2 steps x (4 us + 1000 / 2e9 s))
+                      AllReduceSizeCase{"other_ranks_use_the_ring", 1000, 4, 6 * (4e-6 + 1000 / 4e9)},
+                      AllReduceSizeCase{"one_rank_is_free", 1e5, 1, 0.0}),
+    [](const ::testing::TestParamInfo<AllReduceSizeCase>& info) { return info.param.name; });
+
 class OpTablesFile : public prophet::testing::TempDirTest {};
+
+TEST_F(OpTablesFile, RoundTripsTheAllReduceSizes) {
+    OpTables in = unit_tables();
+    in.allreduce_ranks = 2;
+    in.allreduce_sizes_bytes = {8, 4194304};
+    in.allreduce_sizes_s = {12.5e-6, 3.25e-3};
+    const std::string path = (dir_ / "c.toml").string();
+    std::ofstream(path) << op_tables_to_toml(in);
+    const OpTables t = load_op_tables(path);
+    EXPECT_EQ(t.allreduce_ranks, 2);
+    EXPECT_EQ(t.allreduce_sizes_bytes, in.allreduce_sizes_bytes);
+    ASSERT_EQ(t.allreduce_sizes_s.size(), 2u);
+    EXPECT_NEAR(t.allreduce_sizes_s[0], 12.5e-6, 1e-12);
+    EXPECT_NEAR(t.allreduce_sizes_s[1], 3.25e-3, 1e-9);
+}
+
+TEST_F(OpTablesFile, BadAllReduceSizesNameTheField) {
+    const std::string path = (dir_ / "c.toml").string();
+    const std::string base = op_tables_to_toml(unit_tables());
+    const std::pair<const char*, const char*> cases[] = {
+        {"allreduce_ranks = 2\nallreduce_sizes = [[4096, 30], [1024, 40]]\n", "ops.allreduce_sizes"},
+        {"allreduce_ranks = 2\nallreduce_sizes = [[4096, -1]]\n", "ops.allreduce_sizes"},
+        {"allreduce_sizes = [[4096, 30]]\n", "ops.allreduce_ranks"},
+    };
+    for (const auto& [text, field] : cases) {
+        std::ofstream(path) << base << text;
+        try {
+            load_op_tables(path);
+            ADD_FAILURE() << "accepted: " << text;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+        }
+    }
+}
 
 TEST_F(OpTablesFile, RoundTripsThroughAClusterFileThePlannerStillReads) {
     const std::string path = (dir_ / "c.toml").string();
