@@ -155,7 +155,7 @@ void FastSplitter::start_near(int k, double& started) {
         room_[g] -= started_[first + j], started += started_[first + j];
         own_left_[g] = static_cast<double>(column[g]) - started_[first + j];
     }
-    if (!several_nodes_) return;
+    if (!several_nodes_ || !near_start_) return;
     order_holders_by_class(k);
     for (int s = 0; s < D; ++s) {
         double left = own_left_[s] >= 0 ? own_left_[s] : static_cast<double>(column[s]);
@@ -191,7 +191,7 @@ double FastSplitter::least_max_computed(int* solves) {
     start_network(t, holds_any, device_arc);
     *solves = 0;
     t = raise_until_feasible(t, holds_any, device_arc, solves);
-    if (*solves > 1 && several_nodes_) {
+    if (*solves > 1 && several_nodes_ && near_start_) {
         start_network(t, holds_any, device_arc);
         t = raise_until_feasible(t, holds_any, device_arc, solves);
     }

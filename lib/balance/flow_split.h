@@ -57,6 +57,10 @@ class FastSplitter {
     // split_totals without its copy: a view of the splitter's own buffer, valid until the next call (the owner
     // rule's routes stay in it; the last placement's changes are undone before the next one's are made).
     const LayerFlow& totals(const Placement& placement, FastSplitReport* report = nullptr);
+    // On a cluster of several nodes, start the max-flow node-local (each source's tokens to its holders inside its
+    // node first) instead of holder-local only. Off by default: it suits placements with copies in every node
+    // (flow_hotset.h); on flow's other families it gave splits up to 2% dearer under flow's own model.
+    void set_near_start(bool on) { near_start_ = on; }
 
   private:
     // The replicated experts with load, their holders (device order) and the fixed loads of everything else;
@@ -74,7 +78,8 @@ class FastSplitter {
     };
     const int64_t* counts_;
     int D_, E_;
-    bool several_nodes_;              // the cluster has more than one node: the start keeps tokens in their node
+    bool several_nodes_;              // the cluster has more than one node: the start can keep tokens in their node
+    bool near_start_ = false;         // set_near_start
     std::vector<int64_t> by_expert_;  // [E*D] counts transposed: expert e's tokens from each source, contiguous
     std::vector<uint8_t> distance_;   // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
     // sources with the same distance row take a replicated expert's holders in the same order: source s is in

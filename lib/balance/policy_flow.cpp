@@ -180,7 +180,9 @@ class CandidateScore {
         : P_(P), D_(D), E_(E), cost_(cost), o_(o),
           fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit),
           splitter_(P, D, E, o.flow_topology ? &cost.cluster : nullptr) {}
-    double operator()(const Placement& p) {
+    // near: split with the node-local start (FastSplitter::set_near_start), for hot-set candidates
+    double operator()(const Placement& p, bool near = false) {
+        splitter_.set_near_start(near);
         LayerFlow routed;  // under the run's routing rule; the split is the splitter's own buffer (no copy)
         const LayerFlow& flow =
             fast_ ? splitter_.totals(p) : (routed = compute_flow(P_, D_, E_, p, o_.route_rule, &cost_));
@@ -238,7 +240,7 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
         ++rep.candidates;
         // anchored candidates keep their owners; transfer-unaware flow (ablation) sees no move cost
         const double move_s = packed && o.flow_transfer_aware ? owner_move_charge_s(p, current, cost, o) : 0.0;
-        const double s = score(p) + move_s;
+        const double s = score(p, hot > 0) + move_s;
         if (s < best_s)
             best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s, rep.hot_experts = hot;
         return s;

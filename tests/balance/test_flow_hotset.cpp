@@ -225,6 +225,7 @@ TEST_P(FlowNodeLocalRouting, NoTokenOfALocallyHeldExpertCrossesANode) {
         flow = flow_of_split(counts.data(), p, route_split(counts.data(), p, RouteRule::kFlow, &cost));
     } else {
         FastSplitter splitter(counts.data(), D, E, &cost.cluster);
+        splitter.set_near_start(true);  // as flow scores its hot-set candidates
         flow = splitter.split(p);
     }
     for (int s = 0; s < D; ++s)
