@@ -20,8 +20,7 @@ void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::
 
 // [x] bound on max_i H_i (tokens) with x extra holders in all, x = 0 .. the first x where it stops falling:
 // max(ceil(total / D), max_e ceil(w_e / h_e)) under the greedy that gives each holder to the largest w_e / h_e.
-void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra,
-                   std::vector<int64_t>& curve);
+void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra, std::vector<int64_t>& curve);
 
 // [k] tokens kept local by the k largest counts outside each expert's best row, k = 0 .. their number: counts
 // [rows][E] (tokens of a device or a node per expert). An expert is held by its owner (anywhere: a moved owner pays

@@ -24,6 +24,24 @@ void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t, double othe
         }
 }
 
+// Pairwise pieces: 4 A2A + 3 x layer l-1's FEC level j + the transfers exposed beyond that level, FNEC and BNEC, into
+// this placement's class (the largest own level at most t.fec); layer L-1 adds its own 3 FEC.
+void take_sim_pairs(LayerBound& b, const SimWindow& w, const Terms& t, double other_models) {
+    constexpr int G = LayerBound::kFecLevels;
+    int own = 0;
+    while (own + 1 < G && w.own_fec_s[own + 1] <= t.fec) ++own;
+    const double fixed = 4.0 * t.a2a + (w.last ? 3.0 * t.fec : 0.0);
+    for (int j = 0; j < G; ++j) {
+        const double level = w.prev_fec_s[j];
+        const double exposed =
+            w.transfers_may_hide ? 0.0
+            : w.first            ? t.trans + t.agg
+                      : std::max(0.0, t.trans - w.fnec_s - level) + std::max(0.0, t.agg - w.bnec_s - 2.0 * level);
+        const double v = std::min(other_models, fixed + (w.first ? 0.0 : 3.0 * level) + exposed);
+        b.sim_pairs_s[j][own] = std::min(b.sim_pairs_s[j][own], v);
+    }
+}
+
 }  // namespace
 
 void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n) {
@@ -41,6 +59,7 @@ void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms
     b.eq8_s = std::min(b.eq8_s, 4.0 * t.a2a + core + eq8_exposed(t.trans, t.agg));
     b.fastermoe_s = std::min(b.fastermoe_s, fm);
     take_sim_min(b, w, t, std::min(eq6, fm));  // the Sim column: schedule none is Eq 6, fastermoe fastermoe_s
+    take_sim_pairs(b, w, t, std::min(eq6, fm));
     b.eq6_l2l_s = std::min(b.eq6_l2l_s, 4.0 * t.a2a_l2l + core + t.trans + t.agg);
     b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed(t.trans, t.agg));
     b.fastermoe_l2l_s = std::min(b.fastermoe_l2l_s, fastermoe(t.a2a_l2l));

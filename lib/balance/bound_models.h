@@ -23,6 +23,8 @@ struct SimWindow {
     double prev_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};  // layer l-1's
     double own_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};
     double fnec_s = 0, bnec_s = 0;
+    // the pairwise pieces' FEC grids (LayerBound::fec_level_s): layer l-1's (0: unknown) and this layer's
+    double prev_fec_s[LayerBound::kFecLevels] = {}, own_fec_s[LayerBound::kFecLevels] = {};
     bool transfers_may_hide = false;  // BoundBudget::sim_transfers_may_hide: no exposed transfer is charged
 };
 

@@ -14,9 +14,9 @@ namespace prophet {
 namespace bound_detail {
 namespace {
 
-// One iteration's layers [L]: each layer's sim_s becomes one of its sim_parts_s, layer l's level being layer l+1's
-// credit level, chosen so that their sum is the largest (any consistent choice bounds the sum: docs/bounds.md).
-void choose_sim_parts(LayerBound* layers, int L) {
+// One iteration's layers [L]: the largest sum of sim_parts_s, layer l's level being layer l+1's credit level (any
+// consistent choice bounds the sum: docs/bounds.md); parts[l] gets layer l's piece. Returns the sum.
+double choose_sim_parts(const LayerBound* layers, int L, double* parts) {
     using Row = std::array<double, kLevels>;
     std::vector<Row> best(static_cast<size_t>(L));                       // [l][k]: the largest sum up to l
     std::vector<std::array<int, kLevels>> from(static_cast<size_t>(L));  // [l][k]: layer l-1's level there
@@ -30,11 +30,46 @@ void choose_sim_parts(LayerBound* layers, int L) {
             }
         }
     int k = static_cast<int>(std::max_element(best[L - 1].begin(), best[L - 1].end()) - best[L - 1].begin());
+    const double sum = best[L - 1][static_cast<size_t>(k)];
     for (int l = L - 1; l >= 0; --l) {
         const int j = l > 0 ? from[l][k] : kLevels - 1;
-        layers[l].sim_s = layers[l].sim_parts_s[j][k];
+        parts[l] = layers[l].sim_parts_s[j][k];
         k = j;
     }
+    return sum;
+}
+
+// One iteration's layers [L]: the least sum of sim_pairs_s over every sequence of classes, layer l-1's class being
+// the level layer l is charged (docs/bounds.md "Pairs of layers"); parts[l] gets layer l's piece. Returns the sum.
+double choose_sim_pairs(const LayerBound* layers, int L, double* parts) {
+    constexpr int G = LayerBound::kFecLevels;
+    std::vector<std::array<double, G>> best(static_cast<size_t>(L));  // [l][k]: the least sum up to l, l in class k
+    std::vector<std::array<int, G>> from(static_cast<size_t>(L));     // [l][k]: layer l-1's class there
+    for (int k = 0; k < G; ++k) best[0][k] = layers[0].sim_pairs_s[0][k];  // layer 0: every row alike
+    for (int l = 1; l < L; ++l)
+        for (int k = 0; k < G; ++k) {
+            best[l][k] = kUnlimited, from[l][k] = 0;
+            for (int j = 0; j < G; ++j) {
+                const double v = best[l - 1][j] + layers[l].sim_pairs_s[j][k];
+                if (v < best[l][k]) best[l][k] = v, from[l][k] = j;
+            }
+        }
+    int k = static_cast<int>(std::min_element(best[L - 1].begin(), best[L - 1].end()) - best[L - 1].begin());
+    const double sum = best[L - 1][static_cast<size_t>(k)];
+    for (int l = L - 1; l >= 0; --l) {
+        const int j = l > 0 ? from[l][k] : 0;
+        parts[l] = layers[l].sim_pairs_s[j][k];
+        k = j;
+    }
+    return sum;
+}
+
+// Each layer's sim_s: the pieces of the larger of the two sums (each bounds the layers' sum).
+void choose_sim_pieces(LayerBound* layers, int L) {
+    std::vector<double> levels(static_cast<size_t>(L)), pairs(static_cast<size_t>(L));
+    const bool by_pairs = choose_sim_pairs(layers, L, pairs.data()) > choose_sim_parts(layers, L, levels.data());
+    for (int l = 0; l < L; ++l)
+        layers[l].sim_s = by_pairs ? pairs[static_cast<size_t>(l)] : levels[static_cast<size_t>(l)];
 }
 
 }  // namespace
@@ -49,10 +84,12 @@ TraceBounds trace_bounds(const TraceView& trace, const CostModel& cost, const Bo
         for (int l = 0; l < L; ++l) {
             const int64_t t0 = now_ns();
             const double* prev = l > 0 ? out.layers.back().hide_s : nullptr;
-            out.layers.push_back(layer_bound(l == 0 ? first : later, trace.layer(it, l), D, E, budget, l, L, prev));
+            const double* prev_fec = l > 0 ? out.layers.back().fec_level_s : nullptr;
+            out.layers.push_back(
+                layer_bound(l == 0 ? first : later, trace.layer(it, l), D, E, budget, l, L, prev, prev_fec));
             us.push_back((now_ns() - t0) * 1e-3);
         }
-        bound_detail::choose_sim_parts(&out.layers[static_cast<size_t>(it) * L], L);
+        bound_detail::choose_sim_pieces(&out.layers[static_cast<size_t>(it) * L], L);
     }
     const double n = static_cast<double>(out.layers.size());
     double receivers = 0;

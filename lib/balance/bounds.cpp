@@ -245,11 +245,23 @@ void set_hide_levels(const LayerInputs& in, double* levels) {
     levels[kLevels - 1] = kUnlimited;
 }
 
+// The pairwise pieces' FEC grid: geometric from the floor (every placement's FEC bound is at least it) to the least
+// FEC without a replica. Any levels are valid; a finer grid loses less of each FEC to the rounding down.
+void set_fec_levels(const LayerInputs& in, double* levels) {
+    constexpr int G = LayerBound::kFecLevels;
+    const double floor_s = static_cast<double>(in.curve.back()) * in.per_token_s;
+    const double top_s = std::max(floor_s, static_cast<double>(in.curve.front()) * in.per_token_s);
+    const double step = floor_s > 0 ? std::pow(top_s / floor_s, 1.0 / (G - 1)) : 1.0;
+    levels[0] = floor_s;
+    for (int k = 1; k < G - 1; ++k) levels[k] = std::min(top_s, floor_s * std::pow(step, k));
+    levels[G - 1] = top_s;
+}
+
 }  // namespace
 }  // namespace bound_detail
 
 LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget, int layer,
-                       int num_layers, const double* prev_hide_s) {
+                       int num_layers, const double* prev_hide_s, const double* prev_fec_level_s) {
     PROPHET_ASSERT(D > 0 && E > 0 && m.cluster.num_devices == D && layer >= 0 && layer < num_layers);
     using namespace bound_detail;  // NOLINT(google-build-using-namespace): this file's helpers
     LayerInputs in = layer_inputs(m, counts, D, E, budget);
@@ -258,6 +270,9 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     in.window.last = layer == num_layers - 1;
     if (!in.window.last) set_hide_levels(in, in.window.own_hide_s);
     if (prev_hide_s) std::copy(prev_hide_s, prev_hide_s + kLevels, in.window.prev_hide_s);
+    constexpr int G = LayerBound::kFecLevels;
+    set_fec_levels(in, in.window.own_fec_s);
+    if (prev_fec_level_s) std::copy(prev_fec_level_s, prev_fec_level_s + G, in.window.prev_fec_s);
     in.window.fnec_s = m.fnec_s();
     in.window.bnec_s = m.bnec_s();
     in.window.transfers_may_hide = budget.sim_transfers_may_hide;
@@ -266,6 +281,8 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;
     for (auto& row : b.sim_parts_s) std::fill(row, row + kLevels, kUnlimited);
     std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
+    for (auto& row : b.sim_pairs_s) std::fill(row, row + G, kUnlimited);
+    std::copy(in.window.own_fec_s, in.window.own_fec_s + G, b.fec_level_s);
     // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
     take_min(b, m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0);  // r = 0: any cap keeps 0
     scan_receivers(in, b);
