@@ -1,341 +1,20 @@
+// layer_bound (bounds.h): one layer's inputs, then the scans over receivers n, node receivers r and per-owner copies
+// rho that evaluate every model at the terms' bounds (docs/bounds.md "Coupling n and r").
 #include "balance/bounds.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <functional>
 #include <limits>
-#include <queue>
 
-#include "balance/count_sort.h"
+#include "balance/bound_curves.h"
+#include "balance/bound_models.h"
+#include "balance/bound_terms.h"
+#include "balance/bound_topology.h"
 #include "core/error.h"
-#include "core/stats.h"
-#include "core/timer.h"
 
 namespace prophet {
+namespace bound_detail {
 namespace {
-
-constexpr double kUnlimited = std::numeric_limits<double>::infinity();
-
-// a cluster rate in bytes/s, 0 meaning "no limit"
-double rate_or_unlimited(double bytes_per_s) { return bytes_per_s > 0 ? bytes_per_s : kUnlimited; }
-
-// `peers` links of `rate` each; no peers carry nothing even when the rate is unlimited
-double sum_of_links(int peers, double rate) { return peers > 0 ? peers * rate : 0.0; }
-
-// What the topology lets any traffic do at best (docs/bounds.md "All-to-all"): per device, the most bytes/s it can
-// receive (send) over every resource on its paths, and the fastest single path and cheapest latency of any pair.
-struct TopologyLimits {
-    double ingress_sum = 0, egress_sum = 0;  // sum over devices of their ingress (egress) capacity, bytes/s
-    double ingress_max = 0;                  // the largest one device's ingress capacity, bytes/s
-    double remote_sum = kUnlimited;  // sum over nodes of the inter-node bytes/s they can take in (one node: none)
-    double best_path = 0;            // fastest single-pair path, bytes/s (kUnlimited: no limit)
-    double remote_path = 0;          // fastest single inter-node path, bytes/s (0: one node)
-    double min_latency = 0;          // cheapest latency of a link class some pair uses
-    // the most inter-node bytes/s one device can send or take in (its rail NIC, host port, inter-node pairs,
-    // injection / ejection; the larger of the two directions): what one owner's star broadcast of copies to
-    // other nodes, and its reduce, pass through (0: one node)
-    double owner_remote = 0;
-};
-
-// One device's capacity on one side: NVLink peers through its NVLink port, PCIe peers and inter-node peers (the
-// latter also through its NIC) through its host port, all through its injection (ejection) limit.
-double device_capacity(const ClusterSpec& cl, int nv_peers, int pcie_peers, int remote_peers, double gpu_limit) {
-    const double nv = std::min(rate_or_unlimited(cl.nvlink_bytes_per_s),
-                               sum_of_links(nv_peers, rate_or_unlimited(cl.nvlink_bytes_per_s)));
-    const double remote = remote_peers > 0
-                              ? std::min(sum_of_links(remote_peers, rate_or_unlimited(cl.inter_node_bytes_per_s)),
-                                         rate_or_unlimited(cl.node_nic_bytes_per_s))
-                              : 0.0;
-    const double host_links = sum_of_links(pcie_peers, rate_or_unlimited(cl.intra_node_bytes_per_s)) + remote;
-    const double host =
-        pcie_peers + remote_peers > 0 ? std::min(rate_or_unlimited(cl.pcie_bytes_per_s), host_links) : 0.0;
-    return std::min(rate_or_unlimited(gpu_limit), nv + host);
-}
-
-TopologyLimits topology_limits(const ClusterSpec& cl) {
-    using LC = ClusterSpec::LinkClass;
-    const int D = cl.num_devices;
-    TopologyLimits t;
-    bool used[3] = {false, false, false};
-    for (int i = 0; i < D; ++i) {
-        int peers[3] = {0, 0, 0};
-        for (int s = 0; s < D; ++s)
-            if (s != i) ++peers[static_cast<int>(cl.link_class(s, i))];
-        for (int c = 0; c < 3; ++c) used[c] = used[c] || peers[c] > 0;
-        const double ingress = device_capacity(cl, peers[0], peers[1], peers[2], cl.gpu_ejection_bytes_per_s);
-        t.ingress_sum += ingress;
-        t.ingress_max = std::max(t.ingress_max, ingress);
-        t.egress_sum += device_capacity(cl, peers[0], peers[1], peers[2], cl.gpu_injection_bytes_per_s);
-        if (peers[2] > 0)
-            t.owner_remote =
-                std::max({t.owner_remote, device_capacity(cl, 0, 0, peers[2], cl.gpu_injection_bytes_per_s),
-                          device_capacity(cl, 0, 0, peers[2], cl.gpu_ejection_bytes_per_s)});
-    }
-    // a single pair's path: the pair link, the port of its class at both ends, injection, ejection, NICs
-    const double ends =
-        std::min(rate_or_unlimited(cl.gpu_injection_bytes_per_s), rate_or_unlimited(cl.gpu_ejection_bytes_per_s));
-    const double host = rate_or_unlimited(cl.pcie_bytes_per_s);
-    const double path[3] = {
-        rate_or_unlimited(cl.nvlink_bytes_per_s), std::min(rate_or_unlimited(cl.intra_node_bytes_per_s), host),
-        std::min({rate_or_unlimited(cl.inter_node_bytes_per_s), host, rate_or_unlimited(cl.node_nic_bytes_per_s)})};
-    t.min_latency = kUnlimited;
-    for (LC c : {LC::kNvlink, LC::kIntraNode, LC::kInterNode}) {
-        const int k = static_cast<int>(c);
-        if (!used[k]) continue;
-        t.best_path = std::max(t.best_path, std::min(ends, path[k]));
-        if (c == LC::kInterNode) t.remote_path = std::min(ends, path[k]);
-        t.min_latency = std::min(t.min_latency, cl.link_latency_s(c));
-    }
-    if (!(t.min_latency < kUnlimited)) t.min_latency = 0;  // one device: nothing moves
-    // inter-node: a node's devices take remote bytes through their host ports and inter-node pairs, all through the
-    // node's NICs together
-    const int nodes = D / cl.devices_per_node;
-    if (nodes > 1) {
-        const int remote_peers = D - cl.devices_per_node;
-        const double per_device = std::min(rate_or_unlimited(cl.pcie_bytes_per_s),
-                                           sum_of_links(remote_peers, rate_or_unlimited(cl.inter_node_bytes_per_s)));
-        const double per_node =
-            std::min(cl.devices_per_node * per_device, cl.nics_per_node * rate_or_unlimited(cl.node_nic_bytes_per_s));
-        t.remote_sum = nodes * per_node;
-    }
-    return t;
-}
-
-// bytes / rate with an unlimited rate taking no time
-double drain_bound(double bytes, double rate) { return rate < kUnlimited && rate > 0 ? bytes / rate : 0.0; }
-
-// Eq 1's flat time of a busiest receiver of at least `message` bytes: m / B(m) grows inside each bandwidth step,
-// so the least over m >= message is at `message` or at the lower edge of a later step.
-double flat_a2a_bound(const ClusterSpec& cl, double message, double bandwidth_scale) {
-    double best = kUnlimited, lower_edge = 0;
-    for (const BandwidthStep& step : cl.a2a_bandwidth) {
-        if (step.max_message_bytes >= message)
-            best = std::min(best, std::max(message, lower_edge) / (step.bytes_per_s * bandwidth_scale));
-        lower_edge = step.max_message_bytes;
-    }
-    if (!(best < kUnlimited)) best = message / (cl.a2a_bandwidth.back().bytes_per_s * bandwidth_scale);
-    return best;
-}
-
-// One all-to-all moving at least `sent` tokens off their devices, `across` of them off their nodes (home path,
-// either direction); `busiest` tokens reach one device (receive_curve).
-double a2a_bound(const CostModel& m, const TopologyLimits& topo, int64_t sent, int64_t across, double busiest) {
-    if (sent <= 0) return 0.0;
-    const int D = m.cluster.num_devices;
-    const double tb = m.token_bytes(), bytes = static_cast<double>(sent) * tb;
-    double t;
-    if (m.topology_aware) {
-        const double remote = drain_bound(static_cast<double>(across) * tb, topo.remote_sum);
-        const double one = drain_bound(busiest * tb, topo.ingress_max);
-        t = std::max({drain_bound(bytes, topo.ingress_sum), remote, one}) / m.bandwidth_scale + topo.min_latency;
-    } else {
-        const int64_t mean = (sent + D - 1) / D;  // tokens: some device receives at least the mean
-        const double message = std::max(static_cast<double>(mean), busiest) * tb;
-        t = flat_a2a_bound(m.cluster, message, m.bandwidth_scale);
-    }
-    return t + m.cluster.a2a_latency_s;
-}
-
-// [x] bound on the tokens the busiest device receives with x extra holders in all, x = 0 .. where it stops
-// falling (or kReceiveSteps): e's tokens off the rows of its h_e holders, at least w_e minus e's h_e largest rows, all
-// reach those holders, so one takes in >= (w_e - top_{h_e}(e)) / h_e, which falls with h_e; the greedy that gives each
-// holder to the expert of the largest share minimises the maximum (as compute_curve). counts [D][E].
-constexpr int64_t kReceiveSteps = 2048;
-void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::vector<double>& curve) {
-    // [E][D+1]: e's column of counts, replaced by w_e minus its h largest rows (h = 0 .. D) the first time e takes a
-    // second holder (most experts never do: only those are sorted); first[e] = w_e minus its largest row
-    thread_local std::vector<int64_t> rows, first;
-    thread_local std::vector<uint8_t> ready;
-    rows.resize(static_cast<size_t>(E) * (D + 1));
-    first.assign(E, 0);
-    ready.assign(E, 0);
-    for (int d = 0; d < D; ++d)
-        for (int e = 0; e < E; ++e)
-            rows[static_cast<size_t>(e) * (D + 1) + d + 1] = counts[static_cast<size_t>(d) * E + e];
-    for (int e = 0; e < E; ++e) {
-        const int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
-        int64_t sum = 0, largest = 0;
-        for (int d = 1; d <= D; ++d) sum += r[d], largest = std::max(largest, r[d]);
-        first[e] = sum - largest;
-    }
-    auto rest_after = [&](int e, int64_t h) {  // w_e - top_h(e), h >= 2
-        int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
-        if (!ready[e]) {
-            std::sort(r + 1, r + D + 1, std::greater<int64_t>());
-            int64_t rest = 0;
-            for (int d = 1; d <= D; ++d) rest += r[d];
-            for (int k = 0; k <= D; ++k) rest -= k > 0 ? r[k] : 0, r[k] = rest;
-            ready[e] = 1;
-        }
-        return r[h];
-    };
-    struct Item {
-        int64_t rest, h;  // w_e - top_h(e) over h: ordered by the ratio
-        int e;
-    };
-    auto lighter = [](const Item& a, const Item& b) { return a.rest * b.h < b.rest * a.h; };
-    std::priority_queue<Item, std::vector<Item>, decltype(lighter)> heap(lighter);
-    for (int e = 0; e < E; ++e) heap.push({first[e], 1, e});
-    auto share = [&] { return static_cast<double>(heap.top().rest) / static_cast<double>(heap.top().h); };
-    curve.assign(1, share());
-    // beyond kReceiveSteps holders the curve is cut (the caller then uses 0): the term binds with few replicas
-    for (int64_t x = 1; x <= std::min(max_extra, kReceiveSteps); ++x) {
-        const Item top = heap.top();
-        if (top.h >= D || top.rest <= 0) break;  // the hottest has every device, or nothing moves
-        heap.pop();
-        heap.push({rest_after(top.e, top.h + 1), top.h + 1, top.e});
-        curve.push_back(share());
-    }
-}
-
-// Trans (agg = false) or Agg with n >= 1 receivers in all.
-double transfer_bound(const CostModel& m, const TopologyLimits& topo, int64_t n, bool agg) {
-    const int D = m.cluster.num_devices;
-    const double eb = m.expert_bytes();
-    const double collective = agg ? m.cluster.agg_bytes_per_s : m.cluster.trans_bytes_per_s;
-    if (!m.topology_aware) {
-        // Eqs 4-5: sum over replicated experts of (receivers + sender), each expert has at most D - 1 receivers
-        const int64_t sender = m.trans_receivers == TransReceivers::kPaper ? (n + D - 2) / (D - 1) : 0;
-        return static_cast<double>(n + sender) * eb / (D * collective * m.bandwidth_scale);
-    }
-    const double bulk = drain_bound(static_cast<double>(n) * eb, agg ? topo.egress_sum : topo.ingress_sum);
-    double t = std::max(drain_bound(eb, topo.best_path), bulk) / m.bandwidth_scale + topo.min_latency;
-    if (m.trans_broadcast == TransBroadcast::kChain) {
-        // the chain's own rate: some device receives (forwards) at least ceil(n / D) copies
-        const int64_t per_device = (n + D - 1) / D;  // ceil(n / D), whole copies
-        const double copies = static_cast<double>(per_device) * eb;
-        t = std::max(t, copies / (collective * m.bandwidth_scale));
-    }
-    return t;
-}
-
-// [x] bound on max_i H_i (tokens) with x extra holders in all, x = 0 .. the first x where it stops falling:
-// max(ceil(total / D), max_e ceil(w_e / h_e)) under the greedy that gives each holder to the largest w_e / h_e.
-void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra,
-                   std::vector<int64_t>& curve) {
-    const int64_t floor_tokens = (total + D - 1) / D;
-    using Item = std::pair<int64_t, int64_t>;  // (w_e, h_e), ordered by w / h
-    auto lighter = [](const Item& a, const Item& b) { return a.first * b.second < b.first * a.second; };
-    std::priority_queue<Item, std::vector<Item>, decltype(lighter)> heap(lighter);
-    for (int64_t v : w) heap.push({v, 1});
-    auto current = [&] {
-        const Item& top = heap.top();
-        return std::max(floor_tokens, (top.first + top.second - 1) / top.second);
-    };
-    curve.assign(1, current());
-    for (int64_t x = 1; x <= max_extra; ++x) {
-        Item top = heap.top();
-        if (top.second >= D || curve.back() == floor_tokens) break;  // the hottest has every device, or at the mean
-        heap.pop();
-        heap.push({top.first, top.second + 1});
-        curve.push_back(current());
-    }
-}
-
-// [k] tokens kept local by the k largest counts outside each expert's best row, k = 0 .. their number: counts
-// [rows][E] (tokens of a device or a node per expert). An expert is held by its owner (anywhere: a moved owner pays
-// no per-iteration transfer) plus one row per receiver, so its owner keeps at most its largest row and each
-// receiver one more row; *best_local gets the sum over experts of the largest row. With per_expert < rows - 1 only
-// each expert's per_expert largest other rows count (an expert with at most that many receivers there).
-// (prefix [k] into `prefix`, its memory kept between calls: these arrays are E x D long)
-void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local, std::vector<int64_t>& prefix,
-                      int per_expert = std::numeric_limits<int>::max()) {
-    thread_local std::vector<int64_t> other, scratch;
-    other.clear();
-    *best_local = 0;
-    for (int e = 0; e < E; ++e) {
-        int best = 0;
-        for (int r = 1; r < rows; ++r)
-            if (counts[static_cast<size_t>(r) * E + e] > counts[static_cast<size_t>(best) * E + e]) best = r;
-        *best_local += counts[static_cast<size_t>(best) * E + e];
-        const size_t first = other.size();
-        for (int r = 0; r < rows; ++r) {
-            const int64_t c = counts[static_cast<size_t>(r) * E + e];
-            if (r != best && c > 0) other.push_back(c);
-        }
-        if (other.size() - first > static_cast<size_t>(per_expert)) {  // keep e's per_expert largest
-            std::nth_element(other.begin() + first, other.begin() + first + per_expert, other.end(),
-                             std::greater<int64_t>());
-            other.resize(first + per_expert);
-        }
-    }
-    sort_counts_descending(other, scratch);
-    prefix.resize(other.size() + 1);
-    prefix[0] = 0;
-    for (size_t k = 0; k < other.size(); ++k) prefix[k + 1] = prefix[k] + other[k];
-}
-
-// Per node: a node keeps e's tokens inside only if one of its devices holds e; [nodes][E] counts.
-std::vector<int64_t> node_counts(const int64_t* counts, const ClusterSpec& cl, int E, int* nodes_out) {
-    const int D = cl.num_devices, nodes = std::max(1, D / cl.devices_per_node);
-    std::vector<int64_t> per_node(static_cast<size_t>(nodes) * E, 0);  // [nodes][E]
-    for (int d = 0; d < D; ++d) {
-        const int node = std::min(cl.node_of(d), nodes - 1);
-        for (int e = 0; e < E; ++e)
-            per_node[static_cast<size_t>(node) * E + e] += counts[static_cast<size_t>(d) * E + e];
-    }
-    *nodes_out = nodes;
-    return per_node;
-}
-
-}  // namespace
-
-namespace {
-
-// The four models at given term bounds (seconds): each model's time is nondecreasing in every term.
-struct Terms {
-    double a2a = 0, a2a_l2l = 0, fec = 0, trans = 0, agg = 0;
-};
-
-// What the Sim column's blockwise pieces of layer l read of its neighbours (docs/bounds.md "The Sim column").
-constexpr int kLevels = LayerBound::kSimLevels;
-struct SimWindow {
-    bool first = true, last = true;  // layer 0 (Trans and Agg whole, nothing beside them); layer L-1 (no charge)
-    double prev_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};  // layer l-1's
-    double own_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};
-    double fnec_s = 0, bnec_s = 0;
-    bool transfers_may_hide = false;  // BoundBudget::sim_transfers_may_hide: no exposed transfer is charged
-};
-
-// Blockwise pieces: 4 A2A + the compute charged to this layer (3 min(FEC, own level)) + the transfers exposed
-// beyond what layer l-1's FEC at its level, FNEC and BNEC can hide (layer 0: Trans and Agg whole).
-void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t, double other_models) {
-    double core[kLevels], exposed[kLevels];
-    for (int k = 0; k < kLevels; ++k) {
-        core[k] = 3.0 * (w.last ? t.fec : std::min(t.fec, w.own_hide_s[k]));
-        const double hide = w.prev_hide_s[k];
-        exposed[k] = w.transfers_may_hide ? 0.0
-                     : w.first
-                         ? t.trans + t.agg
-                         : std::max(0.0, t.trans - w.fnec_s - hide) + std::max(0.0, t.agg - w.bnec_s - 2.0 * hide);
-    }
-    for (int j = 0; j < kLevels; ++j)
-        for (int k = 0; k < kLevels; ++k) {
-            const double v = std::min(other_models, 4.0 * t.a2a + core[k] + exposed[j]);
-            b.sim_parts_s[j][k] = std::min(b.sim_parts_s[j][k], v);
-        }
-}
-
-void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n) {
-    const double core = 3.0 * t.fec;
-    auto eq8_exposed = [&](double trans, double agg) {
-        // the chunked credit max(0, T - FEC - FNEC) is at most what whole experts leave (cost_model.h); layer 0: none
-        if (m.first_block) return trans + agg;
-        return std::max(0.0, trans - t.fec - m.fnec_s()) + std::max(0.0, agg - 2.0 * t.fec - m.bnec_s());
-    };
-    auto fastermoe = [&](double a2a) {
-        return 4.0 * a2a + core + std::max(0.0, t.trans - a2a) + std::max(0.0, t.agg - a2a);
-    };
-    const double eq6 = 4.0 * t.a2a + core + t.trans + t.agg, fm = fastermoe(t.a2a);
-    if (eq6 < b.eq6_s) b.eq6_s = eq6, b.eq6_receivers = n;
-    b.eq8_s = std::min(b.eq8_s, 4.0 * t.a2a + core + eq8_exposed(t.trans, t.agg));
-    b.fastermoe_s = std::min(b.fastermoe_s, fm);
-    take_sim_min(b, w, t, std::min(eq6, fm));  // the Sim column: schedule none is Eq 6, fastermoe fastermoe_s
-    b.eq6_l2l_s = std::min(b.eq6_l2l_s, 4.0 * t.a2a_l2l + core + t.trans + t.agg);
-    b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed(t.trans, t.agg));
-    b.fastermoe_l2l_s = std::min(b.fastermoe_l2l_s, fastermoe(t.a2a_l2l));
-}
 
 // the share of a home-path all-to-all the layer_to_layer path keeps: (in + out) / 2, in from home only into layer
 // 0, out home only from layer L-1 (one layer: the home path)
@@ -566,17 +245,34 @@ void set_hide_levels(const LayerInputs& in, double* levels) {
     levels[kLevels - 1] = kUnlimited;
 }
 
+// The pairwise pieces' FEC grid: geometric from the floor (every placement's FEC bound is at least it) to the least
+// FEC without a replica. Any levels are valid; a finer grid loses less of each FEC to the rounding down.
+void set_fec_levels(const LayerInputs& in, double* levels) {
+    constexpr int G = LayerBound::kFecLevels;
+    const double floor_s = static_cast<double>(in.curve.back()) * in.per_token_s;
+    const double top_s = std::max(floor_s, static_cast<double>(in.curve.front()) * in.per_token_s);
+    const double step = floor_s > 0 ? std::pow(top_s / floor_s, 1.0 / (G - 1)) : 1.0;
+    levels[0] = floor_s;
+    for (int k = 1; k < G - 1; ++k) levels[k] = std::min(top_s, floor_s * std::pow(step, k));
+    levels[G - 1] = top_s;
+}
+
 }  // namespace
+}  // namespace bound_detail
 
 LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget, int layer,
-                       int num_layers, const double* prev_hide_s) {
+                       int num_layers, const double* prev_hide_s, const double* prev_fec_level_s) {
     PROPHET_ASSERT(D > 0 && E > 0 && m.cluster.num_devices == D && layer >= 0 && layer < num_layers);
+    using namespace bound_detail;  // NOLINT(google-build-using-namespace): this file's helpers
     LayerInputs in = layer_inputs(m, counts, D, E, budget);
     in.share = l2l_share(layer, num_layers);
     in.window.first = layer == 0;
     in.window.last = layer == num_layers - 1;
     if (!in.window.last) set_hide_levels(in, in.window.own_hide_s);
     if (prev_hide_s) std::copy(prev_hide_s, prev_hide_s + kLevels, in.window.prev_hide_s);
+    constexpr int G = LayerBound::kFecLevels;
+    set_fec_levels(in, in.window.own_fec_s);
+    if (prev_fec_level_s) std::copy(prev_fec_level_s, prev_fec_level_s + G, in.window.prev_fec_s);
     in.window.fnec_s = m.fnec_s();
     in.window.bnec_s = m.bnec_s();
     in.window.transfers_may_hide = budget.sim_transfers_may_hide;
@@ -585,6 +281,8 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;
     for (auto& row : b.sim_parts_s) std::fill(row, row + kLevels, kUnlimited);
     std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
+    for (auto& row : b.sim_pairs_s) std::fill(row, row + G, kUnlimited);
+    std::copy(in.window.own_fec_s, in.window.own_fec_s + G, b.fec_level_s);
     // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
     take_min(b, m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0);  // r = 0: any cap keeps 0
     scan_receivers(in, b);
@@ -596,62 +294,6 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
                         in.busiest(in.max_extra));
     b.one_transfer_s = D > 1 ? transfer_bound(m, in.topo, 1, false) : 0.0;
     return b;
-}
-
-namespace {
-
-// One iteration's layers [L]: each layer's sim_s becomes one of its sim_parts_s, layer l's level being layer l+1's
-// credit level, chosen so that their sum is the largest (any consistent choice bounds the sum: docs/bounds.md).
-void choose_sim_parts(LayerBound* layers, int L) {
-    using Row = std::array<double, kLevels>;
-    std::vector<Row> best(static_cast<size_t>(L));                       // [l][k]: the largest sum up to l
-    std::vector<std::array<int, kLevels>> from(static_cast<size_t>(L));  // [l][k]: layer l-1's level there
-    for (int k = 0; k < kLevels; ++k) best[0][k] = layers[0].sim_parts_s[kLevels - 1][k];
-    for (int l = 1; l < L; ++l)
-        for (int k = 0; k < kLevels; ++k) {
-            best[l][k] = -kUnlimited;
-            for (int j = 0; j < kLevels; ++j) {
-                const double v = best[l - 1][j] + layers[l].sim_parts_s[j][k];
-                if (v > best[l][k]) best[l][k] = v, from[l][k] = j;
-            }
-        }
-    int k = static_cast<int>(std::max_element(best[L - 1].begin(), best[L - 1].end()) - best[L - 1].begin());
-    for (int l = L - 1; l >= 0; --l) {
-        const int j = l > 0 ? from[l][k] : kLevels - 1;
-        layers[l].sim_s = layers[l].sim_parts_s[j][k];
-        k = j;
-    }
-}
-
-}  // namespace
-
-TraceBounds trace_bounds(const TraceView& trace, const CostModel& cost, const BoundBudget& budget) {
-    const int I = trace.num_iterations, L = trace.num_layers, D = trace.num_devices, E = trace.num_experts;
-    TraceBounds out;
-    std::vector<double> us;
-    const CostModel first = model_for_layer(cost, 0), later = model_for_layer(cost, 1);
-    for (int it = 0; it < I; ++it) {
-        for (int l = 0; l < L; ++l) {
-            const int64_t t0 = now_ns();
-            const double* prev = l > 0 ? out.layers.back().hide_s : nullptr;
-            out.layers.push_back(layer_bound(l == 0 ? first : later, trace.layer(it, l), D, E, budget, l, L, prev));
-            us.push_back((now_ns() - t0) * 1e-3);
-        }
-        choose_sim_parts(&out.layers[static_cast<size_t>(it) * L], L);
-    }
-    const double n = static_cast<double>(out.layers.size());
-    double receivers = 0;
-    LayerBound& m = out.mean;
-    for (const LayerBound& b : out.layers) {
-        for (auto field : {&LayerBound::eq6_s, &LayerBound::eq8_s, &LayerBound::fastermoe_s, &LayerBound::sim_s,
-                           &LayerBound::eq6_l2l_s, &LayerBound::eq8_l2l_s, &LayerBound::fastermoe_l2l_s,
-                           &LayerBound::compute_tokens, &LayerBound::a2a_s, &LayerBound::one_transfer_s})
-            m.*field += b.*field / n;
-        receivers += static_cast<double>(b.eq6_receivers) / n;
-    }
-    m.eq6_receivers = static_cast<int64_t>(std::llround(receivers));
-    out.median_us = median(us);
-    return out;
 }
 
 }  // namespace prophet

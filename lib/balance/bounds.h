@@ -57,12 +57,22 @@ struct LayerBound {
     static constexpr int kSimLevels = 5;
     double hide_s[kSimLevels] = {};
     double sim_parts_s[kSimLevels][kSimLevels] = {};
+    // The pairwise Sim pieces (docs/bounds.md "Pairs of layers"): fec_level_s, a grid of this layer's FEC from its
+    // floor up; a placement's class is the largest level at most its FEC bound. sim_pairs_s[j][k]: the least piece
+    // over placements of class k, charged 3 x layer l-1's level j (a bound on layer l-1's FEC, unknown: 0) and the
+    // transfers that level leaves exposed (layer 0: Trans and Agg whole; layer L-1 also its own 3 FEC).
+    // trace_bounds takes the least sum over classes by dynamic programming and keeps the larger of the two sums.
+    static constexpr int kFecLevels = 12;
+    double fec_level_s[kFecLevels] = {};
+    double sim_pairs_s[kFecLevels][kFecLevels] = {};
 };
 
 // counts [D*E]; `model` must be the layer's (model_for_layer: first_block for layer 0). layer in [0, num_layers).
-// prev_hide_s: layer l-1's hide_s (nullptr when unknown: no credit).
+// prev_hide_s: layer l-1's hide_s (nullptr when unknown: no credit); prev_fec_level_s: layer l-1's fec_level_s
+// (nullptr when unknown: levels 0).
 LayerBound layer_bound(const CostModel& model, const int64_t* counts, int num_devices, int num_experts,
-                       const BoundBudget& budget, int layer, int num_layers, const double* prev_hide_s = nullptr);
+                       const BoundBudget& budget, int layer, int num_layers, const double* prev_hide_s = nullptr,
+                       const double* prev_fec_level_s = nullptr);
 
 // Every (iteration, layer) of a trace, each layer under model_for_layer(cost, l).
 struct TraceBounds {

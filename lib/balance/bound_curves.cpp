@@ -1,0 +1,118 @@
+#include "balance/bound_curves.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+#include "balance/count_sort.h"
+
+namespace prophet::bound_detail {
+
+void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::vector<double>& curve) {
+    // [E][D+1]: e's column of counts, replaced by w_e minus its h largest rows (h = 0 .. D) the first time e takes a
+    // second holder (most experts never do: only those are sorted); first[e] = w_e minus its largest row
+    thread_local std::vector<int64_t> rows, first;
+    thread_local std::vector<uint8_t> ready;
+    rows.resize(static_cast<size_t>(E) * (D + 1));
+    first.assign(E, 0);
+    ready.assign(E, 0);
+    for (int d = 0; d < D; ++d)
+        for (int e = 0; e < E; ++e)
+            rows[static_cast<size_t>(e) * (D + 1) + d + 1] = counts[static_cast<size_t>(d) * E + e];
+    for (int e = 0; e < E; ++e) {
+        const int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
+        int64_t sum = 0, largest = 0;
+        for (int d = 1; d <= D; ++d) sum += r[d], largest = std::max(largest, r[d]);
+        first[e] = sum - largest;
+    }
+    auto rest_after = [&](int e, int64_t h) {  // w_e - top_h(e), h >= 2
+        int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
+        if (!ready[e]) {
+            std::sort(r + 1, r + D + 1, std::greater<int64_t>());
+            int64_t rest = 0;
+            for (int d = 1; d <= D; ++d) rest += r[d];
+            for (int k = 0; k <= D; ++k) rest -= k > 0 ? r[k] : 0, r[k] = rest;
+            ready[e] = 1;
+        }
+        return r[h];
+    };
+    struct Item {
+        int64_t rest, h;  // w_e - top_h(e) over h: ordered by the ratio
+        int e;
+    };
+    auto lighter = [](const Item& a, const Item& b) { return a.rest * b.h < b.rest * a.h; };
+    std::priority_queue<Item, std::vector<Item>, decltype(lighter)> heap(lighter);
+    for (int e = 0; e < E; ++e) heap.push({first[e], 1, e});
+    auto share = [&] { return static_cast<double>(heap.top().rest) / static_cast<double>(heap.top().h); };
+    curve.assign(1, share());
+    // beyond kReceiveSteps holders the curve is cut (the caller then uses 0): the term binds with few replicas
+    for (int64_t x = 1; x <= std::min(max_extra, kReceiveSteps); ++x) {
+        const Item top = heap.top();
+        if (top.h >= D || top.rest <= 0) break;  // the hottest has every device, or nothing moves
+        heap.pop();
+        heap.push({rest_after(top.e, top.h + 1), top.h + 1, top.e});
+        curve.push_back(share());
+    }
+}
+
+void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t max_extra,
+                   std::vector<int64_t>& curve) {
+    const int64_t floor_tokens = (total + D - 1) / D;
+    using Item = std::pair<int64_t, int64_t>;  // (w_e, h_e), ordered by w / h
+    auto lighter = [](const Item& a, const Item& b) { return a.first * b.second < b.first * a.second; };
+    std::priority_queue<Item, std::vector<Item>, decltype(lighter)> heap(lighter);
+    for (int64_t v : w) heap.push({v, 1});
+    auto current = [&] {
+        const Item& top = heap.top();
+        return std::max(floor_tokens, (top.first + top.second - 1) / top.second);
+    };
+    curve.assign(1, current());
+    for (int64_t x = 1; x <= max_extra; ++x) {
+        Item top = heap.top();
+        if (top.second >= D || curve.back() == floor_tokens) break;  // the hottest has every device, or at the mean
+        heap.pop();
+        heap.push({top.first, top.second + 1});
+        curve.push_back(current());
+    }
+}
+
+void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local, std::vector<int64_t>& prefix,
+                      int per_expert) {
+    thread_local std::vector<int64_t> other, scratch;
+    other.clear();
+    *best_local = 0;
+    for (int e = 0; e < E; ++e) {
+        int best = 0;
+        for (int r = 1; r < rows; ++r)
+            if (counts[static_cast<size_t>(r) * E + e] > counts[static_cast<size_t>(best) * E + e]) best = r;
+        *best_local += counts[static_cast<size_t>(best) * E + e];
+        const size_t first = other.size();
+        for (int r = 0; r < rows; ++r) {
+            const int64_t c = counts[static_cast<size_t>(r) * E + e];
+            if (r != best && c > 0) other.push_back(c);
+        }
+        if (other.size() - first > static_cast<size_t>(per_expert)) {  // keep e's per_expert largest
+            std::nth_element(other.begin() + first, other.begin() + first + per_expert, other.end(),
+                             std::greater<int64_t>());
+            other.resize(first + per_expert);
+        }
+    }
+    sort_counts_descending(other, scratch);
+    prefix.resize(other.size() + 1);
+    prefix[0] = 0;
+    for (size_t k = 0; k < other.size(); ++k) prefix[k + 1] = prefix[k] + other[k];
+}
+
+std::vector<int64_t> node_counts(const int64_t* counts, const ClusterSpec& cl, int E, int* nodes_out) {
+    const int D = cl.num_devices, nodes = std::max(1, D / cl.devices_per_node);
+    std::vector<int64_t> per_node(static_cast<size_t>(nodes) * E, 0);  // [nodes][E]
+    for (int d = 0; d < D; ++d) {
+        const int node = std::min(cl.node_of(d), nodes - 1);
+        for (int e = 0; e < E; ++e)
+            per_node[static_cast<size_t>(node) * E + e] += counts[static_cast<size_t>(d) * E + e];
+    }
+    *nodes_out = nodes;
+    return per_node;
+}
+
+}  // namespace prophet::bound_detail

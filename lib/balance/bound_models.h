@@ -1,0 +1,35 @@
+// bound_models.h: each system model `prophet plan` reports (Eq 6, Eq 8, fastermoe_s and the Sim column's blockwise
+// pieces) evaluated at bounds on its terms, kept as the least so far in a LayerBound (docs/bounds.md "Why the models
+// can be bounded term by term", "The Sim column"). Internal to lib/balance's bound files.
+#pragma once
+
+#include <cstdint>
+
+#include "balance/bound_topology.h"
+#include "balance/bounds.h"
+#include "balance/cost_model.h"
+
+namespace prophet::bound_detail {
+
+// The four models at given term bounds (seconds): each model's time is nondecreasing in every term.
+struct Terms {
+    double a2a = 0, a2a_l2l = 0, fec = 0, trans = 0, agg = 0;
+};
+
+// What the Sim column's blockwise pieces of layer l read of its neighbours (docs/bounds.md "The Sim column").
+constexpr int kLevels = LayerBound::kSimLevels;
+struct SimWindow {
+    bool first = true, last = true;  // layer 0 (Trans and Agg whole, nothing beside them); layer L-1 (no charge)
+    double prev_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};  // layer l-1's
+    double own_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};
+    double fnec_s = 0, bnec_s = 0;
+    // the pairwise pieces' FEC grids (LayerBound::fec_level_s): layer l-1's (0: unknown) and this layer's
+    double prev_fec_s[LayerBound::kFecLevels] = {}, own_fec_s[LayerBound::kFecLevels] = {};
+    bool transfers_may_hide = false;  // BoundBudget::sim_transfers_may_hide: no exposed transfer is charged
+};
+
+// The four models at the terms t of placements with n receivers: each of b's fields becomes the least of itself and
+// that model's time (eq6_receivers: the n of a new least Eq 6); the Sim pieces per pair of hiding levels.
+void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n);
+
+}  // namespace prophet::bound_detail
