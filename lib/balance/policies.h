@@ -18,14 +18,14 @@ namespace prophet {
 
 struct BalanceOptions {
     // prophet (Algorithm 1)
-    double alpha = 3.0;            // balanced when max(H) - min(H) < alpha * I / E (Eq 7); I = assignments/iter
-    int cost_eq = 8;               // planner objective: 8 = scheduler-coupled Eq 8 (paper's "full", authors' code); 6 = Eq 6
+    double alpha = 3.0;  // balanced when max(H) - min(H) < alpha * I / E (Eq 7); I = assignments/iter
+    int cost_eq = 8;     // planner objective: 8 = scheduler-coupled Eq 8 (paper's "full", authors' code); 6 = Eq 6
     // balance.cost_eq = 0 ("auto", the key's default): cost_eq stays 8 here and the caller picks the equation of
     // the schedule it runs (train: 6 with schedule.mode = none, 8 with blockwise; plan: each system model's own)
     bool cost_eq_auto = false;
     std::string prefix_rule = "best";  // "best": prefix that minimised T' (paper); "improvements": count (code)
-    int exclude_devices = -1;      // n: devices excluded per chosen expert; -1 = those routing 0 tokens to it
-    int max_replicas_per_device = 0;  // memory cap on replicas a device holds per layer (0 = none)
+    int exclude_devices = -1;          // n: devices excluded per chosen expert; -1 = those routing 0 tokens to it
+    int max_replicas_per_device = 0;   // memory cap on replicas a device holds per layer (0 = none)
     RouteRule route_rule = RouteRule::kOwner;
     // balance.route_to = "auto" (the key's default): route_rule stays kOwner here and plan/sim use each policy's
     // paper_route_rule (eplb: even split, flow: flow); train resolves it the same way into route_rule
@@ -35,17 +35,17 @@ struct BalanceOptions {
     TokenPath token_path = TokenPath::kHome;
     bool token_path_auto = false;
     // static, deepspeed
-    double capacity_factor = 0;    // > 0: capacity ceil(cf * k*S_local / E) per expert and device; tokens above
-                                   // it are dropped (static: reported only; deepspeed: dropped and padded to it)
+    double capacity_factor = 0;  // > 0: capacity ceil(cf * k*S_local / E) per expert and device; tokens above
+                                 // it are dropped (static: reported only; deepspeed: dropped and padded to it)
     // eplb
     int eplb_redundant_slots = -1;     // -1: min(D, E * (D - 1)) (one extra slot per device; none on D = 1)
     std::string eplb_mode = "global";  // "global" | "hierarchical"
-    int eplb_groups = 1;              // expert groups for the hierarchical policy
+    int eplb_groups = 1;               // expert groups for the hierarchical policy
     // moetuner
     std::string ilp_objective = "minmax";  // ILP 1: "minmax" | "sumdev"
-    double ilp_gap = 0.025;               // relative MIP gap
-    double ilp_time_limit_s = 10.0;       // per ILP solve
-    int ilp2_exact_max_devices = 6;       // ILP 2 exact up to this D (D = 8 spends the whole time limit); above: heuristic
+    double ilp_gap = 0.025;                // relative MIP gap
+    double ilp_time_limit_s = 10.0;        // per ILP solve
+    int ilp2_exact_max_devices = 6;  // ILP 2 exact up to this D (D = 8 spends the whole time limit); above: heuristic
     // ILP 2 places clusters by the layer-to-layer traffic (the paper); false: by Eq 13's memory balance alone, the
     // ablation that shows what the traffic term buys on the layer-to-layer token path (token_path.h)
     bool ilp2_traffic = true;
@@ -59,6 +59,7 @@ struct BalanceOptions {
     // ablation switches (docs/policies.md "Ablation of flow's components"); true = flow as designed
     bool flow_transfer_aware = true;  // false: candidates scored without Trans/Agg, no transfer gate
     bool flow_topology = true;        // false: planned on the flat cost model, no nearest-device tie-breaks
+    bool flow_hot_sets = false;       // true: also the hot-set family (flow_hotset.h)
     // external (external_policy.h): the command (split without a shell), its reply deadline, and its role:
     // online (per iteration and layer, from the previous iteration's counts) or offline (once, from the window)
     std::string external_command;
@@ -101,8 +102,8 @@ Placement plan_fastermoe(const int64_t* counts, int num_devices, int num_experts
 
 // Pro-Prophet's locality-based greedy (Algorithm 1). `tokens_per_iteration_assignments` is I of Eq 7.
 struct ProphetTrace {
-    int steps = 0;           // greedy iterations taken
-    int chosen_prefix = 0;   // experts kept
+    int steps = 0;          // greedy iterations taken
+    int chosen_prefix = 0;  // experts kept
     double cost_before_s = 0;
     double cost_after_s = 0;  // predicted T' of the kept prefix, on the planning counts
 };
@@ -162,12 +163,12 @@ int system_cost_eq(const std::string& policy);
 // plan_eplb with a report: which mode ran and why (hierarchical falls back to global when
 // eplb_groups % num_nodes != 0), and the physical slot layout.
 struct EplbReport {
-    std::string mode_used;       // "global" | "hierarchical"
-    std::string note;            // "" or why the requested mode was not used
-    int physical_slots = 0;      // S = E + redundant
-    int slots_per_device = 0;    // S / D (every device holds exactly this many physical experts)
-    std::vector<int> copies;     // [L*E] physical copies of each expert (owner + replicas)
-    int repairs = 0;             // duplicate-avoiding swaps the packing needed (over all layers)
+    std::string mode_used;     // "global" | "hierarchical"
+    std::string note;          // "" or why the requested mode was not used
+    int physical_slots = 0;    // S = E + redundant
+    int slots_per_device = 0;  // S / D (every device holds exactly this many physical experts)
+    std::vector<int> copies;   // [L*E] physical copies of each expert (owner + replicas)
+    int repairs = 0;           // duplicate-avoiding swaps the packing needed (over all layers)
 };
 std::vector<Placement> plan_eplb(const std::vector<double>& loads, int num_layers, int num_devices, int num_experts,
                                  int num_nodes, const BalanceOptions& options, EplbReport* report);
@@ -182,7 +183,7 @@ struct Ilp1Result {
     std::vector<int> cluster;  // [E]
     double objective = 0;
     double bound = 0;
-    bool optimal = false;      // proven within options.ilp_gap
+    bool optimal = false;  // proven within options.ilp_gap
     double solve_s = 0;
 };
 Ilp1Result moetuner_ilp1_layer(const double* loads, int num_experts, int num_devices, const BalanceOptions& options);
@@ -199,8 +200,8 @@ struct Ilp2Result {
     double objective = 0;
     double bound = 0;
     double memory_deviation = 0;
-    bool exact = false;               // the ILP ran (D <= ilp2_exact_max_devices); false: greedy + local search
-    bool optimal = false;             // exact and proven within options.ilp_gap
+    bool exact = false;    // the ILP ran (D <= ilp2_exact_max_devices); false: greedy + local search
+    bool optimal = false;  // exact and proven within options.ilp_gap
     double solve_s = 0;
 };
 Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<double>& transitions, int num_layers,
@@ -209,9 +210,9 @@ Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<dou
 
 // Test and benchmark switches for moetuner_ilp2 (the plain overload uses the defaults).
 struct Ilp2Switches {
-    bool chain_dp = true;        // D <= 6: the exact DP over layer permutations without Eq 13 (bound / answer)
-    int formulation = 0;         // exact ILP 2 model: 0 = default (compact), 1 = z-RLT, 2 = compact
-    bool ilp_only = false;       // tests: no heuristic, no DP; warm start = identity if feasible; answer = CBC's
+    bool chain_dp = true;   // D <= 6: the exact DP over layer permutations without Eq 13 (bound / answer)
+    int formulation = 0;    // exact ILP 2 model: 0 = default (compact), 1 = z-RLT, 2 = compact
+    bool ilp_only = false;  // tests: no heuristic, no DP; warm start = identity if feasible; answer = CBC's
 };
 Ilp2Result moetuner_ilp2(const std::vector<int>& clusters, const std::vector<double>& transitions, int num_layers,
                          int num_devices, int num_experts, const std::vector<double>& link_cost,
@@ -236,9 +237,8 @@ struct JointObjective {
     double objective = 0;
 };
 JointObjective moetuner_joint_objective(const std::vector<Placement>& placements,
-                                        const std::vector<double>& expert_loads,
-                                        const std::vector<double>& transitions, const std::vector<double>& link_cost,
-                                        const BalanceOptions& options);
+                                        const std::vector<double>& expert_loads, const std::vector<double>& transitions,
+                                        const std::vector<double>& link_cost, const BalanceOptions& options);
 // Size limits of plan_moetuner_joint (above them it throws a config error, exit code 3).
 constexpr int kJointMaxDevices = 4;
 constexpr int kJointMaxExperts = 8;

@@ -261,7 +261,7 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
         }
     }
     walk_repacked(load, current, order, schedule, cap, consider);
-    if (o.flow_topology && cost.topology_aware)  // hottest experts in every node / NVLink domain (flow_hotset.h)
+    if (o.flow_hot_sets && o.flow_topology && cost.topology_aware)  // hottest experts in every node (flow_hotset.h)
         walk_hot_sets(P, load, current, cost, cap,
                       [&](const Placement& p, int h) { return consider(p, p.num_replicas(), true, h); });
     // transfer gate (serving, flow_horizon > 0): keep the current placement unless the gain over the horizon pays

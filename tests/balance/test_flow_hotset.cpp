@@ -181,6 +181,7 @@ TEST_P(FlowHotSetChoice, PicksOneCopyOfTheHotExpertInEveryNode) {
     BalanceOptions o;
     o.route_rule = RouteRule::kFlow;
     o.cost_eq = c.cost_eq;
+    o.flow_hot_sets = true;
     FlowPlanReport rep;
     const Placement p = plan_flow(counts.data(), D, E, cost, o, Placement::make_static(D, E), &rep);
     EXPECT_EQ(p.num_replicas(), c.nodes - 1);
@@ -190,6 +191,21 @@ TEST_P(FlowHotSetChoice, PicksOneCopyOfTheHotExpertInEveryNode) {
         EXPECT_EQ(holders, 1) << "node " << node;
     }
     EXPECT_EQ(rep.hot_experts, 1);
+}
+
+// balance.flow_hot_sets = false (the default): the family is not tried, so no plan names a hot set.
+TEST_P(FlowHotSetChoice, OffByDefault) {
+    const ChoiceCase c = GetParam();
+    const CostModel cost = slow_nic_cluster(c.nodes);
+    const int D = cost.cluster.num_devices, E = D;
+    std::vector<int64_t> counts(static_cast<size_t>(D) * E, 10);
+    for (int d = 0; d < D; ++d) counts[static_cast<size_t>(d) * E] = 1000;
+    BalanceOptions o;
+    o.route_rule = RouteRule::kFlow;
+    o.cost_eq = c.cost_eq;
+    FlowPlanReport rep;
+    plan_flow(counts.data(), D, E, cost, o, Placement::make_static(D, E), &rep);
+    EXPECT_EQ(rep.hot_experts, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, FlowHotSetChoice,
