@@ -170,20 +170,26 @@ struct ChoiceCase {
     int nodes, cost_eq;
 };
 
-class FlowHotSetChoice : public ::testing::TestWithParam<ChoiceCase> {};
+class FlowHotSetChoice : public ::testing::TestWithParam<ChoiceCase> {
+  protected:
+    // flow's plan from static on slow_nic_cluster(nodes): every device sends 1000 tokens to expert 0, 10 to the rest
+    static Placement plan(const ChoiceCase& c, bool hot_sets, FlowPlanReport* rep) {
+        const CostModel cost = slow_nic_cluster(c.nodes);
+        const int D = cost.cluster.num_devices, E = D;
+        std::vector<int64_t> counts(static_cast<size_t>(D) * E, 10);
+        for (int d = 0; d < D; ++d) counts[static_cast<size_t>(d) * E] = 1000;
+        BalanceOptions o;
+        o.route_rule = RouteRule::kFlow;
+        o.cost_eq = c.cost_eq;
+        o.flow_hot_sets = hot_sets;
+        return plan_flow(counts.data(), D, E, cost, o, Placement::make_static(D, E), rep);
+    }
+};
 
 TEST_P(FlowHotSetChoice, PicksOneCopyOfTheHotExpertInEveryNode) {
     const ChoiceCase c = GetParam();
-    const CostModel cost = slow_nic_cluster(c.nodes);
-    const int D = cost.cluster.num_devices, E = D;
-    std::vector<int64_t> counts(static_cast<size_t>(D) * E, 10);
-    for (int d = 0; d < D; ++d) counts[static_cast<size_t>(d) * E] = 1000;
-    BalanceOptions o;
-    o.route_rule = RouteRule::kFlow;
-    o.cost_eq = c.cost_eq;
-    o.flow_hot_sets = true;
     FlowPlanReport rep;
-    const Placement p = plan_flow(counts.data(), D, E, cost, o, Placement::make_static(D, E), &rep);
+    const Placement p = plan(c, /*hot_sets=*/true, &rep);
     EXPECT_EQ(p.num_replicas(), c.nodes - 1);
     for (int node = 0; node < c.nodes; ++node) {
         int holders = 0;
@@ -195,16 +201,8 @@ TEST_P(FlowHotSetChoice, PicksOneCopyOfTheHotExpertInEveryNode) {
 
 // balance.flow_hot_sets = false (the default): the family is not tried, so no plan names a hot set.
 TEST_P(FlowHotSetChoice, OffByDefault) {
-    const ChoiceCase c = GetParam();
-    const CostModel cost = slow_nic_cluster(c.nodes);
-    const int D = cost.cluster.num_devices, E = D;
-    std::vector<int64_t> counts(static_cast<size_t>(D) * E, 10);
-    for (int d = 0; d < D; ++d) counts[static_cast<size_t>(d) * E] = 1000;
-    BalanceOptions o;
-    o.route_rule = RouteRule::kFlow;
-    o.cost_eq = c.cost_eq;
     FlowPlanReport rep;
-    plan_flow(counts.data(), D, E, cost, o, Placement::make_static(D, E), &rep);
+    plan(GetParam(), /*hot_sets=*/false, &rep);
     EXPECT_EQ(rep.hot_experts, 0);
 }
 
