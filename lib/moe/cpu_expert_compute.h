@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "model/expert_compute.h"
 
 namespace prophet {
@@ -36,8 +37,8 @@ class CpuExpertCompute final : public ExpertCompute {
   private:
     int L_, E_, C_, F_;
     ExpertStorage storage_;
-    std::vector<std::vector<float>> pre_, act_;  // [L][M,F] kept from forward for backward
-    std::vector<float> dpre_;                    // [M,F] backward scratch
+    std::vector<RowsVector<float>> pre_, act_;  // [L][M,F] kept from forward for backward
+    RowsVector<float> dpre_;                    // [M,F] backward scratch
 };
 
 }  // namespace prophet
