@@ -14,7 +14,7 @@ size_t whole_huge_pages(size_t bytes) { return (bytes + kHugePageBytes - 1) / kH
 }  // namespace
 
 void* huge_pages_alloc(size_t bytes) {
-    if (bytes < kHugePageBytes) return ::operator new(bytes);
+    if (bytes < kHugePageMinBytes) return ::operator new(bytes);
     if (bytes > static_cast<size_t>(-1) - kHugePageBytes) throw std::bad_alloc();
     const size_t rounded = whole_huge_pages(bytes);
     void* p = std::aligned_alloc(kHugePageBytes, rounded);
@@ -26,7 +26,7 @@ void* huge_pages_alloc(size_t bytes) {
 
 void huge_pages_free(void* p, size_t bytes) noexcept {
     if (p == nullptr) return;
-    if (bytes < kHugePageBytes) {
+    if (bytes < kHugePageMinBytes) {
         ::operator delete(p);
         return;
     }

@@ -4,9 +4,10 @@
 // Why: those buffers grow whenever a step routes more rows to a rank than any step before it. On the suite's
 // 2-core VMs a first-touch 4 KiB page fault costs about 12 us, so one growth of a 4 MiB [M, F] buffer pair cost
 // about 13 ms inside the expert forward (measured with getrusage around CpuExpertCompute::forward: about 1000
-// faults in one call, against 1.6 ms for the same call without growth). Blocks of at least kHugePageBytes are
-// 2 MiB aligned and advised MADV_HUGEPAGE, which transparent huge pages honour in the kernel's "madvise" and
-// "always" modes; elsewhere (mode "never", no THP) they are ordinary pages and only alignment changes.
+// faults in one call, against 1.6 ms for the same call without growth; a 1.2 MB pair, about 540 faults, 7-9 ms).
+// Blocks of at least kHugePageMinBytes are rounded up to whole 2 MiB pages, 2 MiB aligned and advised
+// MADV_HUGEPAGE, which transparent huge pages honour in the kernel's "madvise" and "always" modes; elsewhere (mode
+// "never", no THP) they are ordinary pages and only alignment changes. A block wastes less than 2 MiB.
 #pragma once
 
 #include <cstddef>
@@ -16,8 +17,10 @@
 namespace prophet {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+// from 64 pages (about 0.8 ms of 4 KiB faults here) a block is worth a huge page
+inline constexpr size_t kHugePageMinBytes = size_t{256} << 10;
 
-// bytes >= kHugePageBytes: rounded up to whole huge pages, 2 MiB aligned, advised MADV_HUGEPAGE; smaller: operator
+// bytes >= kHugePageMinBytes: rounded up to whole huge pages, 2 MiB aligned, advised MADV_HUGEPAGE; smaller: operator
 // new. Throws std::bad_alloc like operator new. huge_pages_free takes the same bytes.
 void* huge_pages_alloc(size_t bytes);
 void huge_pages_free(void* p, size_t bytes) noexcept;

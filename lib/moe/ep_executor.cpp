@@ -414,14 +414,14 @@ void ExpertParallelExecutor::forward_dispatch(int layer, const float* h) {
     st.stats.dispatch_fwd_ms = ms_since(t1);
 }
 
-void ExpertParallelExecutor::size_exchange_buffers(int layer, std::vector<float>& sorted) {
+void ExpertParallelExecutor::size_exchange_buffers(int layer, RowsVector<float>& sorted) {
     const MoeDispatchLayout& lo = layers_[layer].layout;
     send_.resize(static_cast<size_t>(lo.num_send_rows) * C_);
     recv_.resize(static_cast<size_t>(lo.num_recv_rows) * C_);
     sorted.resize(static_cast<size_t>(lo.num_recv_rows) * C_);
 }
 
-void ExpertParallelExecutor::exchange_and_sort(int layer, OpKind kind, int64_t packed_ns, std::vector<float>& sorted) {
+void ExpertParallelExecutor::exchange_and_sort(int layer, OpKind kind, int64_t packed_ns, RowsVector<float>& sorted) {
     const MoeDispatchLayout& lo = layers_[layer].layout;
     moe_dispatch_exchange(comm_, lo, C_, send_.data(), recv_.data());
     const int64_t exchanged_ns = now_ns();

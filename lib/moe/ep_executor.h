@@ -43,6 +43,7 @@
 #include "balance/cost_model.h"
 #include "balance/placement.h"
 #include "balance/route_split.h"
+#include "core/huge_pages.h"
 #include "model/expert_compute.h"
 #include "model/moe_executor.h"
 #include "moe/cpu_expert_compute.h"
@@ -180,15 +181,15 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     void set_identity_experts(bool identity) { identity_experts_ = identity; }
     const MoeDispatchLayout& dispatch_layout(int layer) const { return layers_[layer].layout; }
     // [M_recv,C] the rows this rank received for layer in the last forward, in sorted order (layout.h)
-    const std::vector<float>& expert_inputs(int layer) const { return layers_[layer].x; }
+    const RowsVector<float>& expert_inputs(int layer) const { return layers_[layer].x; }
 
   private:
     struct LayerState {
         MoeDispatchLayout layout;
         MoeLayerStats stats;
         std::vector<float> gate_w;  // [N*K] copy
-        std::vector<float> y_src;   // [M_send,C] expert outputs back at the source, in slot order
-        std::vector<float> x;       // [M_recv,C] sorted expert inputs
+        RowsVector<float> y_src;    // [M_send,C] expert outputs back at the source, in slot order
+        RowsVector<float> x;        // [M_recv,C] sorted expert inputs
     };
 
     Placement plan(int layer, const int64_t* counts);
@@ -221,8 +222,8 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     // the all-to-all of forward_dispatch and backward_dispatch: buffers sized for the layer's layout (send_,
     // recv_, and `sorted` [M_recv,C]), then the rows packed in send_ exchanged (recorded as `kind` from
     // packed_ns) and sorted by expert into `sorted` (recorded as kPack)
-    void size_exchange_buffers(int layer, std::vector<float>& sorted);
-    void exchange_and_sort(int layer, OpKind kind, int64_t packed_ns, std::vector<float>& sorted);
+    void size_exchange_buffers(int layer, RowsVector<float>& sorted);
+    void exchange_and_sort(int layer, OpKind kind, int64_t packed_ns, RowsVector<float>& sorted);
 
     Communicator* comm_;
     int L_, E_, K_, C_, F_, D_;
@@ -255,10 +256,10 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     double layer0_plan_wait_ms_ = 0, next_plan_wait_ms_ = 0;
     // scratch shared by the layers
     std::vector<int64_t> local_counts_;  // [E]
-    std::vector<float> send_;            // [M_send,C]
-    std::vector<float> recv_;            // [M_recv,C]
-    std::vector<float> sorted_;          // [M_recv,C] y or dy or dx in sorted order
-    std::vector<float> dx_sorted_;       // [M_recv,C]
+    RowsVector<float> send_;             // [M_send,C]
+    RowsVector<float> recv_;             // [M_recv,C]
+    RowsVector<float> sorted_;           // [M_recv,C] y or dy or dx in sorted order
+    RowsVector<float> dx_sorted_;        // [M_recv,C]
 };
 
 }  // namespace prophet

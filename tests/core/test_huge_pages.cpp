@@ -1,4 +1,4 @@
-// core/huge_pages.h: blocks of at least 2 MiB are 2 MiB aligned and advised MADV_HUGEPAGE (the kernel's VmFlags
+// core/huge_pages.h: blocks of at least 256 KiB are 2 MiB aligned and advised MADV_HUGEPAGE (the kernel's VmFlags
 // "hg" on their mapping, read back from /proc/self/smaps); smaller ones are plain; contents survive a vector's growth.
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ bool advised_huge(const std::string& flags) { return flags.find(" hg") != std::s
 
 struct BlockCase {
     size_t bytes;
-    bool huge;  // at least kHugePageBytes: aligned and advised
+    bool huge;  // at least kHugePageMinBytes: aligned and advised
 };
 
 class HugePageBlock : public ::testing::TestWithParam<BlockCase> {};
@@ -75,7 +75,9 @@ TEST_P(HugePageBlock, EveryByteIsUsable) {
 
 INSTANTIATE_TEST_SUITE_P(Table, HugePageBlock,
                          ::testing::Values(BlockCase{1, false}, BlockCase{4096, false},
-                                           BlockCase{kHugePageBytes - 1, false}, BlockCase{kHugePageBytes, true},
+                                           BlockCase{prophet::kHugePageMinBytes - 1, false},
+                                           BlockCase{prophet::kHugePageMinBytes, true},
+                                           BlockCase{kHugePageBytes - 1, true}, BlockCase{kHugePageBytes, true},
                                            BlockCase{kHugePageBytes + 1, true}, BlockCase{(size_t{9} << 20) + 4, true}),
                          [](const auto& info) { return "Bytes" + std::to_string(info.param.bytes); });
 

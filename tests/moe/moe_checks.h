@@ -268,7 +268,7 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
         if (replicated && ((rule == RouteRule::kEvenSplit && D > 1) || (rule == RouteRule::kFlow && D >= 4)))
             EXPECT_GT(split_groups(split), 0) << "layer " << l << ": the split rule split no group";
         const MoeDispatchLayout& lo = ep.dispatch_layout(l);
-        const std::vector<float>& x = ep.expert_inputs(l);  // [M_recv,C]
+        const auto& x = ep.expert_inputs(l);  // [M_recv,C]
         const std::vector<float> tags = expected_inputs(p, split, r);
         ASSERT_EQ(x.size(), tags.size() * C) << "layer " << l << " rank " << r << ": rows arrived " << x.size() / C
                                              << ", the split sends " << tags.size();
