@@ -182,13 +182,14 @@ double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& 
     return s;
 }
 
-// bytes over the table's bandwidth, or the emulated link's egress when that is slower (out: the bytes the rank sends)
-// and per message the link's latency and the emulation's own cost (link_message_s)
+// bytes over the table's bandwidth; with an emulated link also the link's egress (out: the bytes the rank sends) and
+// per message the link's latency and the emulation's own cost (link_message_s). The two add: the emulation holds
+// a message until its paced release and only then hands it to the inner communicator, whose copy takes its own
+// time (comm/comm_paced.h), which is also how calibrate_ops.cpp's link_message_seconds leaves link_message_s over.
 double wire_s(const OpTables& t, const OpModelConfig& c, double bytes, double out, double table_bytes_per_s,
               int messages) {
     double s = bytes / table_bytes_per_s;
-    if (c.link_bytes_per_s > 0)
-        s = std::max(s, out / c.link_bytes_per_s) + messages * (c.link_latency_s + t.link_message_s);
+    if (c.link_bytes_per_s > 0) s += out / c.link_bytes_per_s + messages * (c.link_latency_s + t.link_message_s);
     return s;
 }
 

@@ -81,8 +81,9 @@ TEST(OpScaleFit, PoolsTheStepsOfEveryCalibrationRecording) {
 
 // Trans and Agg of one layer over E = 4 experts (e0, e1 at home on rank 0; e2, e3 on rank 1), unit_tables'
 // point-to-point (10 us per message + 2 GB/s); the link: 1 MB/s egress, 100 us per message. The unit takes the
-// slowest rank: 10 us x the messages it sends or receives + max(bytes it sends or receives / 2 GB/s, bytes it
-// SENDS / 1 MB/s) + 100 us x the messages it sends.
+// slowest rank: 10 us x the messages it sends or receives + bytes it sends or receives / 2 GB/s + bytes it SENDS /
+// 1 MB/s + 100 us x the messages it sends (the emulation releases a message at its paced time, then the inner
+// communicator copies it: the two add).
 TEST(OpTransferEgress, PacesOnlyWhatEachRankSends) {
     using K = prophet::OpKind;
     constexpr double kExpert = 65536;  // bytes
@@ -93,8 +94,8 @@ TEST(OpTransferEgress, PacesOnlyWhatEachRankSends) {
         bool link;
         double expected_s;
     };
-    const double both_ways = 20e-6 + kExpert / 1e6 + 100e-6;        // each rank sends one expert
-    const double one_way = 20e-6 + 2 * kExpert / 1e6 + 2 * 100e-6;  // one rank sends two
+    const double both_ways = 20e-6 + 2 * kExpert / 2e9 + kExpert / 1e6 + 100e-6;   // each rank sends one expert
+    const double one_way = 20e-6 + 2 * kExpert / 2e9 + 2 * kExpert / 1e6 + 2 * 100e-6;  // one rank sends two
     const Row rows[] = {
         {"e0 to rank 1, e2 to rank 0: Trans", {{0, 1}, {2, 0}}, K::kTrans, true, both_ways},
         {"e0 to rank 1, e2 to rank 0: Agg", {{0, 1}, {2, 0}}, K::kAgg, true, both_ways},

@@ -80,12 +80,12 @@ TEST(OpInStep, AddedPerCallExceptOverTheEmulatedLinkWhereLinkMessageCarriesIt) {
         EXPECT_NEAR(own_of(g, with, K::kDispatch, r), kDispatchModelUs + 30, 1e-9) << r;
         EXPECT_NEAR(own_of(g, with, K::kAllReduce, r), own_of(g, base, K::kAllReduce, r) + 7, 1e-9) << r;
     }
-    // over an emulated 8 Mbit/s link: the dispatch is the link's (20 rows of 256 B at 1 MB/s from rank 1 + one
-    // message of 0 latency), no in-step term; the all-reduce does not cross the link and keeps its 7 us
+    // over an emulated 8 Mbit/s link: the dispatch adds the link's (20 rows of 256 B at 1 MB/s from rank 1 + one
+    // message of 0 latency) to the table's, no in-step term; the all-reduce does not cross the link and keeps its 7 us
     c.link_bytes_per_s = 1e6;
     const ReplayDurations link_base = predict_durations(unit_tables(), c, step, g);
     const ReplayDurations link = predict_durations(t, c, step, g);
-    EXPECT_NEAR(own_of(g, link, K::kDispatch, 0), 5 + 20 * 64 * 4, 1e-9);
+    EXPECT_NEAR(own_of(g, link, K::kDispatch, 0), kDispatchModelUs + 20 * 64 * 4, 1e-9);
     EXPECT_NEAR(own_of(g, link, K::kDispatch, 0), own_of(g, link_base, K::kDispatch, 0), 1e-9);
     EXPECT_NEAR(own_of(g, link, K::kAllReduce, 1), own_of(g, link_base, K::kAllReduce, 1) + 7, 1e-9);
 }

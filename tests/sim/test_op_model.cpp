@@ -338,13 +338,13 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
         }
     }
     // an emulated 8 Mbit/s link (1 MB/s egress) with 100 us per message: rank 1 sends 20 rows of 256 B, 5.12 ms at
-    // the link, slower than the table's 5.12 us; one peer, one message
+    // the link, then the inner copy at the table's 5.12 us; one peer, one message
     c.link_bytes_per_s = 1e6;
     c.link_latency_s = 100e-6;
     const ReplayDurations slow = predict_durations(t, c, step, g);
     for (size_t i = 0; i < g.ops.size(); ++i)
         if (g.ops[i].kind == prophet::OpKind::kDispatch) {
-            EXPECT_NEAR(slow.own_us[i], (5e-6 + 20 * 64 * 4 / 1e6 + 100e-6) * 1e6, 1e-6);
+            EXPECT_NEAR(slow.own_us[i], (5e-6 + 20 * 64 * 4 / 1e9 + 20 * 64 * 4 / 1e6 + 100e-6) * 1e6, 1e-6);
         }
     // the emulation's own cost per paced message (link_message_s) adds to the one message; without a link it is
     // not charged
@@ -355,7 +355,8 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
     const ReplayDurations no_link = predict_durations(paced, c, step, g);
     for (size_t i = 0; i < g.ops.size(); ++i)
         if (g.ops[i].kind == prophet::OpKind::kDispatch) {
-            EXPECT_NEAR(with_cost.own_us[i], (5e-6 + 20 * 64 * 4 / 1e6 + 100e-6 + 40e-6) * 1e6, 1e-6);
+            EXPECT_NEAR(with_cost.own_us[i], (5e-6 + 20 * 64 * 4 / 1e9 + 20 * 64 * 4 / 1e6 + 100e-6 + 40e-6) * 1e6,
+                        1e-6);
             EXPECT_NEAR(no_link.own_us[i], (5e-6 + 20 * 64 * 4 / 1e9) * 1e6, 1e-6);
         }
 }
