@@ -365,6 +365,33 @@ void finish_sweep(SweepState& state, const SweepSpec& spec, const std::vector<Sw
     }
 }
 
+// The loop's progress: the points left when it started, and the ones run so far with their seconds (the ETA).
+struct PointLoopProgress {
+    int todo = 0;
+    int ran_or_failed = 0;
+    double run_seconds = 0;
+};
+
+// Runs one claimed point and logs its line with the ETA; a stop signal that came during it stops the sweep.
+void run_claimed_point(SweepState& state, const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options,
+                       const std::string& prefix, PointLoopProgress& progress, SweepSummary& summary) {
+    const int64_t started = now_ns();
+    const RunInfo info = point_run_info(spec, options, p);
+    const std::string status_text = spec.engine == "real"
+                                        ? run_real_point(state, spec, p, options, info, summary)
+                                        : run_simulated_point(*state.store, spec, p, info, summary);
+    ++progress.ran_or_failed;
+    progress.run_seconds += (now_ns() - started) * 1e-9;
+    const double eta =
+        progress.run_seconds / progress.ran_or_failed * std::max(0, progress.todo - progress.ran_or_failed);
+    log_line(options, prefix + ": " + status_text + " ETA " + format_duration(eta));
+    if (const int stop = StopSignalForwarder::received()) {
+        if (state.store) state.store->checkpoint();
+        throw stopped_error(stop, "after recording point " + std::to_string(p.index + 1) + " of " +
+                                      std::to_string(summary.points));
+    }
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
@@ -377,9 +404,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         return summary;
     }
     const int n = summary.points;
-    const int todo = n - summary.already_done;
-    double run_seconds = 0;
-    int ran_or_failed = 0;
+    PointLoopProgress progress{n - summary.already_done};
     // claims: a point runs in one sweep at a time, and a point another sweep finished meanwhile is skipped
     PointClaims claims(options.store_path);
     // SIGTERM / SIGINT: forwarded to the point's child; the point in flight is recorded, then the sweep stops
@@ -392,7 +417,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
             log_line(options, prefix + ": skipped: already done");
             continue;
         }
-        if (options.max_points >= 0 && ran_or_failed >= options.max_points) break;
+        if (options.max_points >= 0 && progress.ran_or_failed >= options.max_points) break;
         if (const int stop = StopSignalForwarder::received())  // came between points: start no other
             throw stopped_error(stop, "before point " + std::to_string(p.index + 1) + " of " + std::to_string(n));
         if (!claims.try_claim(spec.name, p.hash)) {
@@ -410,20 +435,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options) {
             log_line(options, prefix + ": skipped: finished by another sweep");
             continue;
         }
-        const int64_t started = now_ns();
-        const RunInfo info = point_run_info(spec, options, p);
-        const std::string status_text = spec.engine == "real"
-                                            ? run_real_point(state, spec, p, options, info, summary)
-                                            : run_simulated_point(*state.store, spec, p, info, summary);
-        ++ran_or_failed;
-        run_seconds += (now_ns() - started) * 1e-9;
-        const double eta = run_seconds / ran_or_failed * std::max(0, todo - ran_or_failed);
-        log_line(options, prefix + ": " + status_text + " ETA " + format_duration(eta));
-        if (const int stop = StopSignalForwarder::received()) {
-            if (state.store) state.store->checkpoint();
-            throw stopped_error(stop,
-                                "after recording point " + std::to_string(p.index + 1) + " of " + std::to_string(n));
-        }
+        run_claimed_point(state, spec, p, options, prefix, progress, summary);
     }
     finish_sweep(state, spec, points, options, summary);
     return summary;
