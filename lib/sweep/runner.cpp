@@ -377,9 +377,8 @@ void run_claimed_point(SweepState& state, const SweepSpec& spec, const SweepPoin
                        const std::string& prefix, PointLoopProgress& progress, SweepSummary& summary) {
     const int64_t started = now_ns();
     const RunInfo info = point_run_info(spec, options, p);
-    const std::string status_text = spec.engine == "real"
-                                        ? run_real_point(state, spec, p, options, info, summary)
-                                        : run_simulated_point(*state.store, spec, p, info, summary);
+    const std::string status_text = spec.engine == "real" ? run_real_point(state, spec, p, options, info, summary)
+                                                          : run_simulated_point(*state.store, spec, p, info, summary);
     ++progress.ran_or_failed;
     progress.run_seconds += (now_ns() - started) * 1e-9;
     const double eta =
@@ -387,8 +386,8 @@ void run_claimed_point(SweepState& state, const SweepSpec& spec, const SweepPoin
     log_line(options, prefix + ": " + status_text + " ETA " + format_duration(eta));
     if (const int stop = StopSignalForwarder::received()) {
         if (state.store) state.store->checkpoint();
-        throw stopped_error(stop, "after recording point " + std::to_string(p.index + 1) + " of " +
-                                      std::to_string(summary.points));
+        throw stopped_error(
+            stop, "after recording point " + std::to_string(p.index + 1) + " of " + std::to_string(summary.points));
     }
 }
 

@@ -94,7 +94,7 @@ TEST(OpTransferEgress, PacesOnlyWhatEachRankSends) {
         bool link;
         double expected_s;
     };
-    const double both_ways = 20e-6 + 2 * kExpert / 2e9 + kExpert / 1e6 + 100e-6;   // each rank sends one expert
+    const double both_ways = 20e-6 + 2 * kExpert / 2e9 + kExpert / 1e6 + 100e-6;        // each rank sends one expert
     const double one_way = 20e-6 + 2 * kExpert / 2e9 + 2 * kExpert / 1e6 + 2 * 100e-6;  // one rank sends two
     const Row rows[] = {
         {"e0 to rank 1, e2 to rank 0: Trans", {{0, 1}, {2, 0}}, K::kTrans, true, both_ways},
