@@ -20,9 +20,13 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 // from 64 pages (about 0.8 ms of 4 KiB faults here) a block is worth a huge page
 inline constexpr size_t kHugePageMinBytes = size_t{256} << 10;
 
-// bytes >= kHugePageMinBytes: rounded up to whole huge pages, 2 MiB aligned, advised MADV_HUGEPAGE; smaller: operator
-// new. Throws std::bad_alloc like operator new. huge_pages_free takes the same bytes.
+// bytes >= kHugePageMinBytes: rounded up to whole huge pages, an anonymous mapping of its own, 2 MiB aligned, advised
+// MADV_HUGEPAGE; smaller: operator new. Throws std::bad_alloc like operator new. huge_pages_free takes the same bytes.
 void* huge_pages_alloc(size_t bytes);
+// the bytes huge_pages_alloc(bytes) takes: bytes below kHugePageMinBytes, else whole huge pages
+size_t huge_pages_block_bytes(size_t bytes);
+// the bytes of huge-page blocks this process holds now (mapped outside malloc, so mallinfo2 does not count them)
+size_t huge_pages_bytes_in_use();
 void huge_pages_free(void* p, size_t bytes) noexcept;
 
 template <typename T>

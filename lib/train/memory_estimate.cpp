@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 
 namespace prophet {
 
@@ -41,11 +42,13 @@ MemoryEstimate estimate_train_memory(const ModelConfig& m, int world_size) {
     est.activations_bytes = (forward_floats + backward_floats) * sizeof(float) + ints * sizeof(int);
     // ExpertParallelExecutor with R rows computed here and M_send = N*K rows sent (dropless): per layer gate_w
     // N*K, y_src M_send*C, x R*C, pre and act R*F, the layout's slot arrays 2*N*K ints; shared send_ M_send*C,
-    // recv_ sorted_ dx_sorted_ R*C each, dpre_ R*F
+    // recv_ sorted_ dx_sorted_ R*C each, dpre_ R*F. The row buffers (all but gate_w and the slot arrays) are
+    // RowsVector: from 256 KiB rounded up to whole 2 MiB pages (core/huge_pages.h)
+    auto rows = [](double floats) { return huge_pages_block_bytes(static_cast<size_t>(floats * sizeof(float))); };
     auto ep_bytes = [&](double R) {
-        const double per_layer = N * K + N * K * C + R * (C + 2 * F);
-        const double shared = N * K * C + R * (3 * C + F);
-        return (L * per_layer + shared) * sizeof(float) + L * 2 * N * K * sizeof(int);
+        const double per_layer = N * K * sizeof(float) + rows(N * K * C) + rows(R * C) + 2 * rows(R * F);
+        const double shared = rows(N * K * C) + 3 * rows(R * C) + rows(R * F);
+        return L * per_layer + shared + L * 2 * N * K * sizeof(int);
     };
     est.ep_buffers_bytes = ep_bytes(N * K);
     est.ep_buffers_worst_bytes = ep_bytes(D * N * K);

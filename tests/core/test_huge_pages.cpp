@@ -73,6 +73,17 @@ TEST_P(HugePageBlock, EveryByteIsUsable) {
     EXPECT_EQ(wrong, 0u);
 }
 
+// huge_pages_bytes_in_use counts what the memory estimate's check adds to malloc's statistics: the rounded block
+TEST_P(HugePageBlock, BytesInUseCountTheRoundedBlock) {
+    const size_t before = prophet::huge_pages_bytes_in_use();
+    void* p = huge_pages_alloc(GetParam().bytes);
+    const size_t held = prophet::huge_pages_bytes_in_use() - before;
+    huge_pages_free(p, GetParam().bytes);
+    EXPECT_EQ(held, GetParam().huge ? prophet::huge_pages_block_bytes(GetParam().bytes) : 0u);
+    EXPECT_EQ(held % kHugePageBytes, 0u);
+    EXPECT_EQ(prophet::huge_pages_bytes_in_use(), before);
+}
+
 INSTANTIATE_TEST_SUITE_P(Table, HugePageBlock,
                          ::testing::Values(BlockCase{1, false}, BlockCase{4096, false},
                                            BlockCase{prophet::kHugePageMinBytes - 1, false},

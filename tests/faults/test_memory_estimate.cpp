@@ -9,6 +9,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "model/moe_gpt.h"
 #include "train/memory_estimate.h"
 #include "train/train_config.h"
@@ -33,7 +34,8 @@ const std::vector<ModelConfig>& shapes() {
 
 double heap_in_use() {
     const struct mallinfo2 info = mallinfo2();
-    return static_cast<double>(info.uordblks + info.hblkhd);  // small chunks in use + mmapped chunks
+    // small chunks in use + malloc's mmapped chunks + the huge-page row buffers (mapped outside malloc)
+    return static_cast<double>(info.uordblks + info.hblkhd + prophet::huge_pages_bytes_in_use());
 }
 
 }  // namespace
