@@ -61,7 +61,8 @@ std::vector<int> sample_layers(int iterations, int layers, int samples) {
 }
 
 struct Column {
-    double bound = 0, flow = 0, best = 0;
+    double bound = 0, flow = 0, best = 0;   // ms per layer
+    double flow_replicas = 0, best_replicas = 0;  // extra copies per layer
 };
 
 // Searches every sampled layer of `score` (flow planned for cost_eq); replaces its placements with the best found.
@@ -76,13 +77,16 @@ Column search_column(PolicyScore& score, const TraceView& view, const CostModel&
         o.seed = a.seed + static_cast<uint64_t>(i);
         o.cost_eq = cost_eq;
         PlanSearchReport r;
+        c.flow_replicas += ls.placement.num_replicas();
         ls.placement = search_plan(view.layer(ls.iteration, ls.layer), m, ls.placement, o, &r);
         c.flow += layer_cost(ls.cost, cost_eq);
         c.best += r.best_s + ls.cost.owner_move_s;  // the same owners: the same moves charged
+        c.best_replicas += ls.placement.num_replicas();
         c.bound += cost_eq == 6 ? bounds.layers[i].eq6_s : bounds.layers[i].eq8_s;
     }
     const double n = static_cast<double>(picks.size()) / 1e3;  // means, in ms
-    return {c.bound / n, c.flow / n, c.best / n};
+    const double count = static_cast<double>(picks.size());
+    return {c.bound / n, c.flow / n, c.best / n, c.flow_replicas / count, c.best_replicas / count};
 }
 
 int run(const ProbeArgs& a) {
@@ -109,10 +113,12 @@ int run(const ProbeArgs& a) {
     const Column eq8 = search_column(flow.eq8, view, cost, bounds, picks, 8, a);
     std::printf("gap_probe: %zu of %d layers, %d proposals each, seed %llu (ms per layer, means)\n", picks.size(),
                 view.num_iterations * view.num_layers, a.iterations, static_cast<unsigned long long>(a.seed));
-    std::printf("%-6s %10s %10s %10s %12s %12s\n", "model", "bound", "flow", "best", "flow gap", "best gap");
+    std::printf("%-6s %10s %10s %10s %12s %12s %9s %9s\n", "model", "bound", "flow", "best", "flow gap", "best gap",
+                "flow rep", "best rep");
     for (const auto& [name, c] : {std::pair{"Eq 6", eq6}, std::pair{"Eq 8", eq8}})
-        std::printf("%-6s %10.3f %10.3f %10.3f %+11.1f%% %+11.1f%%\n", name, c.bound, c.flow, c.best,
-                    100 * gap_to_bound(c.flow, c.bound), 100 * gap_to_bound(c.best, c.bound));
+        std::printf("%-6s %10.3f %10.3f %10.3f %+11.1f%% %+11.1f%% %9.2f %9.2f\n", name, c.bound, c.flow, c.best,
+                    100 * gap_to_bound(c.flow, c.bound), 100 * gap_to_bound(c.best, c.bound), c.flow_replicas,
+                    c.best_replicas);
     if (picks.size() == flow.eq8.layers.size()) {
         const plan::SimColumn best_sim = plan::simulate_column(flow.system(), view, cost, settings);
         std::printf("%-6s %10.3f %10.3f %10.3f %+11.1f%% %+11.1f%%\n", "Sim", bounds.mean.sim_s * 1e3,
