@@ -60,9 +60,21 @@ std::vector<int> sample_layers(int iterations, int layers, int samples) {
     return out;
 }
 
+// a layer time's parts: 4 x one all-to-all, 3 x FEC, and the transfers the model charges (Eq 6: Trans + Agg;
+// Eq 8: the exposed parts), ms
+struct Terms {
+    double a2a4 = 0, fec3 = 0, transfers = 0;
+    void add(const CostBreakdown& b, int cost_eq, double scale) {
+        a2a4 += 4 * b.a2a_s * scale;
+        fec3 += 3 * b.fec_s * scale;
+        transfers += (cost_eq == 6 ? b.trans_s + b.agg_s : b.exposed_trans_s + b.exposed_agg_s) * scale;
+    }
+};
+
 struct Column {
     double bound = 0, flow = 0, best = 0;   // ms per layer
     double flow_replicas = 0, best_replicas = 0;  // extra copies per layer
+    Terms flow_terms, best_terms;                 // ms per layer
 };
 
 // Searches every sampled layer of `score` (flow planned for cost_eq); replaces its placements with the best found.
@@ -82,11 +94,18 @@ Column search_column(PolicyScore& score, const TraceView& view, const CostModel&
         c.flow += layer_cost(ls.cost, cost_eq);
         c.best += r.best_s + ls.cost.owner_move_s;  // the same owners: the same moves charged
         c.best_replicas += ls.placement.num_replicas();
+        const double per_layer_ms = 1e3 / static_cast<double>(picks.size());
+        c.flow_terms.add(ls.cost, cost_eq, per_layer_ms);
+        const int64_t* counts = view.layer(ls.iteration, ls.layer);
+        const LayerFlow best_flow = compute_flow(counts, view.num_devices, view.num_experts, ls.placement,
+                                                 RouteRule::kFlow, &m);
+        c.best_terms.add(predict_layer(m, best_flow, ls.placement), cost_eq, per_layer_ms);
         c.bound += cost_eq == 6 ? bounds.layers[i].eq6_s : bounds.layers[i].eq8_s;
     }
     const double n = static_cast<double>(picks.size()) / 1e3;  // means, in ms
     const double count = static_cast<double>(picks.size());
-    return {c.bound / n, c.flow / n, c.best / n, c.flow_replicas / count, c.best_replicas / count};
+    return {c.bound / n,          c.flow / n,    c.best / n, c.flow_replicas / count, c.best_replicas / count,
+            c.flow_terms, c.best_terms};
 }
 
 int run(const ProbeArgs& a) {
@@ -119,6 +138,10 @@ int run(const ProbeArgs& a) {
         std::printf("%-6s %10.3f %10.3f %10.3f %+11.1f%% %+11.1f%% %9.2f %9.2f\n", name, c.bound, c.flow, c.best,
                     100 * gap_to_bound(c.flow, c.bound), 100 * gap_to_bound(c.best, c.bound), c.flow_replicas,
                     c.best_replicas);
+    for (const auto& [name, c] : {std::pair{"Eq 6", eq6}, std::pair{"Eq 8", eq8}})
+        std::printf("%-6s terms 4 A2A / 3 FEC / transfers: flow %.3f / %.3f / %.3f, best %.3f / %.3f / %.3f\n", name,
+                    c.flow_terms.a2a4, c.flow_terms.fec3, c.flow_terms.transfers, c.best_terms.a2a4,
+                    c.best_terms.fec3, c.best_terms.transfers);
     if (picks.size() == flow.eq8.layers.size()) {
         const plan::SimColumn best_sim = plan::simulate_column(flow.system(), view, cost, settings);
         std::printf("%-6s %10.3f %10.3f %10.3f %+11.1f%% %+11.1f%%\n", "Sim", bounds.mean.sim_s * 1e3,

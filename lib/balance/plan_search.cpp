@@ -83,7 +83,8 @@ Placement search_plan(const int64_t* counts, const CostModel& cost, const Placem
             continue;
         const double s = search_layer_cost(counts, candidate, cost, options);
         const double temperature = t0 * (1.0 - static_cast<double>(it) / options.iterations);
-        const bool accept = s < current_s || (temperature > 0 && rng.uniform() < std::exp((current_s - s) / temperature));
+        const bool accept =
+            s < current_s || (temperature > 0 && rng.uniform() < std::exp((current_s - s) / temperature));
         if (!accept) continue;
         ++r.accepted;
         current = std::move(candidate);

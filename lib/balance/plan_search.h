@@ -18,11 +18,11 @@
 namespace prophet {
 
 struct PlanSearchOptions {
-    int iterations = 2000;             // proposals
+    int iterations = 2000;  // proposals
     uint64_t seed = 1;
-    int cost_eq = 6;                   // 6 or 8 (layer_cost)
+    int cost_eq = 6;  // 6 or 8 (layer_cost)
     RouteRule route_rule = RouteRule::kFlow;
-    int max_replicas_per_device = 0;   // 0: no cap (check_placement's rule)
+    int max_replicas_per_device = 0;    // 0: no cap (check_placement's rule)
     double initial_temperature = 0.02;  // fraction of the start's time an uphill step may cost at first
 };
 

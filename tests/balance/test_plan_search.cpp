@@ -28,11 +28,11 @@ struct SearchCase {
     uint64_t seed;
 };
 
-CostModel model_of(const SearchCase& c) {
-    return c.paper ? paper_cost_model(c.D, 256) : unit_cost_model(c.D);
-}
+CostModel model_of(const SearchCase& c) { return c.paper ? paper_cost_model(c.D, 256) : unit_cost_model(c.D); }
 
-std::vector<int64_t> counts_of(const SearchCase& c) { return skewed_counts(c.D, c.E, c.paper ? 256 : 40, c.skew, c.seed); }
+std::vector<int64_t> counts_of(const SearchCase& c) {
+    return skewed_counts(c.D, c.E, c.paper ? 256 : 40, c.skew, c.seed);
+}
 
 PlanSearchOptions search_options(const SearchCase& c) {
     PlanSearchOptions o;
@@ -75,7 +75,7 @@ TEST_P(PlanSearchOracle, NeverReturnsWorseThanItsStart) {
         for (int d = 0; d < c.D; ++d)
             if (c.cap == 0 || start.replicas_per_device()[d] < c.cap) start.add_replica(e, d);
     PlanSearchOptions so = search_options(c);
-    so.iterations = 50;  // a short search: few proposals, the guarantee must hold all the same
+    so.iterations = 50;            // a short search: few proposals, the guarantee must hold all the same
     so.initial_temperature = 1.0;  // mostly uphill steps accepted
     PlanSearchReport report;
     const Placement found = search_plan(counts.data(), m, start, so, &report);
