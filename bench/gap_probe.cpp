@@ -36,12 +36,18 @@ struct ProbeArgs {
 bool parse_args(int argc, char** argv, ProbeArgs& a) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i], v = argv[i + 1];
-        if (k == "--trace") a.trace = v;
-        else if (k == "--cluster") a.cluster = v;
-        else if (k == "--samples") a.samples = std::atoi(v.c_str());
-        else if (k == "--iterations") a.iterations = std::atoi(v.c_str());
-        else if (k == "--seed") a.seed = std::strtoull(v.c_str(), nullptr, 10);
-        else return false;
+        if (k == "--trace")
+            a.trace = v;
+        else if (k == "--cluster")
+            a.cluster = v;
+        else if (k == "--samples")
+            a.samples = std::atoi(v.c_str());
+        else if (k == "--iterations")
+            a.iterations = std::atoi(v.c_str());
+        else if (k == "--seed")
+            a.seed = std::strtoull(v.c_str(), nullptr, 10);
+        else
+            return false;
     }
     return argc % 2 == 1 && !a.trace.empty() && !a.cluster.empty() && a.samples >= 0 && a.iterations >= 0;
 }
@@ -72,7 +78,7 @@ struct Terms {
 };
 
 struct Column {
-    double bound = 0, flow = 0, best = 0;   // ms per layer
+    double bound = 0, flow = 0, best = 0;         // ms per layer
     double flow_replicas = 0, best_replicas = 0;  // extra copies per layer
     Terms flow_terms, best_terms;                 // ms per layer
 };
@@ -97,14 +103,14 @@ Column search_column(PolicyScore& score, const TraceView& view, const CostModel&
         const double per_layer_ms = 1e3 / static_cast<double>(picks.size());
         c.flow_terms.add(ls.cost, cost_eq, per_layer_ms);
         const int64_t* counts = view.layer(ls.iteration, ls.layer);
-        const LayerFlow best_flow = compute_flow(counts, view.num_devices, view.num_experts, ls.placement,
-                                                 RouteRule::kFlow, &m);
+        const LayerFlow best_flow =
+            compute_flow(counts, view.num_devices, view.num_experts, ls.placement, RouteRule::kFlow, &m);
         c.best_terms.add(predict_layer(m, best_flow, ls.placement), cost_eq, per_layer_ms);
         c.bound += cost_eq == 6 ? bounds.layers[i].eq6_s : bounds.layers[i].eq8_s;
     }
     const double n = static_cast<double>(picks.size()) / 1e3;  // means, in ms
     const double count = static_cast<double>(picks.size());
-    return {c.bound / n,          c.flow / n,    c.best / n, c.flow_replicas / count, c.best_replicas / count,
+    return {c.bound / n,  c.flow / n,  c.best / n, c.flow_replicas / count, c.best_replicas / count,
             c.flow_terms, c.best_terms};
 }
 
@@ -119,8 +125,8 @@ int run(const ProbeArgs& a) {
     const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
                            meta.d_model,     meta.d_ffn,       meta.seq_len};
     const CostModel cost = cost_model_for_trace(cluster, a.cluster, shape, a.trace, config, "");
-    const TraceView view{trace.counts.data(), nullptr, meta.num_iterations, meta.num_layers, meta.num_devices,
-                         meta.num_experts};
+    const TraceView view{trace.counts.data(), nullptr,          meta.num_iterations,
+                         meta.num_layers,     meta.num_devices, meta.num_experts};
     EvalSettings settings;
     settings.options = balance_options_from(config);
     settings.plan_repeats = 1;
@@ -140,12 +146,12 @@ int run(const ProbeArgs& a) {
                     c.best_replicas);
     for (const auto& [name, c] : {std::pair{"Eq 6", eq6}, std::pair{"Eq 8", eq8}})
         std::printf("%-6s terms 4 A2A / 3 FEC / transfers: flow %.3f / %.3f / %.3f, best %.3f / %.3f / %.3f\n", name,
-                    c.flow_terms.a2a4, c.flow_terms.fec3, c.flow_terms.transfers, c.best_terms.a2a4,
-                    c.best_terms.fec3, c.best_terms.transfers);
+                    c.flow_terms.a2a4, c.flow_terms.fec3, c.flow_terms.transfers, c.best_terms.a2a4, c.best_terms.fec3,
+                    c.best_terms.transfers);
     if (picks.size() == flow.eq8.layers.size()) {
         const plan::SimColumn best_sim = plan::simulate_column(flow.system(), view, cost, settings);
-        std::printf("%-6s %10.3f %10.3f %10.3f %+11.1f%% %+11.1f%%\n", "Sim", bounds.mean.sim_s * 1e3,
-                    flow.sim.moe_ms, best_sim.moe_ms, 100 * gap_to_bound(flow.sim.moe_ms, bounds.mean.sim_s * 1e3),
+        std::printf("%-6s %10.3f %10.3f %10.3f %+11.1f%% %+11.1f%%\n", "Sim", bounds.mean.sim_s * 1e3, flow.sim.moe_ms,
+                    best_sim.moe_ms, 100 * gap_to_bound(flow.sim.moe_ms, bounds.mean.sim_s * 1e3),
                     100 * gap_to_bound(best_sim.moe_ms, bounds.mean.sim_s * 1e3));
     }
     return 0;
@@ -156,8 +162,9 @@ int run(const ProbeArgs& a) {
 int main(int argc, char** argv) {
     ProbeArgs a;
     if (!parse_args(argc, argv, a)) {
-        std::fprintf(stderr, "usage: gap_probe --trace FILE --cluster FILE [--samples N (0: all)] "
-                             "[--iterations N] [--seed N]\n");
+        std::fprintf(stderr,
+                     "usage: gap_probe --trace FILE --cluster FILE [--samples N (0: all)] "
+                     "[--iterations N] [--seed N]\n");
         return kExitUsage;
     }
     try {
