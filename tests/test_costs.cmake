@@ -13,6 +13,7 @@ set(_prophet_long_cases
     "BenchRegress.QuickModePassesAgainstTheCommittedBaselineAndRecordsEveryRow" 25
     "BenchRegress.InjectedRegressionFailsAfterReMeasuring" 23
     "ValidateCli.CalibrateWritesTheOpsTables" 21
+    "ValidateCli.CalibrateOverALinkTimesTheUnpacedTransport" 20
     "Trainer.EveryPlacementGivesTheStaticLosses" 20
     "FasterMoESchedule.TrainingIsBitwiseTheBlockingSchedule" 19
     "TrainCli.LossesDoNotDependOnPlacementOrRankCount" 19

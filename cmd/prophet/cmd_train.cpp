@@ -474,7 +474,8 @@ void calibrate_profile(RunContext& ctx, Trainer& trainer, const ProfileArgs& arg
     const int D = ctx.comm->size();
     // the emulated link, if any, and the per-op model's [ops]
     const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx.settings);
-    sim::OpTables ops = calibrate_op_tables(trainer.comm(), ctx.settings, further_shapes);
+    // the per-op tables on the unpaced transport: the model adds the emulated link on top (calibrate_ops.h)
+    sim::OpTables ops = calibrate_op_tables(*ctx.comm, ctx.settings, further_shapes);
     if (!root) return;
     const sim::RecordedRun own = sim::load_recorded_run(*ctx.store, ctx.run_id);
     ops = sim::fit_in_step_overheads(sim::fit_op_scales(ops, own), own);

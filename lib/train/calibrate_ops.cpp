@@ -99,24 +99,22 @@ double attention_rate(Communicator& comm, const ModelConfig& m) {
 }
 
 // The emulated link's own cost per paced message (comm/comm_paced.h): all-to-alls of 4 KiB and 64 KiB per peer
-// through a paced communicator, minus what the model already charges (the unpaced all-to-all's time, the link
-// latency, and the bytes at the link rate, which the egress queue serialises: (D - 1) x per_peer), per message;
-// the mean of the two sizes, at least 0. `paced` is comm itself when the run has a link (settings.link_gbps),
-// otherwise a paced wrapper at a reference 1 Gbit/s (the cost is the wire thread's sleep, wake-up and hand-off,
-// not the rate's). 0 when the MPI cannot run the wire thread (no MPI_THREAD_MULTIPLE).
+// through a paced wrapper of `comm` (the unpaced communicator), minus what the model already charges (the unpaced
+// all-to-all's time, the link latency, and the bytes at the link rate, which the egress queue serialises:
+// (D - 1) x per_peer), per message; the mean of the two sizes, at least 0. The wrapper runs at the run's link
+// (settings.link_gbps) or, without one, at a reference 1 Gbit/s (the cost is the wire thread's sleep, wake-up and
+// hand-off, not the rate's). 0 when the MPI cannot run the wire thread (no MPI_THREAD_MULTIPLE).
 double link_message_seconds(Communicator& comm, const TrainSettings& settings) {
+    if (comm.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE") return 0.0;
     const bool has_link = settings.link_gbps > 0;
-    if (!has_link && comm.name() == std::string("mpi") && mpi_thread_level() != "MPI_THREAD_MULTIPLE") return 0.0;
     const LinkEmulation link{(has_link ? settings.link_gbps : 1.0) * 1e9 / 8,
                              has_link ? settings.link_latency_us * 1e-6 : 0.0, settings.comm_timeout_s};
-    std::unique_ptr<Communicator> wrapper = has_link ? nullptr : make_paced_communicator(&comm, link);
-    Communicator& paced = has_link ? comm : *wrapper;
+    const std::unique_ptr<Communicator> paced = make_paced_communicator(&comm, link);
     const int peers = comm.size() - 1;
     double sum = 0;
     for (const size_t per_peer : {size_t{4} << 10, size_t{64} << 10}) {
-        const double unpaced = has_link ? 0.0 : time_a2a(comm, per_peer);
-        const double modelled = unpaced + peers * (link.latency_s + per_peer / link.bytes_per_s);
-        sum += (time_a2a(paced, per_peer) - modelled) / peers;
+        const double modelled = time_a2a(comm, per_peer) + peers * (link.latency_s + per_peer / link.bytes_per_s);
+        sum += (time_a2a(*paced, per_peer) - modelled) / peers;
     }
     return std::max(0.0, sum / 2);
 }

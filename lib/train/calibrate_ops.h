@@ -23,6 +23,9 @@
 namespace prophet {
 
 // Collective: every rank takes part (at least 2 ranks). calibrated_on describes settings.model and the rank count.
+// `comm` must be the UNPACED communicator even when the run has an emulated link (settings.link_gbps > 0): the
+// all-to-all, point-to-point and all-reduce tables are the inner transport's, and the per-op model adds the link's
+// pacing on top (sim/op_model.cpp wire_s); tables timed through the link would count it twice.
 sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& settings,
                                   const std::vector<ModelConfig>& further_shapes = {});
 

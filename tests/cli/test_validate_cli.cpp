@@ -165,6 +165,26 @@ TEST_F(ValidateCli, RefitOnTheCalibrationRunOnly) {
     EXPECT_NE(other.err.find("calibrated_on"), std::string::npos) << other.err;
 }
 
+// A calibration config with an emulated link times the communication tables on the unpaced transport: the per-op
+// model adds the link's egress time to the copy's (sim/op_model.cpp wire_s), so tables timed through the link
+// counted it twice (the main job's replay came out +34% slow). At 1 Gbit/s (125 MB/s) the link caps anything timed
+// through it below 125 MB/s; the unpaced transport of two ranks on one machine moves GB/s even under ctest -j2.
+TEST_F(ValidateCli, CalibrateOverALinkTimesTheUnpacedTransport) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "no mpirun";
+    const std::string cluster = (dir_ / "calibrated-link.toml").string();
+    const auto r = run_prophet("mpirun --allow-run-as-root --oversubscribe -np 2",
+                               "profile --config tests/fixtures/replay-2rank.toml --calibrate --cluster-out '" +
+                                   cluster + "' --set train.steps=2 --set comm.link_gbps=1.0 --set store.path='" +
+                                   (dir_ / "profile.db").string() + "'",
+                               dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const prophet::sim::OpTables t = prophet::sim::load_op_tables(cluster);
+    const double link_bytes_per_s = 1e9 / 8;
+    EXPECT_GT(t.p2p_bytes_per_s, 2 * link_bytes_per_s);
+    EXPECT_GT(t.a2a_bytes_per_s, 2 * link_bytes_per_s);
+    EXPECT_GE(t.link_message_s, 0.0);
+}
+
 // `prophet profile --calibrate` writes the per-op model's [ops] tables (the GEMM rate grid, forward and both
 // backward forms, every rate; the attention rate at an --ops-shape) into the cluster file, which the planner still
 // reads and prophet validate accepts.
