@@ -14,6 +14,7 @@ set(_prophet_long_cases
     "BenchRegress.InjectedRegressionFailsAfterReMeasuring" 23
     "ValidateCli.CalibrateWritesTheOpsTables" 21
     "ValidateCli.CalibrateOverALinkTimesTheUnpacedTransport" 20
+    "SweepRealCli.CalibrationIsFittedOnThreeRecordingsPooled" 12
     "Trainer.EveryPlacementGivesTheStaticLosses" 20
     "FasterMoESchedule.TrainingIsBitwiseTheBlockingSchedule" 19
     "TrainCli.LossesDoNotDependOnPlacementOrRankCount" 19

@@ -70,26 +70,69 @@ ChildResult launch_point(const SweepSpec& spec, const SweepPoint& p, const Sweep
     return launch(spec, options, child_command(spec, p, options));
 }
 
-void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options, const std::string& out) {
-    std::vector<std::string> cmd = child_launcher(p.ranks, options);
-    for (const std::string& a : {std::string("profile"), std::string("--config"), resolve_path(spec, spec.train_config),
-                                 std::string("--calibrate"), std::string("--cluster-out"), out})
-        cmd.push_back(a);
-    // held out: [sweep.calibrate_set] replaces the point's grid values, so no validated point is the calibrated one
-    const KeyValues& grid = spec.calibrate_set.empty() ? p.grid : spec.calibrate_set;
-    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/false, grid)) {
-        cmd.push_back("--set");
-        cmd.push_back(kv);
+namespace {
+
+// The child's run id: the last JSON object line of its stdout holding one (prophet profile --json prints no
+// summary flag); throws when there is none.
+std::string child_run_id(const std::string& out, const char* what) {
+    std::istringstream lines(out);
+    std::string run_id;
+    for (std::string line; std::getline(lines, line);) {
+        const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (j.is_object() && j.contains("run_id") && j["run_id"].is_string()) run_id = j["run_id"];
     }
+    if (run_id.empty()) throw Error(kExitRunFailed, std::string(what) + " exited 0 but printed no run_id");
+    return run_id;
+}
+
+// A calibration child's outcome as an Error naming the command, or its run id.
+std::string calibration_child(const SweepSpec& spec, const SweepOptions& options, const std::vector<std::string>& cmd,
+                              const char* what) {
     const ChildResult child = launch(spec, options, cmd);
     if (child.timed_out)
-        throw Error(kExitTimeout, "prophet profile --calibrate ran past time_limit_s = " +
-                                      format_seconds(spec.time_limit_s) + " and was stopped");
+        throw Error(kExitTimeout, std::string(what) + " ran past time_limit_s = " + format_seconds(spec.time_limit_s) +
+                                      " and was stopped");
     if (child.exit_code != 0) {
         const std::string line = last_line(child.err);
-        throw Error(child.exit_code, "prophet profile --calibrate exited with code " +
-                                         std::to_string(child.exit_code) + (line.empty() ? "" : ": " + line));
+        throw Error(child.exit_code, std::string(what) + " exited with code " + std::to_string(child.exit_code) +
+                                         (line.empty() ? "" : ": " + line));
     }
+    return child_run_id(child.out, what);
+}
+
+// The calibration config's --set assignments: the point's, with [sweep.calibrate_set] in place of its grid values
+// (held out: no validated point is the calibrated one) and, for the extra recordings, their own experiment name
+// (the sweep's replay validates the runs of the sweep's name only).
+std::vector<std::string> calibration_sets(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options,
+                                          const std::string& experiment) {
+    const KeyValues& grid = spec.calibrate_set.empty() ? p.grid : spec.calibrate_set;
+    std::vector<std::string> cmd;
+    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/false, grid)) {
+        cmd.push_back("--set");
+        cmd.push_back(kv.rfind("run.experiment=", 0) == 0 ? "run.experiment=" + quoted(experiment) : kv);
+    }
+    return cmd;
+}
+
+}  // namespace
+
+void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options,
+                       const std::string& out) {
+    std::vector<std::string> profile = child_launcher(p.ranks, options);
+    for (const std::string& a : {std::string("profile"), std::string("--config"), resolve_path(spec, spec.train_config),
+                                 std::string("--calibrate"), std::string("--json"), std::string("--cluster-out"), out})
+        profile.push_back(a);
+    for (const std::string& a : calibration_sets(spec, p, options, spec.name)) profile.push_back(a);
+    std::vector<std::string> run_ids = {calibration_child(spec, options, profile, "prophet profile --calibrate")};
+    std::vector<std::string> record = child_launcher(p.ranks, options);
+    for (const std::string& a : {std::string("train"), std::string("--config"), resolve_path(spec, spec.train_config),
+                                 std::string("--json"), std::string("--timeline")})
+        record.push_back(a);
+    for (const std::string& a : calibration_sets(spec, p, options, spec.name + "-calibration")) record.push_back(a);
+    while (run_ids.size() < static_cast<size_t>(kCalibrationRecordings))
+        run_ids.push_back(
+            calibration_child(spec, options, record, "the calibration config's recording (prophet train)"));
+    refit_calibration_pooled(options.store_path, out, run_ids);
 }
 
 std::string calibration_description(const SweepSpec& spec, const SweepPoint& p) {

@@ -87,8 +87,18 @@ std::string format_seconds(double seconds);
 
 // validate_cluster = "calibrate": `prophet profile --calibrate` on the point's ranks, with the sweep's and the
 // point's grid keys (they may change the model's shapes), writing `out`; the profile run is recorded in the store
-// under the sweep's name. Throws prophet::Error with the child's last stderr line when it fails.
+// under the sweep's name. Then the calibration config is recorded again (`prophet train --timeline`, experiment
+// "<sweep name>-calibration") until kCalibrationRecordings runs exist, and out's [ops] scale and in_step_us are
+// re-fitted on all of them pooled (calibrate_pooled.cpp says why). Throws prophet::Error with the child's last
+// stderr line when a child fails.
 void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options, const std::string& out);
+// recordings of the calibration config that calibrate_cluster fits the [ops] scale and in_step_us on (the profile's
+// own run included): three processes, so the fit's median is not one process's draw
+constexpr int kCalibrationRecordings = 3;
+// cluster_path's [ops] section rewritten with scale and in_step_us fitted on the runs of store_path, pooled
+// (sim::fit_op_scales, sim::fit_in_step_overheads); the rest of the file is kept as it is.
+void refit_calibration_pooled(const std::string& store_path, const std::string& cluster_path,
+                              const std::vector<std::string>& run_ids);
 // The calibration run's config as one line after "<D> ranks, ": "held out: model.F=512" ([sweep.calibrate_set]) or
 // "same config as the point" (the point's own grid values).
 std::string calibration_description(const SweepSpec& spec, const SweepPoint& p);

@@ -17,6 +17,8 @@
 #include "cli_util.h"
 #include "core/error.h"
 #include "core/testbed.h"
+#include "sim/op_model.h"
+#include "sim/replay.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;
@@ -247,6 +249,46 @@ TEST_F(SweepRealCli, CalibrateSetCalibratesOnAHeldOutConfig) {
         EXPECT_EQ(f, "64") << "the calibration ran the held-out config";
     }
     EXPECT_EQ(profiles, 1);
+}
+
+// The calibration's [ops] scale and in_step_us are fitted on three recordings of the calibration config pooled
+// (the profile's own run and two `prophet train --timeline` runs of "<sweep>-calibration", lib/sweep/
+// calibrate_pooled.cpp): the file holds what fit_op_scales and fit_in_step_overheads give on the three runs of the
+// store, to the 6 significant digits the file keeps, and the recordings are not among the validated children.
+TEST_F(SweepRealCli, CalibrationIsFittedOnThreeRecordingsPooled) {
+    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    const auto r = sweep(
+        "ranks = [2]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
+        "[sweep.set]\n\"train.steps\" = 4\n[sweep.calibrate_set]\n\"model.F\" = 64\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    prophet::Store store = prophet::Store::open(db_);
+    std::vector<std::string> ids;
+    for (const auto& row : store.list_runs("real-test"))
+        if (row.info.command == "profile") ids.push_back(row.run_id);
+    ASSERT_EQ(ids.size(), 1u);
+    for (const auto& row : store.list_runs("real-test-calibration")) {
+        EXPECT_EQ(row.info.command, "train");
+        std::string f;
+        for (const auto& [key, v] : store.get_params(row.run_id))
+            if (key == "model.F") f = v;
+        EXPECT_EQ(f, "64") << "the held-out calibration config";
+        ids.push_back(row.run_id);
+    }
+    ASSERT_EQ(ids.size(), 3u);
+    std::vector<prophet::sim::RecordedRun> runs;
+    for (const std::string& id : ids) runs.push_back(prophet::sim::load_recorded_run(store, id));
+    std::vector<const prophet::sim::RecordedRun*> pooled;
+    for (const auto& run : runs) pooled.push_back(&run);
+    std::string cluster;
+    for (const auto& entry : fs::directory_iterator(dir_ / "clusters")) cluster = entry.path().string();
+    const prophet::sim::OpTables file = prophet::sim::load_op_tables(cluster);
+    const prophet::sim::OpTables oracle =
+        prophet::sim::fit_in_step_overheads(prophet::sim::fit_op_scales(file, pooled), pooled);
+    ASSERT_EQ(file.scale.size(), oracle.scale.size());
+    for (const auto& [kind, factor] : oracle.scale) EXPECT_NEAR(file.scale.at(kind), factor, 1e-5 * factor) << kind;
+    for (const auto& [kind, s] : oracle.in_step_s) EXPECT_NEAR(file.in_step_s.at(kind), s, 1e-5 * s + 1e-9) << kind;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["run_ids"].size(), 1u) << "one validated point: the recordings are not children";
 }
 
 // A validating sweep's children record --timeline, and after the last point the sweep replays every child with the
