@@ -10,8 +10,8 @@
 #      The calibration config is recorded again (`prophet train --timeline`, CAL_STEPS steps) after every 4 configs,
 #      and the per-kind scale and in_step_us are re-fitted on all its recordings pooled (`prophet validate
 #      --refit-on` each): the machine's drift over the campaign is sampled, not the one moment before it;
-#   2. records 36 held-out runs with --timeline: 12 configs x 3 policies (static, prophet, top2: the heavy
-#      replicator), one seed each. The 12 configs are a fractional design over 3 model shapes (C, F, NH), none the
+#   2. records 36 x SEEDS held-out runs with --timeline: 12 configs x 3 policies (static, prophet, top2: the heavy
+#      replicator), SEEDS seeds each (default 3). The 12 configs are a fractional design over 3 model shapes (C, F, NH), none the
 #      calibration's, and 5 two-level factors, E in {4, 8}, K in {1, 2}, L in {2, 3}, schedule in {none, blockwise},
 #      link in {none, 2 Gbit/s emulated (comm.link_gbps)}: per shape 4 configs in which every factor takes each value
 #      twice (E, K, L on the same three orthogonal columns; schedule and link on the others, rotated per shape);
@@ -21,13 +21,16 @@
 # One command:   experiments/validate-heldout-wide.sh        (a few minutes on a quiet 2-core machine)
 # Smoke (1 config x 3 policies, 3 steps; checks the script, no evidence):   SMOKE=1 experiments/validate-heldout-wide.sh
 # Environment: PROPHET, STORE, CLUSTER, STEPS (default 20), CAL_STEPS (the calibration run's steps, default 60: the
-# per-kind scale is a median over them, docs/validation-heldout.md "Calibration noise").
+# per-kind scale is a median over them, docs/validation-heldout.md "Calibration noise"), SEEDS (default 3; smoke 1):
+# every point runs once per seed, each its own process, so the policy order's significance test compares policies
+# against the spread between processes (one process's steps vary far less than processes do: up to ~7% here).
 set -euo pipefail
 prophet=${PROPHET:-./build/prophet}
 store=${STORE:-results/validate-heldout-wide.db}
 cluster=${CLUSTER:-results/clusters/validate-heldout-wide.toml}
 steps=${STEPS:-20}
 cal_steps=${CAL_STEPS:-60}
+seeds=${SEEDS:-3}
 base=experiments/train/main-2rank.toml
 exp=validate-heldout-wide
 if [[ ! -x "$prophet" ]]; then
@@ -53,7 +56,7 @@ configs=(
 )
 policies=(static prophet top2)
 if [[ -n "${SMOKE:-}" ]]; then
-    configs=("${configs[3]}"); steps=3; cal_steps=3
+    configs=("${configs[3]}"); steps=3; cal_steps=3; seeds=${SEEDS:-1}
 fi
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load before: $load_before (the campaign wants < 1; the store records it per run)" >&2
@@ -84,16 +87,18 @@ record_calibration() {
 }
 
 done_configs=0
-for config in "${configs[@]}"; do
-    if ((done_configs > 0 && done_configs % 4 == 0)); then record_calibration; fi
-    done_configs=$((done_configs + 1))
-    read -r C F NH E K L schedule link <<<"$config"
-    for policy in "${policies[@]}"; do
-        echo "point C=$C F=$F NH=$NH E=$E K=$K L=$L $schedule link=$link $policy" >&2
-        "${mpirun[@]}" "$prophet" train --config "$base" --timeline "${common[@]}" --set run.experiment="$exp" \
-            --set model.C="$C" --set model.F="$F" --set model.NH="$NH" --set model.E="$E" --set model.K="$K" \
-            --set model.L="$L" --set schedule.mode="$schedule" --set comm.link_gbps="$link" \
-            --set balance.policy="$policy" --set run.seed=1 >/dev/null
+for seed in $(seq 1 "$seeds"); do  # seeds outermost: a point's seeds are minutes apart, so their spread holds drift
+    for config in "${configs[@]}"; do
+        if ((done_configs > 0 && done_configs % 4 == 0)); then record_calibration; fi
+        done_configs=$((done_configs + 1))
+        read -r C F NH E K L schedule link <<<"$config"
+        for policy in "${policies[@]}"; do
+            echo "point C=$C F=$F NH=$NH E=$E K=$K L=$L $schedule link=$link $policy seed=$seed" >&2
+            "${mpirun[@]}" "$prophet" train --config "$base" --timeline "${common[@]}" --set run.experiment="$exp" \
+                --set model.C="$C" --set model.F="$F" --set model.NH="$NH" --set model.E="$E" --set model.K="$K" \
+                --set model.L="$L" --set schedule.mode="$schedule" --set comm.link_gbps="$link" \
+                --set balance.policy="$policy" --set run.seed="$seed" >/dev/null
+        done
     done
 done
 record_calibration
