@@ -478,7 +478,7 @@ void calibrate_profile(RunContext& ctx, Trainer& trainer, const ProfileArgs& arg
     sim::OpTables ops = calibrate_op_tables(*ctx.comm, ctx.settings, further_shapes);
     if (!root) return;
     const sim::RecordedRun own = sim::load_recorded_run(*ctx.store, ctx.run_id);
-    ops = sim::fit_in_step_overheads(sim::fit_op_scales(ops, own), own);
+    ops = sim::fit_to_recordings(ops, {&own});
     ClusterSpec cluster = calibration_cluster(cal, D);
     const std::string path =
         args.cluster_out.empty() ? "results/clusters/calibrated-" + std::to_string(D) + "rank.toml" : args.cluster_out;

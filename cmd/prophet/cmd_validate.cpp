@@ -134,7 +134,7 @@ sim::OpTables refit_tables(Store& store, const ValidateArgs& args, const sim::Op
     }
     std::vector<const sim::RecordedRun*> pooled;
     for (const sim::RecordedRun& r : runs) pooled.push_back(&r);
-    sim::OpTables fitted_tables = sim::fit_in_step_overheads(sim::fit_op_scales(tables, pooled), pooled);
+    sim::OpTables fitted_tables = sim::fit_to_recordings(tables, pooled);
     std::string fitted, ids;  // kind = factor / us per call, and the runs, for the log
     for (const std::string& id : args.refit_on) ids += (ids.empty() ? "" : " ") + id;
     for (const auto& [kind, v] : fitted_tables.scale) fitted += " " + kind + "=x" + std::to_string(v).substr(0, 5);

@@ -505,4 +505,8 @@ OpTables fit_in_step_overheads(OpTables tables, const std::vector<const Recorded
     return tables;
 }
 
+OpTables fit_to_recordings(OpTables tables, const std::vector<const RecordedRun*>& runs) {
+    return fit_in_step_overheads(fit_op_scales(std::move(tables), runs), runs);
+}
+
 }  // namespace prophet::sim

@@ -148,5 +148,8 @@ bool is_in_step_kind(prophet::OpKind kind);
 OpTables fit_in_step_overheads(OpTables tables, const RecordedRun& run);
 // The same over several recordings of the calibration config: the median over every step of every run.
 OpTables fit_in_step_overheads(OpTables tables, const std::vector<const RecordedRun*>& runs);
+// The calibration's whole fit on its recordings (one or several, pooled): fit_op_scales, then
+// fit_in_step_overheads with those scales (the in-step terms are what the scaled model still leaves).
+OpTables fit_to_recordings(OpTables tables, const std::vector<const RecordedRun*>& runs);
 
 }  // namespace prophet::sim

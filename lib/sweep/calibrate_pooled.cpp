@@ -6,7 +6,6 @@
 // (recorded / modelled own time per kind) inherits its one process's draw: four calibrations of the main job gave
 // expert-forward scales 1.12-1.35 and replay errors of 2.2-14.4% on the same 20 runs. The median over the steps
 // of several processes samples that spread instead of one draw.
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -21,17 +20,24 @@ namespace prophet::sweep::detail {
 
 namespace {
 
-// the file's text before its [ops] section (the comment op_tables_to_toml writes in front of it, or the header)
+// the file's text up to the last line before its [ops] header that is neither blank nor a comment: what
+// op_tables_to_toml writes (a blank line, its comment, the section) starts right after it
 std::string text_before_ops(const std::string& path) {
     std::ifstream in(path);
     if (!in) throw Error(kExitResource, "cannot read the calibrated cluster file " + path);
     std::ostringstream text;
     text << in.rdbuf();
     const std::string s = text.str();
-    size_t cut = s.find("\n# The per-op model's tables");
-    if (cut == std::string::npos) cut = s.find("\n[ops]");
-    if (cut == std::string::npos) throw Error(kExitResource, path + ": no [ops] section to re-fit");
-    return s.substr(0, cut + 1);
+    size_t end = s.find("\n[ops]");
+    if (end == std::string::npos) throw Error(kExitResource, path + ": no [ops] section to re-fit");
+    while (end > 0) {                                 // s[end] is the newline ending the line before
+        const size_t start = s.rfind('\n', end - 1);  // npos: that line is the file's first
+        const size_t first = start == std::string::npos ? 0 : start + 1;
+        if (first < end && s[first] != '#') break;
+        if (start == std::string::npos) return "";
+        end = start;
+    }
+    return s.substr(0, end + 1);
 }
 
 }  // namespace
@@ -44,11 +50,8 @@ void refit_calibration_pooled(const std::string& store_path, const std::string& 
     std::vector<const sim::RecordedRun*> pooled;
     for (const sim::RecordedRun& r : runs) pooled.push_back(&r);
     const sim::OpTables tables = sim::load_op_tables(cluster_path);
-    const sim::OpTables fitted = sim::fit_in_step_overheads(sim::fit_op_scales(tables, pooled), pooled);
-    std::string text = text_before_ops(cluster_path);
-    // op_tables_to_toml starts with a blank line; the kept text already ends with one
-    if (text.size() >= 2 && text.compare(text.size() - 2, 2, "\n\n") == 0) text.pop_back();
-    write_file_atomically(cluster_path, text + sim::op_tables_to_toml(fitted));
+    const sim::OpTables fitted = sim::fit_to_recordings(tables, pooled);
+    write_file_atomically(cluster_path, text_before_ops(cluster_path) + sim::op_tables_to_toml(fitted));
 }
 
 }  // namespace prophet::sweep::detail

@@ -20,12 +20,12 @@ std::vector<std::string> child_launcher(int ranks, const SweepOptions& options) 
     return cmd;
 }
 
-// The --set assignments every child of point p gets: the store, the sweep's name as experiment, the seed (and the
-// policy), then [sweep.set] and the point's grid values. Strings are TOML string literals: a bare 2024 or true
-// would be read as a number or a bool, and a path may hold any character.
+// The --set assignments every child of point p gets: the store, the experiment (the sweep's name; the calibration's
+// extra recordings have their own), the seed (and the policy), then [sweep.set] and the point's grid values. Strings
+// are TOML string literals: a bare 2024 or true would be read as a number or a bool, and a path may hold any character.
 std::vector<std::string> child_sets(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options,
-                                    bool with_policy, const KeyValues& grid) {
-    std::vector<std::string> sets = {"store.path=" + quoted(options.store_path), "run.experiment=" + quoted(spec.name),
+                                    bool with_policy, const KeyValues& grid, const std::string& experiment) {
+    std::vector<std::string> sets = {"store.path=" + quoted(options.store_path), "run.experiment=" + quoted(experiment),
                                      "run.seed=" + std::to_string(p.seed)};
     if (with_policy) sets.push_back("balance.policy=" + quoted(p.policy));
     for (const auto& [k, v] : spec.set) sets.push_back(k + "=" + v);  // canonical TOML text already
@@ -46,7 +46,7 @@ std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& 
     // validation: the child records every op (its store rows are written after the step's time is taken), so the
     // sweep can replay it with the per-op model after the last point (validate_replay.cpp)
     if (spec.command == "train" && !spec.validate_cluster.empty()) cmd.push_back("--timeline");
-    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/true, p.grid)) {
+    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/true, p.grid, spec.name)) {
         cmd.push_back("--set");
         cmd.push_back(kv);
     }
@@ -107,9 +107,9 @@ std::vector<std::string> calibration_sets(const SweepSpec& spec, const SweepPoin
                                           const std::string& experiment) {
     const KeyValues& grid = spec.calibrate_set.empty() ? p.grid : spec.calibrate_set;
     std::vector<std::string> cmd;
-    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/false, grid)) {
+    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/false, grid, experiment)) {
         cmd.push_back("--set");
-        cmd.push_back(kv.rfind("run.experiment=", 0) == 0 ? "run.experiment=" + quoted(experiment) : kv);
+        cmd.push_back(kv);
     }
     return cmd;
 }

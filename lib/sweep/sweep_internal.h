@@ -96,7 +96,7 @@ void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOp
 // own run included): three processes, so the fit's median is not one process's draw
 constexpr int kCalibrationRecordings = 3;
 // cluster_path's [ops] section rewritten with scale and in_step_us fitted on the runs of store_path, pooled
-// (sim::fit_op_scales, sim::fit_in_step_overheads); the rest of the file is kept as it is.
+// (sim::fit_to_recordings); the rest of the file is kept as it is.
 void refit_calibration_pooled(const std::string& store_path, const std::string& cluster_path,
                               const std::vector<std::string>& run_ids);
 // The calibration run's config as one line after "<D> ranks, ": "held out: model.F=512" ([sweep.calibrate_set]) or
