@@ -71,7 +71,10 @@ std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, c
 // Features of one layer of one step: rows per expert per rank, all-to-all rows out/in per rank, Trans bytes.
 struct LayerFeatures {
     std::vector<double> rows;       // [D][E] expert rows computed
-    std::vector<double> sent, recv; // [D] token rows sent to / received from other ranks
+    std::vector<double> sent, recv;  // [D] token rows sent to / received from other ranks in the dispatch
+    // [D] the peers a rank sends a non-empty part to: in the dispatch (and combine_bwd), and in the combine (and
+    // dispatch_bwd: the mirror image). The emulated link sends no message for an empty part (comm/comm_paced.cpp).
+    std::vector<int> dispatch_out_messages, combine_out_messages;
     std::vector<double> moved;      // [D] expert parameter bytes a rank sends or receives in Trans (and Agg)
     std::vector<int> messages;      // [D] Trans messages of a rank (sent and received)
     // [D] what a rank sends (its egress): in Trans the home sends an expert to each other holder; in Agg each
@@ -88,6 +91,8 @@ LayerFeatures layer_features(const OpModelConfig& c, const RecordedStep& step, i
     f.recv.assign(D, 0.0);
     f.moved.assign(D, 0.0);
     f.messages.assign(D, 0);
+    f.dispatch_out_messages.assign(D, 0);
+    f.combine_out_messages.assign(D, 0);
     f.trans_out.assign(D, 0.0);
     f.agg_out.assign(D, 0.0);
     f.trans_out_messages.assign(D, 0);
@@ -96,15 +101,16 @@ LayerFeatures layer_features(const OpModelConfig& c, const RecordedStep& step, i
     if (step.counts.empty()) return f;
     const int64_t* counts = step.counts.data() + static_cast<size_t>(layer) * D * E;
     f.rows = expert_rows(c, counts, p);
-    for (int e = 0; e < E; ++e) {
-        double total = 0;
-        for (int d = 0; d < D; ++d) total += static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
-        for (int d = 0; d < D; ++d) {
-            const double local = counts[static_cast<size_t>(d) * E + e];
-            const double here = f.rows[static_cast<size_t>(d) * E + e];
-            // tokens rank d routes to e that are computed elsewhere go out; what d computes of others' comes in
-            f.sent[d] += total > 0 ? local * (1.0 - here / total) : 0.0;
-            f.recv[d] += total > 0 ? here * (1.0 - local / total) : 0.0;
+    // the rows each rank sends and receives in the dispatch, from the rule's exact route (as the trainer routes;
+    // a holder of a replica keeps its own tokens under the owner rule, so a share by rows would miscount them)
+    const LayerFlow flow = compute_flow(counts, D, E, p, parse_route_rule(c.route_rule));
+    for (int d = 0; d < D; ++d) {
+        f.sent[d] = static_cast<double>(flow.sent[d]);
+        f.recv[d] = static_cast<double>(flow.received[d]);
+        for (int peer = 0; peer < D; ++peer) {
+            if (peer == d) continue;
+            f.dispatch_out_messages[d] += flow.route[static_cast<size_t>(d) * D + peer] > 0 ? 1 : 0;
+            f.combine_out_messages[d] += flow.route[static_cast<size_t>(peer) * D + d] > 0 ? 1 : 0;
         }
     }
     // Trans: the expert's home (static layout) sends 2CF floats to every other holder (moe_trans)
@@ -205,9 +211,13 @@ bool in_step_applies(const OpModelConfig& c, const ReplayGraph& g, size_t i) {
     return !(over_link && c.link_bytes_per_s > 0);
 }
 
-double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank) {
+// One rank's part of an all-to-all. Over the emulated link its egress is paced: what it sends in the dispatch
+// direction (dispatch, combine_bwd), or what it returns in the mirror direction (combine, dispatch_bwd).
+double a2a_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank, bool mirror) {
     const double bytes = std::max(f.sent[rank], f.recv[rank]) * c.C * kFloat;
-    return t.a2a_latency_s * (c.D - 1) + wire_s(t, c, bytes, f.sent[rank] * c.C * kFloat, t.a2a_bytes_per_s, c.D - 1);
+    const double out = (mirror ? f.recv[rank] : f.sent[rank]) * c.C * kFloat;
+    const int messages = mirror ? f.combine_out_messages[rank] : f.dispatch_out_messages[rank];
+    return t.a2a_latency_s * (c.D - 1) + wire_s(t, c, bytes, out, t.a2a_bytes_per_s, messages);
 }
 
 constexpr EnumName<GemmOp> kGemmOpNames[] = {{GemmOp::kNN, "nn"}, {GemmOp::kNT, "nt"}, {GemmOp::kTN, "tn"}};
@@ -253,6 +263,24 @@ double attn_flops_per_s(const OpTables& t, int C, int NH) {
     return it == t.attn_flops_per_s_at.end() ? t.attn_flops_per_s : it->second;
 }
 
+namespace {
+
+// binding: each rank's CPU list, ";"-separated ("0;1"): true when every rank's list is one CPU
+bool one_cpu_each(const std::string& binding) {
+    if (binding.empty()) return false;
+    size_t start = 0;
+    while (start <= binding.size()) {
+        const size_t end = std::min(binding.find(';', start), binding.size());
+        if (end == start) return false;
+        for (size_t i = start; i < end; ++i)
+            if (binding[i] < '0' || binding[i] > '9') return false;  // a range "0-1" or a list "0,2"
+        start = end + 1;
+    }
+    return true;
+}
+
+}  // namespace
+
 OpModelConfig op_model_config(const RecordedRun& run) {
     OpModelConfig c;
     auto get = [&](const char* key) {
@@ -276,6 +304,7 @@ OpModelConfig op_model_config(const RecordedRun& run) {
     c.route_rule = route == "auto" ? route_rule_name(paper_route_rule(run.param("balance.policy", "static"))) : route;
     c.link_bytes_per_s = std::stod(run.param("comm.link_gbps", "0")) * 1e9 / 8;
     c.link_latency_s = std::stod(run.param("comm.link_latency_us", "0")) * 1e-6;
+    c.one_core_per_rank = run.param("testbed.pinned") == "true" && one_cpu_each(run.param("testbed.binding"));
     return c;
 }
 
@@ -328,6 +357,40 @@ double transfer_op_s(StepOpContext& x, const ReplayOp& op) {
     return s / std::max(1, share);
 }
 
+// The CPU seconds of one rank's part of a Trans/Agg: shared-memory MPI copies on the rank's own core, its latency
+// per message and its bytes moved at the unpaced point-to-point rate. The emulated link's pacing is a sleep of its
+// wire thread (comm/comm_paced.h), not CPU time.
+double transfer_cpu_s(StepOpContext& x, const ReplayOp& op) {
+    const LayerFeatures& f = x.features(op.block);
+    const int share = x.parts[{static_cast<int>(op.kind), op.block, op.rank}];
+    const double s = x.t.p2p_latency_s * f.messages[op.rank] + f.moved[op.rank] / x.t.p2p_bytes_per_s;
+    return s / std::max(1, share);
+}
+
+// One core per rank: a Trans/Agg on the communication lane (the block-wise schedule) copies on the core the
+// compute runs on, so the compute lane loses that CPU time. It is charged as lead of the compute-lane op that
+// follows the transfer's submitter (a wait there absorbs it when the compute has nothing else to do). Measured:
+// top2 block-wise without a link recorded 2.5-3 ms of lead per step, unmodelled before (docs/simulator.md).
+void charge_shared_core(StepOpContext& x, ReplayDurations& d) {
+    const ReplayGraph& g = x.g;
+    const size_t n = g.ops.size();
+    const auto on_compute = [&](int i) { return g.ops[i].lane == prophet::OpLane::kCompute; };
+    std::vector<int> next(n, -1);  // the compute-lane op after compute-lane op i on its rank
+    for (size_t j = 0; j < n; ++j)
+        if (on_compute(static_cast<int>(j)))
+            for (int dep : g.deps[j])
+                if (on_compute(dep) && g.ops[dep].rank == g.ops[j].rank) next[dep] = static_cast<int>(j);
+    for (size_t i = 0; i < n; ++i) {
+        const ReplayOp& op = g.ops[i];
+        if (op.lane != prophet::OpLane::kComm ||
+            !(op.kind == prophet::OpKind::kTrans || op.kind == prophet::OpKind::kAgg))
+            continue;
+        for (int submitter : g.deps[i])
+            if (on_compute(submitter) && next[submitter] >= 0)
+                d.lead_us[next[submitter]] += transfer_cpu_s(x, op) * 1e6;
+    }
+}
+
 // The modelled seconds of op i (the occurrence-th of its (rank, lane, kind, block)), before the fitted
 // corrections.
 double modelled_op_s(StepOpContext& x, size_t i, int occurrence) {
@@ -346,8 +409,9 @@ double modelled_op_s(StepOpContext& x, size_t i, int occurrence) {
         case K::kDispatchBwd:
         case K::kCombineBwd: {  // a collective: the slowest rank's exchange
             const LayerFeatures& f = x.features(op.block);
+            const bool mirror = op.kind == K::kCombine || op.kind == K::kDispatchBwd;
             double s = 0;
-            for (int r = 0; r < c.D; ++r) s = std::max(s, a2a_s(t, c, f, r));
+            for (int r = 0; r < c.D; ++r) s = std::max(s, a2a_s(t, c, f, r, mirror));
             return s;
         }
         case K::kPack:
@@ -404,6 +468,7 @@ ReplayDurations predict_durations(const OpTables& t, const OpModelConfig& c, con
         const auto in_step = t.in_step_s.find(prophet::op_kind_name(op.kind));
         if (in_step != t.in_step_s.end() && in_step_applies(c, g, i)) d.own_us[i] += in_step->second * 1e6;
     }
+    if (c.one_core_per_rank) charge_shared_core(x, d);
     return d;
 }
 

@@ -122,11 +122,17 @@ struct OpModelConfig {
     // bytes the rank sends, plus the link latency per message. 0: no emulated link
     double link_bytes_per_s = 0;
     double link_latency_s = 0;
+    // every rank pinned to one core (testbed.pinned, one CPU per rank in testbed.binding): a rank's threads share
+    // that core, so a Trans/Agg on the communication lane (block-wise) takes its copy's CPU time from the compute
+    bool one_core_per_rank = false;
 };
 OpModelConfig op_model_config(const RecordedRun& run);  // input error naming the run when model.* is absent
 
 // Predicted own duration (microseconds) of every op of a step's graph, times tables.scale of its kind, plus
-// tables.in_step_s of its kind per call (see OpTables); lead and wake-up are 0. plan ops keep their recorded duration.
+// tables.in_step_s of its kind per call (see OpTables). Wake-ups are 0, and so is lead, but where the config has
+// one core per rank: there a Trans/Agg on the communication lane charges its rank's copy (latency per message and
+// bytes moved at the unpaced point-to-point rate; the emulated link's pacing is a sleep) as lead of the
+// compute-lane op after its submitter. plan ops keep their recorded duration.
 ReplayDurations predict_durations(const OpTables& tables, const OpModelConfig& config, const RecordedStep& step,
                                   const ReplayGraph& graph);
 
