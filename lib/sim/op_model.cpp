@@ -175,6 +175,16 @@ double dense_op_s(const OpTables& t, const OpModelConfig& c, prophet::OpKind kin
     }
 }
 
+// An expert's weights come from memory, not cache, in the step: no op touched them since the other pass, while the
+// GEMM grid times each shape on hot buffers (calibrate_ops.cpp). Forward reads W1 and W2 (2 C F floats); backward
+// reads them again for dx and reads and writes their gradients for dW. The cost is per expert and not per row, so
+// an expert with few rows (small K, many experts) pays relatively more: in the wide campaign of 2026-12-03 the
+// expert backward of the K = 1 points was 8-21% above the model without it, of the K = 2 points -3 .. +11%.
+double cold_weight_bytes(const OpModelConfig& c, bool backward) {
+    const double weights = 2.0 * c.C * c.F * kFloat;
+    return backward ? 3 * weights : weights;
+}
+
 double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& f, int rank, bool backward) {
     double s = 0;
     for (int e = 0; e < c.E; ++e) {
@@ -184,6 +194,7 @@ double expert_s(const OpTables& t, const OpModelConfig& c, const LayerFeatures& 
         const double gemms = backward ? linear_bwd_s(t, m, c.F, c.C) + linear_bwd_s(t, m, c.C, c.F)
                                       : gemm_seconds(t, m, c.F, c.C) + gemm_seconds(t, m, c.C, c.F);
         s += gemms + stream_s(t, (backward ? 3 : 2) * m * c.F * kFloat);  // gelu (')
+        s += stream_s(t, cold_weight_bytes(c, backward));
     }
     return s;
 }

@@ -328,9 +328,10 @@ TEST(OpModel, ExpertComputeFollowsTheRowsEachRankComputes) {
         const ReplayOp& op = g.ops[i];
         if (op.kind == prophet::OpKind::kFec) {
             const double m = op.rank == 0 ? 50 : 10;
-            // x W1 (M x 128 x 64) + h W2 (M x 64 x 128) at the grid's rates + gelu
+            // x W1 (M x 128 x 64) + h W2 (M x 64 x 128) at the grid's rates + gelu + the cold weights (W1, W2:
+            // 2 C F floats streamed once at 1 GB/s)
             const double expected = gemm_seconds(t, m, 128, 64) + gemm_seconds(t, m, 64, 128) +
-                                    (1e-6 + 2 * m * 128 * 4 / 1e9);
+                                    (1e-6 + 2 * m * 128 * 4 / 1e9) + (1e-6 + 2 * 64 * 128 * 4 / 1e9);
             EXPECT_NEAR(d.own_us[i], expected * 1e6, 1e-6) << "rank " << op.rank;
         } else {
             // the slowest rank: rank 0 receives 20 rows of 64 floats: 5 us latency + 5120 B / 1 GB/s
@@ -378,8 +379,9 @@ TEST(OpModel, ExpertBackwardUsesTheTransposedGemmRates) {
         const double m = g.ops[i].rank == 0 ? 32 : 16;
         const double r = m == 32 ? 1.5e9 : 1e9;  // nn rate: M = 32 halfway in log between 16 and 64
         // two nt and two tn GEMMs of 2 M C F FLOP each: 2 x 2MCF / 2r + 2 x 2MCF / 4r = 3 MCF / r; + gelu' (1 us +
-        // 3 M F floats at 1 GB/s)
-        const double expected = 3 * m * 64 * 128 / r + 1e-6 + 3 * m * 128 * 4 / 1e9;
+        // 3 M F floats at 1 GB/s); + the cold weights, read again and their gradients read and written (1 us + 3 x
+        // 2 C F floats at 1 GB/s), per expert and not per row
+        const double expected = 3 * m * 64 * 128 / r + 1e-6 + 3 * m * 128 * 4 / 1e9 + 1e-6 + 3 * 2 * 64 * 128 * 4 / 1e9;
         EXPECT_NEAR(d.own_us[i], expected * 1e6, 1e-6) << "rank " << g.ops[i].rank;
     }
 }
