@@ -61,18 +61,21 @@ double time_collective(Communicator& comm, const std::function<void()>& fn, int 
     return median(samples);
 }
 
-double time_a2a(Communicator& comm, size_t per_peer) {
+double time_a2a(Communicator& comm, size_t per_peer, int repeats) {
     const int D = comm.size();
     std::vector<char> send(per_peer * D, 1), recv(per_peer * D, 0);
     std::vector<size_t> bytes(D, per_peer), offsets(D);
     for (int r = 0; r < D; ++r) offsets[r] = per_peer * r;
     bytes[comm.rank()] = 0;
-    return time_collective(comm, [&] {
-        comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
-    });
+    return time_collective(
+        comm,
+        [&] {
+            comm.all_to_all_v(send.data(), bytes.data(), offsets.data(), recv.data(), bytes.data(), offsets.data());
+        },
+        repeats);
 }
 
-double time_p2p(Communicator& comm, size_t bytes, size_t working_set_bytes) {
+double time_p2p(Communicator& comm, size_t bytes, size_t working_set_bytes, int repeats) {
     const size_t count = std::max<size_t>(1, working_set_bytes / std::max<size_t>(1, bytes));
     std::vector<std::vector<char>> buffers(count, std::vector<char>(bytes, 1));
     size_t next = 0;
@@ -86,7 +89,7 @@ double time_p2p(Communicator& comm, size_t bytes, size_t working_set_bytes) {
     // is sent once untimed
     if (count > 1)
         for (size_t i = 0; i < count; ++i) send_next();
-    return time_collective(comm, send_next);
+    return time_collective(comm, send_next, repeats);
 }
 
 void static_ep_step_masks(const Model<float>& model, int rank, int D, std::vector<char>* skip,

@@ -45,8 +45,9 @@ double time_collective(Communicator& comm, const std::function<void()>& fn, int 
 // a message of `bytes` from rank 0 to rank 1. Seconds. working_set_bytes > bytes: each repeat sends the next of
 // working_set_bytes / bytes buffers (each sent once before timing), so that a working set larger than the caches times
 // messages from memory, as the trainer's Trans and Agg read parameters and gradients no recent op touched.
-double time_a2a(Communicator& comm, size_t per_peer);
-double time_p2p(Communicator& comm, size_t bytes, size_t working_set_bytes = 0);
+// repeats: as time_collective's (the median's samples).
+double time_a2a(Communicator& comm, size_t per_peer, int repeats = 7);
+double time_p2p(Communicator& comm, size_t bytes, size_t working_set_bytes = 0, int repeats = 7);
 
 // The trainer's step masks under static EP on rank `rank` of D (the calibrated step tail): skip [tensors] = 1 for the
 // experts another rank is home of (AdamW skips them), include = 1 for this rank's home experts and, on rank 0 only,
