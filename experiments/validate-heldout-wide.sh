@@ -120,16 +120,33 @@ import json, statistics, sys
 
 report = json.load(open(sys.argv[1]))
 points = [p for p in report["points"] if p["held_out"]]
-errors = [p["error_median"] for p in points]
-if not errors:
+if not points:
     sys.exit("validate-heldout-wide.sh: no held-out point to summarise")
-within = sum(abs(e) <= 0.10 for e in errors)
-mape = statistics.mean(abs(e) for e in errors)
+
+
+def summary(errors):
+    within = sum(abs(e) <= 0.10 for e in errors)
+    return within, (f"within 10%: {within} of {len(errors)} ({within / len(errors):.0%})   MAPE "
+                    f"{statistics.mean(abs(e) for e in errors):.1%}   bias {statistics.mean(errors):+.1%}   "
+                    f"max |err| {max(abs(e) for e in errors):.1%}")
+
+
+# a point is a (config, schedule, policy); its error is the mean of its seeds' runs' errors (each run: the median
+# step, simulated against measured). The seeds are separate processes minutes apart: one process can run 10-25%
+# slower than the others of its point (docs/validation-heldout.md "Process-to-process spread"), which is the
+# machine, not the model, so the acceptance reads the point's mean; the runs are printed too.
+by_point = {}
+for p in points:
+    by_point.setdefault((p["config"], p["schedule"], p["policy"]), []).append(p["error_median"])
+errors = [statistics.mean(e) for e in by_point.values()]
+within, line = summary(errors)
 bias = statistics.mean(errors)
 total = report["total"]
-print(f"\nwide held-out campaign: {len(errors)} held-out points, calibrated on {report['calibrated_on']}")
-print(f"  within 10%: {within} of {len(errors)} ({within / len(errors):.0%})   MAPE {mape:.1%}   "
-      f"bias {bias:+.1%}   max |err| {max(abs(e) for e in errors):.1%}")
+seeds = sorted({len(e) for e in by_point.values()})
+print(f"\nwide held-out campaign: {len(errors)} held-out points ({len(points)} runs: {'/'.join(map(str, seeds))} "
+      f"seed(s) each), calibrated on {report['calibrated_on']}")
+print(f"  points (the mean of their seeds' errors): {line}")
+print(f"  runs (each seed alone): {summary([p['error_median'] for p in points])[1]}")
 pairs, tau = total["tau_pairs"], total["kendall_tau"]
 order = "no significant pair" if pairs == 0 else f"Kendall tau {tau:.2f} over {pairs} significant pairs"
 print(f"  policy order: {order}")
