@@ -34,8 +34,10 @@ AxisCell axis_cell(const std::vector<double>& axis, double x) {
     return {i, std::log(x / axis[i]) / std::log(axis[i + 1] / axis[i])};
 }
 
-// rows of expert e each rank computes at one layer: [D][E], from the counts and the placement the layer used
-std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, const Placement& p) {
+// rows of expert e each rank computes at one layer: [D][E], from the counts, the placement the layer used and the
+// layer's flow under the run's rule (compute_flow: its destination, or under kFlow its rows per expert and device)
+std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, const Placement& p,
+                                const LayerFlow& flow) {
     const int D = c.D, E = c.E;
     std::vector<double> rows(static_cast<size_t>(D) * E, 0.0);
     const RouteRule rule = parse_route_rule(c.route_rule);
@@ -51,17 +53,15 @@ std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, c
         return rows;
     }
     if (rule == RouteRule::kFlow) {  // the split's rows per (device, expert), unit prices (no cost model here)
-        const LayerFlow flow = compute_flow(counts, D, E, p, rule);
         for (int e = 0; e < E; ++e)
             for (int d = 0; d < D; ++d)
                 rows[static_cast<size_t>(d) * E + e] =
                     static_cast<double>(flow.expert_device[static_cast<size_t>(e) * D + d]);
         return rows;
     }
-    const std::vector<int> dest = routing_destination(counts, p, rule);  // [D*E]
     for (int src = 0; src < D; ++src)
         for (int e = 0; e < E; ++e) {
-            const int dst = dest[static_cast<size_t>(src) * E + e];
+            const int dst = flow.destination[static_cast<size_t>(src) * E + e];  // routing_destination's
             if (dst >= 0 && dst < D)
                 rows[static_cast<size_t>(dst) * E + e] += static_cast<double>(counts[static_cast<size_t>(src) * E + e]);
         }
@@ -100,10 +100,10 @@ LayerFeatures layer_features(const OpModelConfig& c, const RecordedStep& step, i
     const Placement& p = step.placements.at(layer);
     if (step.counts.empty()) return f;
     const int64_t* counts = step.counts.data() + static_cast<size_t>(layer) * D * E;
-    f.rows = expert_rows(c, counts, p);
-    // the rows each rank sends and receives in the dispatch, from the rule's exact route (as the trainer routes;
-    // a holder of a replica keeps its own tokens under the owner rule, so a share by rows would miscount them)
+    // the rule's exact route (as the trainer routes; a holder of a replica keeps its own tokens under the owner
+    // rule, so a share by rows would miscount them): the rows each rank computes, sends and receives in the dispatch
     const LayerFlow flow = compute_flow(counts, D, E, p, parse_route_rule(c.route_rule));
+    f.rows = expert_rows(c, counts, p, flow);
     for (int d = 0; d < D; ++d) {
         f.sent[d] = static_cast<double>(flow.sent[d]);
         f.recv[d] = static_cast<double>(flow.received[d]);

@@ -87,21 +87,17 @@ sim::GemmGrid measure_gemm_grid(Communicator& comm) {
     g.m.assign(std::begin(kGridM), std::end(kGridM));
     g.n.assign(std::begin(kGridNK), std::end(kGridNK));
     g.k = g.n;
+    for (std::vector<double>& rate : g.flops_per_s) rate.assign(g.m.size() * g.n.size() * g.k.size(), 0.0);
     for (int pass = 0; pass < kGridPasses; ++pass)
         for (const sim::GemmOp op : {sim::GemmOp::kNN, sim::GemmOp::kNT, sim::GemmOp::kTN}) {
-            std::vector<double>& rate = g.flops_per_s[static_cast<size_t>(op)];
-            size_t point = 0;
+            double* rate = g.flops_per_s[static_cast<size_t>(op)].data();
             for (const double m : g.m)
                 for (const double n : g.n)
                     for (const double k : g.k) {
                         const double s =
                             time_gemm(comm, op, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
-                        const double r = 2.0 * m * n * k / std::max(1e-9, s);
-                        if (pass == 0)
-                            rate.push_back(r);
-                        else
-                            rate[point] = std::max(rate[point], r);
-                        ++point;
+                        *rate = std::max(*rate, 2.0 * m * n * k / std::max(1e-9, s));
+                        ++rate;
                     }
         }
     return g;
