@@ -20,17 +20,22 @@ std::vector<std::string> child_launcher(int ranks, const SweepOptions& options) 
     return cmd;
 }
 
-// The --set assignments every child of point p gets: the store, the experiment (the sweep's name; the calibration's
-// extra recordings have their own), the seed (and the policy), then [sweep.set] and the point's grid values. Strings
-// are TOML string literals: a bare 2024 or true would be read as a number or a bool, and a path may hold any character.
-std::vector<std::string> child_sets(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options,
-                                    bool with_policy, const KeyValues& grid, const std::string& experiment) {
+// Appends to cmd the --set assignments every child of point p gets, each as "--set" "key=value": the store, the
+// experiment (the sweep's name; the calibration's extra recordings have their own), the seed (and the policy), then
+// [sweep.set] and the grid values (the point's, or the calibration's). Strings are TOML string literals: a bare 2024
+// or true would be read as a number or a bool, and a path may hold any character.
+void append_child_sets(std::vector<std::string>& cmd, const SweepSpec& spec, const SweepPoint& p,
+                       const SweepOptions& options, bool with_policy, const KeyValues& grid,
+                       const std::string& experiment) {
     std::vector<std::string> sets = {"store.path=" + quoted(options.store_path), "run.experiment=" + quoted(experiment),
                                      "run.seed=" + std::to_string(p.seed)};
     if (with_policy) sets.push_back("balance.policy=" + quoted(p.policy));
     for (const auto& [k, v] : spec.set) sets.push_back(k + "=" + v);  // canonical TOML text already
     for (const auto& [k, v] : grid) sets.push_back(k + "=" + v);
-    return sets;
+    for (std::string& kv : sets) {
+        cmd.push_back("--set");
+        cmd.push_back(std::move(kv));
+    }
 }
 
 }  // namespace
@@ -46,10 +51,7 @@ std::vector<std::string> child_command(const SweepSpec& spec, const SweepPoint& 
     // validation: the child records every op (its store rows are written after the step's time is taken), so the
     // sweep can replay it with the per-op model after the last point (validate_replay.cpp)
     if (spec.command == "train" && !spec.validate_cluster.empty()) cmd.push_back("--timeline");
-    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/true, p.grid, spec.name)) {
-        cmd.push_back("--set");
-        cmd.push_back(kv);
-    }
+    append_child_sets(cmd, spec, p, options, /*with_policy=*/true, p.grid, spec.name);
     return cmd;
 }
 
@@ -72,15 +74,24 @@ ChildResult launch_point(const SweepSpec& spec, const SweepPoint& p, const Sweep
 
 namespace {
 
+// The last line of a child's stdout that is a JSON object for which keep() holds; null when there is none.
+template <class Keep>
+nlohmann::json last_json_line(const std::string& out, Keep keep) {
+    std::istringstream lines(out);
+    nlohmann::json last;
+    for (std::string line; std::getline(lines, line);) {
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (j.is_object() && keep(j)) last = std::move(j);
+    }
+    return last;
+}
+
 // The child's run id: the last JSON object line of its stdout holding one (prophet profile --json prints no
 // summary flag); throws when there is none.
 std::string child_run_id(const std::string& out, const char* what) {
-    std::istringstream lines(out);
-    std::string run_id;
-    for (std::string line; std::getline(lines, line);) {
-        const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (j.is_object() && j.contains("run_id") && j["run_id"].is_string()) run_id = j["run_id"];
-    }
+    const nlohmann::json j =
+        last_json_line(out, [](const nlohmann::json& o) { return o.contains("run_id") && o["run_id"].is_string(); });
+    const std::string run_id = j.is_null() ? std::string() : j["run_id"].get<std::string>();
     if (run_id.empty()) throw Error(kExitRunFailed, std::string(what) + " exited 0 but printed no run_id");
     return run_id;
 }
@@ -100,35 +111,25 @@ std::string calibration_child(const SweepSpec& spec, const SweepOptions& options
     return child_run_id(child.out, what);
 }
 
-// The calibration config's --set assignments: the point's, with [sweep.calibrate_set] in place of its grid values
-// (held out: no validated point is the calibrated one) and, for the extra recordings, their own experiment name
-// (the sweep's replay validates the runs of the sweep's name only).
-std::vector<std::string> calibration_sets(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options,
-                                          const std::string& experiment) {
-    const KeyValues& grid = spec.calibrate_set.empty() ? p.grid : spec.calibrate_set;
-    std::vector<std::string> cmd;
-    for (const std::string& kv : child_sets(spec, p, options, /*with_policy=*/false, grid, experiment)) {
-        cmd.push_back("--set");
-        cmd.push_back(kv);
-    }
-    return cmd;
-}
-
 }  // namespace
 
 void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOptions& options,
                        const std::string& out) {
+    // the calibration config: the point's, with [sweep.calibrate_set] in place of its grid values (held out: no
+    // validated point is the calibrated one); the extra recordings under their own experiment name (the sweep's
+    // replay validates the runs of the sweep's name only)
+    const KeyValues& grid = spec.calibrate_set.empty() ? p.grid : spec.calibrate_set;
     std::vector<std::string> profile = child_launcher(p.ranks, options);
     for (const std::string& a : {std::string("profile"), std::string("--config"), resolve_path(spec, spec.train_config),
                                  std::string("--calibrate"), std::string("--json"), std::string("--cluster-out"), out})
         profile.push_back(a);
-    for (const std::string& a : calibration_sets(spec, p, options, spec.name)) profile.push_back(a);
+    append_child_sets(profile, spec, p, options, /*with_policy=*/false, grid, spec.name);
     std::vector<std::string> run_ids = {calibration_child(spec, options, profile, "prophet profile --calibrate")};
     std::vector<std::string> record = child_launcher(p.ranks, options);
     for (const std::string& a : {std::string("train"), std::string("--config"), resolve_path(spec, spec.train_config),
                                  std::string("--json"), std::string("--timeline")})
         record.push_back(a);
-    for (const std::string& a : calibration_sets(spec, p, options, spec.name + "-calibration")) record.push_back(a);
+    append_child_sets(record, spec, p, options, /*with_policy=*/false, grid, spec.name + "-calibration");
     while (run_ids.size() < static_cast<size_t>(kCalibrationRecordings))
         run_ids.push_back(
             calibration_child(spec, options, record, "the calibration config's recording (prophet train)"));
@@ -145,13 +146,7 @@ std::string calibration_description(const SweepSpec& spec, const SweepPoint& p) 
 
 // The child's final {"summary": true, ...} line of stdout; throws when there is none.
 nlohmann::json child_summary(const std::string& out) {
-    std::istringstream lines(out);
-    std::string line;
-    nlohmann::json summary;
-    while (std::getline(lines, line)) {
-        nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (j.is_object() && j.value("summary", false)) summary = std::move(j);
-    }
+    nlohmann::json summary = last_json_line(out, [](const nlohmann::json& o) { return o.value("summary", false); });
     if (summary.is_null())
         throw Error(kExitRunFailed, "run failed: the prophet train child exited 0 but printed no summary line");
     return summary;

@@ -46,6 +46,13 @@ double metric(prophet::Store& store, const std::string& run_id, const std::strin
     return rows.empty() ? -1 : rows[0].value;
 }
 
+// a run's param as stored (TOML text), "" when it has none
+std::string param(prophet::Store& store, const std::string& run_id, const std::string& key) {
+    for (const auto& [k, v] : store.get_params(run_id))
+        if (k == key) return v;
+    return "";
+}
+
 }  // namespace
 
 TEST_F(SweepRealCli, RecordsPointAndChildRunsAndResumes) {
@@ -164,11 +171,8 @@ TEST_F(SweepRealCli, CalibrateMeasuresOneClusterPerRanksAndGridValues) {
     prophet::Store store = prophet::Store::open(db_);
     std::map<std::string, std::set<std::string>> file_by_k;  // model.K -> the cluster files its points used
     for (const auto& id : j["run_ids"]) {
-        std::string file, k;
-        for (const auto& [key, v] : store.get_params(id)) {
-            if (key == "validate_cluster") file = nlohmann::json::parse(v).get<std::string>();
-            if (key == "model.K") k = v;
-        }
+        const std::string file = nlohmann::json::parse(param(store, id, "validate_cluster")).get<std::string>();
+        const std::string k = param(store, id, "model.K");
         EXPECT_TRUE(files.count(file)) << file;
         file_by_k[k].insert(file);
         EXPECT_GT(metric(store, id, "sim_step_ms"), 0);
@@ -243,10 +247,7 @@ TEST_F(SweepRealCli, CalibrateSetCalibratesOnAHeldOutConfig) {
     for (const auto& row : store.list_runs("real-test")) {
         if (row.info.command != "profile") continue;
         ++profiles;
-        std::string f;
-        for (const auto& [key, v] : store.get_params(row.run_id))
-            if (key == "model.F") f = v;
-        EXPECT_EQ(f, "64") << "the calibration ran the held-out config";
+        EXPECT_EQ(param(store, row.run_id, "model.F"), "64") << "the calibration ran the held-out config";
     }
     EXPECT_EQ(profiles, 1);
 }
@@ -268,10 +269,7 @@ TEST_F(SweepRealCli, CalibrationIsFittedOnThreeRecordingsPooled) {
     ASSERT_EQ(ids.size(), 1u);
     for (const auto& row : store.list_runs("real-test-calibration")) {
         EXPECT_EQ(row.info.command, "train");
-        std::string f;
-        for (const auto& [key, v] : store.get_params(row.run_id))
-            if (key == "model.F") f = v;
-        EXPECT_EQ(f, "64") << "the held-out calibration config";
+        EXPECT_EQ(param(store, row.run_id, "model.F"), "64") << "the held-out calibration config";
         ids.push_back(row.run_id);
     }
     ASSERT_EQ(ids.size(), 3u);
