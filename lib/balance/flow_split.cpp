@@ -266,9 +266,14 @@ void FastSplitter::fill_groups(int k, std::vector<SplitPart>& parts) {
     for (int s = 0; s < D; ++s) PROPHET_ASSERT_MSG(left_[s] == 0, "fast split: quotas do not cover the groups");
 }
 
-FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpec* cluster)
-    : counts_(counts), D_(D), E_(E), several_nodes_(cluster && cluster->node_of(D - 1) > 0),
-      distance_(static_cast<size_t>(D) * D, 0), load_(E, 0), max_flow_(0) {
+FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpec* cluster) {
+    reset(counts, D, E, cluster);
+}
+
+void FastSplitter::reset(const int64_t* counts, int D, int E, const ClusterSpec* cluster) {
+    counts_ = counts, D_ = D, E_ = E, several_nodes_ = cluster && cluster->node_of(D - 1) > 0, near_start_ = false;
+    base_owner_.clear(), applied_.clear(), removed_.clear();  // base_ is rebuilt from the first placement's owners
+    distance_.assign(static_cast<size_t>(D) * D, 0);
     for (int s = 0; s < D && cluster; ++s)
         for (int g = 0; g < D; ++g) {
             const ClusterSpec::LinkClass c = cluster->link_class(s, g);
@@ -276,6 +281,7 @@ FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpe
                                                         : c == ClusterSpec::LinkClass::kIntraNode ? 1
                                                                                                   : 2;
         }
+    class_source_.clear(), source_class_.clear();
     for (int s = 0; s < D; ++s) {
         const uint8_t* row = distance_.data() + static_cast<size_t>(s) * D;
         int c = 0;
@@ -286,6 +292,7 @@ FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpe
         source_class_.push_back(c);
     }
     by_expert_.resize(static_cast<size_t>(E) * D);
+    load_.assign(E, 0), total_ = 0;
     for (int s = 0; s < D; ++s)
         for (int e = 0; e < E; ++e) {
             const int64_t n = counts[static_cast<size_t>(s) * E + e];

@@ -48,6 +48,11 @@ class FastSplitter {
     // counts [D*E] must outlive the splitter; cluster: link classes for the nearest-source order (nullptr: device
     // order)
     FastSplitter(const int64_t* counts, int num_devices, int num_experts, const ClusterSpec* cluster);
+    FastSplitter() = default;  // reset() before use
+    // The splitter of other counts (or another layer) with its buffers kept: what the constructor builds, and the
+    // cached owner routes and the near start forgotten. Buffers built fresh for every plan cost page faults (a
+    // plan's parts reach D * E * 24 bytes): a quarter of a plan at E = 256, D = 64, top-8 (bench_planner).
+    void reset(const int64_t* counts, int num_devices, int num_experts, const ClusterSpec* cluster);
     // The split as a LayerFlow: route exact, expert_device filled, destination naming the owner as under kFlow
     // (flow_from_parts of the split's parts).
     LayerFlow split(const Placement& placement, FastSplitReport* report = nullptr);
@@ -76,9 +81,9 @@ class FastSplitter {
         std::vector<int> replica_flags;  // [E] replica flags of each expert (LayerFlow::replica_holders)
         double total = 0;                // W = sum of load
     };
-    const int64_t* counts_;
-    int D_, E_;
-    bool several_nodes_;              // the cluster has more than one node: the start can keep tokens in their node
+    const int64_t* counts_ = nullptr;
+    int D_ = 0, E_ = 0;
+    bool several_nodes_ = false;      // the cluster has more than one node: the start can keep tokens in their node
     bool near_start_ = false;         // set_near_start
     std::vector<int64_t> by_expert_;  // [E*D] counts transposed: expert e's tokens from each source, contiguous
     std::vector<uint8_t> distance_;   // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
@@ -96,7 +101,7 @@ class FastSplitter {
     std::vector<SplitPart> applied_;     // (src, -, dst, tokens) route changes made to base_ by the last totals()
     std::vector<std::pair<int, int>> removed_;  // (expert, owner) owner-rule routes the last totals() took off
     Instance in_;
-    MaxFlow max_flow_;
+    MaxFlow max_flow_{0};
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
     std::vector<double> rest_;           // scratch of the rounding
     std::vector<int> order_;

@@ -176,10 +176,12 @@ double owner_move_charge_s(const Placement& next, const Placement& current, cons
 // balance.flow_transfer_aware the time leaves out Trans/Agg (4 T_A2A + 3 T_FEC under either equation).
 class CandidateScore {
   public:
-    CandidateScore(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o, FlowScoring scoring)
+    CandidateScore(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o, FlowScoring scoring,
+                   FastSplitter& splitter)
         : P_(P), D_(D), E_(E), cost_(cost), o_(o),
-          fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit),
-          splitter_(P, D, E, o.flow_topology ? &cost.cluster : nullptr) {}
+          fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit), splitter_(splitter) {
+        splitter_.reset(P, D, E, o.flow_topology ? &cost.cluster : nullptr);
+    }
     // near: split with the node-local start (FastSplitter::set_near_start), for hot-set candidates
     double operator()(const Placement& p, bool near = false) {
         splitter_.set_near_start(near);
@@ -197,7 +199,7 @@ class CandidateScore {
     const CostModel& cost_;
     const BalanceOptions& o_;
     bool fast_;
-    FastSplitter splitter_;
+    FastSplitter& splitter_;
 };
 
 // The repacked family (owners may move; the relabelling keeps as many weights in place as it can) along the
@@ -217,10 +219,31 @@ void walk_repacked(const std::vector<double>& load, const Placement& current, Co
     }
 }
 
+// One anchored family (owners stay; `local`: copies go to the device sending the expert the most tokens) grown
+// along the schedule from R = 0 (scored at start_s), each candidate scored by consider(placement, replicas,
+// /*packed=*/false); stops after two rises in a row.
+template <class Consider>
+void walk_anchored(const int64_t* P, const std::vector<double>& load, const Placement& current, CopyOrder& order,
+                   const std::vector<int>& schedule, int cap, const ClusterSpec* near, bool local, double start_s,
+                   Consider&& consider) {
+    Anchored grow(current, load, local);
+    double previous = start_s;
+    int rises = 0, placed = 0;
+    for (size_t i = 1; i < schedule.size() && rises < 2; ++i) {
+        for (; placed < schedule[i]; ++placed) {
+            const int d = grow.pick(order[placed], P, near, cap);
+            if (d >= 0) grow.add_copy(order[placed], d, load);
+        }
+        const double s = consider(grow.placement, schedule[i], false);
+        rises = s >= previous ? rises + 1 : 0;
+        previous = s;
+    }
+}
+
 }  // namespace
 
 Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
-                    const Placement& current, FlowPlanReport* report, FlowScoring scoring) {
+                    const Placement& current, FlowPlanReport* report, FlowScoring scoring, FlowScratch* scratch) {
     PROPHET_ASSERT(current.num_devices == D && current.num_experts == E);
     const std::vector<double> load = loads_of(P, D, E);
     const int cap = o.max_replicas_per_device;
@@ -229,7 +252,9 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     const std::vector<int> schedule = replica_schedule(limit);
     CostModel flat;  // balance.flow_topology = false: the planning model without the topology
     if (!o.flow_topology) flat = cost, flat.topology_aware = false;
-    CandidateScore score(P, D, E, o.flow_topology ? cost : flat, o, scoring);
+    FlowScratch own;
+    CandidateScore score(P, D, E, o.flow_topology ? cost : flat, o, scoring,
+                         scratch ? scratch->splitter : own.splitter);
     FlowPlanReport rep;
     Placement best = Placement::make_owners(D, current.owner);
     double best_s = score(best);
@@ -245,21 +270,9 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
             best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s, rep.hot_experts = hot;
         return s;
     };
-    // the anchored families, grown along the schedule; each stops after two rises in a row
-    for (bool local : {false, true}) {
-        Anchored grow(current, load, local);
-        double previous = best_s;
-        int rises = 0, placed = 0;
-        for (size_t i = 1; i < schedule.size() && rises < 2; ++i) {
-            for (; placed < schedule[i]; ++placed) {
-                const int d = grow.pick(order[placed], P, o.flow_topology ? &cost.cluster : nullptr, cap);
-                if (d >= 0) grow.add_copy(order[placed], d, load);
-            }
-            const double s = consider(grow.placement, schedule[i], false);
-            rises = s >= previous ? rises + 1 : 0;
-            previous = s;
-        }
-    }
+    const ClusterSpec* near = o.flow_topology ? &cost.cluster : nullptr;
+    for (bool local : {false, true})
+        walk_anchored(P, load, current, order, schedule, cap, near, local, best_s, consider);
     walk_repacked(load, current, order, schedule, cap, consider);
     if (o.flow_hot_sets && o.flow_topology && cost.topology_aware)  // hottest experts in every node (flow_hotset.h)
         walk_hot_sets(P, load, current, cost, cap,
@@ -290,7 +303,8 @@ Placement FlowPlanner::plan(const CostModel& cost, FlowPlanReport* report) {
         if (report) *report = FlowPlanReport{};
         return current_;  // nothing observed yet: static
     }
-    current_ = plan_flow(planning_.data(), D_, E_, cost, options_, current_, report);
+    current_ =
+        plan_flow(planning_.data(), D_, E_, cost, options_, current_, report, FlowScoring::kFastSplit, &scratch_);
     return current_;
 }
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "balance/cost_model.h"
+#include "balance/flow_split.h"
 #include "balance/policies.h"
 
 namespace prophet {
@@ -50,10 +51,17 @@ struct FlowPlanReport {
 // slow reference the tests compare the choice against). Other routing rules score with their own routing.
 enum class FlowScoring { kFastSplit, kRoutingLp };
 
-// One plan from planning counts P [D*E]; `current` is where the weights are now (owners and replicas).
+// Buffers a caller that plans again and again keeps between plans (PolicySession, FlowPlanner): the candidates'
+// split. Its contents do not carry over: each plan starts it afresh (FastSplitter::reset).
+struct FlowScratch {
+    FastSplitter splitter;
+};
+
+// One plan from planning counts P [D*E]; `current` is where the weights are now (owners and replicas). scratch:
+// buffers to reuse (nullptr: the plan's own).
 Placement plan_flow(const int64_t* planning_counts, int num_devices, int num_experts, const CostModel& cost,
                     const BalanceOptions& options, const Placement& current, FlowPlanReport* report = nullptr,
-                    FlowScoring scoring = FlowScoring::kFastSplit);
+                    FlowScoring scoring = FlowScoring::kFastSplit, FlowScratch* scratch = nullptr);
 
 // The flow policy over a stream of batches of one layer: plan() before a batch, observe() after it.
 // balance.flow_predict: "previous" plans for the last batch's counts (Pro-Prophet's locality); "ewma" for the
@@ -73,6 +81,7 @@ class FlowPlanner {
     std::vector<double> mean_, var_;  // [D*E] EWMA statistics
     std::vector<int64_t> planning_;   // [D*E]
     Placement current_;
+    FlowScratch scratch_;
 };
 
 }  // namespace prophet

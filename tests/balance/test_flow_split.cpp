@@ -55,6 +55,16 @@ Placement case_placement(const SplitCase& c, Rng& rng) {
     return p;
 }
 
+// what predict_layer reads of a split: route, per-device totals, replica flags, tokens
+void expect_same_totals(const LayerFlow& a, const LayerFlow& b) {
+    EXPECT_EQ(a.route, b.route);
+    EXPECT_EQ(a.computed, b.computed);
+    EXPECT_EQ(a.received, b.received);
+    EXPECT_EQ(a.sent, b.sent);
+    EXPECT_EQ(a.replica_holders, b.replica_holders);
+    EXPECT_EQ(a.total_tokens, b.total_tokens);
+}
+
 // the routing LP with only the compute term priced: its optimum is the least max_g H_g
 double lp_least_max_computed(const std::vector<int64_t>& counts, int D, int E, const Placement& p) {
     RoutePricing pr = route_pricing(nullptr, D, 0.0);
@@ -101,7 +111,9 @@ TEST_P(FastSplitOracle, TokensMoveExactly) {
                 int64_t w = 0;
                 for (int s = 0; s < c.D; ++s) w += counts[static_cast<size_t>(s) * c.E + e];
                 held += p.num_replicas_of(e) > 0 && p.holds(e, g) && w > 0;
-                if (!p.holds(e, g)) EXPECT_EQ(flow.expert_device[static_cast<size_t>(e) * c.D + g], 0);
+                if (!p.holds(e, g)) {
+                    EXPECT_EQ(flow.expert_device[static_cast<size_t>(e) * c.D + g], 0);
+                }
             }
             replicated_held_most = std::max(replicated_held_most, held);
         }
@@ -122,13 +134,8 @@ TEST_P(FastSplitOracle, TotalsEqualTheFullFlow) {
             p.owner[e] = e % c.D;
             p.replica[static_cast<size_t>(e) * c.D + p.owner[e]] = 0;
         }
-        const LayerFlow full = splitter.split(p), lean = splitter.split_totals(p);
-        EXPECT_EQ(lean.route, full.route);
-        EXPECT_EQ(lean.computed, full.computed);
-        EXPECT_EQ(lean.received, full.received);
-        EXPECT_EQ(lean.sent, full.sent);
-        EXPECT_EQ(lean.replica_holders, full.replica_holders);
-        EXPECT_EQ(lean.total_tokens, full.total_tokens);
+        SCOPED_TRACE("trial " + std::to_string(trial));
+        expect_same_totals(splitter.split_totals(p), splitter.split(p));
     }
 }
 
@@ -147,12 +154,8 @@ TEST_P(FastSplitOracle, ReusedSplitterEqualsAFreshOne) {
         }
         FastSplitter fresh(counts.data(), c.D, c.E, nullptr);
         FastSplitReport reused_report, fresh_report;
-        const LayerFlow a = reused.split_totals(p, &reused_report), b = fresh.split_totals(p, &fresh_report);
-        EXPECT_EQ(a.route, b.route) << "trial " << trial;
-        EXPECT_EQ(a.computed, b.computed) << "trial " << trial;
-        EXPECT_EQ(a.received, b.received) << "trial " << trial;
-        EXPECT_EQ(a.sent, b.sent) << "trial " << trial;
-        EXPECT_EQ(a.replica_holders, b.replica_holders) << "trial " << trial;
+        SCOPED_TRACE("trial " + std::to_string(trial));
+        expect_same_totals(reused.split_totals(p, &reused_report), fresh.split_totals(p, &fresh_report));
         EXPECT_EQ(reused_report.max_computed, fresh_report.max_computed) << "trial " << trial;
         EXPECT_EQ(reused_report.max_flow_solves, fresh_report.max_flow_solves) << "trial " << trial;
     }
@@ -195,6 +198,22 @@ std::vector<int64_t> triple_loop_route(const std::vector<int64_t>& counts, int D
                     if (distance(s, g) == d) give(s, g);
     }
     return route;
+}
+
+// A splitter reset onto other counts (FlowScratch keeps one across plans) forgets the owner routes it cached: its
+// split of a placement with the same owners as its last one equals a fresh splitter's of the new counts.
+TEST_P(FastSplitOracle, ResetSplitterEqualsAFreshOne) {
+    const SplitCase c = GetParam();
+    Rng rng(c.seed + 5);
+    const std::vector<int64_t> before = case_counts(c, rng), after = case_counts(c, rng);
+    const Placement p = case_placement(c, rng);
+    FastSplitter reused(before.data(), c.D, c.E, nullptr);
+    reused.split_totals(p);  // caches p's owner routes of `before`
+    reused.reset(after.data(), c.D, c.E, nullptr);
+    FastSplitter fresh(after.data(), c.D, c.E, nullptr);
+    FastSplitReport reused_report, fresh_report;
+    expect_same_totals(reused.split_totals(p, &reused_report), fresh.split_totals(p, &fresh_report));
+    EXPECT_EQ(reused_report.max_computed, fresh_report.max_computed);
 }
 
 class NearestFillOracle : public ::testing::TestWithParam<NearCase> {};
