@@ -54,3 +54,9 @@ while(_prophet_long_cases)
   list(POP_FRONT _prophet_long_cases _name _cost)
   set_tests_properties("${_name}" PROPERTIES COST ${_cost})
 endwhile()
+
+# The injected-slowdown gate test compares two timed runs of the training step (one with a 5x slowdown injected)
+# and needs the planner rows to stay within 2x: under ctest -j2 it started beside the real-rank sweep calibrations
+# (2 MPI ranks pinned to the same two cores) and failed there, in CI once and locally once, while it passes alone
+# and beside one busy loop. It runs alone: a timing meant as evidence runs on a quiet machine.
+set_tests_properties("BenchRegress.InjectedTrainingSlowdownFailsBothTrainingRowsOnly" PROPERTIES RUN_SERIAL TRUE)
