@@ -51,8 +51,9 @@ struct FlowPlanReport {
 // slow reference the tests compare the choice against). Other routing rules score with their own routing.
 enum class FlowScoring { kFastSplit, kRoutingLp };
 
-// Buffers a caller that plans again and again keeps between plans (PolicySession, FlowPlanner): the candidates'
-// split. Its contents do not carry over: each plan starts it afresh (FastSplitter::reset).
+// Buffers a caller that plans again and again keeps between plans (one per planning thread in the policy registry,
+// one per FlowPlanner): the candidates' split. Its contents do not carry over: each plan starts it afresh
+// (FastSplitter::reset). Not for two threads at once.
 struct FlowScratch {
     FastSplitter splitter;
 };

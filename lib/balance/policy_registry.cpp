@@ -73,8 +73,11 @@ Placement exhaustive_layer(const LayerPlanRequest& r, PolicySession&) {
 Placement flow_layer(const LayerPlanRequest& r, PolicySession& session) {
     if (r.options->flow_predict != "ewma") {
         const Placement current = r.current ? *r.current : Placement::make_static(r.num_devices, r.num_experts);
+        // buffers per thread, not per session: the trainer's planner thread and its main thread may plan at once
+        // (PolicyRunner::plan_next is const and runs on both)
+        thread_local FlowScratch scratch;
         return plan_flow(r.counts, r.num_devices, r.num_experts, *r.cost, *r.options, current, nullptr,
-                         FlowScoring::kFastSplit, &session.flow_scratch());
+                         FlowScoring::kFastSplit, &scratch);
     }
     FlowPlanner& planner = session.flow_planner(r.layer, r.num_devices, r.num_experts);
     planner.observe(r.counts);
@@ -239,11 +242,6 @@ PolicySession::~PolicySession() = default;
 ExternalPolicy& PolicySession::external() {
     if (!external_) external_ = std::make_unique<ExternalPolicy>(options_, cost_, num_layers_, num_experts_);
     return *external_;
-}
-
-FlowScratch& PolicySession::flow_scratch() {
-    if (!flow_scratch_) flow_scratch_ = std::make_unique<FlowScratch>();
-    return *flow_scratch_;
 }
 
 FlowPlanner& PolicySession::flow_planner(int layer, int num_devices, int num_experts) {

@@ -29,7 +29,6 @@ const char* policy_input_name(PolicyInput input);  // "previous_iteration" | "cu
 
 class ExternalPolicy;  // external_policy.h
 class FlowPlanner;     // policy_flow.h
-struct FlowScratch;    // policy_flow.h
 
 // Per-run state of a policy: an external policy's process, started on the first plan and ended with the session.
 // flow under ewma keeps its per-layer load statistics; other built-ins keep none. `cost`, `num_layers` and
@@ -43,8 +42,6 @@ class PolicySession {
     ExternalPolicy& external();  // starts the process on first use
     // flow with balance.flow_predict = ewma: the layer's load statistics (created on first use, one per layer)
     FlowPlanner& flow_planner(int layer, int num_devices, int num_experts);
-    // flow's buffers for the stateless plans (balance.flow_predict = previous), kept across layers and iterations
-    FlowScratch& flow_scratch();
     int num_layers() const { return num_layers_; }
 
   private:
@@ -53,7 +50,6 @@ class PolicySession {
     int num_layers_, num_experts_;
     std::unique_ptr<ExternalPolicy> external_;
     std::vector<FlowPlanner> flow_;  // [L] flow's per-layer planners (ewma)
-    std::unique_ptr<FlowScratch> flow_scratch_;
 };
 
 // One layer's planning request (online policies).
