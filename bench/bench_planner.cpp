@@ -92,7 +92,7 @@ void BM_plan_flow_top8(benchmark::State& state) {
     options.route_rule = RouteRule::kFlow;
     const Placement current = Placement::make_static(D, E);
     FlowPlanReport report;
-    FlowScratch scratch;  // kept across plans as PolicySession and FlowPlanner keep theirs
+    FlowScratch scratch;  // kept across plans, as the policy registry (per thread) and FlowPlanner keep theirs
     for (auto _ : state)
         benchmark::DoNotOptimize(
             plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));

@@ -51,7 +51,7 @@ class FastSplitter {
     FastSplitter() = default;  // reset() before use
     // The splitter of other counts (or another layer) with its buffers kept: what the constructor builds, and the
     // cached owner routes and the near start forgotten. Buffers built fresh for every plan cost page faults (a
-    // plan's parts reach D * E * 24 bytes): a quarter of a plan at E = 256, D = 64, top-8 (bench_planner).
+    // plan's parts reach D * E * 24 bytes): about a fifth of a plan at E = 256, D = 64, top-8 (bench_planner).
     void reset(const int64_t* counts, int num_devices, int num_experts, const ClusterSpec* cluster);
     // The split as a LayerFlow: route exact, expert_device filled, destination naming the owner as under kFlow
     // (flow_from_parts of the split's parts).
