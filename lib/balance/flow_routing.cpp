@@ -65,6 +65,10 @@ void fixed_loads(const int64_t* counts, int D, int E, const Placement& p, const 
         }
 }
 
+// the routing LPs' bases kept per thread: a trace's layers, each column's pass over them (tens of kB per LP at
+// E = 256, D = 64 with many copies; a 16-GPU trace of thousands of layers at about 1 kB each)
+constexpr size_t kBasisCacheBytes = size_t{64} << 20;
+
 uint64_t structure_hash(const lp::LpModel& m) {
     uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(m.num_rows);
     auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
@@ -300,12 +304,10 @@ LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement
     for (int e = 0; e < E; ++e) replicated[e] = p.num_replicas_of(e) > 0 ? 1 : 0;
     const RoutingLp lpm = build_routing_lp(counts, D, E, p, pr, replicated, form);
     // warm start: the basis of the last LP of the same structure on this thread
-    thread_local uint64_t last_shape = 0;
-    thread_local std::vector<unsigned char> basis;
+    thread_local lp::BasisCache bases(kBasisCacheBytes);
     const uint64_t shape = structure_hash(lpm.model);
-    if (shape != last_shape) basis.clear();
-    last_shape = shape;
-    const lp::LpResult r = lp::solve_lp(lpm.model, &basis);
+    const lp::LpResult r = lp::solve_lp(lpm.model, &bases.basis(shape));
+    bases.stored(shape);
     PROPHET_ASSERT_MSG(r.optimal, "the flow routing LP did not solve to optimality (it is always feasible)");
     std::vector<SplitPart> parts;
     for (size_t i = 0; i + 1 < lpm.group_start.size(); ++i) {

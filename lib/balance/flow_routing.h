@@ -13,7 +13,9 @@
 // topology.h a byte passes (NVLink / host port out and in, GPU injection / ejection, NIC out and in). Pair links
 // are left out of the LP (on every shipped cluster a pair is no faster than the port it leaves through, so the
 // port bounds it); the score (predict_layer) still times them. Trans / Agg do not depend on the split.
-// The LP (COIN-OR CLP, warm-started from the previous basis of the same shape) is solved in units of t_tok;
+// The LP (COIN-OR CLP, warm-started from the last basis of the same structure this thread solved, kept per
+// structure in an lp::BasisCache: `prophet plan` routes a trace's layers once per column, so the same layer's LP
+// recurs hundreds of solves later) is solved in units of t_tok;
 // each group's fractional split is rounded by largest remainder, so every group's integers sum to its count
 // (experts sharing a holder set share a group: RoutingLpForm below).
 #pragma once

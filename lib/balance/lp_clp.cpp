@@ -46,4 +46,30 @@ LpResult solve_lp(const LpModel& m, std::vector<unsigned char>* basis) {
     return r;
 }
 
+std::vector<unsigned char>& BasisCache::basis(uint64_t key) {
+    const auto found = by_key_.find(key);
+    if (found != by_key_.end()) {
+        entries_.splice(entries_.begin(), entries_, found->second);
+        return entries_.front().basis;
+    }
+    entries_.push_front(Entry{key, {}, kEntryOverheadBytes});
+    bytes_ += kEntryOverheadBytes;
+    by_key_[key] = entries_.begin();
+    return entries_.front().basis;
+}
+
+void BasisCache::stored(uint64_t key) {
+    const auto found = by_key_.find(key);
+    PROPHET_ASSERT(found != by_key_.end());
+    Entry& e = *found->second;
+    const size_t now = e.basis.size() + kEntryOverheadBytes;
+    bytes_ = bytes_ - e.counted + now;
+    e.counted = now;
+    while (bytes_ > max_bytes_ && entries_.size() > 1 && entries_.back().key != key) {
+        bytes_ -= entries_.back().counted;
+        by_key_.erase(entries_.back().key);
+        entries_.pop_back();
+    }
+}
+
 }  // namespace prophet::lp

@@ -2,6 +2,10 @@
 // start (the previous solve's basis), so policy code never includes a COIN header.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <unordered_map>
 #include <vector>
 
 namespace prophet::lp {
@@ -32,5 +36,30 @@ double infinity();
 // basis (in/out, may be null): the status array of a previous solve; used when its size matches this model
 // (columns + rows), replaced by this solve's.
 LpResult solve_lp(const LpModel& model, std::vector<unsigned char>* basis);
+
+// The bases of recent LPs, each under a key naming its structure (columns and nonzero pattern), least recently used
+// dropped first past max_bytes: a caller that solves LPs of several structures in turn (a trace's layers, column
+// after column) warm-starts each from the last solve of its own structure, not only from the solve just before.
+class BasisCache {
+  public:
+    // counted beside each basis for its list node and index entry, so that many small bases are bounded too
+    static constexpr size_t kEntryOverheadBytes = 96;
+    explicit BasisCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+    // the basis last stored under key (empty: none); valid until the next call
+    std::vector<unsigned char>& basis(uint64_t key);
+    // the basis under key has been written (its size may have changed): drop the oldest past max_bytes
+    void stored(uint64_t key);
+
+  private:
+    struct Entry {
+        uint64_t key = 0;
+        std::vector<unsigned char> basis;
+        size_t counted = 0;  // what bytes_ counts for it: its basis and kEntryOverheadBytes
+    };
+
+    size_t max_bytes_, bytes_ = 0;
+    std::list<Entry> entries_;  // most recently used first
+    std::unordered_map<uint64_t, std::list<Entry>::iterator> by_key_;
+};
 
 }  // namespace prophet::lp
