@@ -21,7 +21,11 @@ void add_flow_keys(Schema& s) {
     s.add_bool("balance.flow_hot_sets", false,
                "flow: also try the hot-set family (the hottest experts held in every node, docs/policies.md); it pays "
                "at DeepSeek-V3 scale, but its placements hold many copies and the plan columns' per-batch routing LP "
-               "over them is slow (plan --policy all at that scale: 209 s instead of about 40)");
+               "over them is slow (plan --policy flow at that scale: 74 s instead of 17)");
+    s.add_int("balance.flow_extra_copy_rounds", 8, 0, 1024,
+              "flow: rounds of extra copies tried after its candidate families (one more copy of an expert that has "
+              "copies, on its heaviest sender or the least loaded device; kept when the plan's predicted time drops); "
+              "0 = none (ablation)");
     s.add_bool("balance.flow_topology", true,
                "flow: plan on the run's cost model (topology-aware where the cluster file is) and prefer replicas and "
                "token sources near the owner; false (ablation): plan on the flat model (plan.topology_aware = false) "
@@ -116,6 +120,7 @@ BalanceOptions balance_options_from(const Config& c) {
     o.flow_transfer_aware = c.get_bool("balance.flow_transfer_aware");
     o.flow_topology = c.get_bool("balance.flow_topology");
     o.flow_hot_sets = c.get_bool("balance.flow_hot_sets");
+    o.flow_extra_copy_rounds = static_cast<int>(c.get_int("balance.flow_extra_copy_rounds"));
     o.external_command = c.get_string("balance.external");
     o.external_timeout_s = c.get_float("balance.external_timeout_s");
     o.external_offline = c.get_string("balance.external_role") == "offline";

@@ -15,6 +15,11 @@
 //               hot-set   (topology-aware models only) the h hottest experts held in every node / NVLink domain,
 //                         their tokens computed inside the group, owners spread under a star broadcast
 //                         (flow_hotset.h); h walked in doublings.
+//   extra copies          after the families (balance.flow_extra_copy_rounds rounds, default 8): one more copy of
+//                         an expert that has copies, on its heaviest sending non-holder or the least loaded one,
+//                         the best of a few tries per round kept while it lowers the predicted time (copies EPLB's
+//                         order never reaches: for the all-to-all they save, or on another device). Transfer-aware
+//                         scoring only.
 //   transfer    under the cost model a replica (or an owner away from its home) is Trans + Agg every iteration, so
 //               the candidate with the least predicted time already weighs each copy's gain against its
 //               transfer (R = 0 is a candidate). With balance.flow_horizon = H > 0 (serving: a move is one-off)
