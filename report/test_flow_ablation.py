@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The flow ablation end to end (issue 22, item 5): the shipped sweeps' five cumulative steps run by the real
+"""The flow ablation end to end (issue 22, item 5): the shipped sweeps' six cumulative steps run by the real
 binary on a tiny trace, and fig_flow_ablation's figure and table agreeing with the store.
 
   /usr/bin/python3 report/test_flow_ablation.py --prophet build/prophet [--keep]
