@@ -253,10 +253,9 @@ std::vector<std::pair<int, int>> extra_copy_tries(const int64_t* P, const std::v
                                                   const Placement& at, int cap) {
     const int D = at.num_devices, E = at.num_experts;
     const std::vector<int> replicas = at.replicas_per_device();
-    std::vector<int> copies(E, 0);
+    std::vector<int> copies(E);
     std::vector<double> est(D, 0.0);  // [D] estimated load: load / copies of every expert held
-    for (int e = 0; e < E; ++e)
-        for (int d = 0; d < D; ++d) copies[e] += at.holds(e, d);
+    for (int e = 0; e < E; ++e) copies[e] = 1 + at.num_replicas_of(e);
     for (int e = 0; e < E; ++e)
         for (int d = 0; d < D; ++d)
             if (at.holds(e, d)) est[d] += load[e] / copies[e];
