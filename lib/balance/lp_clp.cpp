@@ -36,7 +36,13 @@ LpResult solve_lp(const LpModel& m, std::vector<unsigned char>* basis) {
         clp.copyinStatus(basis->data());
         r.warm_started = true;
     }
-    clp.dual();
+    // warm: the basis of the same structure stays dual feasible when only the bounds change (the routing LPs' counts),
+    // so dual simplex repairs it; cold: primal simplex from the slack basis took about a third less time than dual on
+    // flow's routing LPs (docs/policies.md "flow" item 3)
+    if (r.warm_started)
+        clp.dual();
+    else
+        clp.primal();
     if (clp.status() != 0) clp.primal();  // a stale warm basis can leave dual simplex stuck: finish with primal
     r.optimal = clp.status() == 0;
     r.objective = clp.objectiveValue();
