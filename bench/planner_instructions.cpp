@@ -2,6 +2,7 @@
 // instructions under callgrind (ci/bench-regress.sh), where a timing loop would not be repeatable:
 //   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=prophet_counted_plans
 //   ./build/bench/planner_instructions prophet 32 16 10    (one command line)
+// flow-top8 is BM_plan_flow_top8's workload (top-8 of 4096 tokens per device, flow's scratch kept across plans).
 // Only prophet_counted_plans is counted: input generation, one warm-up plan (first-touch allocations) and the
 // process around them are not. Prints the plans' replica count so the compiler cannot drop them.
 #include <cstdio>
@@ -24,6 +25,7 @@ struct Input {
     std::vector<double> loads;       // [E], eplb's input
     CostModel cost;
     BalanceOptions options;
+    FlowScratch* scratch = nullptr;  // flow-top8: kept across plans, as BM_plan_flow_top8 keeps it
 };
 
 int64_t replicas(const Placement& p) {
@@ -38,6 +40,9 @@ int64_t plan_once(const Input& in) {
     if (in.policy == "flow")
         return replicas(
             plan_flow(in.counts.data(), in.D, in.E, in.cost, in.options, Placement::make_static(in.D, in.E)));
+    if (in.policy == "flow-top8")
+        return replicas(plan_flow(in.counts.data(), in.D, in.E, in.cost, in.options, Placement::make_static(in.D, in.E),
+                                  nullptr, FlowScoring::kFastSplit, in.scratch));
     return replicas(plan_eplb(in.loads, 1, in.D, in.E, 1, in.options).front());
 }
 
@@ -52,7 +57,7 @@ extern "C" __attribute__((noinline)) int64_t prophet_counted_plans(const Input* 
 
 int main(int argc, char** argv) {
     if (argc != 5) {
-        std::fprintf(stderr, "usage: %s prophet|fastermoe|eplb|flow E D PLANS\n", argv[0]);
+        std::fprintf(stderr, "usage: %s prophet|fastermoe|eplb|flow|flow-top8 E D PLANS\n", argv[0]);
         return 2;
     }
     Input in;
@@ -60,8 +65,10 @@ int main(int argc, char** argv) {
     in.E = std::atoi(argv[2]);
     in.D = std::atoi(argv[3]);
     const int plans = std::atoi(argv[4]);
-    if (in.policy != "prophet" && in.policy != "fastermoe" && in.policy != "eplb" && in.policy != "flow") {
-        std::fprintf(stderr, "planner_instructions: policy '%s' is not one of prophet, fastermoe, eplb, flow\n",
+    const bool top8 = in.policy == "flow-top8";
+    if (in.policy != "prophet" && in.policy != "fastermoe" && in.policy != "eplb" && in.policy != "flow" && !top8) {
+        std::fprintf(stderr,
+                     "planner_instructions: policy '%s' is not one of prophet, fastermoe, eplb, flow, flow-top8\n",
                      argv[1]);
         return 2;
     }
@@ -70,9 +77,11 @@ int main(int argc, char** argv) {
                      argv[2], argv[3], argv[4]);
         return 2;
     }
-    in.counts = bench::zipf_counts(in.D, in.E, 7);
+    in.counts = top8 ? bench::zipf_counts(in.D, in.E, 7, 8 * 4096) : bench::zipf_counts(in.D, in.E, 7);
     in.cost = bench::cost_for(in.D);
-    if (in.policy == "flow") in.options.route_rule = RouteRule::kFlow;  // BM_plan_flow's setting
+    if (in.policy == "flow" || top8) in.options.route_rule = RouteRule::kFlow;  // BM_plan_flow's setting
+    FlowScratch scratch;
+    in.scratch = &scratch;
     in.loads.assign(in.E, 0.0);
     for (int d = 0; d < in.D; ++d)
         for (int e = 0; e < in.E; ++e) in.loads[e] += static_cast<double>(in.counts[static_cast<size_t>(d) * in.E + e]);
