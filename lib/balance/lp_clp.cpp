@@ -37,8 +37,9 @@ LpResult solve_lp(const LpModel& m, std::vector<unsigned char>* basis) {
         r.warm_started = true;
     }
     // warm: the basis of the same structure stays dual feasible when only the bounds change (the routing LPs' counts),
-    // so dual simplex repairs it; cold: primal simplex from the slack basis took about a third less time than dual on
-    // flow's routing LPs (docs/policies.md "flow" item 3)
+    // so dual simplex repairs it; cold: primal simplex from Clp's start measured about a third faster than dual on
+    // flow's routing LPs (docs/policies.md, hot-set family). Where the LP has several optima, which one is returned
+    // depends on the start: callers that need one answer on every rank compute it once (ep_executor.h).
     if (r.warm_started)
         clp.dual();
     else

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "balance/flow_routing.h"
 #include "balance/placement.h"
 #include "balance/route_split.h"
 #include "comm/comm.h"
@@ -214,6 +215,36 @@ inline int split_groups(const RouteSplit& split) {
     return n;
 }
 
+// The split the rows must follow. Deterministic rules: the rule's split, recomputed here. kFlow: the routing LP may
+// have several optima and which one it returns depends on the solver's start (lp_clp.h: its warm start), so the
+// executor solves once on rank 0 and broadcasts; the check takes that split, after checking that it is a split of
+// these counts over the placement's holders and as good as a fresh solve (unit prices: the test's pricing) up to
+// the rounding of shares to whole tokens (one token per group on any device).
+inline RouteSplit rule_split(const ExpertParallelExecutor& ep, int layer, const std::vector<int64_t>& counts,
+                             const Placement& placement, RouteRule rule) {
+    const RouteSplit fresh = route_split(counts.data(), placement, rule);
+    if (rule != RouteRule::kFlow) return fresh;
+    const RouteSplit used = ep.layer_stats(layer).route;
+    const int D = placement.num_devices, E = placement.num_experts;
+    EXPECT_EQ(used.group_start.size(), fresh.group_start.size()) << "layer " << layer;
+    if (used.group_start.size() != fresh.group_start.size()) return fresh;
+    for (int g = 0; g < D * E; ++g) {
+        int64_t sum = 0;
+        for (int i = used.group_start[g]; i < used.group_start[g + 1]; ++i) {
+            sum += used.part_tokens[i];
+            EXPECT_TRUE(placement.holds(g % E, used.part_device[i])) << "layer " << layer << " group " << g;
+        }
+        EXPECT_EQ(sum, counts[g]) << "layer " << layer << " group " << g;
+    }
+    const RoutePricing unit = route_pricing(nullptr, D, 0.0);
+    const double used_objective = route_objective(unit, flow_of_split(counts.data(), placement, used));
+    const double fresh_objective = route_objective(unit, flow_of_split(counts.data(), placement, fresh));
+    // each split group's shares are rounded to whole tokens: under one token per split group on a device's H and Q
+    const double rounding = 7.0 * (split_groups(used) + split_groups(fresh));  // 7: 3 H + 4 Q
+    EXPECT_LE(std::abs(used_objective - fresh_objective), rounding) << "layer " << layer;
+    return used;
+}
+
 inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule rule, uint64_t seed) {
     const int D = comm.size(), r = comm.rank();
     const int L = 2, E = 8, K = 2, C = 8, F = 4;
@@ -261,7 +292,7 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
 
         // every row on the rank the rule's split names, grouped by expert then source, tags in (token,k) order
         const std::vector<int64_t> counts = p.counts();
-        const RouteSplit split = route_split(counts.data(), placements[l], rule);
+        const RouteSplit split = rule_split(ep, l, counts, placements[l], rule);
         // (flow on 2 ranks at unit prices keeps every group whole: both ranks hold every expert, and the
         // LP's optimum computes each rank's tokens locally)
         const bool replicated = pc == PlacementCase::kReplicated || pc == PlacementCase::kMovedOwnersReplicated;
