@@ -3,8 +3,8 @@
 
 Reads the finished `prophet sweep` points whose param ``ablate.variant`` is a flow step, ``flow-<n>-<component>``
 (experiments/sweeps/flow-ablation*.toml: 1 placement only, 2 +routing, 3 +transfer-awareness, 4 +topology,
-5 +extra copies, 6 +prediction). Engine "model" points give the Eq 6 and Eq 8 columns (``eq6_ms`` / ``gap_eq6``, ``eq8_ms`` /
-``gap_eq8``: the mean predicted MoE-layer time and its gap to the cost model's bound); engine "sim" points the Sim
+5 +extra copies, 6 +hot sets, 7 +prediction). Engine "model" points give the Eq 6 and Eq 8 columns (``eq6_ms`` /
+``gap_eq6``, ``eq8_ms`` / ``gap_eq8``: the mean predicted MoE-layer time and its gap to the cost model's bound); engine "sim" points the Sim
 column (the mean over blocks of ``layer_moe_ms``, the simulated MoE-block time, and ``gap_sim``, its gap to the
 simulated-time bound). gap = time / bound - 1. One panel column per trace and cluster; top row time / bound
 (1 + gap), bottom row ms, both on log axes; bars per step, mean ± sd across seeds. The table adds each step's change in time against the step before.
@@ -20,7 +20,8 @@ NAME = "fig_flow_ablation"
 STEP_RE = re.compile(r"^flow-(\d+)-(.+)$")
 # the component each shipped step adds (others are labelled by their own name)
 STEP_LABELS = {"placement": "placement only", "routing": "+routing", "transfer": "+transfer-awareness",
-               "topology": "+topology", "extra-copies": "+extra copies", "prediction": "+prediction"}
+               "topology": "+topology", "extra-copies": "+extra copies", "hot-sets": "+hot sets",
+               "prediction": "+prediction"}
 # column -> (time metric, gap metric) of engine model; Sim is computed from the per-layer metric
 MODEL_COLUMNS = {"Eq 6": ("eq6_ms", "gap_eq6"), "Eq 8": ("eq8_ms", "gap_eq8")}
 COLUMNS = ["Eq 6", "Eq 8", "Sim"]

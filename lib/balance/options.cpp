@@ -18,10 +18,11 @@ void add_flow_keys(Schema& s) {
     s.add_bool("balance.flow_transfer_aware", true,
                "flow: score candidates with their Trans/Agg and gate moves by balance.flow_horizon; false (ablation): "
                "score compute + all-to-all only, so every copy looks free and no move is gated");
-    s.add_bool("balance.flow_hot_sets", false,
-               "flow: also try the hot-set family (the hottest experts held in every node, docs/policies.md); it pays "
-               "at DeepSeek-V3 scale, but its placements hold many copies and the plan columns' per-batch routing LP "
-               "over them is slow (plan --policy flow at that scale: 74 s instead of 17)");
+    s.add_bool("balance.flow_hot_sets", true,
+               "flow: also try the hot-set family (the hottest experts held in every node or NVLink domain, "
+               "docs/policies.md), on topology-aware cluster files; it pays where the all-to-all crosses nodes, at the "
+               "price of many copies (memory: plan's extra-mem column; cap them with balance.max_replicas_per_device) "
+               "and slower routing LPs; false: the other families only (ablation)");
     s.add_int("balance.flow_extra_copy_rounds", 8, 0, 1024,
               "flow: rounds of extra copies tried after its candidate families (one more copy of an expert that has "
               "copies, on its heaviest sender or the least loaded device; kept when the plan's predicted time drops); "

@@ -59,7 +59,7 @@ struct BalanceOptions {
     // ablation switches (docs/policies.md "Ablation of flow's components"); true = flow as designed
     bool flow_transfer_aware = true;  // false: candidates scored without Trans/Agg, no transfer gate
     bool flow_topology = true;        // false: planned on the flat cost model, no nearest-device tie-breaks
-    bool flow_hot_sets = false;       // true: also the hot-set family (flow_hotset.h)
+    bool flow_hot_sets = true;        // also the hot-set family (flow_hotset.h); false: the other families only
     int flow_extra_copy_rounds = 8;   // rounds of single extra copies after the families (0: none)
     // external (external_policy.h): the command (split without a shell), its reply deadline, and its role:
     // online (per iteration and layer, from the previous iteration's counts) or offline (once, from the window)

@@ -9,6 +9,7 @@
 #include "balance/cluster.h"
 #include "balance/flow_hotset.h"
 #include "balance/flow_split.h"
+#include "balance/options.h"
 #include "balance/policy_flow.h"
 #include "balance/route_split.h"
 #include "balance_fixtures.h"
@@ -199,11 +200,19 @@ TEST_P(FlowHotSetChoice, PicksOneCopyOfTheHotExpertInEveryNode) {
     EXPECT_EQ(rep.hot_experts, 1);
 }
 
-// balance.flow_hot_sets = false (the default): the family is not tried, so no plan names a hot set.
-TEST_P(FlowHotSetChoice, OffByDefault) {
+// balance.flow_hot_sets = false (the ablation's earlier steps): the family is not tried, so no plan names a hot set.
+TEST_P(FlowHotSetChoice, OffNamesNoHotSet) {
     FlowPlanReport rep;
     plan(GetParam(), /*hot_sets=*/false, &rep);
     EXPECT_EQ(rep.hot_experts, 0);
+}
+
+// The family is on by default (BalanceOptions and the config key agree).
+TEST(FlowHotSetDefault, OnInOptionsAndConfig) {
+    EXPECT_TRUE(BalanceOptions{}.flow_hot_sets);
+    Schema schema;
+    add_balance_keys(schema, /*allow_all=*/false, "flow");
+    EXPECT_TRUE(balance_options_from(Config(schema, "test")).flow_hot_sets);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, FlowHotSetChoice,
