@@ -5,8 +5,9 @@
 // Every rank generates the whole global problem from a seed (all ranks' tokens, routing and gate weights), so it
 // can compute any other rank's input and the exact expectation without communication.
 //   check_exact_movement: tagged rows (src*1000 + token in every channel), identity experts, dyadic gate weights:
-//     every row must land on the rank the routing rule's split names (expected_inputs: a group's i-th assignment
-//     in (token, k) order goes to the holder whose part covers i, parts in ascending device order),
+//     every row must land on the rank the routing rule's split names (under flow: the split the executor used,
+//     checked to be optimal; rule_split), expected_inputs: a group's i-th assignment in (token, k) order goes to
+//     the holder whose part covers i, parts in ascending device order;
 //     combine(dispatch(h)) = h * sum_k w_k exactly, Trans copies home's parameters bit for bit into the group, Agg
 //     sums integer gradients exactly into home.
 //   check_oracle: real experts; out, dh, dgate_w and home expert gradients equal LocalMoeExecutor's on the
@@ -216,8 +217,8 @@ inline int split_groups(const RouteSplit& split) {
 }
 
 // The split the rows must follow. Deterministic rules: the rule's split, recomputed here. kFlow: the routing LP may
-// have several optima and which one it returns depends on the solver's start (lp_clp.h: its warm start), so the
-// executor solves once on rank 0 and broadcasts; the check takes that split, after checking that it is a split of
+// have several optima and which one it returns depends on the solver's start (lp_clp.cpp solve_lp: warm or cold), so
+// the executor solves once on rank 0 and broadcasts; the check takes that split, after checking that it is a split of
 // these counts over the placement's holders and as good as a fresh solve (unit prices: the test's pricing) up to
 // the rounding of shares to whole tokens (one token per group on any device).
 inline RouteSplit rule_split(const ExpertParallelExecutor& ep, int layer, const std::vector<int64_t>& counts,
