@@ -156,6 +156,17 @@ void check_model_engine_config(const Config& config) {
                            "use engine = \"sim\", or leave sim.plan_time out");
 }
 
+// The cost-model keys whose default is the cluster file's (cost_model_for_trace in balance/options.cpp): where the
+// sweep leaves them out, the file's values. The point's parameters list every key with its value and the engines
+// apply them all, so a schema default recorded here would override the file (every sweep ran flat, with a star
+// broadcast, whatever its cluster files said, until 2026-12-04).
+void resolve_cluster_defaults(Config& config, const ClusterSpec& cluster) {
+    if (!config.has("plan.topology_aware"))
+        config.apply_set(std::string("plan.topology_aware=") + (cluster.topology ? "true" : "false"));
+    if (!config.has("plan.trans_broadcast"))
+        config.apply_set(std::string("plan.trans_broadcast=") + (cluster.chain_broadcast ? "\"chain\"" : "\"star\""));
+}
+
 // A sim / model point's parameters, sorted: the point config (policy, grid, the arm's keys) and the point.*
 // coordinates, with the files' contents, not only their paths, so an edited file reruns the point.
 KeyValues sim_point_params(const SweepSpec& spec, const SweepPoint& p, const Variant& arm, FileHashes& hashes) {
@@ -170,6 +181,7 @@ KeyValues sim_point_params(const SweepSpec& spec, const SweepPoint& p, const Var
     }
     for (const auto& [k, v] : arm.set) config.apply_set(k + "=" + v);
     if (spec.engine == "model") check_model_engine_config(config);
+    resolve_cluster_defaults(config, load_cluster_file(resolve_path(spec, p.cluster)));
     for (auto& kv : config.flat()) params.push_back(std::move(kv));
     if (!arm.name.empty()) params.emplace_back("ablate.variant", quoted(arm.name));
     params.emplace_back("point.engine", quoted(spec.engine));

@@ -400,6 +400,46 @@ TEST_F(Sweep, VariantsExpandWithTheirKeys) {
     }
 }
 
+// The cost-model keys whose default is the cluster file's are recorded with the file's values (and so applied by
+// the engines, which apply every recorded key), unless the sweep sets them.
+struct ClusterDefaultCase {
+    const char* name;
+    const char* cluster;  // experiments/clusters/<cluster>.toml
+    const char* trace;    // experiments/traces/<trace>.toml, on the cluster's D
+    const char* set;      // a [sweep.grid] line, or ""
+    const char* topology_aware;
+    const char* trans_broadcast;
+};
+
+class SweepClusterDefaults : public ::testing::TestWithParam<ClusterDefaultCase> {
+  protected:
+    void SetUp() override { fs::current_path(PROPHET_SOURCE_DIR); }
+};
+
+TEST_P(SweepClusterDefaults, PointRecordsTheModelItRuns) {
+    const ClusterDefaultCase c = GetParam();
+    const std::string text = std::string("[sweep]\nname = \"d\"\nclusters = [\"experiments/clusters/") + c.cluster +
+                             ".toml\"]\ntraces = [\"experiments/traces/" + c.trace +
+                             ".toml\"]\npolicies = [\"static\"]\nseeds = [1]\n" +
+                             (*c.set ? std::string("[sweep.grid]\n") + c.set + "\n" : "");
+    const auto points = expand_points(parse_sweep_string(text, "d.toml"));
+    ASSERT_EQ(points.size(), 1u);
+    EXPECT_EQ(param(points[0], "plan.topology_aware"), c.topology_aware);
+    EXPECT_EQ(param(points[0], "plan.trans_broadcast"), c.trans_broadcast);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, SweepClusterDefaults,
+    ::testing::Values(ClusterDefaultCase{"nvlink_pairs_chain", "hpnv-16", "zipf-e16-k2", "", "true", "\"chain\""},
+                      ClusterDefaultCase{"nvswitch_nodes_star", "h100-64", "deepseek-v3-e256-k8", "", "true",
+                                         "\"star\""},
+                      ClusterDefaultCase{"flat_file", "moetuner-h100-ep4", "tiny-e4-d4", "", "false", "\"star\""},
+                      ClusterDefaultCase{"sweep_sets_flat", "hpnv-16", "zipf-e16-k2",
+                                         "\"plan.topology_aware\" = [false]", "false", "\"chain\""},
+                      ClusterDefaultCase{"sweep_sets_star", "hpnv-16", "zipf-e16-k2",
+                                         "\"plan.trans_broadcast\" = [\"star\"]", "true", "\"star\""}),
+    [](const ::testing::TestParamInfo<ClusterDefaultCase>& info) { return std::string(info.param.name); });
+
 // sim.schedule picks the simulated schedule: static under "none" is its own system (equal up to the measured
 // planning time, recorded as busy_ms.plan); prophet under "none" exposes
 // the Trans and Agg that "blockwise" hides; fastermoe's own system ("system" = "fastermoe") hides under the
