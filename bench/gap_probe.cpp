@@ -7,7 +7,9 @@
 //   ./build/bench/gap_probe --trace T --cluster C [--samples 12] [--iterations 2000] [--seed 1]
 //
 // best - bound is at most the bound's looseness; flow - best is at least what flow leaves. Owner moves flow
-// charges stay charged (the search keeps flow's owners).
+// charges stay charged (the search keeps flow's owners). It also prints how much of flow's traffic crosses nodes
+// and how unevenly the devices take it in (the all-to-all's node-level bound assumes them even).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -77,10 +79,32 @@ struct Terms {
     }
 };
 
+// a placement's tokens that cross nodes under flow's routing, and how evenly the NICs take them in: the
+// all-to-all's node-level bound assumes every NIC's inter-node ingress equal (docs/bounds.md)
+struct CrossNode {
+    double share = 0;        // cross-node tokens / all tokens, summed over layers (the caller divides)
+    double ingress_max = 0;  // busiest NIC's cross-node ingress / the NICs' mean, summed likewise
+    void add(const LayerFlow& f, const ClusterSpec& cl) {
+        const int D = f.num_devices;
+        std::vector<double> ingress(static_cast<size_t>(cl.num_devices / cl.devices_per_node * cl.nics_per_node), 0.0);
+        double cross = 0;
+        for (int src = 0; src < D; ++src)
+            for (int dst = 0; dst < D; ++dst)
+                if (cl.node_of(src) != cl.node_of(dst)) {
+                    const double t = static_cast<double>(f.route[static_cast<size_t>(src) * D + dst]);
+                    ingress[static_cast<size_t>(cl.nic_of(dst))] += t, cross += t;
+                }
+        share += f.total_tokens > 0 ? cross / static_cast<double>(f.total_tokens) : 0.0;
+        const double mean = cross / static_cast<double>(ingress.size());
+        ingress_max += cross > 0 ? *std::max_element(ingress.begin(), ingress.end()) / mean : 0.0;
+    }
+};
+
 struct Column {
     double bound = 0, flow = 0, best = 0;         // ms per layer
     double flow_replicas = 0, best_replicas = 0;  // extra copies per layer
     Terms flow_terms, best_terms;                 // ms per layer
+    CrossNode flow_cross;                         // flow's placements, means over the layers
 };
 
 // Searches every sampled layer of `score` (flow planned for cost_eq); replaces its placements with the best found.
@@ -96,6 +120,9 @@ Column search_column(PolicyScore& score, const TraceView& view, const CostModel&
         o.cost_eq = cost_eq;
         PlanSearchReport r;
         c.flow_replicas += ls.placement.num_replicas();
+        c.flow_cross.add(compute_flow(view.layer(ls.iteration, ls.layer), view.num_devices, view.num_experts,
+                                      ls.placement, RouteRule::kFlow, &m),
+                         m.cluster);
         ls.placement = search_plan(view.layer(ls.iteration, ls.layer), m, ls.placement, o, &r);
         c.flow += layer_cost(ls.cost, cost_eq);
         c.best += r.best_s + ls.cost.owner_move_s;  // the same owners: the same moves charged
@@ -110,8 +137,9 @@ Column search_column(PolicyScore& score, const TraceView& view, const CostModel&
     }
     const double n = static_cast<double>(picks.size()) / 1e3;  // means, in ms
     const double count = static_cast<double>(picks.size());
-    return {c.bound / n,  c.flow / n,  c.best / n, c.flow_replicas / count, c.best_replicas / count,
-            c.flow_terms, c.best_terms};
+    c.bound /= n, c.flow /= n, c.best /= n, c.flow_replicas /= count, c.best_replicas /= count;
+    c.flow_cross.share /= count, c.flow_cross.ingress_max /= count;
+    return c;
 }
 
 int run(const ProbeArgs& a) {
@@ -148,6 +176,9 @@ int run(const ProbeArgs& a) {
         std::printf("%-6s terms 4 A2A / 3 FEC / transfers: flow %.3f / %.3f / %.3f, best %.3f / %.3f / %.3f\n", name,
                     c.flow_terms.a2a4, c.flow_terms.fec3, c.flow_terms.transfers, c.best_terms.a2a4, c.best_terms.fec3,
                     c.best_terms.transfers);
+    for (const auto& [name, c] : {std::pair{"Eq 6", eq6}, std::pair{"Eq 8", eq8}})
+        std::printf("%-6s flow's cross-node tokens %.1f%% of all, busiest NIC's cross-node ingress %.2f x the mean\n",
+                    name, 100 * c.flow_cross.share, c.flow_cross.ingress_max);
     if (picks.size() == flow.eq8.layers.size()) {
         const plan::SimColumn best_sim = plan::simulate_column(flow.system(), view, cost, settings);
         std::printf("%-6s %10.3f %10.3f %10.3f %+11.1f%% %+11.1f%%\n", "Sim", bounds.mean.sim_s * 1e3, flow.sim.moe_ms,
