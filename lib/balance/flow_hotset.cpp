@@ -67,6 +67,50 @@ int HotSetBuilder::spread(std::vector<int>& owner, int hot) {
     return swaps;
 }
 
+// tokens of cold expert e that reach `device` from other nodes when it owns e
+double HotSetBuilder::cross_ingress(int e, int device) const {
+    const int dpn = cluster_.devices_per_node;
+    return load_[e] - static_cast<double>(group_tokens(e, cluster_.node_of(device) * dpn, dpn));
+}
+
+// Evens each node's NICs' cross-node ingress by swapping cold owners inside the node (flow_hotset.h "nics");
+// returns the swaps made.
+int HotSetBuilder::even_nics(std::vector<int>& owner) {
+    std::vector<double> ingress(static_cast<size_t>(cluster_.nic_of(D_ - 1)) + 1, 0.0);  // [NICs]
+    for (int e = 0; e < E_; ++e)
+        if (!is_hot_[e]) ingress[cluster_.nic_of(owner[e])] += cross_ingress(e, owner[e]);
+    const int nics = static_cast<int>(ingress.size()), per_node = cluster_.nics_per_node;
+    int swaps = 0;
+    for (int first = 0; per_node > 1 && first < nics; first += per_node)
+        while (swaps < E_ && swap_once(owner, ingress, first, first + per_node)) ++swaps;
+    return swaps;
+}
+
+// One swap between the busiest and the least busy NIC of [first, last) (one node's) that lowers the larger of the
+// two; false: none does.
+bool HotSetBuilder::swap_once(std::vector<int>& owner, std::vector<double>& ingress, int first, int last) {
+    const auto [lo, hi] = std::minmax_element(ingress.begin() + first, ingress.begin() + last);
+    const int busy = static_cast<int>(hi - ingress.begin()), idle = static_cast<int>(lo - ingress.begin());
+    double best = *hi;  // the larger of the two NICs' ingress after the swap; must fall
+    int best_e = -1, best_c = -1;
+    for (int e = 0; e < E_; ++e) {
+        if (is_hot_[e] || cluster_.nic_of(owner[e]) != busy) continue;
+        for (int c = 0; c < E_; ++c) {
+            if (is_hot_[c] || cluster_.nic_of(owner[c]) != idle) continue;
+            const double after_busy = *hi - cross_ingress(e, owner[e]) + cross_ingress(c, owner[e]);
+            const double after_idle = *lo - cross_ingress(c, owner[c]) + cross_ingress(e, owner[c]);
+            if (std::max(after_busy, after_idle) < best - 1e-9)
+                best = std::max(after_busy, after_idle), best_e = e, best_c = c;
+        }
+    }
+    if (best_e < 0) return false;
+    const int from = owner[best_e], to = owner[best_c];
+    ingress[busy] += cross_ingress(best_c, from) - cross_ingress(best_e, from);
+    ingress[idle] += cross_ingress(best_e, to) - cross_ingress(best_c, to);
+    owner[best_e] = to, owner[best_c] = from;
+    return true;
+}
+
 // One group's replicas of the hot experts it has no holder of, largest tokens first to its lightest device.
 void HotSetBuilder::place_group(Placement& p, int first_device, int group_size, int cap) {
     items_.clear();
@@ -97,7 +141,8 @@ Placement HotSetBuilder::build(const HotSetShape& shape, int cap, int* owner_swa
     is_hot_.assign(E_, 0);
     for (int i = 0; i < hot; ++i) is_hot_[by_load_[i]] = 1;
     std::vector<int> owner = current_.owner;
-    const int swaps = shape.spread_owners ? spread(owner, hot) : 0;
+    int swaps = shape.spread_owners ? spread(owner, hot) : 0;
+    if (shape.even_nics) swaps += even_nics(owner);
     Placement p = Placement::make_owners(D_, owner);
     est_.assign(D_, 0.0);
     replicas_.assign(D_, 0);
@@ -141,6 +186,13 @@ void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, 
                          })->first;
         for (int h : {best * 3 / 4, best * 3 / 2})
             if (h >= 1 && h <= most && !tried.count(h)) score(h);
+        if (builder.nics_per_node() > 1) {  // the best h again, each node's cold owners evening its NICs out
+            const int h = std::min_element(tried.begin(), tried.end(), [](const auto& a, const auto& b) {
+                              return a.second < b.second;
+                          })->first;
+            const HotSetShape shape{h, g, spread_owners, true};
+            consider(builder.build(shape, cap), shape);
+        }
     }
 }
 

@@ -17,6 +17,13 @@
 //             item's tokens. Room: at most ceil(n / g) replicas per device (each copy enters its holder through
 //             one NIC, so the copies are spread evenly) and balance.max_replicas_per_device. An item no device of
 //             the group has room for gets no replica (the split then sends those tokens to another group's holder).
+//   nics      (even_nics; nodes with several NICs) with every hot expert in every node, the tokens that cross
+//             nodes are the cold experts': each enters its owner's rail NIC, w_e minus the owner's node's tokens
+//             for e, the same for any device of the node. Per node, while it lowers the larger of the two, a
+//             device on the node's busiest NIC swaps one cold expert with one of a device on its least busy NIC
+//             (the pair that leaves the larger of the two NICs' ingress least; at most E swaps in all). The
+//             routing LP cannot move those tokens (one holder), so only owners even the NICs out; inside a node
+//             the moves ride NVLink or PCIe, not the NICs.
 // Every hot expert then has a holder in every group that sends it tokens, so node-local routing (flow_split.h's
 // nearest-first fill, the routing LP's all-to-all price) keeps those tokens inside the group, and only the cold
 // experts' tokens cross groups. The candidates are scored by flow's cost model with every other; the planner keeps
@@ -37,6 +44,7 @@ struct HotSetShape {
     int hot = 0;                 // h: experts replicated into every group
     int group_size = 1;          // devices per replication group (divides D; < D)
     bool spread_owners = false;  // swap owners so no device owns more than ceil(h / D) hot experts
+    bool even_nics = false;      // then swap cold owners inside each node to even its NICs' ingress (below)
 };
 
 // Builds the family's placements for one layer; the sort by load and the buffers are shared by its candidates.
@@ -50,6 +58,7 @@ class HotSetBuilder {
     Placement build(const HotSetShape& shape, int cap, int* owner_swaps = nullptr);
     int experts_with_load() const { return with_load_; }
     int num_experts() const { return E_; }
+    int nics_per_node() const { return cluster_.nics_per_node; }
 
   private:
     const int64_t* counts_;
@@ -64,6 +73,9 @@ class HotSetBuilder {
     std::vector<int> replicas_;                   // [D]
     std::vector<std::pair<int64_t, int>> items_;  // (tokens, expert) of one group
     int spread(std::vector<int>& owner, int hot);
+    int even_nics(std::vector<int>& owner);
+    bool swap_once(std::vector<int>& owner, std::vector<double>& ingress, int first_nic, int last_nic);
+    double cross_ingress(int expert, int device) const;  // e's tokens from other nodes if `device` owns it
     int swap_target(int from, const std::vector<int>& owner, int limit) const;
     void place_group(Placement& p, int first_device, int group_size, int cap);
     int64_t group_tokens(int expert, int first_device, int group_size) const;
@@ -75,7 +87,8 @@ std::vector<int> replication_group_sizes(const ClusterSpec& cluster, int num_dev
 
 // Per group size, h doubling from max(1, E / 32) up to max(1, E / 2) (and the experts with load), each shape's
 // candidate scored by consider(placement, shape) (predicted seconds), until two rises in a row; then h at 3/4 and
-// 3/2 of the best so far (the midpoints of the doubling). The range keeps the walk to about 7 candidates at
+// 3/2 of the best so far (the midpoints of the doubling); on nodes with several NICs, the best h once more with
+// even_nics. The range keeps the walk to about 7 candidates at
 // E = 256 (each costs a split and a topology-aware prediction). spread_owners: the owner rule of every shape (the
 // planner spreads owners under a star broadcast, where each copy leaves its owner's NIC, and keeps them under a
 // chain). Nothing to try: no call.

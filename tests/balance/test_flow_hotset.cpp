@@ -3,6 +3,7 @@
 // when the node holds it and compute leaves room.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -50,6 +51,7 @@ struct HotCase {
     bool spread;
     double zipf_s;
     uint64_t seed;
+    bool even_nics = false;
 };
 
 // One case's placement, built from the static layout on skewed counts of the case's cluster.
@@ -63,13 +65,25 @@ class HotSetPlacement : public ::testing::TestWithParam<HotCase> {
         load_ = loads_of(counts_, D_, E_);
         current_ = Placement::make_static(D_, E_);
         HotSetBuilder builder(counts_.data(), load_, current_, cost_.cluster);
-        placement_ = builder.build(HotSetShape{c.hot, c.group_size, c.spread}, c.cap);
+        placement_ = builder.build(HotSetShape{c.hot, c.group_size, c.spread, c.even_nics}, c.cap);
+        without_even_ = builder.build(HotSetShape{c.hot, c.group_size, c.spread, false}, c.cap);
+    }
+    // the slow oracle of flow_hotset.h "nics": per NIC, the cold experts' tokens from other nodes into their owners
+    std::vector<double> cold_nic_ingress(const Placement& p) const {
+        const ClusterSpec& cl = cost_.cluster;
+        const std::vector<char> hot = hottest(load_, GetParam().hot);
+        std::vector<double> ingress(static_cast<size_t>(cl.nic_of(D_ - 1)) + 1, 0.0);
+        for (int e = 0; e < E_; ++e)
+            for (int s = 0; s < D_ && !hot[e]; ++s)
+                if (cl.node_of(s) != cl.node_of(p.owner[e]))
+                    ingress[cl.nic_of(p.owner[e])] += static_cast<double>(counts_[static_cast<size_t>(s) * E_ + e]);
+        return ingress;
     }
     CostModel cost_;
     int D_ = 0, E_ = 0;
     std::vector<int64_t> counts_;
     std::vector<double> load_;
-    Placement current_, placement_;
+    Placement current_, placement_, without_even_;  // without_even_: the same shape with even_nics false
 };
 
 TEST_P(HotSetPlacement, RespectsTheReplicaCap) { EXPECT_EQ(check_placement(placement_, GetParam().cap), ""); }
@@ -140,15 +154,38 @@ TEST_P(HotSetPlacement, RoutesEveryTokenToAHolder) {
             if (fast.expert_device[static_cast<size_t>(e) * D_ + d] > 0) EXPECT_TRUE(placement_.holds(e, d));
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, HotSetPlacement,
-                         ::testing::Values(HotCase{"h100_nodes_kept", "h100-16.toml", 4, 8, 8, 0, false, 0.8, 1},
-                                           HotCase{"h100_nodes_spread", "h100-16.toml", 4, 16, 8, 0, true, 0.8, 2},
-                                           HotCase{"h100_many_hot_spread", "h100-16.toml", 4, 40, 8, 0, true, 1.2, 3},
-                                           HotCase{"h100_capped", "h100-16.toml", 4, 24, 8, 1, true, 0.8, 4},
-                                           HotCase{"hpwnv_nodes_spread", "hpwnv-16.toml", 2, 6, 4, 0, true, 1.2, 5},
-                                           HotCase{"hpnv_nvlink_pairs", "hpnv-16.toml", 1, 3, 2, 0, true, 1.4, 6},
-                                           HotCase{"hpnv_pairs_capped", "hpnv-16.toml", 2, 12, 2, 2, false, 1.0, 7}),
-                         [](const ::testing::TestParamInfo<HotCase>& info) { return std::string(info.param.name); });
+// even_nics swaps cold owners inside a node only: every expert's owner stays on the node it had without it.
+TEST_P(HotSetPlacement, EvenNicsKeepsEveryOwnerOnItsNode) {
+    if (!GetParam().even_nics) GTEST_SKIP() << "even_nics off";
+    for (int e = 0; e < E_; ++e)
+        EXPECT_EQ(cost_.cluster.node_of(placement_.owner[e]), cost_.cluster.node_of(without_even_.owner[e]))
+            << "expert " << e;
+}
+
+// ... and never raises a node's busiest NIC's cold cross-node ingress (the slow oracle above counts it).
+TEST_P(HotSetPlacement, EvenNicsNeverRaisesANodesBusiestNic) {
+    if (!GetParam().even_nics) GTEST_SKIP() << "even_nics off";
+    const std::vector<double> after = cold_nic_ingress(placement_), before = cold_nic_ingress(without_even_);
+    const int per_node = cost_.cluster.nics_per_node;
+    for (int first = 0; first < static_cast<int>(after.size()); first += per_node)
+        EXPECT_LE(*std::max_element(after.begin() + first, after.begin() + first + per_node),
+                  *std::max_element(before.begin() + first, before.begin() + first + per_node) + 1e-9)
+            << "node of NIC " << first;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, HotSetPlacement,
+    ::testing::Values(HotCase{"h100_nodes_kept", "h100-16.toml", 4, 8, 8, 0, false, 0.8, 1},
+                      HotCase{"h100_nodes_spread", "h100-16.toml", 4, 16, 8, 0, true, 0.8, 2},
+                      HotCase{"h100_many_hot_spread", "h100-16.toml", 4, 40, 8, 0, true, 1.2, 3},
+                      HotCase{"h100_capped", "h100-16.toml", 4, 24, 8, 1, true, 0.8, 4},
+                      HotCase{"hpwnv_nodes_spread", "hpwnv-16.toml", 2, 6, 4, 0, true, 1.2, 5},
+                      HotCase{"hpnv_nvlink_pairs", "hpnv-16.toml", 1, 3, 2, 0, true, 1.4, 6},
+                      HotCase{"hpnv_pairs_capped", "hpnv-16.toml", 2, 12, 2, 2, false, 1.0, 7},
+                      HotCase{"h100_even_nics", "h100-16.toml", 4, 8, 8, 0, true, 0.8, 8, true},
+                      HotCase{"h100_even_nics_kept", "h100-16.toml", 8, 16, 8, 0, false, 1.0, 9, true},
+                      HotCase{"h100_even_nics_capped", "h100-16.toml", 4, 24, 8, 1, true, 0.8, 10, true}),
+    [](const ::testing::TestParamInfo<HotCase>& info) { return std::string(info.param.name); });
 
 // A cluster where node-local replication is clearly best: nodes of 4 devices on NVLink (fast), one slow NIC per
 // node, compute almost free; every device sends 1000 tokens to expert 0 (owned by device 0) and 10 to each other.
