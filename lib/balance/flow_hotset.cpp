@@ -76,38 +76,44 @@ double HotSetBuilder::cross_ingress(int e, int device) const {
 // Evens each node's NICs' cross-node ingress by swapping cold owners inside the node (flow_hotset.h "nics");
 // returns the swaps made.
 int HotSetBuilder::even_nics(std::vector<int>& owner) {
-    std::vector<double> ingress(static_cast<size_t>(cluster_.nic_of(D_ - 1)) + 1, 0.0);  // [NICs]
+    const int per_node = cluster_.nics_per_node, nodes = D_ / cluster_.devices_per_node;
+    if (per_node < 2) return 0;
+    std::vector<double> ingress(static_cast<size_t>(nodes) * per_node, 0.0);  // [NICs]
+    std::vector<std::vector<int>> cold(nodes);                                // [nodes] cold experts, ascending
+    cross_.assign(E_, 0.0);  // the same for every device of the owner's node, so fixed by swaps inside it
     for (int e = 0; e < E_; ++e)
-        if (!is_hot_[e]) ingress[cluster_.nic_of(owner[e])] += cross_ingress(e, owner[e]);
-    const int nics = static_cast<int>(ingress.size()), per_node = cluster_.nics_per_node;
+        if (!is_hot_[e]) {
+            cross_[e] = cross_ingress(e, owner[e]);
+            ingress[cluster_.nic_of(owner[e])] += cross_[e];
+            cold[cluster_.node_of(owner[e])].push_back(e);
+        }
     int swaps = 0;
-    for (int first = 0; per_node > 1 && first < nics; first += per_node)
-        while (swaps < E_ && swap_once(owner, ingress, first, first + per_node)) ++swaps;
+    for (int n = 0; n < nodes; ++n)
+        while (swaps < E_ && swap_once(owner, ingress, n * per_node, (n + 1) * per_node, cold[n])) ++swaps;
     return swaps;
 }
 
-// One swap between the busiest and the least busy NIC of [first, last) (one node's) that lowers the larger of the
-// two; false: none does.
-bool HotSetBuilder::swap_once(std::vector<int>& owner, std::vector<double>& ingress, int first, int last) {
+// One swap between the busiest and the least busy NIC of [first, last) (one node's; `cold`: its cold experts) that
+// lowers the larger of the two; false: none does.
+bool HotSetBuilder::swap_once(std::vector<int>& owner, std::vector<double>& ingress, int first, int last,
+                              const std::vector<int>& cold) {
     const auto [lo, hi] = std::minmax_element(ingress.begin() + first, ingress.begin() + last);
     const int busy = static_cast<int>(hi - ingress.begin()), idle = static_cast<int>(lo - ingress.begin());
     double best = *hi;  // the larger of the two NICs' ingress after the swap; must fall
     int best_e = -1, best_c = -1;
-    for (int e = 0; e < E_; ++e) {
-        if (is_hot_[e] || cluster_.nic_of(owner[e]) != busy) continue;
-        for (int c = 0; c < E_; ++c) {
-            if (is_hot_[c] || cluster_.nic_of(owner[c]) != idle) continue;
-            const double after_busy = *hi - cross_ingress(e, owner[e]) + cross_ingress(c, owner[e]);
-            const double after_idle = *lo - cross_ingress(c, owner[c]) + cross_ingress(e, owner[c]);
+    for (int e : cold) {
+        if (cluster_.nic_of(owner[e]) != busy) continue;
+        for (int c : cold) {
+            if (cluster_.nic_of(owner[c]) != idle) continue;
+            const double after_busy = *hi - cross_[e] + cross_[c], after_idle = *lo - cross_[c] + cross_[e];
             if (std::max(after_busy, after_idle) < best - 1e-9)
                 best = std::max(after_busy, after_idle), best_e = e, best_c = c;
         }
     }
     if (best_e < 0) return false;
-    const int from = owner[best_e], to = owner[best_c];
-    ingress[busy] += cross_ingress(best_c, from) - cross_ingress(best_e, from);
-    ingress[idle] += cross_ingress(best_e, to) - cross_ingress(best_c, to);
-    owner[best_e] = to, owner[best_c] = from;
+    ingress[busy] += cross_[best_c] - cross_[best_e];
+    ingress[idle] += cross_[best_e] - cross_[best_c];
+    std::swap(owner[best_e], owner[best_c]);
     return true;
 }
 

@@ -71,10 +71,12 @@ class HotSetBuilder {
     std::vector<int> owned_hot_;                  // [D] hot experts each device owns (spread)
     std::vector<double> est_;                     // [D] estimated tokens computed
     std::vector<int> replicas_;                   // [D]
+    std::vector<double> cross_;                   // [E] even_nics: a cold expert's tokens from other nodes
     std::vector<std::pair<int64_t, int>> items_;  // (tokens, expert) of one group
     int spread(std::vector<int>& owner, int hot);
     int even_nics(std::vector<int>& owner);
-    bool swap_once(std::vector<int>& owner, std::vector<double>& ingress, int first_nic, int last_nic);
+    bool swap_once(std::vector<int>& owner, std::vector<double>& ingress, int first_nic, int last_nic,
+                   const std::vector<int>& cold);
     double cross_ingress(int expert, int device) const;  // e's tokens from other nodes if `device` owns it
     int swap_target(int from, const std::vector<int>& owner, int limit) const;
     void place_group(Placement& p, int first_device, int group_size, int cap);
