@@ -187,16 +187,16 @@ void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, 
             previous = s;
         }
         if (tried.empty()) continue;
-        const int best = std::min_element(tried.begin(), tried.end(), [](const auto& a, const auto& b) {
-                             return a.second < b.second;
-                         })->first;
+        auto best_h = [&tried] {  // the h of least predicted time so far (ties: the smaller h)
+            return std::min_element(tried.begin(), tried.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; })
+                ->first;
+        };
+        const int best = best_h();
         for (int h : {best * 3 / 4, best * 3 / 2})
             if (h >= 1 && h <= most && !tried.count(h)) score(h);
         if (builder.nics_per_node() > 1) {  // the best h again, each node's cold owners evening its NICs out
-            const int h = std::min_element(tried.begin(), tried.end(), [](const auto& a, const auto& b) {
-                              return a.second < b.second;
-                          })->first;
-            const HotSetShape shape{h, g, spread_owners, true};
+            const HotSetShape shape{best_h(), g, spread_owners, true};
             consider(builder.build(shape, cap), shape);
         }
     }

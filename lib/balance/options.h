@@ -30,6 +30,11 @@ struct TraceShape {
 // The trace's device count against the cluster's; an input error (exit 3) naming both files when they differ.
 void check_trace_devices(const ClusterSpec& cluster, const std::string& cluster_origin, int trace_devices,
                          const std::string& trace_origin);
+// plan.topology_aware and plan.trans_broadcast = "chain" as a run prices them: the config's value where it sets
+// the key, else the cluster file's (its topology, its trans_broadcast).
+bool planning_topology_aware(const Config& config, const ClusterSpec& cluster);
+bool planning_chain_broadcast(const Config& config, const ClusterSpec& cluster);
+
 // Checks the trace against the cluster (same D; E divisible by D) with errors (exit 3) naming trace_origin and
 // cluster_origin, then builds the cost model from the cluster, the trace's dimensions and the plan.* overrides
 // of `config` (the keys of add_cost_model_keys). dims_fix says how to set plan.d_model where the caller is.

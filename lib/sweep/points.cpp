@@ -5,6 +5,7 @@
 #include <string>
 
 #include "balance/cluster.h"
+#include "balance/options.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/sha256.h"
@@ -156,15 +157,14 @@ void check_model_engine_config(const Config& config) {
                            "use engine = \"sim\", or leave sim.plan_time out");
 }
 
-// The cost-model keys whose default is the cluster file's (cost_model_for_trace in balance/options.cpp): where the
-// sweep leaves them out, the file's values. The point's parameters list every key with its value and the engines
-// apply them all, so a schema default recorded here would override the file (every sweep ran flat, with a star
-// broadcast, whatever its cluster files said, until 2026-12-04).
+// The cost-model keys whose default is the cluster file's (balance/options.h planning_*), set to the values the
+// point runs. The point's parameters list every key with its value and the engines apply them all, so a schema
+// default recorded here would override the file (every sweep ran flat, with a star broadcast, whatever its
+// cluster files said, until 2026-12-04).
 void resolve_cluster_defaults(Config& config, const ClusterSpec& cluster) {
-    if (!config.has("plan.topology_aware"))
-        config.apply_set(std::string("plan.topology_aware=") + (cluster.topology ? "true" : "false"));
-    if (!config.has("plan.trans_broadcast"))
-        config.apply_set(std::string("plan.trans_broadcast=") + (cluster.chain_broadcast ? "\"chain\"" : "\"star\""));
+    const bool topology = planning_topology_aware(config, cluster), chain = planning_chain_broadcast(config, cluster);
+    config.apply_set(std::string("plan.topology_aware=") + (topology ? "true" : "false"));
+    config.apply_set(std::string("plan.trans_broadcast=") + (chain ? "\"chain\"" : "\"star\""));
 }
 
 // A sim / model point's parameters, sorted: the point config (policy, grid, the arm's keys) and the point.*
