@@ -65,16 +65,14 @@ void fixed_loads(const int64_t* counts, int D, int E, const Placement& p, const 
         }
 }
 
-// the routing LPs' bases kept per thread: a trace's layers, each column's pass over them (tens of kB per LP at
-// E = 256, D = 64 with many copies; a 16-GPU trace of thousands of layers at about 1 kB each)
+// the routing LPs' bases and last optima kept per thread: a trace's layers, each column's pass over them (about 90 kB
+// per LP at E = 256, D = 64 with many copies; a 16-GPU trace of thousands of layers at a few kB each)
 constexpr size_t kBasisCacheBytes = size_t{64} << 20;
 
-uint64_t structure_hash(const lp::LpModel& m) {
-    uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(m.num_rows);
-    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    for (int v : m.col_start) mix(static_cast<uint64_t>(v));
-    for (int v : m.row_index) mix(static_cast<uint64_t>(v));
-    return h;
+// this thread's routing LPs: their bases and last optima
+lp::BasisCache& routing_lps() {
+    thread_local lp::BasisCache bases(kBasisCacheBytes);
+    return bases;
 }
 
 }  // namespace
@@ -303,11 +301,8 @@ LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement
     std::vector<uint8_t> replicated(E, 0);
     for (int e = 0; e < E; ++e) replicated[e] = p.num_replicas_of(e) > 0 ? 1 : 0;
     const RoutingLp lpm = build_routing_lp(counts, D, E, p, pr, replicated, form);
-    // warm start: the basis of the last LP of the same structure on this thread
-    thread_local lp::BasisCache bases(kBasisCacheBytes);
-    const uint64_t shape = structure_hash(lpm.model);
-    const lp::LpResult r = lp::solve_lp(lpm.model, &bases.basis(shape));
-    bases.stored(shape);
+    // warm start: the basis of the last LP of the same structure on this thread; that LP itself: its optimum
+    const lp::LpResult r = lp::solve_lp_cached(lpm.model, routing_lps());
     PROPHET_ASSERT_MSG(r.optimal, "the flow routing LP did not solve to optimality (it is always feasible)");
     std::vector<SplitPart> parts;
     for (size_t i = 0; i + 1 < lpm.group_start.size(); ++i) {
@@ -320,6 +315,7 @@ LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement
         report->rounded_objective = route_objective(pr, flow);
         report->lp_columns = static_cast<int>(lpm.columns.size());
         report->warm_started = r.warm_started;
+        report->reused = r.reused;
         report->parts = std::move(parts);
     }
     return flow;

@@ -15,7 +15,8 @@
 // port bounds it); the score (predict_layer) still times them. Trans / Agg do not depend on the split.
 // The LP (COIN-OR CLP, warm-started from the last basis of the same structure this thread solved, kept per
 // structure in an lp::BasisCache: `prophet plan` routes a trace's layers once per column, so the same layer's LP
-// recurs hundreds of solves later) is solved in units of t_tok;
+// recurs hundreds of solves later; the very same LP again, as when two columns score one placement on one batch,
+// returns the optimum stored beside that basis, lp::solve_lp_cached) is solved in units of t_tok;
 // each group's fractional split is rounded by largest remainder, so every group's integers sum to its count
 // (experts sharing a holder set share a group: RoutingLpForm below).
 #pragma once
@@ -65,6 +66,7 @@ struct FlowRouteReport {
     double rounded_objective = 0;  // route_objective of the returned integer split
     int lp_columns = 0;            // split variables (0: nothing replicated, no LP)
     bool warm_started = false;
+    bool reused = false;  // the same LP's stored optimum, no solve (lp::solve_lp_cached)
     // the integer split of every replicated expert's groups with tokens, group by group (holders ascending; parts
     // of 0 tokens included); groups not listed follow the owner rule. The executor runs these (route_split.h).
     std::vector<SplitPart> parts;

@@ -2,7 +2,10 @@
 #include "balance/lp_clp.h"
 
 #include <coin/ClpSimplex.hpp>
+#include <coin/ClpSolve.hpp>
 #include <coin/CoinFinite.hpp>
+
+#include <cstring>
 
 #include "core/error.h"
 
@@ -37,13 +40,20 @@ LpResult solve_lp(const LpModel& m, std::vector<unsigned char>* basis) {
         r.warm_started = true;
     }
     // warm: the basis of the same structure stays dual feasible when only the bounds change (the routing LPs' counts),
-    // so dual simplex repairs it; cold: primal simplex from Clp's start measured about a third faster than dual on
-    // flow's routing LPs (docs/policies.md, hot-set family). Where the LP has several optima, which one is returned
-    // depends on the start: callers that need one answer on every rank compute it once (ep_executor.h).
-    if (r.warm_started)
+    // so dual simplex repairs it; cold: primal simplex, measured about a third faster than dual on flow's routing LPs
+    // (docs/policies.md, hot-set family), entered through initialSolve without presolve (Clp picks its start: on
+    // those LPs about as many pivots as primal() from the loaded problem in 0.7-0.8x its time). Where the LP has
+    // several optima, which one is returned depends on the start: callers that need one answer on every rank compute
+    // it once (ep_executor.h).
+    if (r.warm_started) {
         clp.dual();
-    else
-        clp.primal();
+    } else {
+        ClpSolve cold;
+        cold.setSolveType(ClpSolve::usePrimal);
+        cold.setPresolveType(ClpSolve::presolveOff);
+        cold.setSpecialOption(2, 1);  // no SIGINT handler: solves run on several threads (prophet plan)
+        clp.initialSolve(cold);
+    }
     if (clp.status() != 0) clp.primal();  // a stale warm basis can leave dual simplex stuck: finish with primal
     r.optimal = clp.status() == 0;
     r.objective = clp.objectiveValue();
@@ -53,23 +63,84 @@ LpResult solve_lp(const LpModel& m, std::vector<unsigned char>* basis) {
     return r;
 }
 
-std::vector<unsigned char>& BasisCache::basis(uint64_t key) {
+namespace {
+
+// FNV-1a over 64-bit words
+struct Fnv {
+    uint64_t h = 1469598103934665603ull;
+    void mix(uint64_t v) { h = (h ^ v) * 1099511628211ull; }
+    void mix(double v) {
+        uint64_t bits = 0;
+        std::memcpy(&bits, &v, sizeof bits);
+        mix(bits);
+    }
+};
+
+}  // namespace
+
+uint64_t structure_key(const LpModel& m) {
+    Fnv f;
+    f.mix(static_cast<uint64_t>(m.num_rows));
+    for (int v : m.col_start) f.mix(static_cast<uint64_t>(v));
+    for (int v : m.row_index) f.mix(static_cast<uint64_t>(v));
+    return f.h;
+}
+
+uint64_t content_key(const LpModel& m) {
+    Fnv f;
+    for (const std::vector<double>* part : {&m.value, &m.col_lb, &m.col_ub, &m.cost, &m.row_lb, &m.row_ub}) {
+        f.mix(static_cast<uint64_t>(part->size()));
+        for (double v : *part) f.mix(v);
+    }
+    return f.h;
+}
+
+LpResult solve_lp_cached(const LpModel& m, BasisCache& cache) {
+    const uint64_t shape = structure_key(m), content = content_key(m);
+    LpResult r;
+    const StoredOptimum& last = cache.optimum(shape);
+    if (last.present && last.content == content) {
+        r.optimal = r.reused = true;
+        r.objective = last.objective;
+        r.x.assign(static_cast<size_t>(m.num_cols()), 0.0);
+        for (size_t i = 0; i < last.index.size(); ++i) r.x[last.index[i]] = last.value[i];
+        return r;
+    }
+    r = solve_lp(m, &cache.basis(shape));
+    StoredOptimum& slot = cache.optimum(shape);
+    slot = StoredOptimum{};
+    if (r.optimal) {
+        slot.present = true;
+        slot.content = content;
+        slot.objective = r.objective;
+        for (int j = 0; j < m.num_cols(); ++j)
+            if (r.x[j] != 0.0) slot.index.push_back(j), slot.value.push_back(r.x[j]);
+    }
+    cache.stored(shape);
+    return r;
+}
+
+BasisCache::Entry& BasisCache::entry(uint64_t key) {
     const auto found = by_key_.find(key);
     if (found != by_key_.end()) {
         entries_.splice(entries_.begin(), entries_, found->second);
-        return entries_.front().basis;
+        return entries_.front();
     }
-    entries_.push_front(Entry{key, {}, kEntryOverheadBytes});
+    entries_.push_front(Entry{key, {}, {}, kEntryOverheadBytes});
     bytes_ += kEntryOverheadBytes;
     by_key_[key] = entries_.begin();
-    return entries_.front().basis;
+    return entries_.front();
 }
+
+std::vector<unsigned char>& BasisCache::basis(uint64_t key) { return entry(key).basis; }
+
+StoredOptimum& BasisCache::optimum(uint64_t key) { return entry(key).optimum; }
 
 void BasisCache::stored(uint64_t key) {
     const auto found = by_key_.find(key);
     PROPHET_ASSERT(found != by_key_.end());
     Entry& e = *found->second;
-    const size_t now = e.basis.size() + kEntryOverheadBytes;
+    const size_t now = e.basis.size() + e.optimum.bytes() + kEntryOverheadBytes;
     bytes_ = bytes_ - e.counted + now;
     e.counted = now;
     while (bytes_ > max_bytes_ && entries_.size() > 1 && entries_.back().key != key) {

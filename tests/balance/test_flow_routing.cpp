@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <thread>
+#include <utility>
 
 #include "balance/flow_routing.h"
 #include "balance_fixtures.h"
+#include "core/error.h"
 #include "core/rng.h"
 
 namespace prophet {
@@ -228,17 +231,66 @@ INSTANTIATE_TEST_SUITE_P(Patterns, FlowMergedLp,
                                            MergeCase{8, 16, 2048, 1, true, 33}, MergeCase{16, 32, 1024, 1, false, 34},
                                            MergeCase{8, 16, 2048, 2, true, 35}));
 
+// the report of routing counts on p in a thread of its own: a fresh basis cache, so a cold solve
+FlowRouteReport cold_route(const std::vector<int64_t>& counts, int D, int E, const Placement& p,
+                           const CostModel& cost) {
+    FlowRouteReport report;
+    std::thread([&] { flow_route_layer(counts.data(), D, E, p, &cost, &report); }).join();
+    return report;
+}
+
+// the reports of routing `first` and then `second` on p in a thread of its own (a fresh basis cache)
+std::pair<FlowRouteReport, FlowRouteReport> route_in_turn(const std::vector<int64_t>& first,
+                                                          const std::vector<int64_t>& second, int D, int E,
+                                                          const Placement& p, const CostModel& cost) {
+    std::pair<FlowRouteReport, FlowRouteReport> reports;
+    std::thread([&] {
+        flow_route_layer(first.data(), D, E, p, &cost, &reports.first);
+        flow_route_layer(second.data(), D, E, p, &cost, &reports.second);
+    }).join();
+    return reports;
+}
+
+// one token of expert 0 moved from device 0 to device 1 (both keep some): the same LP structure, other bounds
+std::vector<int64_t> one_token_moved(std::vector<int64_t> counts, int E) {
+    PROPHET_ASSERT(counts[0] > 1 && counts[E] > 0);
+    --counts[0], ++counts[E];
+    return counts;
+}
+
 TEST(FlowRouting, WarmStartGivesTheColdOptimum) {
     const int D = 8, E = 16;
     const std::vector<int64_t> counts = testing::skewed_counts(D, E, 4096, 1.2, 21);
+    const std::vector<int64_t> moved = one_token_moved(counts, E);
     const CostModel cost = testing::paper_cost_model(D, 4096);
     Placement p = Placement::make_static(D, E);
     for (int d = 1; d < D; ++d) p.add_replica(0, d);
-    FlowRouteReport cold, warm;
-    flow_route_layer(counts.data(), D, E, p, &cost, &cold);
-    flow_route_layer(counts.data(), D, E, p, &cost, &warm);
+    const FlowRouteReport cold = cold_route(moved, D, E, p, cost);
+    const FlowRouteReport warm = route_in_turn(counts, moved, D, E, p, cost).second;
+    EXPECT_FALSE(cold.warm_started);
     EXPECT_TRUE(warm.warm_started);
+    EXPECT_FALSE(warm.reused);
     EXPECT_NEAR(warm.lp_objective, cold.lp_objective, 1e-9 * cold.lp_objective);
+}
+
+// The same LP again (same placement, same counts) returns the stored optimum: the same split without a solve.
+TEST(FlowRouting, TheSameLpAgainReusesItsOptimum) {
+    const int D = 8, E = 16;
+    const std::vector<int64_t> counts = testing::skewed_counts(D, E, 4096, 1.2, 22);
+    const CostModel cost = testing::paper_cost_model(D, 4096);
+    Placement p = Placement::make_static(D, E);
+    for (int d = 1; d < D; d += 2) p.add_replica(0, d);
+    const auto [first, again] = route_in_turn(counts, counts, D, E, p, cost);
+    EXPECT_FALSE(first.reused);
+    EXPECT_TRUE(again.reused);
+    EXPECT_EQ(again.lp_objective, first.lp_objective);
+    ASSERT_EQ(again.parts.size(), first.parts.size());
+    for (size_t i = 0; i < first.parts.size(); ++i) {
+        EXPECT_EQ(again.parts[i].src, first.parts[i].src);
+        EXPECT_EQ(again.parts[i].expert, first.parts[i].expert);
+        EXPECT_EQ(again.parts[i].dst, first.parts[i].dst);
+        EXPECT_EQ(again.parts[i].tokens, first.parts[i].tokens);
+    }
 }
 
 TEST(FlowRouting, ParsesItsRouteName) {
