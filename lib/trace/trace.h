@@ -65,18 +65,20 @@ Trace read_trace_csv(const std::string& path);                       // validate
 Trace read_trace_csv_text(const std::string& text, const std::string& origin);  // the same, from memory
 void write_trace_csv(const Trace& trace, const std::string& path);  // atomic: temp file + rename
 
-// Synthetic generator described by a small TOML file (docs/trace-format.md lists the keys).
-Trace generate_trace_from_toml(const std::string& toml_path);
-Trace generate_trace_from_toml_string(const std::string& toml_text, const std::string& origin);
+// Synthetic generator described by a small TOML file (docs/trace-format.md lists the keys). `threads`: devices drawn
+// side by side (the trace is the same for any count; one thread when it records transitions).
+Trace generate_trace_from_toml(const std::string& toml_path, int threads = 1);
+Trace generate_trace_from_toml_string(const std::string& toml_text, const std::string& origin, int threads = 1);
 // The [trace] keys a generator TOML accepts (types, defaults, bounds, help with units), e.g. for --help-config.
 const Schema& trace_generator_schema();
 // Generates from a Config built on trace_generator_schema() (files merged, --set applied); checks the
 // cross-key rules (top_k <= num_experts, tokens divisible by devices, size caps) and names `origin` in errors.
-Trace generate_trace(const Config& config, const std::string& origin);
+Trace generate_trace(const Config& config, const std::string& origin, int threads = 1);
 
 // Loads a trace from a generator .toml, a binary trace file or a CSV trace (by content, not extension); a CSV
-// trace may be gzip-compressed (trace_gzip.h).
-Trace load_trace(const std::string& path);
+// trace may be gzip-compressed (trace_gzip.h). `threads`: a generator's devices drawn side by side.
+Trace load_trace(const std::string& path, int threads);
+inline Trace load_trace(const std::string& path) { return load_trace(path, 1); }
 
 // The first `iterations` iterations and first `layers` layers of a trace (counts and transitions copied, meta
 // updated; every other field kept): e.g. a sweep's smaller slice of a long file trace. Throws a config error (exit 3)

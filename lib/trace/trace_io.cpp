@@ -431,7 +431,7 @@ Trace read_trace_file(const std::string& path) {
     return trace;
 }
 
-Trace load_trace(const std::string& path) {
+Trace load_trace(const std::string& path, int threads) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
         throw_input_error(path, "no such file", "pass a binary trace (prophet profile) or a generator .toml "
@@ -478,7 +478,7 @@ Trace load_trace(const std::string& path) {
         throw_input_error(path, "neither a prophet trace file (bad magic: no PRTRACE1) nor a generator TOML "
                                 "(binary content)",
                           "pass a binary trace written by prophet profile or a generator .toml");
-    return generate_trace_from_toml_string(text, path);
+    return generate_trace_from_toml_string(text, path, threads);
 }
 
 }  // namespace prophet

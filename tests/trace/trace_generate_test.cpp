@@ -96,6 +96,38 @@ TEST(TraceGenerate, SameSeedIsIdenticalDifferentSeedDiffers) {
     }
 }
 
+// A generator drawing its devices on several threads gives the trace it gives on one, bit for bit.
+struct ThreadsCase {
+    const char* name;
+    std::string generator;
+    std::string extra;  // [trace] lines
+    int threads;
+};
+
+constexpr const char* kCountSampling =
+    "record_transitions = false\ntop_k = 1\nlayer_affinity = 0.0\nsampling = \"counts\"\n";
+
+class TraceGenerateThreads : public ::testing::TestWithParam<ThreadsCase> {};
+
+TEST_P(TraceGenerateThreads, GivesTheOneThreadTrace) {
+    const ThreadsCase& c = GetParam();
+    const std::string text = toml(c.generator, "seed = 5\n" + c.extra, 4096, 3, 4);
+    const Trace one = generate_trace_from_toml_string(text, "test.toml", 1);
+    const Trace many = generate_trace_from_toml_string(text, "test.toml", c.threads);
+    EXPECT_EQ(many.counts, one.counts);
+    EXPECT_EQ(many.transitions, one.transitions);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, TraceGenerateThreads,
+    ::testing::Values(ThreadsCase{"zipf_2", "zipf", "record_transitions = false\n", 2},
+                      ThreadsCase{"zipf_more_threads_than_devices", "zipf", "record_transitions = false\n", 7},
+                      ThreadsCase{"device_preference_3", "device_preference", "record_transitions = false\n", 3},
+                      ThreadsCase{"drift_affinity_3", "drift", "record_transitions = false\nlayer_affinity = 0.5\n", 3},
+                      ThreadsCase{"counts_sampling_2", "shift", std::string(kCountSampling), 2},
+                      ThreadsCase{"transitions_recorded_2", "zipf", "layer_affinity = 0.5\n", 2}),
+    [](const ::testing::TestParamInfo<ThreadsCase>& info) { return std::string(info.param.name); });
+
 TEST(TraceGenerate, LongerRunStartsWithTheSameIterations) {
     const Trace short_run = gen(toml("drift", "seed = 3\n", 512, 3));
     const Trace long_run = gen(toml("drift", "seed = 3\n", 512, 6));
