@@ -19,6 +19,7 @@
 #include "balance/policy_registry.h"
 #include "balance/regime.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 #include "plan/policy_models.h"
 #include "plan_bound.h"
@@ -36,6 +37,10 @@ const Schema& plan_schema() {
         s.add_int("run.seed", 0, 0, 1e18, "seed recorded with the run (plan itself is deterministic)");
         add_balance_keys(s, /*allow_all=*/true, "all");
         s.add_int("plan.repeats", 5, 1, 1000, "timing repeats per planning call (median reported)");
+        s.add_int("plan.jobs", 0, 0, 1024,
+                  "threads for a generated trace's devices and for the policies, evaluated side by side (0: the "
+                  "machine's hardware threads; 1: one after another, so each policy's planning time is taken with "
+                  "no other policy running)");
         add_cost_model_keys(s, "");
         add_serving_keys(s);
         s.add_bool("plan.record_layers", true, "store one plan_results row per policy, iteration and layer");
@@ -54,6 +59,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& args) {
         ->check(CLI::ExistingFile);
     plan->add_option("-p,--policy", args.policy,
                      "policy name, all, or a comma-separated list such as static,prophet (sets balance.policy)");
+    plan->add_option("-j,--jobs", args.jobs,
+                     "threads: a generated trace's devices and the policies side by side (sets plan.jobs; default 0, "
+                     "every hardware thread; 1 times each policy's planning with no other policy running)")
+        ->check(CLI::Range(0, 1024));
     add_common_options(plan, args.common);
     plan->footer(
         "Policies: static deepspeed fastermoe prophet prophet-oracle eplb moetuner top2 top3 exhaustive "
@@ -77,7 +86,7 @@ struct Loaded {
     bool from_store = false;
 };
 
-Loaded load_any_trace(const std::string& spec, const std::string& store_path) {
+Loaded load_any_trace(const std::string& spec, const std::string& store_path, int threads) {
     Loaded out;
     if (is_store_reference(spec)) {
         Store store = Store::open(store_path);
@@ -86,7 +95,7 @@ Loaded load_any_trace(const std::string& spec, const std::string& store_path) {
     } else {
         if (access(spec.c_str(), R_OK) != 0)
             throw_input_error(spec, "cannot read the trace", "give a generator .toml, a trace file or run:<id>");
-        out.trace = load_trace(spec);
+        out.trace = load_trace(spec, threads);
     }
     validate_trace(out.trace, spec);
     return out;
@@ -264,6 +273,7 @@ struct PlanInputs {
     std::string store_path;
     std::vector<std::string> policies;  // in the order they run
     bool all = false;                   // --policy all: a policy too large for the instance is skipped
+    int jobs = 1;                       // plan.jobs resolved: threads that generate the trace and run policies
     ClusterSpec cluster;
     Loaded loaded;
     CostModel cost;
@@ -283,12 +293,15 @@ PlanInputs load_plan_inputs(const PlanArgs& args) {
     PlanInputs in(resolve_config(plan_schema(), args.common));
     const std::vector<std::string> listed =
         args.policy.empty() ? std::vector<std::string>{} : apply_policy_option(in.config, args.policy);
+    if (args.jobs >= 0) in.config.set("plan.jobs", static_cast<int64_t>(args.jobs), "--jobs");
     in.options = balance_options_from(in.config);
     in.store_path = in.config.get_string("store.path");
     in.cluster = load_cluster_file(args.cluster);
     if (const int declared = declared_generator_devices(args.trace); declared > 0)
         check_trace_devices(in.cluster, args.cluster, declared, args.trace);
-    in.loaded = load_any_trace(args.trace, in.store_path);
+    in.jobs = static_cast<int>(in.config.get_int("plan.jobs"));
+    if (in.jobs == 0) in.jobs = hardware_threads();
+    in.loaded = load_any_trace(args.trace, in.store_path, in.jobs);
     resolve_regime_in(in.config, in.loaded.trace.meta.source);  // auto: serving for an inference engine's statistics
     const TraceMeta& meta = in.loaded.trace.meta;
     const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
@@ -343,16 +356,23 @@ EvalSettings eval_settings(const PlanInputs& in) {
     return settings;
 }
 
-// Every policy under every model, in order. A failure (e.g. an external policy's bad reply (3) or timeout (6)) is
-// recorded as a failed run, nothing else of it, and rethrown.
+// Every policy under every model, on plan.jobs threads, the scores in the policies' order. A failure (e.g. an
+// external policy's bad reply (3) or timeout (6)) is recorded as a failed run, nothing else of it, and rethrown (the
+// first policy's in the order, when several fail).
 std::vector<PolicyModels> evaluate_policies(const PlanInputs& in, const PlanArgs& args, const TraceView& view,
                                             const EvalSettings& settings) {
-    std::vector<PolicyModels> scores;
+    const int n = static_cast<int>(in.policies.size());
+    std::vector<PolicyModels> scores(static_cast<size_t>(n));
     try {
-        for (size_t i = 0; i < in.policies.size(); ++i) {
-            std::fprintf(stderr, "prophet plan: [%zu/%zu] %s ...\n", i + 1, in.policies.size(), in.policies[i].c_str());
-            scores.push_back(plan::evaluate_models(in.policies[i], view, in.cost, settings, /*allow_skip=*/in.all));
-        }
+        // each policy's scores depend only on it (plan::evaluate_models), so they do not depend on the thread count
+        parallel_for(n, in.jobs, [&](int i, int) {
+            const char* name = in.policies[i].c_str();
+            std::fprintf(stderr, "prophet plan: [%d/%d] %s ...\n", i + 1, n, name);
+            const int64_t started = now_ns();
+            scores[i] = plan::evaluate_models(in.policies[i], view, in.cost, settings, /*allow_skip=*/in.all);
+            const double seconds = (now_ns() - started) * 1e-9;
+            std::fprintf(stderr, "prophet plan: [%d/%d] %s done in %.1f s\n", i + 1, n, name, seconds);
+        });
     } catch (...) {
         const Error e = current_exception_as_error();
         record_failed_run(in.store_path, make_run_info("plan", in.config, args.common), e);

@@ -10,6 +10,7 @@ struct PlanArgs {
     std::string trace;    // generator .toml, binary trace file, or run:<id> / trace:<id> in the store
     std::string cluster;  // cluster .toml
     std::string policy;   // overrides balance.policy when given
+    int jobs = -1;        // -j: overrides plan.jobs when >= 0
 };
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& args);

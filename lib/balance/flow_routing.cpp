@@ -77,6 +77,8 @@ lp::BasisCache& routing_lps() {
 
 }  // namespace
 
+void forget_routing_lps() { routing_lps() = lp::BasisCache(kBasisCacheBytes); }
+
 RoutePricing route_pricing(const CostModel* cost, int D, double largest_message_bytes) {
     RoutePricing pr;
     pr.num_devices = D;

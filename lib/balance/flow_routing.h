@@ -72,6 +72,11 @@ struct FlowRouteReport {
     std::vector<SplitPart> parts;
 };
 
+// Forgets the routing LPs this thread solved (their bases and optima): the LPs after it start cold, so what they
+// return does not depend on what the thread solved before (an LP with several optima returns the one its start
+// leads to). plan::evaluate_models calls it before each policy.
+void forget_routing_lps();
+
 // The optimal split of the layer (flow.destination names the owner, as under even_split; route is exact).
 LayerFlow flow_route_layer(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
                            const CostModel* cost, FlowRouteReport* report = nullptr);

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "balance/flow_routing.h"
 #include "balance/policies.h"
 #include "sim/simulator.h"
 
@@ -36,6 +37,7 @@ SimColumn simulate_column(const PolicyScore& score, const TraceView& view, const
 
 PolicyModels evaluate_models(const std::string& name, const TraceView& view, const CostModel& cost,
                              const EvalSettings& settings, bool allow_skip) {
+    forget_routing_lps();  // warm starts from this policy's own LPs only: its routes do not depend on what ran before
     PolicyModels m;
     if (settings.options.cost_eq_auto && plans_with_cost_eq(name)) {
         EvalSettings six = settings, eight = settings;
