@@ -98,12 +98,12 @@ void check_param_shape(const Params& p, const std::string& in) {
                            "tokens_per_iteration x top_k^2 must stay below 2^62 (transition sums)" + in,
                            "lower top_k or tokens_per_iteration");
     if (p.tokens_per_iteration % p.num_devices != 0)
-        throw_config_error("trace.tokens_per_iteration", std::to_string(p.tokens_per_iteration),
-                           "must be divisible by trace.num_devices (" + std::to_string(p.num_devices) +
-                               "): each device routes tokens_per_iteration / num_devices tokens" + in,
-                           "use a multiple of " + std::to_string(p.num_devices) + ", e.g. " +
-                               std::to_string(std::max<int64_t>(1, p.tokens_per_iteration / p.num_devices) *
-                                              p.num_devices));
+        throw_config_error(
+            "trace.tokens_per_iteration", std::to_string(p.tokens_per_iteration),
+            "must be divisible by trace.num_devices (" + std::to_string(p.num_devices) +
+                "): each device routes tokens_per_iteration / num_devices tokens" + in,
+            "use a multiple of " + std::to_string(p.num_devices) + ", e.g. " +
+                std::to_string(std::max<int64_t>(1, p.tokens_per_iteration / p.num_devices) * p.num_devices));
 }
 
 // The arrays and the draws the trace needs, within the trace format's and the generator's limits.
@@ -116,8 +116,8 @@ void check_param_sizes(const Params& p, const std::string& origin) {
                            "num_iterations x num_layers x num_devices x num_experts = " +
                                std::to_string(static_cast<uint64_t>(num_counts)) + " exceeds 2^31 counts" + in,
                            "generate fewer iterations or layers");
-    const double num_transitions = static_cast<double>(p.num_iterations) * (p.num_layers - 1) *
-                                   static_cast<double>(p.num_experts) * p.num_experts;
+    const double num_transitions =
+        static_cast<double>(p.num_iterations) * (p.num_layers - 1) * static_cast<double>(p.num_experts) * p.num_experts;
     if (p.record_transitions && num_transitions > static_cast<double>(kMaxElements))
         throw_config_error("trace.record_transitions", "true",
                            "num_iterations x (num_layers - 1) x num_experts^2 = " +
@@ -131,8 +131,8 @@ void check_param_sizes(const Params& p, const std::string& origin) {
                                  " counts and transitions (num_iterations x num_layers x (num_devices x num_experts "
                                  "+ num_experts^2)), beyond the generator's limit of 2^28 (2 GiB)",
                              "generate fewer iterations, layers or experts, or set record_transitions = false");
-    const double draws = static_cast<double>(p.num_iterations) * p.num_layers *
-                         static_cast<double>(p.tokens_per_iteration) * p.top_k;
+    const double draws =
+        static_cast<double>(p.num_iterations) * p.num_layers * static_cast<double>(p.tokens_per_iteration) * p.top_k;
     if (!p.count_sampling && draws > kMaxDraws)
         throw_resource_error(origin, "trace.tokens_per_iteration", p.tokens_per_iteration,
                              "num_iterations x num_layers x tokens_per_iteration x top_k = " +
@@ -175,9 +175,10 @@ const Schema& trace_generator_schema() {
         generator.type = ValueType::kString;
         generator.default_value = std::string("zipf");
         generator.choices = {"uniform", "zipf", "device_preference", "drift", "shift"};
-        generator.help = "routing model: uniform; zipf (skewed, static); device_preference (zipf, each device "
-                         "favours its own window of experts); drift (zipf whose log-popularity random-walks); "
-                         "shift (zipf re-permuted every shift_period iterations)";
+        generator.help =
+            "routing model: uniform; zipf (skewed, static); device_preference (zipf, each device "
+            "favours its own window of experts); drift (zipf whose log-popularity random-walks); "
+            "shift (zipf re-permuted every shift_period iterations)";
         generator.required = true;
         s.add(generator);
         s.add_int("trace.seed", 1, std::nullopt, std::nullopt, "seed of every random draw (same seed: same trace)");
