@@ -5,9 +5,8 @@
 #include <coin/ClpSolve.hpp>
 #include <coin/CoinFinite.hpp>
 
-#include <cstring>
-
 #include "core/error.h"
+#include "core/fnv.h"
 
 namespace prophet::lp {
 
@@ -63,34 +62,19 @@ LpResult solve_lp(const LpModel& m, std::vector<unsigned char>* basis) {
     return r;
 }
 
-namespace {
-
-// FNV-1a over 64-bit words
-struct Fnv {
-    uint64_t h = 1469598103934665603ull;
-    void mix(uint64_t v) { h = (h ^ v) * 1099511628211ull; }
-    void mix(double v) {
-        uint64_t bits = 0;
-        std::memcpy(&bits, &v, sizeof bits);
-        mix(bits);
-    }
-};
-
-}  // namespace
-
 uint64_t structure_key(const LpModel& m) {
-    Fnv f;
-    f.mix(static_cast<uint64_t>(m.num_rows));
-    for (int v : m.col_start) f.mix(static_cast<uint64_t>(v));
-    for (int v : m.row_index) f.mix(static_cast<uint64_t>(v));
+    Fnv1a f;
+    f.word(static_cast<uint64_t>(m.num_rows));
+    for (int v : m.col_start) f.word(static_cast<uint64_t>(v));
+    for (int v : m.row_index) f.word(static_cast<uint64_t>(v));
     return f.h;
 }
 
 uint64_t content_key(const LpModel& m) {
-    Fnv f;
+    Fnv1a f;
     for (const std::vector<double>* part : {&m.value, &m.col_lb, &m.col_ub, &m.cost, &m.row_lb, &m.row_ub}) {
-        f.mix(static_cast<uint64_t>(part->size()));
-        for (double v : *part) f.mix(v);
+        f.word(static_cast<uint64_t>(part->size()));
+        for (double v : *part) f.word(v);
     }
     return f.h;
 }

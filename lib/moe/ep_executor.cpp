@@ -7,6 +7,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "core/fnv.h"
 #include "core/timer.h"
 #include "model/moe_gpt.h"
 #include "moe/dispatch.h"
@@ -25,19 +26,12 @@ double ms_since(int64_t t0) { return (double)(now_ns() - t0) * 1e-6; }
 
 // FNV-1a over the owner and replica arrays: ranks compare placements without sending them
 uint64_t placement_hash(const Placement& p) {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](const void* data, size_t bytes) {
-        const unsigned char* b = static_cast<const unsigned char*>(data);
-        for (size_t i = 0; i < bytes; i++) {
-            h ^= b[i];
-            h *= 1099511628211ull;
-        }
-    };
-    mix(&p.num_devices, sizeof(int));
-    mix(&p.num_experts, sizeof(int));
-    mix(p.owner.data(), sizeof(int) * p.owner.size());
-    mix(p.replica.data(), p.replica.size());
-    return h;
+    Fnv1a f;
+    f.bytes(&p.num_devices, sizeof(int));
+    f.bytes(&p.num_experts, sizeof(int));
+    f.bytes(p.owner.data(), sizeof(int) * p.owner.size());
+    f.bytes(p.replica.data(), p.replica.size());
+    return f.h;
 }
 
 }  // namespace
