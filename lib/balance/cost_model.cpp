@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "balance/topology.h"
@@ -82,38 +83,61 @@ inline TransferGroups transfer_groups(const CostModel& m, const LayerFlow& flow)
     return t;
 }
 
-// The topology-aware broadcast's copies: experts[owner * D + d] [D*D], experts the owner (star) or the previous
-// device of e's chain sends to d; chain_sent / chain_received [D] the copies each device forwards and receives
-// (chain only). A chain starts at the owner's node, then the following nodes (wrapping), each node's receivers in
-// device order.
+// Expert e's copies on the topology-aware Trans path, as (sender, receiver) pairs (distinct): the owner to each
+// holder (star), or a chain from the owner through its node's receivers, then the following nodes' (wrapping),
+// each node's receivers in device order. Agg sends the same pairs reversed.
+inline void expert_copies(const CostModel& m, const Placement& placement, int e,
+                          std::vector<std::pair<int, int>>& out) {
+    out.clear();
+    const int D = placement.num_devices;
+    const int source = placement.owner[e];
+    if (m.trans_broadcast == TransBroadcast::kStar) {
+        for (int d = 0; d < D; ++d)
+            if (d != source && placement.holds(e, d)) out.emplace_back(source, d);
+        return;
+    }
+    const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(source) * per_node;
+    int prev = source;
+    for (int i = 0; i < D; ++i) {
+        const int d = (first + i) % D;
+        if (d == source || !placement.holds(e, d)) continue;
+        out.emplace_back(prev, d);
+        prev = d;
+    }
+}
+
+// The copies of the experts with receivers (and include[e], when given): experts[sender * D + receiver] [D*D], and
+// for a chain the copies each device forwards and receives, chain_sent / chain_received [D].
 inline void lay_broadcasts(const CostModel& m, const LayerFlow& flow, const Placement& placement,
-                           std::vector<int64_t>& experts, std::vector<int64_t>& chain_sent,
+                           const uint8_t* include, std::vector<int64_t>& experts, std::vector<int64_t>& chain_sent,
                            std::vector<int64_t>& chain_received) {
     const int D = flow.num_devices;
+    const bool chain = m.trans_broadcast == TransBroadcast::kChain;
+    thread_local std::vector<std::pair<int, int>> copies;
     for (int e = 0; e < flow.num_experts; ++e) {
-        if (flow.replica_holders[e] == 0) continue;  // nothing to send
-        const int source = placement.owner[e];
-        if (m.trans_broadcast == TransBroadcast::kStar) {
-            for (int d = 0; d < D; ++d)
-                if (d != source && placement.holds(e, d)) ++experts[static_cast<size_t>(source) * D + d];
-            continue;
-        }
-        const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(source) * per_node;
-        int prev = source;
-        for (int i = 0; i < D; ++i) {
-            const int d = (first + i) % D;
-            if (d == source || !placement.holds(e, d)) continue;
-            ++experts[static_cast<size_t>(prev) * D + d];
-            ++chain_sent[prev];
-            ++chain_received[d];
-            prev = d;
+        if (flow.replica_holders[e] == 0 || (include && !include[e])) continue;  // nothing to send
+        expert_copies(m, placement, e, copies);
+        for (const auto& [s, d] : copies) {
+            ++experts[static_cast<size_t>(s) * D + d];
+            if (chain) ++chain_sent[s], ++chain_received[d];
         }
     }
 }
 
-// Eqs 4-5, topology-aware: Trans over the busiest link of the broadcasts, Agg the same traffic reversed
+// The ring collective's own rate under a chain: a device forwards (receives) one copy per expert whose chain
+// passes it, at most at trans (agg) bytes/s: the rate the papers' planners price NCCL's broadcast at (Eq 4's
+// S (D - n) / D / B per expert), so a chain is never faster than Eq 4 nor than its links. busiest: the most
+// copies one device forwards or receives.
+inline void chain_rate_floor(const CostModel& m, int64_t busiest, double expert_bytes, double& trans_s, double& agg_s) {
+    const double copies = static_cast<double>(busiest) * expert_bytes;
+    trans_s = std::max(trans_s, copies / (m.cluster.trans_bytes_per_s * m.bandwidth_scale));
+    agg_s = std::max(agg_s, copies / (m.cluster.agg_bytes_per_s * m.bandwidth_scale));
+}
+
+// Eqs 4-5, topology-aware: Trans over the busiest link of the broadcasts, Agg the same traffic reversed; of the
+// experts with include[e] only, when include is given (Eq 8's whole-expert split times its parts so)
 inline void topology_transfer_terms(const CostModel& m, const LayerFlow& flow, const Placement& placement,
-                                    double expert_bytes, CostBreakdown& c) {
+                                    double expert_bytes, const uint8_t* include, double& trans_s, double& agg_s) {
     const int D = flow.num_devices;
     thread_local std::vector<int64_t> experts;  // [D*D]
     experts.assign(static_cast<size_t>(D) * D, 0);
@@ -123,18 +147,13 @@ inline void topology_transfer_terms(const CostModel& m, const LayerFlow& flow, c
         chain_sent.assign(static_cast<size_t>(D), 0);
         chain_received.assign(static_cast<size_t>(D), 0);
     }
-    lay_broadcasts(m, flow, placement, experts, chain_sent, chain_received);
-    c.trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
-    c.agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
+    lay_broadcasts(m, flow, placement, include, experts, chain_sent, chain_received);
+    trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
+    agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
     if (!chain) return;
-    // the ring collective's own rate: a device forwards (receives) one copy per expert whose chain passes it, at
-    // most at trans (agg) bytes/s: the rate the papers' planners price NCCL's broadcast at (Eq 4's S (D - n) / D / B
-    // per expert), so a chain is never faster than Eq 4 nor than its links
     const int64_t busiest = std::max(*std::max_element(chain_sent.begin(), chain_sent.end()),
                                      *std::max_element(chain_received.begin(), chain_received.end()));
-    const double copies = static_cast<double>(busiest) * expert_bytes;
-    c.trans_s = std::max(c.trans_s, copies / (m.cluster.trans_bytes_per_s * m.bandwidth_scale));
-    c.agg_s = std::max(c.agg_s, copies / (m.cluster.agg_bytes_per_s * m.bandwidth_scale));
+    chain_rate_floor(m, busiest, expert_bytes, trans_s, agg_s);
 }
 
 // Eqs 4-5: D - n_e devices per chosen expert, averaged over D devices sending in parallel (seconds); the bytes
@@ -146,7 +165,7 @@ inline void transfer_terms(const CostModel& m, const LayerFlow& flow, const Plac
     c.trans_bytes = static_cast<double>(groups.receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
     if (m.topology_aware && groups.receivers > 0) {
-        topology_transfer_terms(m, flow, placement, expert_bytes, c);
+        topology_transfer_terms(m, flow, placement, expert_bytes, nullptr, c.trans_s, c.agg_s);
         return;
     }
     const double counted_bytes = static_cast<double>(groups.counted) * expert_bytes;
@@ -192,9 +211,49 @@ inline FirstFit first_fit_groups(const LayerFlow& flow, int sender_counted, int6
     return f;
 }
 
+// Eq 8's whole-expert credit on the topology, the scheduler's `time` split (schedule/split.h, and the simulator's
+// split_transfer): each expert with receivers is timed alone (its copies on the topology, a chain also at the
+// collective's rate) and first fit in expert order into the non-expert window; the experts that did not fit are
+// timed together beside the expert compute. A star's copies of one expert all leave its owner, so one hot expert
+// copied to every node can outlast both windows, which Trans x g_e / counted (the flat model's exact share)
+// spread over all copies would hide. Trans: FNEC then FEC; Agg: BNEC then BEC.
+inline void topology_whole_expert_exposure(const CostModel& m, const LayerFlow& flow, const Placement& placement,
+                                           CostBreakdown& c) {
+    const double expert_bytes = m.expert_bytes();
+    const bool trans_may_show = c.trans_s > c.fec_s, agg_may_show = c.agg_s > c.bec_s;  // the rest is at most all
+    c.exposed_trans_s = c.exposed_agg_s = 0;
+    if (!trans_may_show && !agg_may_show) return;
+    thread_local std::vector<std::pair<int, int>> copies;
+    thread_local std::vector<uint8_t> trans_rest, agg_rest;  // [E] 1: beside the expert compute
+    trans_rest.assign(static_cast<size_t>(flow.num_experts), 0);
+    agg_rest.assign(static_cast<size_t>(flow.num_experts), 0);
+    double trans_filled = 0, agg_filled = 0;
+    for (int e = 0; e < flow.num_experts; ++e) {
+        if (flow.replica_holders[e] == 0) continue;
+        expert_copies(m, placement, e, copies);
+        double t = topology_time_of_copies(m.cluster, copies, expert_bytes, false, m.bandwidth_scale);
+        double a = topology_time_of_copies(m.cluster, copies, expert_bytes, true, m.bandwidth_scale);
+        if (m.trans_broadcast == TransBroadcast::kChain) chain_rate_floor(m, 1, expert_bytes, t, a);
+        if (trans_filled + t <= c.fnec_s)
+            trans_filled += t;
+        else
+            trans_rest[e] = 1;
+        if (agg_filled + a <= c.bnec_s)
+            agg_filled += a;
+        else
+            agg_rest[e] = 1;
+    }
+    double trans_rest_s = 0, agg_rest_s = 0, unused = 0;
+    if (trans_may_show)
+        topology_transfer_terms(m, flow, placement, expert_bytes, trans_rest.data(), trans_rest_s, unused);
+    if (agg_may_show) topology_transfer_terms(m, flow, placement, expert_bytes, agg_rest.data(), unused, agg_rest_s);
+    c.exposed_trans_s = std::max(0.0, trans_rest_s - c.fec_s);
+    c.exposed_agg_s = std::max(0.0, agg_rest_s - c.bec_s);
+}
+
 // Eq 8's exposed Trans and Agg (seconds) under the model's transfer_credit; the chunked variants always
-inline void exposed_transfers(const CostModel& m, const LayerFlow& flow, const TransferGroups& groups,
-                              CostBreakdown& c) {
+inline void exposed_transfers(const CostModel& m, const LayerFlow& flow, const Placement& placement,
+                              const TransferGroups& groups, CostBreakdown& c) {
     c.exposed_trans_chunked_s = std::max(0.0, c.trans_s - c.fec_s - c.fnec_s);
     c.exposed_agg_chunked_s = std::max(0.0, c.agg_s - c.bec_s - c.bnec_s);
     if (m.first_block) {
@@ -205,6 +264,8 @@ inline void exposed_transfers(const CostModel& m, const LayerFlow& flow, const T
     } else if (m.transfer_credit == TransferCredit::kChunks || groups.counted == 0) {
         c.exposed_trans_s = c.exposed_trans_chunked_s;
         c.exposed_agg_s = c.exposed_agg_chunked_s;
+    } else if (m.topology_aware) {
+        topology_whole_expert_exposure(m, flow, placement, c);
     } else if (c.trans_s <= std::max(c.fnec_s, c.fec_s) && c.agg_s <= std::max(c.bnec_s, c.bec_s)) {
         // nothing exposed: all of it fits the first window, or what goes beside the second is at most all of it
         c.exposed_trans_s = c.exposed_agg_s = 0;
@@ -246,7 +307,7 @@ CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Pla
     transfer_terms(m, flow, placement, groups, c);
     c.fnec_s = m.fnec_s();
     c.bnec_s = m.bnec_s();
-    exposed_transfers(m, flow, groups, c);
+    exposed_transfers(m, flow, placement, groups, c);
     c.eq6_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.trans_s + c.agg_s;
     c.eq8_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + c.exposed_trans_s + c.exposed_agg_s;
     c.fastermoe_s = 4.0 * c.a2a_s + 3.0 * c.fec_s + std::max(0.0, c.trans_s - c.a2a_s) +

@@ -14,6 +14,7 @@
 // a reduce (Agg, the transpose) by each owner's ingress.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "balance/cluster.h"
@@ -29,5 +30,10 @@ double topology_time(const ClusterSpec& cluster, const std::vector<double>& byte
 template <class Count>
 double topology_time(const ClusterSpec& cluster, const Count* units, double unit_bytes, bool transposed,
                      double bandwidth_scale);
+
+// The same for a few distinct (src, dst) pairs carrying unit_bytes each (one expert's copies: Trans's broadcast, or
+// Agg's reduce when transposed), equal to the dense call on their matrix; O(D + pairs) instead of O(D^2).
+double topology_time_of_copies(const ClusterSpec& cluster, const std::vector<std::pair<int, int>>& copies,
+                               double unit_bytes, bool transposed, double bandwidth_scale);
 
 }  // namespace prophet

@@ -337,7 +337,8 @@ INSTANTIATE_TEST_SUITE_P(
 // The planner's choice under the split against its choice under the LP, both timed as the batch is (the LP's
 // split on the planning counts), on FlowCap's fixtures and more: never slower where the choice is the same or
 // better, and at most `max_slowdown` slower on the two Eq 8 cases where the split's compute-first proxy picks a
-// placement the LP times 3.6% (0.6% with the topology) slower: the known cost of the proxy, pinned so that it
+// placement the LP times 3.6% (5.3% with the topology, whose Eq 8 times each expert's copies alone: a star's
+// copies of one expert queue on its owner's egress) slower: the known cost of the proxy, pinned so that it
 // cannot grow unseen. Both choices are timed with the owner moves flow charges itself; since it does, the split's
 // choice on uncapped_d8 is 2.2% slower than the LP's (it was equal when moves were free).
 struct ChoiceCase {
@@ -378,7 +379,7 @@ INSTANTIATE_TEST_SUITE_P(Table, FlowScoringChoice,
                                            ChoiceCase{"uncapped_d8", 8, 8, 0, 6, false, 0.023},
                                            ChoiceCase{"uncapped_d8_eq8", 8, 8, 0, 8, false, 0.04},
                                            ChoiceCase{"cap2_d8_topology", 8, 16, 2, 6, true, 0.0},
-                                           ChoiceCase{"uncapped_d8_eq8_topology", 8, 16, 0, 8, true, 0.01}),
+                                           ChoiceCase{"uncapped_d8_eq8_topology", 8, 16, 0, 8, true, 0.055}),
                          [](const ::testing::TestParamInfo<ChoiceCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "balance/cluster.h"
@@ -14,6 +15,7 @@
 #include "balance/topology.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/rng.h"
 
 namespace prophet {
 namespace {
@@ -272,6 +274,49 @@ TEST(Topology, ClassLatencyIsAddedOnceForTheSlowestClassUsed) {
     EXPECT_DOUBLE_EQ(topology_time(h, traffic(16, {{0, 1, B}, {0, 4, B}})), B / h.pcie_bytes_per_s + 20e-6);
     EXPECT_DOUBLE_EQ(topology_time(h, traffic(16, {})), 0.0);
 }
+
+// A few copies priced pair by pair give the dense matrix's time exactly, both directions, on every shipped
+// topology (one expert's copies: distinct pairs, one expert each)
+struct CopiesCase {
+    const char* cluster;
+    int copies;
+};
+class TopologyCopies : public ::testing::TestWithParam<CopiesCase> {};
+
+TEST_P(TopologyCopies, EqualTheDenseMatrixTime) {
+    const ClusterSpec cl = shipped(GetParam().cluster);
+    const int D = cl.num_devices;
+    Rng rng(static_cast<uint64_t>(D) * 131 + GetParam().copies);
+    const double B = 123456789.0;
+    for (int trial = 0; trial < 20; ++trial) {
+        std::vector<std::pair<int, int>> copies;
+        std::vector<double> bytes(static_cast<size_t>(D) * D, 0.0);
+        while (static_cast<int>(copies.size()) < GetParam().copies) {
+            const int s = static_cast<int>(rng.next_u64() % D), d = static_cast<int>(rng.next_u64() % D);
+            if (s == d || bytes[static_cast<size_t>(s) * D + d] > 0) continue;
+            copies.emplace_back(s, d);
+            bytes[static_cast<size_t>(s) * D + d] = B;
+        }
+        std::vector<double> reversed(bytes.size());
+        for (int s = 0; s < D; ++s)
+            for (int d = 0; d < D; ++d)
+                reversed[static_cast<size_t>(d) * D + s] = bytes[static_cast<size_t>(s) * D + d];
+        EXPECT_DOUBLE_EQ(topology_time_of_copies(cl, copies, B, false, 0.7), topology_time(cl, bytes, 0.7));
+        EXPECT_DOUBLE_EQ(topology_time_of_copies(cl, copies, B, true, 0.7), topology_time(cl, reversed, 0.7));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, TopologyCopies,
+                         ::testing::Values(CopiesCase{"hpwnv-16.toml", 1}, CopiesCase{"hpwnv-16.toml", 7},
+                                           CopiesCase{"hpnv-16.toml", 5}, CopiesCase{"h100-64.toml", 1},
+                                           CopiesCase{"h100-64.toml", 9}, CopiesCase{"h100-64.toml", 63}),
+                         [](const ::testing::TestParamInfo<CopiesCase>& info) {
+                             std::string name = info.param.cluster;
+                             name = name.substr(0, name.find('.'));
+                             for (char& ch : name)
+                                 if (ch == '-') ch = '_';
+                             return name + "_" + std::to_string(info.param.copies);
+                         });
 
 }  // namespace
 }  // namespace prophet
