@@ -208,13 +208,14 @@ void print_table(const std::vector<PolicyModels>& scores, const StaticTimes& st)
                     m.sim.moe_ms, ratio(st.sim_ms, m.sim.moe_ms), a.mean_max_mean_load, b.mean_max_mean_load, b.mean_exposed_trans_ms, b.mean_exposed_agg_ms,
                     b.mean_replicas, b.median_plan_us, b.mean_dropped_tokens);
     }
-    std::printf("# one model per column, per MoE layer, means over iterations and layers: Eq6 = Trans/Agg blocking, "
-                "planned with Eq 6; Eq8 = block-wise scheduler, planned with Eq 8; FasterMoE sys = broadcast/reduce "
-                "beside one all-to-all each, Eq-6 placements; Sim sys = trace-driven simulator, MoE time per block under the "
-                "policy's system schedule (blockwise for prophet and prophet-oracle on their Eq-8 placements, "
-                "fastermoe = broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers blocking "
-                "for the rest, on their Eq-6 placements; whole-expert split, no planning time); "
-                "xstat* = static / policy under that model\n");
+    std::printf(
+        "# one model per column, per MoE layer, means over iterations and layers: Eq6 = Trans/Agg blocking, "
+        "planned with Eq 6; Eq8 = block-wise scheduler, planned with Eq 8; FasterMoE sys = broadcast/reduce "
+        "beside one all-to-all each, Eq-6 placements; Sim sys = trace-driven simulator, MoE time per block under the "
+        "policy's system schedule (blockwise for prophet, prophet-oracle and flow on their Eq-8 placements, "
+        "fastermoe = broadcast/reduce beside the dispatch all-to-alls for fastermoe, none = transfers blocking "
+        "for the rest, on their Eq-6 placements; whole-expert split, no planning time); "
+        "xstat* = static / policy under that model\n");
     for (const PolicyModels& m : scores) {
         if (m.skipped()) continue;
         if (!m.eq8.note.empty()) std::printf("# note: %s: %s\n", m.name().c_str(), m.eq8.note.c_str());

@@ -14,7 +14,19 @@ namespace prophet::bound_detail {
 // The four models at given term bounds (seconds): each model's time is nondecreasing in every term.
 struct Terms {
     double a2a = 0, a2a_l2l = 0, fec = 0, trans = 0, agg = 0;
+    // the longest single expert's own Trans (Agg) of the class: its copies alone (0: no replica). Whole experts
+    // (the scheduler's `time` split) leave one longer than the non-expert window wholly beside the expert compute.
+    double one_trans = 0, one_agg = 0;
 };
+
+// A transfer of at least `whole` seconds whose longest expert alone takes at least `one`, beside a first window
+// (FNEC or BNEC) and then a second (FEC, BEC or a level): at least max(0, whole - first - second) is exposed,
+// and with whole experts, when one > first, at least max(0, one - second) (docs/bounds.md "Whole experts").
+inline double exposed_bound(double whole, double one, double first, double second, bool whole_experts) {
+    double beyond_first = whole - first;
+    if (whole_experts && one > first) beyond_first = std::max(beyond_first, one);
+    return std::max(0.0, beyond_first - second);
+}
 
 // What the Sim column's blockwise pieces of layer l read of its neighbours (docs/bounds.md "The Sim column").
 constexpr int kLevels = LayerBound::kSimLevels;
@@ -26,6 +38,7 @@ struct SimWindow {
     // the pairwise pieces' FEC grids (LayerBound::fec_level_s): layer l-1's (0: unknown) and this layer's
     double prev_fec_s[LayerBound::kFecLevels] = {}, own_fec_s[LayerBound::kFecLevels] = {};
     bool transfers_may_hide = false;  // BoundBudget::sim_transfers_may_hide: no exposed transfer is charged
+    bool whole_experts = true;        // BoundBudget::sim_whole_experts: the split moves whole experts
 };
 
 // The four models at the terms t of placements with n receivers: each of b's fields becomes the least of itself and

@@ -104,6 +104,26 @@ struct LayerInputs {
         if (rho <= 0 || !owner_term()) return 0.0;
         return static_cast<double>(rho) * m.expert_bytes() / topo.owner_remote / m.bandwidth_scale + topo.min_latency;
     }
+    // The longest single expert's own Trans and Agg in a class with at least one receiver, node_r >= 1 of them on
+    // a node without another holder (its copy crosses nodes) and one expert with rho >= 1 node receivers from its
+    // owner (star): each is a lower bound on that expert's copies alone, so on the longest
+    void one_expert(Terms& t, int64_t node_r, int rho) const {
+        const double node = node_r > 0 ? node_transfer(1) : 0.0, owner = owner_transfer(rho);
+        t.one_trans = std::max({device_transfer(1, false), node, owner});
+        t.one_agg = std::max({device_transfer(1, true), node, owner});
+    }
+    // Classes whose experts have at most rho node receivers each are scored once per most-of-any k (its all-to-all
+    // at k, its longest expert's transfer at least O(k)) from this k on: below it O(k) fits both non-expert windows,
+    // so whole experts add nothing and the all-to-all at the larger k is the lower (docs/bounds.md "Whole experts").
+    // rho itself where whole experts cannot matter (chain, chunks, transfers that may hide).
+    int least_whole_rho(int rho) const {
+        const bool whole =
+            m.transfer_credit == TransferCredit::kWholeExperts || (window.whole_experts && !window.transfers_may_hide);
+        if (!owner_term() || !whole) return rho;
+        int k = 0;
+        while (k < rho && owner_transfer(k + 1) <= std::min(m.fnec_s(), m.bnec_s())) ++k;
+        return k;
+    }
     // the most node receivers per expert whose owner transfer stays within t (a little above it when rounding
     // could tell: more is always safe)
     int rho_within(double t) const {
@@ -168,8 +188,12 @@ void scan_receivers(const LayerInputs& in, LayerBound& b) {
         // per expert at most the node receivers whose owner transfer that device-level transfer already exceeds
         const int rho =
             in.rho_within(std::max(in.device_transfer(last, false), in.device_transfer(last, true)) * (1 + 1e-9));
-        const Terms t = in.terms(last, last, r, rho, in.device_transfer(n, false), in.device_transfer(n, true));
-        take_min(b, in.m, in.window, t, n);
+        // rho caps each expert's node receivers; the most any expert has, k, makes its own transfer at least O(k)
+        for (int k = in.least_whole_rho(rho); k <= rho; ++k) {
+            Terms t = in.terms(last, last, r, k, in.device_transfer(n, false), in.device_transfer(n, true));
+            in.one_expert(t, 0, k);
+            take_min(b, in.m, in.window, t, n);
+        }
         // past here compute and all-to-all cannot fall further and every transfer only grows
         const int64_t x = std::min(last, in.max_extra);
         const bool compute_done =
@@ -204,7 +228,12 @@ void scan_node_receivers(const LayerInputs& in, LayerBound& b) {
         const double t = in.node_transfer(r), t_last = in.node_transfer(last);
         n_free = receivers_within(in, t_last, t_last, n_free);
         if (n_free < r) continue;  // no placement has r node receivers and so few device-level ones
-        take_min(b, in.m, in.window, in.terms(n_free, n_free, last, in.rho_within(t_last * (1 + 1e-9)), t, t), n_free);
+        const int rho = in.rho_within(t_last * (1 + 1e-9));
+        for (int k = in.least_whole_rho(rho); k <= rho; ++k) {  // as in scan_receivers
+            Terms terms = in.terms(n_free, n_free, last, k, t, t);
+            in.one_expert(terms, 1, k);  // r >= 1: some expert has a copy on a node without another holder
+            take_min(b, in.m, in.window, terms, n_free);
+        }
     }
 }
 
@@ -230,7 +259,9 @@ void scan_owner_receivers(const LayerInputs& in, LayerBound& b) {
         const int64_t n = receivers_within(in, t, t, 0);
         const int64_t r = std::min({n, static_cast<int64_t>(rho) * E, node_receivers_below(in, t, limit)});
         if (n < 1) continue;  // not even one receiver's device-level transfer fits: (a) covers it
-        take_min(b, in.m, in.window, in.terms(n, n, r, rho, t, t), n);
+        Terms terms = in.terms(n, n, r, rho, t, t);
+        in.one_expert(terms, 1, rho);  // some expert has rho node receivers, all sent by its owner
+        take_min(b, in.m, in.window, terms, n);
     }
 }
 
@@ -276,6 +307,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     in.window.fnec_s = m.fnec_s();
     in.window.bnec_s = m.bnec_s();
     in.window.transfers_may_hide = budget.sim_transfers_may_hide;
+    in.window.whole_experts = budget.sim_whole_experts;
     LayerBound b;
     b.eq6_s = b.eq8_s = b.fastermoe_s = kUnlimited;
     b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;

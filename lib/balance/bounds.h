@@ -37,6 +37,9 @@ struct BoundBudget {
     // true where the simulated iteration has compute beside the MoE ops (gate, measured planning time, dense ops:
     // the sweeps' simulator) that may hide a transfer: the Sim column then keeps no transfer term (4 A2A + 3 FEC).
     bool sim_transfers_may_hide = false;
+    // the Sim column's block-wise split moves whole experts (sim.split_rule "time", as `prophet plan` runs it);
+    // false: bytes ("fluid"), whose exposed parts the bound then takes from the whole transfer only
+    bool sim_whole_experts = true;
 };
 
 // Lower bounds, seconds per MoE layer, each the minimum over placements of that model's time.

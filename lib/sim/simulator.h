@@ -148,7 +148,7 @@ SimResult simulate_policy(const std::string& name, const TraceView& trace, const
 SimResult simulate_score(const PolicyScore& score, const TraceView& trace, const CostModel& cost,
                          const EvalSettings& settings, const SimOptions& options);
 
-// The schedule of the system a policy belongs to: blockwise for prophet and prophet-oracle (system_cost_eq 8),
+// The schedule of the system a policy belongs to: blockwise for prophet, prophet-oracle and flow (system_cost_eq 8),
 // fastermoe for fastermoe (its shadowing), none for the rest.
 ScheduleKind system_schedule(const std::string& policy);
 

@@ -6,11 +6,14 @@
 #include <cmath>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "balance/bounds.h"
 #include "balance/policies.h"
 #include "balance_fixtures.h"
+#include "sim/simulator.h"
 
 namespace prophet {
 namespace {
@@ -106,8 +109,13 @@ void for_each_outcome(const CostModel& m, const std::vector<int64_t>& counts, in
                 if (valid) p.add_replica(bit / D, bit % D);
             }
             if (!valid || !check_placement(p, cap).empty()) continue;
-            for (RouteRule rule : {RouteRule::kOwner, RouteRule::kLeastLoaded, RouteRule::kEvenSplit})
-                fn(predict_layer(m, compute_flow(counts.data(), D, E, p, rule), p));
+            for (RouteRule rule : {RouteRule::kOwner, RouteRule::kLeastLoaded, RouteRule::kEvenSplit}) {
+                const LayerFlow flow = compute_flow(counts.data(), D, E, p, rule);
+                if constexpr (std::is_invocable_v<Fn, const CostBreakdown&, const Placement&, const LayerFlow&>)
+                    fn(predict_layer(m, flow, p), p, flow);
+                else
+                    fn(predict_layer(m, flow, p));
+            }
         }
     }
 }
@@ -280,33 +288,50 @@ TEST(BoundThreads, ChainLayerOnAFreshThreadIsBounded) {
     EXPECT_GT(bound, 0.0);
 }
 
+// One layer's outcome under the blockwise schedule: its own 4 A2A + 3 FEC, its FEC, and its Trans and Agg as the
+// simulator's `time` split cuts them (sim::split_transfer: whole experts, each timed alone, first fit into FNEC or
+// BNEC; the rest beside the previous layer's FEC or BEC).
+struct BlockOutcome {
+    double own = 0, fec = 0, trans = 0, agg = 0;
+    sim::TransferSplit trans_split, agg_split;
+    // exposed beyond a previous layer of FEC prev_fec (layer l >= 1)
+    double exposed(const CostModel& m, double prev_fec) const {
+        return std::max(0.0, trans_split.under_expert_s - prev_fec) +
+               std::max(0.0, trans_split.under_nec_s - m.fnec_s()) +
+               std::max(0.0, agg_split.under_expert_s - 2 * prev_fec) +
+               std::max(0.0, agg_split.under_nec_s - m.bnec_s());
+    }
+};
+
 // The Sim column over a whole iteration: the least sum over layers of the simulator's MoE time under any
 // schedule, every layer's placement and routing free. none pays Eq 6 and fastermoe fastermoe_s per layer; under
 // blockwise a layer pays 4 A2A + 3 FEC, Trans(0) and Agg(0) whole, and for l >= 1 what of Trans(l) and Agg(l) the
-// previous layer's FEC + FNEC and BEC + BNEC cannot hide (the schedule leaves nothing else beside them:
-// docs/bounds.md).
+// previous layer's FEC + FNEC and BEC + BNEC cannot hide, part by part as the time split cuts them (the schedule
+// leaves nothing else beside them: docs/bounds.md).
 double sim_optimum(const CostModel& cost, const std::vector<std::vector<int64_t>>& layers, int D, int E) {
     const int L = static_cast<int>(layers.size());
     double none = 0, fastermoe = 0;
     std::vector<double> best_before, fec_before;  // blockwise: least sum up to layer l-1 by its outcome, its FEC
     for (int l = 0; l < L; ++l) {
         const CostModel m = model_for_layer(cost, l);
-        std::vector<CostBreakdown> outcomes;
-        for_each_outcome(m, layers[l], D, E, 0, D * E <= 4, [&](const CostBreakdown& c) { outcomes.push_back(c); });
+        std::vector<BlockOutcome> outcomes;
         double least6 = INFINITY, least_f = INFINITY;
+        for_each_outcome(m, layers[l], D, E, 0, D * E <= 4,
+                         [&](const CostBreakdown& c, const Placement& p, const LayerFlow& flow) {
+                             least6 = std::min(least6, c.eq6_s);
+                             least_f = std::min(least_f, c.fastermoe_s);
+                             BlockOutcome o{4 * c.a2a_s + 3 * c.fec_s, c.fec_s, c.trans_s, c.agg_s};
+                             o.trans_split = sim::split_transfer(m, flow, p, sim::SplitRule::kTime, m.fnec_s(), false);
+                             o.agg_split = sim::split_transfer(m, flow, p, sim::SplitRule::kTime, m.bnec_s(), true);
+                             outcomes.push_back(std::move(o));
+                         });
         std::vector<double> best(outcomes.size(), INFINITY), fec(outcomes.size());
         for (size_t p = 0; p < outcomes.size(); ++p) {
-            const CostBreakdown& c = outcomes[p];
-            least6 = std::min(least6, c.eq6_s);
-            least_f = std::min(least_f, c.fastermoe_s);
-            fec[p] = c.fec_s;
-            const double own = 4 * c.a2a_s + 3 * c.fec_s;
-            if (l == 0) best[p] = own + c.trans_s + c.agg_s;
-            for (size_t q = 0; l > 0 && q < best_before.size(); ++q) {
-                const double exposed = std::max(0.0, c.trans_s - m.fnec_s() - fec_before[q]) +
-                                       std::max(0.0, c.agg_s - m.bnec_s() - 2 * fec_before[q]);
-                best[p] = std::min(best[p], best_before[q] + own + exposed);
-            }
+            const BlockOutcome& o = outcomes[p];
+            fec[p] = o.fec;
+            if (l == 0) best[p] = o.own + o.trans + o.agg;
+            for (size_t q = 0; l > 0 && q < best_before.size(); ++q)
+                best[p] = std::min(best[p], best_before[q] + o.own + o.exposed(m, fec_before[q]));
         }
         none += least6;
         fastermoe += least_f;
