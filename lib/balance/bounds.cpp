@@ -325,6 +325,17 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra, in.u.max_rho),
                         in.busiest(in.max_extra));
     b.one_transfer_s = D > 1 ? transfer_bound(m, in.topo, 1, false) : 0.0;
+    if (!m.topology_aware && m.trans_receivers == TransReceivers::kPaper) {
+        // The simulator moves the replica holders' copies only (sim_setup); the paper's count, which the Eq
+        // columns keep, adds each replicated expert's sender. So the Sim pieces (and the Eq 6 and fastermoe_s caps
+        // inside them) are those of the same bound under the simulator's count. Its levels depend on compute only.
+        CostModel moved = m;
+        moved.trans_receivers = TransReceivers::kReplicaHolders;
+        const LayerBound s = layer_bound(moved, counts, D, E, budget, layer, num_layers, prev_hide_s, prev_fec_level_s);
+        std::copy(&s.sim_parts_s[0][0], &s.sim_parts_s[0][0] + kLevels * kLevels, &b.sim_parts_s[0][0]);
+        std::copy(&s.sim_pairs_s[0][0], &s.sim_pairs_s[0][0] + G * G, &b.sim_pairs_s[0][0]);
+        b.sim_s = s.sim_s;
+    }
     return b;
 }
 

@@ -102,7 +102,7 @@ TEST(WholeExpertCredit, OneExpertToEveryNodeOutlastsTheNonExpertWindow) {
     const LayerFlow flow = compute_flow(counts.data(), D, E, p, RouteRule::kOwner);
     const double copies = static_cast<double>(D / per_node - 1);
     m.cluster.fnec_s = 0.5 * predict_layer(m, flow, p).trans_s;  // half of all three copies
-    m.cluster.bnec_s = m.cluster.fnec_s;  // Agg alone outlasts it too
+    m.cluster.bnec_s = m.cluster.fnec_s;                         // Agg alone outlasts it too
     const CostBreakdown b = predict_layer(m, flow, p);
     ASSERT_GT(copies, 1);
     ASSERT_LT(b.fec_s, 0.1 * b.trans_s);
