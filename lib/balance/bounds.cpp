@@ -51,6 +51,9 @@ struct LayerInputs {
     double per_token_s = 0, share = 1;
     int64_t max_receivers = 0, max_extra = 0;
     SimWindow window;
+    // one copy's Trans and Agg (device_transfer(1)) and one copy across nodes (node_transfer(1)): the parts of
+    // one_expert that do not depend on the class, set once per layer by layer_inputs
+    double one_copy_trans = 0, one_copy_agg = 0, one_node_copy = 0;
 
     // receivers n spend on devices (compute, device-level all-to-all, device-level transfers), r of them on nodes
     // without another holder of their expert (node-level all-to-all), at most rho per expert
@@ -108,9 +111,9 @@ struct LayerInputs {
     // a node without another holder (its copy crosses nodes) and one expert with rho >= 1 node receivers from its
     // owner (star): each is a lower bound on that expert's copies alone, so on the longest
     void one_expert(Terms& t, int64_t node_r, int rho) const {
-        const double node = node_r > 0 ? node_transfer(1) : 0.0, owner = owner_transfer(rho);
-        t.one_trans = std::max({device_transfer(1, false), node, owner});
-        t.one_agg = std::max({device_transfer(1, true), node, owner});
+        const double node = node_r > 0 ? one_node_copy : 0.0, owner = owner_transfer(rho);
+        t.one_trans = std::max({one_copy_trans, node, owner});
+        t.one_agg = std::max({one_copy_agg, node, owner});
     }
     // Classes whose experts have at most rho node receivers each are scored once per most-of-any k (its all-to-all
     // at k, its longest expert's transfer at least O(k)) from this k on: below it O(k) fits both non-expert windows,
@@ -167,6 +170,9 @@ LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E
     compute_curve(w, D, in.u.total, in.max_extra, curve);
     receive_curve(counts, D, E, in.max_extra, receive);
     in.receive_complete = static_cast<int64_t>(in.receive.size()) - 1 < std::min(in.max_extra, kReceiveSteps);
+    in.one_copy_trans = in.device_transfer(1, false);
+    in.one_copy_agg = in.device_transfer(1, true);
+    in.one_node_copy = in.node_transfer(1);
     return in;
 }
 

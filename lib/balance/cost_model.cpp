@@ -231,8 +231,11 @@ inline void topology_whole_expert_exposure(const CostModel& m, const LayerFlow& 
     for (int e = 0; e < flow.num_experts; ++e) {
         if (flow.replica_holders[e] == 0) continue;
         expert_copies(m, placement, e, copies);
-        double t = topology_time_of_copies(m.cluster, copies, expert_bytes, false, m.bandwidth_scale);
-        double a = topology_time_of_copies(m.cluster, copies, expert_bytes, true, m.bandwidth_scale);
+        // only the directions that may show (the other's parts are never timed)
+        double t =
+            trans_may_show ? topology_time_of_copies(m.cluster, copies, expert_bytes, false, m.bandwidth_scale) : 0.0;
+        double a =
+            agg_may_show ? topology_time_of_copies(m.cluster, copies, expert_bytes, true, m.bandwidth_scale) : 0.0;
         if (m.trans_broadcast == TransBroadcast::kChain) chain_rate_floor(m, 1, expert_bytes, t, a);
         if (trans_filled + t <= c.fnec_s)
             trans_filled += t;
@@ -293,6 +296,13 @@ double exposed_whole_pieces(const std::vector<double>& pieces, double first_wind
             rest += t;
     }
     return std::max(0.0, rest - second_window);
+}
+
+TransferSeconds transfer_seconds(const CostModel& m, const LayerFlow& flow, const Placement& placement) {
+    PROPHET_ASSERT(placement.num_devices == flow.num_devices && placement.num_experts == flow.num_experts);
+    CostBreakdown c;
+    transfer_terms(m, flow, placement, transfer_groups(m, flow), c);
+    return {c.trans_s, c.agg_s};
 }
 
 CostBreakdown predict_layer(const CostModel& m, const LayerFlow& flow, const Placement& placement) {

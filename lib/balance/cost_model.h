@@ -98,6 +98,13 @@ struct CostBreakdown {
 // The placement supplies owners (the Trans source, the Agg destination) for the topology-aware variant.
 CostBreakdown predict_layer(const CostModel& model, const LayerFlow& flow, const Placement& placement);
 
+// Eqs 4-5 alone: the Trans and Agg seconds predict_layer reports (trans_s, agg_s), without the all-to-all, the
+// compute or Eq 8's split; for callers that time parts of a transfer (the simulator's whole-expert split).
+struct TransferSeconds {
+    double trans_s = 0, agg_s = 0;
+};
+TransferSeconds transfer_seconds(const CostModel& model, const LayerFlow& flow, const Placement& placement);
+
 // The model for layer `layer` of an iteration: `model` with first_block set for layer 0.
 inline CostModel model_for_layer(const CostModel& model, int layer) {
     CostModel m = model;

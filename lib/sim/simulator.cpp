@@ -44,8 +44,8 @@ double subset_transfer_s(const CostModel& cost, const LayerFlow& flow, const Pla
         const auto row = part.replica.begin() + static_cast<size_t>(e) * D;
         std::fill(row, row + D, uint8_t{0});
     }
-    const CostBreakdown c = predict_layer(cost, part_flow, part);
-    return agg ? c.agg_s : c.trans_s;
+    const TransferSeconds t = transfer_seconds(cost, part_flow, part);
+    return agg ? t.agg_s : t.trans_s;
 }
 
 using Interval = std::pair<double, double>;
@@ -92,9 +92,9 @@ struct LayerState {
 TransferSplit split_transfer(const CostModel& cost, const LayerFlow& flow, const Placement& placement,
                              SplitRule rule, double budget_s, bool agg) {
     const int E = placement.num_experts;
-    const CostBreakdown c = predict_layer(cost, flow, placement);
+    const TransferSeconds whole = transfer_seconds(cost, flow, placement);
     TransferSplit split;
-    split.whole_s = agg ? c.agg_s : c.trans_s;
+    split.whole_s = agg ? whole.agg_s : whole.trans_s;
     if (rule == SplitRule::kFluid) {
         split.under_nec_s = std::min(split.whole_s, std::max(0.0, budget_s));
         split.under_expert_s = split.whole_s - split.under_nec_s;
