@@ -117,46 +117,81 @@ bool HotSetBuilder::swap_once(std::vector<int>& owner, std::vector<double>& ingr
     return true;
 }
 
-// One group's replicas of the hot experts it has no holder of, largest tokens first to its lightest device.
-void HotSetBuilder::place_group(Placement& p, int first_device, int group_size, int cap) {
+// The group's device of least estimated load with a group replica below `room`, room under the cap, and, when
+// chain_room >= 0, a chain load below chain_room (ties: lower device); -1: none.
+int HotSetBuilder::lightest_with_room(int first_device, int group_size, int room, int cap, int chain_room) const {
+    int best = -1;
+    for (int d = first_device; d < first_device + group_size; ++d)
+        if (replicas_[d] < room && (cap <= 0 || all_replicas_[d] < cap) &&
+            (chain_room < 0 || chain_load_[d] < chain_room) && (best < 0 || est_[d] < est_[best]))
+            best = d;
+    return best;
+}
+
+// One group's replicas of the group-tier hot experts it has no holder of, largest tokens first to its lightest
+// device.
+void HotSetBuilder::place_group(Placement& p, int first_device, int group_size, int cap, bool chain) {
     items_.clear();
+    int load = 0;  // chain: copies the group's devices forward already (owned hot experts, device-tier replicas)
+    for (int d = first_device; d < first_device + group_size; ++d) load += chain_load_[d];
     for (int e = 0; e < E_; ++e) {
-        if (!is_hot_[e] || (p.owner[e] >= first_device && p.owner[e] < first_device + group_size)) continue;
+        const bool here = p.owner[e] >= first_device && p.owner[e] < first_device + group_size;
+        if (is_hot_[e] != kGroupTier || here) continue;
         const int64_t tokens = group_tokens(e, first_device, group_size);
         if (tokens > 0) items_.push_back({-tokens, e});  // ascending sort: most tokens, then lower expert, first
     }
     std::sort(items_.begin(), items_.end());
     // at most an even share of the group's replicas per device: each copy is Trans into its holder's one NIC
-    const int even = (static_cast<int>(items_.size()) + group_size - 1) / group_size;
-    const int room = cap > 0 ? std::min(cap, even) : even;
+    // (a chain: of what each device forwards; the group's devices have room for all n together)
+    const int n = static_cast<int>(items_.size());
+    const int chain_room = chain ? (load + n + group_size - 1) / group_size : -1;
+    const int room = chain ? n : (n + group_size - 1) / group_size;
     for (const auto& [minus_tokens, e] : items_) {
-        int best = -1;
-        for (int d = first_device; d < first_device + group_size; ++d)
-            if (replicas_[d] < room && (best < 0 || est_[d] < est_[best])) best = d;
+        const int best = lightest_with_room(first_device, group_size, room, cap, chain_room);
         if (best < 0) return;  // the group is full
         p.add_replica(e, best);
         est_[best] -= static_cast<double>(minus_tokens);
-        ++replicas_[best];
+        ++replicas_[best], ++all_replicas_[best], ++chain_load_[best];
+    }
+}
+
+// The device tier: each of its experts on every device that sends it tokens (within the cap), each device
+// computing its own tokens of it.
+void HotSetBuilder::place_everywhere(Placement& p, int cap) {
+    for (int e = 0; e < E_; ++e) {
+        if (is_hot_[e] != kDeviceTier) continue;
+        for (int d = 0; d < D_; ++d) {
+            const int64_t tokens = counts_[static_cast<size_t>(d) * E_ + e];
+            if (d == p.owner[e] || tokens == 0 || (cap > 0 && all_replicas_[d] >= cap)) continue;
+            p.add_replica(e, d);
+            est_[d] += static_cast<double>(tokens);
+            est_[p.owner[e]] -= static_cast<double>(tokens);
+            ++all_replicas_[d], ++chain_load_[d];
+        }
     }
 }
 
 Placement HotSetBuilder::build(const HotSetShape& shape, int cap, int* owner_swaps) {
     const int g = shape.group_size;
     PROPHET_ASSERT(g > 1 && g < D_ && D_ % g == 0);
-    const int hot = std::clamp(shape.hot, 0, with_load_);
+    const int hot = std::clamp(shape.hot, 0, with_load_), everywhere = std::clamp(shape.everywhere, 0, hot);
     is_hot_.assign(E_, 0);
-    for (int i = 0; i < hot; ++i) is_hot_[by_load_[i]] = 1;
+    for (int i = 0; i < hot; ++i) is_hot_[by_load_[i]] = i < everywhere ? kDeviceTier : kGroupTier;
     std::vector<int> owner = current_.owner;
     int swaps = shape.spread_owners ? spread(owner, hot) : 0;
     if (shape.even_nics) swaps += even_nics(owner);
     Placement p = Placement::make_owners(D_, owner);
     est_.assign(D_, 0.0);
     replicas_.assign(D_, 0);
+    all_replicas_.assign(D_, 0);
+    chain_load_.assign(D_, 0);  // a chain's head forwards its expert's first copy
     for (int e = 0; e < E_; ++e) {
         const int first = owner[e] / g * g;
-        est_[owner[e]] += is_hot_[e] ? static_cast<double>(group_tokens(e, first, g)) : load_[e];
+        est_[owner[e]] += is_hot_[e] == kGroupTier ? static_cast<double>(group_tokens(e, first, g)) : load_[e];
+        chain_load_[owner[e]] += is_hot_[e] ? 1 : 0;
     }
-    for (int first = 0; first < D_; first += g) place_group(p, first, g, cap);
+    place_everywhere(p, cap);
+    for (int first = 0; first < D_; first += g) place_group(p, first, g, cap, shape.chain);
     if (owner_swaps) *owner_swaps = swaps;
     return p;
 }
@@ -169,7 +204,7 @@ std::vector<int> replication_group_sizes(const ClusterSpec& cluster, int D) {
     return sizes;
 }
 
-void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, bool spread_owners, int cap,
+void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, bool spread_owners, bool chain, int cap,
                    const std::function<double(const Placement&, const HotSetShape&)>& consider) {
     if (builder.experts_with_load() == 0) return;
     const int experts = builder.num_experts();
@@ -177,7 +212,7 @@ void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, 
     for (int g : group_sizes) {
         std::map<int, double> tried;  // h -> predicted seconds
         auto score = [&](int h) {
-            const HotSetShape shape{h, g, spread_owners};
+            const HotSetShape shape{h, g, spread_owners, false, chain};
             return tried[h] = consider(builder.build(shape, cap), shape);
         };
         double previous = std::numeric_limits<double>::infinity();
@@ -195,8 +230,18 @@ void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, 
         const int best = best_h();
         for (int h : {best * 3 / 4, best * 3 / 2})
             if (h >= 1 && h <= most && !tried.count(h)) score(h);
+        if (chain) {
+            const int b = best_h();
+            for (int t = 1; t <= 2; ++t)
+                for (int h : {t + b / 2, t + b * 3 / 4, b, b + t})
+                    if (h > t && h <= most) {
+                        HotSetShape shape{h, g, spread_owners, false, chain};
+                        shape.everywhere = t;
+                        consider(builder.build(shape, cap), shape);
+                    }
+        }
         if (builder.nics_per_node() > 1) {  // the best h again, each node's cold owners evening its NICs out
-            const HotSetShape shape{best_h(), g, spread_owners, true};
+            const HotSetShape shape{best_h(), g, spread_owners, true, chain};
             consider(builder.build(shape, cap), shape);
         }
     }
@@ -206,7 +251,7 @@ void walk_hot_sets(const int64_t* counts, const std::vector<double>& load, const
                    const CostModel& cost, int cap, const std::function<double(const Placement&, int)>& consider) {
     HotSetBuilder builder(counts, load, current, cost.cluster);
     const bool star = cost.trans_broadcast == TransBroadcast::kStar;
-    walk_hot_sets(builder, replication_group_sizes(cost.cluster, current.num_devices), star, cap,
+    walk_hot_sets(builder, replication_group_sizes(cost.cluster, current.num_devices), star, !star, cap,
                   [&](const Placement& p, const HotSetShape& shape) { return consider(p, shape.hot); });
 }
 

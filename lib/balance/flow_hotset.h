@@ -15,8 +15,12 @@
 //             its group's tokens for the hot experts it owns; a group's n (expert, tokens) items go largest first
 //             (ties: lower expert) to its lightest device with replica room (ties: lower device), which adds the
 //             item's tokens. Room: at most ceil(n / g) replicas per device (each copy enters its holder through
-//             one NIC, so the copies are spread evenly) and balance.max_replicas_per_device. An item no device of
-//             the group has room for gets no replica (the split then sends those tokens to another group's holder).
+//             one NIC, so the copies are spread evenly) and balance.max_replicas_per_device. Under a chain
+//             broadcast (cost_model.h) a device forwards a copy for every hot expert it owns and every replica it
+//             holds (but a chain's last), and the chain's rate is set by the device forwarding the most, so first
+//             a device's owned hot experts plus its replicas stay within ceil((owned in the group + n) / g); an
+//             item that finds no room so gets the plain room. An item no device of the group has room for gets no
+//             replica (the split then sends those tokens to another group's holder).
 //   nics      (even_nics; nodes with several NICs) with every hot expert in every node, the tokens that cross
 //             nodes are the cold experts': each enters its owner's rail NIC, w_e minus the owner's node's tokens
 //             for e, the same for any device of the node. Per node, while it lowers the larger of the two, a
@@ -45,6 +49,8 @@ struct HotSetShape {
     int group_size = 1;          // devices per replication group (divides D; < D)
     bool spread_owners = false;  // swap owners so no device owns more than ceil(h / D) hot experts
     bool even_nics = false;      // then swap cold owners inside each node to even its NICs' ingress (below)
+    bool chain = false;          // chain broadcast: a hot owner starts its expert's chain (below, "replicas")
+    int everywhere = 0;          // the device tier: the first of the h held on every device (below, "tiers")
 };
 
 // Builds the family's placements for one layer; the sort by load and the buffers are shared by its candidates.
@@ -66,20 +72,25 @@ class HotSetBuilder {
     const Placement& current_;
     const ClusterSpec& cluster_;
     int D_, E_, with_load_ = 0;
-    std::vector<int> by_load_;                    // [E] experts, largest load first (ties: lower index)
-    std::vector<uint8_t> is_hot_;                 // [E]
-    std::vector<int> owned_hot_;                  // [D] hot experts each device owns (spread)
-    std::vector<double> est_;                     // [D] estimated tokens computed
-    std::vector<int> replicas_;                   // [D]
-    std::vector<double> cross_;                   // [E] even_nics: a cold expert's tokens from other nodes
-    std::vector<std::pair<int64_t, int>> items_;  // (tokens, expert) of one group
+    std::vector<int> by_load_;       // [E] experts, largest load first (ties: lower index)
+    std::vector<uint8_t> is_hot_;    // [E]
+    std::vector<int> owned_hot_;     // [D] hot experts each device owns (spread)
+    std::vector<double> est_;        // [D] estimated tokens computed
+    std::vector<int> replicas_;      // [D] group-tier replicas
+    std::vector<int> all_replicas_;  // [D] replicas of both tiers (the cap)
+    std::vector<int> chain_load_;    // [D] copies a device forwards: hot experts owned + replicas
+    static constexpr uint8_t kGroupTier = 1, kDeviceTier = 2;  // is_hot_ values
+    std::vector<double> cross_;                                // [E] even_nics: a cold expert's tokens from other nodes
+    std::vector<std::pair<int64_t, int>> items_;               // (tokens, expert) of one group
     int spread(std::vector<int>& owner, int hot);
     int even_nics(std::vector<int>& owner);
     bool swap_once(std::vector<int>& owner, std::vector<double>& ingress, int first_nic, int last_nic,
                    const std::vector<int>& cold);
     double cross_ingress(int expert, int device) const;  // e's tokens from other nodes if `device` owns it
     int swap_target(int from, const std::vector<int>& owner, int limit) const;
-    void place_group(Placement& p, int first_device, int group_size, int cap);
+    void place_group(Placement& p, int first_device, int group_size, int cap, bool chain);
+    void place_everywhere(Placement& p, int cap);
+    int lightest_with_room(int first_device, int group_size, int room, int cap, int chain_room) const;
     int64_t group_tokens(int expert, int first_device, int group_size) const;
 };
 
@@ -94,7 +105,7 @@ std::vector<int> replication_group_sizes(const ClusterSpec& cluster, int num_dev
 // E = 256 (each costs a split and a topology-aware prediction). spread_owners: the owner rule of every shape (the
 // planner spreads owners under a star broadcast, where each copy leaves its owner's NIC, and keeps them under a
 // chain). Nothing to try: no call.
-void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, bool spread_owners, int cap,
+void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, bool spread_owners, bool chain, int cap,
                    const std::function<double(const Placement&, const HotSetShape&)>& consider);
 
 // flow's walk of the family on a topology-aware cost model: every group size of the cluster, owners spread under

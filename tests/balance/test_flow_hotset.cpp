@@ -52,6 +52,8 @@ struct HotCase {
     double zipf_s;
     uint64_t seed;
     bool even_nics = false;
+    bool chain = false;  // chain broadcast: a device's owned hot experts and replicas within the group's share
+    int everywhere = 0;  // the device tier: the first hot experts on every device
 };
 
 // One case's placement, built from the static layout on skewed counts of the case's cluster.
@@ -65,9 +67,18 @@ class HotSetPlacement : public ::testing::TestWithParam<HotCase> {
         load_ = loads_of(counts_, D_, E_);
         current_ = Placement::make_static(D_, E_);
         HotSetBuilder builder(counts_.data(), load_, current_, cost_.cluster);
-        placement_ = builder.build(HotSetShape{c.hot, c.group_size, c.spread, c.even_nics}, c.cap);
-        without_even_ = builder.build(HotSetShape{c.hot, c.group_size, c.spread, false}, c.cap);
+        placement_ =
+            builder.build(HotSetShape{c.hot, c.group_size, c.spread, c.even_nics, c.chain, c.everywhere}, c.cap);
+        without_even_ = builder.build(HotSetShape{c.hot, c.group_size, c.spread, false, c.chain, c.everywhere}, c.cap);
     }
+    // the copies device d heads or forwards at most (flow_hotset.h "replicas"): hot experts it owns plus replicas
+    int chain_load(int d) const {
+        const std::vector<char> hot = hottest(load_, GetParam().hot);
+        int n = 0;
+        for (int e = 0; e < E_; ++e) n += (hot[e] && placement_.owner[e] == d) || replica(e, d);
+        return n;
+    }
+    bool replica(int e, int d) const { return placement_.replica[static_cast<size_t>(e) * D_ + d] != 0; }
     // the slow oracle of flow_hotset.h "nics": per NIC, the cold experts' tokens from other nodes into their owners
     std::vector<double> cold_nic_ingress(const Placement& p) const {
         const ClusterSpec& cl = cost_.cluster;
@@ -98,13 +109,14 @@ TEST_P(HotSetPlacement, ReplicatesOnlyTheHotExperts) {
         if (!hot[e]) EXPECT_EQ(placement_.num_replicas_of(e), 0) << "cold expert " << e;
 }
 
-// With no cap, every group that sends a hot expert tokens holds it; the copies of a group are spread evenly.
+// With no cap, every group that sends a hot expert tokens holds it (the device tier aside); the copies of a group are
+// spread evenly.
 TEST_P(HotSetPlacement, HoldsEveryHotExpertInEveryGroupThatSendsIt) {
     const HotCase c = GetParam();
     if (c.cap > 0) GTEST_SKIP() << "a cap may leave a group without room";
-    const std::vector<char> hot = hottest(load_, c.hot);
+    const std::vector<char> hot = hottest(load_, c.hot), tier = hottest(load_, c.everywhere);
     for (int e = 0; e < E_; ++e)
-        for (int first = 0; first < D_ && hot[e]; first += c.group_size) {
+        for (int first = 0; first < D_ && hot[e] && !tier[e]; first += c.group_size) {
             int64_t sent = 0;
             int holders = 0;
             for (int d = first; d < first + c.group_size; ++d)
@@ -113,8 +125,36 @@ TEST_P(HotSetPlacement, HoldsEveryHotExpertInEveryGroupThatSendsIt) {
         }
 }
 
+// The device tier: each of its experts held by every device that sends it tokens.
+TEST_P(HotSetPlacement, HoldsEachDeviceTierExpertOnEverySender) {
+    const HotCase c = GetParam();
+    if (c.everywhere == 0 || c.cap > 0) GTEST_SKIP() << "no device tier, or a cap";
+    const std::vector<char> tier = hottest(load_, c.everywhere);
+    for (int e = 0; e < E_; ++e)
+        for (int d = 0; d < D_ && tier[e]; ++d)
+            EXPECT_EQ(placement_.holds(e, d), counts_[static_cast<size_t>(d) * E_ + e] > 0) << e << " on " << d;
+}
+
+// Chain: the busiest device of a group heads or forwards no more copies than it must: the group's even share of the
+// chain load, or its fixed part (the hot experts it owns and its device-tier replicas) where that is larger.
+TEST_P(HotSetPlacement, ChainKeepsEachGroupsBusiestForwarderAtItsLeast) {
+    const HotCase c = GetParam();
+    if (!c.chain || c.cap > 0) GTEST_SKIP() << "star broadcast, or a cap";
+    const std::vector<char> hot = hottest(load_, c.hot), tier = hottest(load_, c.everywhere);
+    for (int first = 0; first < D_; first += c.group_size) {
+        int total = 0, most = 0, most_fixed = 0;
+        for (int d = first; d < first + c.group_size; ++d) {
+            int fixed = 0;
+            for (int e = 0; e < E_; ++e) fixed += (hot[e] && placement_.owner[e] == d) || (tier[e] && replica(e, d));
+            total += chain_load(d), most = std::max(most, chain_load(d)), most_fixed = std::max(most_fixed, fixed);
+        }
+        EXPECT_EQ(most, std::max(most_fixed, (total + c.group_size - 1) / c.group_size)) << "group at " << first;
+    }
+}
+
 TEST_P(HotSetPlacement, SpreadsCopiesEvenlyInsideAGroup) {
     const HotCase c = GetParam();
+    if (c.chain) GTEST_SKIP() << "chain: the chain load is spread instead (above)";
     const std::vector<int> replicas = placement_.replicas_per_device();
     for (int first = 0; first < D_; first += c.group_size) {
         int total = 0, most = 0;
@@ -184,7 +224,13 @@ INSTANTIATE_TEST_SUITE_P(
                       HotCase{"hpnv_pairs_capped", "hpnv-16.toml", 2, 12, 2, 2, false, 1.0, 7},
                       HotCase{"h100_even_nics", "h100-16.toml", 4, 8, 8, 0, true, 0.8, 8, true},
                       HotCase{"h100_even_nics_kept", "h100-16.toml", 8, 16, 8, 0, false, 1.0, 9, true},
-                      HotCase{"h100_even_nics_capped", "h100-16.toml", 4, 24, 8, 1, true, 0.8, 10, true}),
+                      HotCase{"h100_even_nics_capped", "h100-16.toml", 4, 24, 8, 1, true, 0.8, 10, true},
+                      HotCase{"hpwnv_chain_kept", "hpwnv-16.toml", 2, 8, 4, 0, false, 1.2, 11, false, true},
+                      HotCase{"hpwnv_chain_many_hot", "hpwnv-16.toml", 2, 14, 4, 0, false, 0.8, 12, false, true},
+                      HotCase{"hpwnv_chain_everywhere", "hpwnv-16.toml", 2, 8, 4, 0, false, 1.2, 13, false, true, 1},
+                      HotCase{"hpnv_chain_everywhere_two", "hpnv-16.toml", 2, 10, 4, 0, false, 1.4, 14, false, true, 2},
+                      HotCase{"hpnv_chain_everywhere_capped", "hpnv-16.toml", 2, 8, 2, 2, false, 1.0, 15, false, true,
+                              1}),
     [](const ::testing::TestParamInfo<HotCase>& info) { return std::string(info.param.name); });
 
 // A cluster where node-local replication is clearly best: nodes of 4 devices on NVLink (fast), one slow NIC per
