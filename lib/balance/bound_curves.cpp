@@ -103,6 +103,43 @@ void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_loca
     for (size_t k = 0; k < other.size(); ++k) prefix[k + 1] = prefix[k] + other[k];
 }
 
+void mixed_gain_curve(const int64_t* counts, const ClusterSpec& cl, int E, double a, double b, MixedGain& out) {
+    const int D = cl.num_devices, per_node = std::max(1, cl.devices_per_node);
+    thread_local std::vector<double> items, rows;  // items: every expert's items but its largest; rows: one node's
+    items.clear();
+    out.forced = 0;
+    for (int e = 0; e < E; ++e) {
+        double largest = 0;
+        const size_t first = items.size();
+        for (int start = 0; start < D; start += per_node) {
+            rows.clear();
+            double node_row = 0;
+            for (int d = start; d < std::min(D, start + per_node); ++d) {
+                const double c = static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
+                node_row += c;
+                if (c > 0) rows.push_back(c);
+            }
+            if (rows.empty()) continue;
+            std::sort(rows.begin(), rows.end(), std::greater<double>());
+            items.push_back(a * rows[0] + b * node_row);  // the node's first holder
+            for (size_t j = 1; j < rows.size(); ++j) items.push_back(a * rows[j]);
+        }
+        for (size_t i = first; i < items.size(); ++i) largest = std::max(largest, items[i]);
+        if (items.size() == first) continue;
+        out.forced += largest;  // the owner's item leaves the pool (one of equal largest ones)
+        *std::find(items.begin() + static_cast<std::ptrdiff_t>(first), items.end(), largest) = items.back();
+        items.pop_back();
+    }
+    const size_t keep = std::min<size_t>(items.size(), kMixedSteps);
+    std::nth_element(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(keep == 0 ? 0 : keep - 1), items.end(),
+                     std::greater<double>());
+    std::sort(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(keep), std::greater<double>());
+    out.prefix.resize(keep + 1);
+    out.prefix[0] = 0;
+    for (size_t k = 0; k < keep; ++k) out.prefix[k + 1] = out.prefix[k] + items[k];
+    out.tail = keep == kMixedSteps ? items[keep - 1] : 0.0;
+}
+
 std::vector<int64_t> node_counts(const int64_t* counts, const ClusterSpec& cl, int E, int* nodes_out) {
     const int D = cl.num_devices, nodes = std::max(1, D / cl.devices_per_node);
     std::vector<int64_t> per_node(static_cast<size_t>(nodes) * E, 0);  // [nodes][E]

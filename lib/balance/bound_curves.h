@@ -31,6 +31,27 @@ void compute_curve(const std::vector<int64_t>& w, int D, int64_t total, int64_t 
 void gain_beyond_best(const int64_t* counts, int rows, int E, int64_t* best_local, std::vector<int64_t>& prefix,
                       int per_expert = std::numeric_limits<int>::max());
 
+// The mixed all-to-all term (docs/bounds.md "All-to-all", mixed): a token kept on its device saves `a` seconds, one
+// kept in its node `b` (a = lambda x token bytes / the devices' ingress sum, b = (1 - lambda) x token bytes / the
+// nodes' inter-node sum). Holders of expert e in node k keep their own rows on their devices and node k's row of e
+// in the node; per node that is concave in the holders (the first saves a x its row + b x the node's row, each
+// further one a x its row, rows largest first), so e's best h holders take its h largest such items, and with
+// x extra holders in all the most saved is the sum of each expert's largest item (its owner, anywhere) and the x
+// largest other items. `forced` gets that sum, `prefix` [k] the k largest other items' sum for k <= kMixedSteps
+// (the memory is kept between calls) and `tail` the kMixedSteps-th item (0 when there are fewer): each item beyond
+// saves at most that.
+constexpr int64_t kMixedSteps = 4096;
+struct MixedGain {
+    double forced = 0, tail = 0;
+    std::vector<double> prefix;
+    // the most x extra holders save beyond the owners' items (seconds)
+    double beyond_owners(int64_t x) const {
+        const int64_t last = static_cast<int64_t>(prefix.size()) - 1;
+        return x <= last ? prefix[static_cast<size_t>(x)] : prefix.back() + static_cast<double>(x - last) * tail;
+    }
+};
+void mixed_gain_curve(const int64_t* counts, const ClusterSpec& cl, int E, double a, double b, MixedGain& out);
+
 // Per node: a node keeps e's tokens inside only if one of its devices holds e; [nodes][E] counts.
 std::vector<int64_t> node_counts(const int64_t* counts, const ClusterSpec& cl, int E, int* nodes_out);
 

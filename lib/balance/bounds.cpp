@@ -54,6 +54,12 @@ struct LayerInputs {
     // one copy's Trans and Agg (device_transfer(1)) and one copy across nodes (node_transfer(1)): the parts of
     // one_expert that do not depend on the class, set once per layer by layer_inputs
     double one_copy_trans = 0, one_copy_agg = 0, one_node_copy = 0;
+    // the mixed all-to-all term at kMixedWeights[j] (bound_curves.h): base_s[j] = what every token crossing
+    // would cost (a + b) x total; none where the cluster has one node or no device limit
+    static constexpr int kMixes = 3;
+    static constexpr double kMixedWeights[kMixes] = {0.5, 0.75, 0.9};  // lambda: any value in [0, 1] is valid
+    const MixedGain* mixed = nullptr;
+    double mixed_base_s[kMixes] = {};
 
     // receivers n spend on devices (compute, device-level all-to-all, device-level transfers), r of them on nodes
     // without another holder of their expert (node-level all-to-all), at most rho per expert
@@ -65,10 +71,22 @@ struct LayerInputs {
         const int64_t across = u.across(std::min(node_r, max_extra), rho);
         t.a2a = a2a_bound(m, topo, std::max(u.sent(std::min(device_n, max_extra)), across), across,
                           busiest(std::min(device_n, max_extra)));
+        t.a2a = std::max(t.a2a, mixed_a2a(std::min(device_n, max_extra)));
         t.a2a_l2l = share * t.a2a;
         t.trans = trans;
         t.agg = agg;
         return t;
+    }
+    // lambda x (device-level drain) + (1 - lambda) x (node-level drain) <= the larger of the two, which every
+    // all-to-all of a placement with x extra holders takes at least (docs/bounds.md "All-to-all", mixed)
+    double mixed_a2a(int64_t x) const {
+        if (!mixed) return 0.0;
+        double best = 0;  // below a rounding error of the sums (a placement that keeps every token local): none
+        for (int j = 0; j < kMixes; ++j) {
+            const double left = mixed_base_s[j] - mixed[j].forced - mixed[j].beyond_owners(x);
+            if (left > 1e-9 * mixed_base_s[j]) best = std::max(best, left);
+        }
+        return best > 0 ? best / m.bandwidth_scale + topo.min_latency + m.cluster.a2a_latency_s : 0.0;
     }
     // receive_curve at x extra holders: its last value where it stopped falling, 0 past where it was cut
     double busiest(int64_t x) const {
@@ -137,6 +155,28 @@ struct LayerInputs {
     }
 };
 
+// The mixed all-to-all curves (LayerInputs::mixed) on a topology of several nodes with finite device ingress, where
+// the devices' ingress sum is at most kMixedCapacityRatio x the nodes' inter-node sum: beyond, the device-level drain
+// adds too little to lift the node-level one, so it is not computed (leaving it out only lowers the bound). The
+// H100 and H200 files are at 8.6x, hpnv-16 at 21.8x (there the term moved no bound of issue 22's cases while it cost
+// about 1.2 ms per layer at DeepSeek-V3 scale), hpwnv-16 at 3.8x.
+constexpr double kMixedCapacityRatio = 8.0;
+void set_mixed(LayerInputs& in, const int64_t* counts, int E) {
+    thread_local MixedGain curves[LayerInputs::kMixes];
+    const TopologyLimits& topo = in.topo;
+    if (!in.m.topology_aware || !(topo.remote_sum < kUnlimited) || !(topo.ingress_sum < kUnlimited) ||
+        !(topo.ingress_sum > 0) || !(topo.remote_sum > 0) || topo.ingress_sum > kMixedCapacityRatio * topo.remote_sum)
+        return;
+    const double tb = in.m.token_bytes();
+    for (int j = 0; j < LayerInputs::kMixes; ++j) {
+        const double lambda = LayerInputs::kMixedWeights[j];
+        const double a = lambda * tb / topo.ingress_sum, b = (1 - lambda) * tb / topo.remote_sum;
+        mixed_gain_curve(counts, in.m.cluster, E, a, b, curves[j]);
+        in.mixed_base_s[j] = (a + b) * static_cast<double>(in.u.total);
+    }
+    in.mixed = curves;
+}
+
 LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget) {
     // the long arrays keep their memory between calls (one thread's layers are bounded one at a time)
     thread_local std::vector<int64_t> gain, curve;
@@ -170,6 +210,7 @@ LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E
     compute_curve(w, D, in.u.total, in.max_extra, curve);
     receive_curve(counts, D, E, in.max_extra, receive);
     in.receive_complete = static_cast<int64_t>(in.receive.size()) - 1 < std::min(in.max_extra, kReceiveSteps);
+    set_mixed(in, counts, E);
     in.one_copy_trans = in.device_transfer(1, false);
     in.one_copy_agg = in.device_transfer(1, true);
     in.one_node_copy = in.node_transfer(1);
