@@ -4,7 +4,7 @@
 // best placement found (ms per layer, means over the samples). With every layer searched (--samples 0) it also
 // simulates the best Eq 8 placements: the Sim column.
 //
-//   ./build/bench/gap_probe --trace T --cluster C [--samples 12] [--iterations 2000] [--seed 1]
+//   ./build/bench/gap_probe --trace T --cluster C [--samples 12] [--iterations 2000] [--seed 1] [--set k=v ...]
 //
 // best - bound is at most the bound's looseness; flow - best is at least what flow leaves. Owner moves flow
 // charges stay charged (the search keeps flow's owners). It also prints how much of flow's traffic crosses nodes
@@ -31,6 +31,7 @@ namespace {
 
 struct ProbeArgs {
     std::string trace, cluster;
+    std::vector<std::string> sets;  // --set key=value, as prophet plan's (the real trace's d_model, d_ffn, seq_len)
     int samples = 12, iterations = 2000;
     uint64_t seed = 1;
 };
@@ -48,6 +49,8 @@ bool parse_args(int argc, char** argv, ProbeArgs& a) {
             a.iterations = std::atoi(v.c_str());
         else if (k == "--seed")
             a.seed = std::strtoull(v.c_str(), nullptr, 10);
+        else if (k == "--set")
+            a.sets.push_back(v);
         else
             return false;
     }
@@ -146,7 +149,8 @@ int run(const ProbeArgs& a) {
     Schema schema;
     add_balance_keys(schema, /*allow_all=*/false, "flow");
     add_cost_model_keys(schema, "");
-    const Config config(schema);
+    Config config(schema);
+    for (const std::string& assignment : a.sets) config.apply_set(assignment);
     const ClusterSpec cluster = load_cluster_file(a.cluster);
     const Trace trace = load_trace(a.trace);
     const TraceMeta& meta = trace.meta;
@@ -195,7 +199,7 @@ int main(int argc, char** argv) {
     if (!parse_args(argc, argv, a)) {
         std::fprintf(stderr,
                      "usage: gap_probe --trace FILE --cluster FILE [--samples N (0: all)] "
-                     "[--iterations N] [--seed N]\n");
+                     "[--iterations N] [--seed N] [--set plan.KEY=VALUE ...]\n");
         return kExitUsage;
     }
     try {
