@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 #include "core/error.h"
@@ -230,15 +231,17 @@ void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, 
         const int best = best_h();
         for (int h : {best * 3 / 4, best * 3 / 2})
             if (h >= 1 && h <= most && !tried.count(h)) score(h);
-        if (chain) {
+        if (chain) {  // the device tier: t hottest on every device, around the best h (each (t, h) once)
             const int b = best_h();
-            for (int t = 1; t <= 2; ++t)
-                for (int h : {t + b / 2, t + b * 3 / 4, b, b + t})
+            for (int t = 1; t <= 2; ++t) {
+                const std::set<int> hs{t + b / 2, t + b * 3 / 4, b, b + t};
+                for (int h : hs)
                     if (h > t && h <= most) {
                         HotSetShape shape{h, g, spread_owners, false, chain};
                         shape.everywhere = t;
                         consider(builder.build(shape, cap), shape);
                     }
+            }
         }
         if (builder.nics_per_node() > 1) {  // the best h again, each node's cold owners evening its NICs out
             const HotSetShape shape{best_h(), g, spread_owners, true, chain};

@@ -104,12 +104,14 @@ std::vector<int> replication_group_sizes(const ClusterSpec& cluster, int num_dev
 // even_nics. The range keeps the walk to about 7 candidates at
 // E = 256 (each costs a split and a topology-aware prediction). spread_owners: the owner rule of every shape (the
 // planner spreads owners under a star broadcast, where each copy leaves its owner's NIC, and keeps them under a
-// chain). Nothing to try: no call.
+// chain). chain: every shape places its copies by the chain rule ("replicas" above), and after the midpoints the
+// device tier is tried: t = 1, 2 hottest experts everywhere, h = t + b/2, t + 3b/4, b and b + t around the best h
+// so far, b (distinct, t < h <= the walk's largest h). Nothing to try: no call.
 void walk_hot_sets(HotSetBuilder& builder, const std::vector<int>& group_sizes, bool spread_owners, bool chain, int cap,
                    const std::function<double(const Placement&, const HotSetShape&)>& consider);
 
 // flow's walk of the family on a topology-aware cost model: every group size of the cluster, owners spread under
-// a star broadcast (kept under a chain); consider(placement, h) as above.
+// a star broadcast, kept under a chain (with the chain rule and the device tier); consider(placement, h) as above.
 void walk_hot_sets(const int64_t* counts, const std::vector<double>& load, const Placement& current,
                    const CostModel& cost, int cap, const std::function<double(const Placement&, int)>& consider);
 
