@@ -41,9 +41,11 @@ std::vector<double> enumerated_best(const std::vector<int64_t>& counts, const Cl
         for (unsigned set = 1; set < (1u << D); ++set) {
             double saved = 0;
             std::vector<char> node_held(static_cast<size_t>(D / cl.devices_per_node), 0);
-            for (int d = 0; d < D; ++d)
-                if (set & (1u << d)) saved += a * static_cast<double>(counts[static_cast<size_t>(d) * E + e]),
-                                     node_held[cl.node_of(d)] = 1;
+            for (int d = 0; d < D; ++d) {
+                if (!(set & (1u << d))) continue;
+                saved += a * static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
+                node_held[cl.node_of(d)] = 1;
+            }
             for (int d = 0; d < D; ++d)
                 if (node_held[cl.node_of(d)]) saved += b * static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
             const int h = __builtin_popcount(set);
