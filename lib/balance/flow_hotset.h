@@ -17,10 +17,13 @@
 //             item's tokens. Room: at most ceil(n / g) replicas per device (each copy enters its holder through
 //             one NIC, so the copies are spread evenly) and balance.max_replicas_per_device. Under a chain
 //             broadcast (cost_model.h) a device forwards a copy for every hot expert it owns and every replica it
-//             holds (but a chain's last), and the chain's rate is set by the device forwarding the most, so first
-//             a device's owned hot experts plus its replicas stay within ceil((owned in the group + n) / g); an
-//             item that finds no room so gets the plain room. An item no device of the group has room for gets no
-//             replica (the split then sends those tokens to another group's holder).
+//             holds (but a chain's last), and the chain's rate is set by the device forwarding the most, so there
+//             the room is instead: a device's owned hot experts plus its replicas (device-tier ones included)
+//             within ceil((the group's owned hot experts and replicas so far + n) / g), which leaves the group room
+//             for all n. An item no device of the group has room for (only under the cap) gets no replica (the
+//             split then sends those tokens to another group's holder).
+//   tiers     (chain only) the first `everywhere` of the h hot experts go on every device that sends them tokens,
+//             within the cap, before any group's copies; each device computes its own tokens of them.
 //   nics      (even_nics; nodes with several NICs) with every hot expert in every node, the tokens that cross
 //             nodes are the cold experts': each enters its owner's rail NIC, w_e minus the owner's node's tokens
 //             for e, the same for any device of the node. Per node, while it lowers the larger of the two, a
