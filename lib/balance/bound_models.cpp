@@ -7,7 +7,7 @@ namespace {
 
 // Blockwise pieces: 4 A2A + the compute charged to this layer (3 min(FEC, own level)) + the transfers exposed
 // beyond what layer l-1's FEC at its level, FNEC and BNEC can hide (layer 0: Trans and Agg whole).
-void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t, double other_models) {
+void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t) {
     double core[kLevels], exposed[kLevels];
     for (int k = 0; k < kLevels; ++k) {
         core[k] = 3.0 * (w.last ? t.fec : std::min(t.fec, w.own_hide_s[k]));
@@ -19,14 +19,14 @@ void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t, double othe
     }
     for (int j = 0; j < kLevels; ++j)
         for (int k = 0; k < kLevels; ++k) {
-            const double v = std::min(other_models, 4.0 * t.a2a + core[k] + exposed[j]);
+            const double v = 4.0 * t.a2a + core[k] + exposed[j];
             b.sim_parts_s[j][k] = std::min(b.sim_parts_s[j][k], v);
         }
 }
 
 // Pairwise pieces: 4 A2A + 3 x layer l-1's FEC level j + the transfers exposed beyond that level, FNEC and BNEC, into
 // this placement's class (the largest own level at most t.fec); layer L-1 adds its own 3 FEC.
-void take_sim_pairs(LayerBound& b, const SimWindow& w, const Terms& t, double other_models) {
+void take_sim_pairs(LayerBound& b, const SimWindow& w, const Terms& t) {
     constexpr int G = LayerBound::kFecLevels;
     int own = 0;
     while (own + 1 < G && w.own_fec_s[own + 1] <= t.fec) ++own;
@@ -37,7 +37,7 @@ void take_sim_pairs(LayerBound& b, const SimWindow& w, const Terms& t, double ot
                                : w.first            ? t.trans + t.agg
                                          : exposed_bound(t.trans, t.one_trans, w.fnec_s, level, w.whole_experts) +
                                                exposed_bound(t.agg, t.one_agg, w.bnec_s, 2.0 * level, w.whole_experts);
-        const double v = std::min(other_models, fixed + (w.first ? 0.0 : 3.0 * level) + exposed);
+        const double v = fixed + (w.first ? 0.0 : 3.0 * level) + exposed;
         b.sim_pairs_s[j][own] = std::min(b.sim_pairs_s[j][own], v);
     }
 }
@@ -60,8 +60,11 @@ void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms
     if (eq6 < b.eq6_s) b.eq6_s = eq6, b.eq6_receivers = n;
     b.eq8_s = std::min(b.eq8_s, 4.0 * t.a2a + core + eq8_exposed(t.trans, t.agg));
     b.fastermoe_s = std::min(b.fastermoe_s, fm);
-    take_sim_min(b, w, t, std::min(eq6, fm));  // the Sim column: schedule none is Eq 6, fastermoe fastermoe_s
-    take_sim_pairs(b, w, t, std::min(eq6, fm));
+    // the Sim column: schedule none is Eq 6, fastermoe fastermoe_s, blockwise the pieces
+    b.sim_none_s = std::min(b.sim_none_s, eq6);
+    b.sim_fastermoe_s = std::min(b.sim_fastermoe_s, fm);
+    take_sim_min(b, w, t);
+    take_sim_pairs(b, w, t);
     b.eq6_l2l_s = std::min(b.eq6_l2l_s, 4.0 * t.a2a_l2l + core + t.trans + t.agg);
     b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed(t.trans, t.agg));
     b.fastermoe_l2l_s = std::min(b.fastermoe_l2l_s, fastermoe(t.a2a_l2l));

@@ -64,12 +64,23 @@ double choose_sim_pairs(const LayerBound* layers, int L, double* parts) {
     return sum;
 }
 
-// Each layer's sim_s: the pieces of the larger of the two sums (each bounds the layers' sum).
+// Each layer's sim_s. A run simulates every layer under one schedule, so the iteration's sum is at least the least
+// of: the blockwise sum (the larger of the two piece sums, each bounds it), the none sum (Eq 6 bounds) and the
+// fastermoe sum (fastermoe_s bounds); each layer gets its piece of that least sum.
 void choose_sim_pieces(LayerBound* layers, int L) {
     std::vector<double> levels(static_cast<size_t>(L)), pairs(static_cast<size_t>(L));
-    const bool by_pairs = choose_sim_pairs(layers, L, pairs.data()) > choose_sim_parts(layers, L, levels.data());
-    for (int l = 0; l < L; ++l)
-        layers[l].sim_s = by_pairs ? pairs[static_cast<size_t>(l)] : levels[static_cast<size_t>(l)];
+    const double by_pairs = choose_sim_pairs(layers, L, pairs.data());
+    const double by_levels = choose_sim_parts(layers, L, levels.data());
+    double none = 0, fastermoe = 0;
+    for (int l = 0; l < L; ++l) none += layers[l].sim_none_s, fastermoe += layers[l].sim_fastermoe_s;
+    const double blockwise = std::max(by_pairs, by_levels);
+    for (int l = 0; l < L; ++l) {
+        LayerBound& b = layers[l];
+        if (blockwise <= std::min(none, fastermoe))
+            b.sim_s = by_pairs > by_levels ? pairs[static_cast<size_t>(l)] : levels[static_cast<size_t>(l)];
+        else
+            b.sim_s = none <= fastermoe ? b.sim_none_s : b.sim_fastermoe_s;
+    }
 }
 
 }  // namespace

@@ -358,6 +358,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     LayerBound b;
     b.eq6_s = b.eq8_s = b.fastermoe_s = kUnlimited;
     b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;
+    b.sim_none_s = b.sim_fastermoe_s = kUnlimited;
     for (auto& row : b.sim_parts_s) std::fill(row, row + kLevels, kUnlimited);
     std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
     for (auto& row : b.sim_pairs_s) std::fill(row, row + G, kUnlimited);
@@ -367,7 +368,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     scan_receivers(in, b);
     scan_node_receivers(in, b);
     scan_owner_receivers(in, b);
-    b.sim_s = b.sim_parts_s[kLevels - 1][kLevels - 1];
+    b.sim_s = std::min({b.sim_parts_s[kLevels - 1][kLevels - 1], b.sim_none_s, b.sim_fastermoe_s});  // alone
     b.compute_tokens = static_cast<double>(in.curve.back());
     b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra, in.u.max_rho),
                         in.busiest(in.max_extra));
@@ -381,6 +382,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
         const LayerBound s = layer_bound(moved, counts, D, E, budget, layer, num_layers, prev_hide_s, prev_fec_level_s);
         std::copy(&s.sim_parts_s[0][0], &s.sim_parts_s[0][0] + kLevels * kLevels, &b.sim_parts_s[0][0]);
         std::copy(&s.sim_pairs_s[0][0], &s.sim_pairs_s[0][0] + G * G, &b.sim_pairs_s[0][0]);
+        b.sim_none_s = s.sim_none_s, b.sim_fastermoe_s = s.sim_fastermoe_s;
         b.sim_s = s.sim_s;
     }
     return b;

@@ -68,6 +68,10 @@ struct LayerBound {
     static constexpr int kFecLevels = 12;
     double fec_level_s[kFecLevels] = {};
     double sim_pairs_s[kFecLevels][kFecLevels] = {};
+    // The Sim column under the other two schedules: none runs Eq 6, fastermoe fastermoe_s (under the simulator's
+    // transfer count). A run simulates every layer under one schedule, so an iteration's Sim sum is at least the
+    // least of its blockwise pieces' sum and these two sums (trace_bounds).
+    double sim_none_s = 0, sim_fastermoe_s = 0;
 };
 
 // counts [D*E]; `model` must be the layer's (model_for_layer: first_block for layer 0). layer in [0, num_layers).

@@ -468,6 +468,11 @@ const SimCase kSimCases[] = {
     {"star_two_layers", 2, 2, {{300, 20, 250, 40}, {50, 400, 10, 300}}, Cluster::kStar, 0, false},
     {"heavy_4x1", 4, 1, {{100, 0, 100, 0}, {50, 50, 50, 50}}, Cluster::kHeavyExperts, 0, false},
     {"node_per_device_3x1", 3, 1, {{100, 100, 100}, {20, 150, 100}}, Cluster::kNodePerDevice, 0, false},
+    // one schedule runs every layer: the optimum (810, 840) is the least of three whole-iteration sums, and a bound
+    // that let each layer take its own least schedule (each piece capped by its layer's Eq 6 and fastermoe_s bounds)
+    // stayed below it (758.9, 805)
+    {"one_schedule_2x1", 2, 1, {{70, 70}, {20, 20}}, Cluster::kUnit, 0.005, true},
+    {"one_schedule_2x2", 2, 2, {{30, 80, 30, 30}, {30, 100, 100, 30}}, Cluster::kUnit, 0.02, true},
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, SimBound, ::testing::ValuesIn(kSimCases),
                          [](const auto& info) { return std::string(info.param.name); });
