@@ -9,32 +9,30 @@
 namespace prophet::bound_detail {
 
 void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::vector<double>& curve) {
-    // [E][D+1]: e's column of counts, replaced by w_e minus its h largest rows (h = 0 .. D) the first time e takes a
-    // second holder (most experts never do: only those are sorted); first[e] = w_e minus its largest row
-    thread_local std::vector<int64_t> rows, first;
-    thread_local std::vector<uint8_t> ready;
-    rows.resize(static_cast<size_t>(E) * (D + 1));
-    first.assign(E, 0);
-    ready.assign(E, 0);
-    for (int d = 0; d < D; ++d)
-        for (int e = 0; e < E; ++e)
-            rows[static_cast<size_t>(e) * (D + 1) + d + 1] = counts[static_cast<size_t>(d) * E + e];
-    for (int e = 0; e < E; ++e) {
-        const int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
-        int64_t sum = 0, largest = 0;
-        for (int d = 1; d <= D; ++d) sum += r[d], largest = std::max(largest, r[d]);
-        first[e] = sum - largest;
+    // rest[e] = w_e minus e's h_e largest rows. An expert's rows are gathered into a max-heap ([E][D], e's at e * D)
+    // only when it first takes a second holder (most experts never do), and each further holder pops its next
+    // largest: O(D) to gather and O(log D) per holder, where sorting every expert's column cost O(E D log D).
+    thread_local std::vector<int64_t> rest, largest, rows;
+    thread_local std::vector<int> left;  // [E] rows still in e's heap; -1: not gathered yet
+    rest.assign(E, 0);
+    largest.assign(E, 0);
+    left.assign(E, -1);
+    rows.resize(static_cast<size_t>(E) * D);
+    for (int d = 0; d < D; ++d) {  // row-major: w_e and e's largest row
+        const int64_t* c = counts + static_cast<size_t>(d) * E;
+        for (int e = 0; e < E; ++e) rest[e] += c[e], largest[e] = std::max(largest[e], c[e]);
     }
-    auto rest_after = [&](int e, int64_t h) {  // w_e - top_h(e), h >= 2
-        int64_t* r = &rows[static_cast<size_t>(e) * (D + 1)];
-        if (!ready[e]) {
-            std::sort(r + 1, r + D + 1, std::greater<int64_t>());
-            int64_t rest = 0;
-            for (int d = 1; d <= D; ++d) rest += r[d];
-            for (int k = 0; k <= D; ++k) rest -= k > 0 ? r[k] : 0, r[k] = rest;
-            ready[e] = 1;
+    for (int e = 0; e < E; ++e) rest[e] -= largest[e];
+    auto next_row = [&](int e) {  // e's largest row not yet taken (its heap holds the rest)
+        int64_t* heap = &rows[static_cast<size_t>(e) * D];
+        if (left[e] < 0) {
+            for (int d = 0; d < D; ++d) heap[d] = counts[static_cast<size_t>(d) * E + e];
+            std::make_heap(heap, heap + D);
+            std::pop_heap(heap, heap + D);  // the largest row: the first holder's, in rest already
+            left[e] = D - 1;
         }
-        return r[h];
+        std::pop_heap(heap, heap + left[e]);
+        return heap[--left[e]];
     };
     struct Item {
         int64_t rest, h;  // w_e - top_h(e) over h: ordered by the ratio
@@ -42,7 +40,7 @@ void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::
     };
     auto lighter = [](const Item& a, const Item& b) { return a.rest * b.h < b.rest * a.h; };
     std::priority_queue<Item, std::vector<Item>, decltype(lighter)> heap(lighter);
-    for (int e = 0; e < E; ++e) heap.push({first[e], 1, e});
+    for (int e = 0; e < E; ++e) heap.push({rest[e], 1, e});
     auto share = [&] { return static_cast<double>(heap.top().rest) / static_cast<double>(heap.top().h); };
     curve.assign(1, share());
     // beyond kReceiveSteps holders the curve is cut (the caller then uses 0): the term binds with few replicas
@@ -50,7 +48,7 @@ void receive_curve(const int64_t* counts, int D, int E, int64_t max_extra, std::
         const Item top = heap.top();
         if (top.h >= D || top.rest <= 0) break;  // the hottest has every device, or nothing moves
         heap.pop();
-        heap.push({rest_after(top.e, top.h + 1), top.h + 1, top.e});
+        heap.push({top.rest - next_row(top.e), top.h + 1, top.e});
         curve.push_back(share());
     }
 }

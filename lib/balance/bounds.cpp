@@ -42,7 +42,7 @@ struct Unavoidable {
 
 // Everything the term bounds of one layer read.
 struct LayerInputs {
-    const CostModel& m;
+    CostModel m;  // a copy: the Sim pieces of the flat paper count rescan the same inputs under another count
     TopologyLimits topo;
     Unavoidable u;
     const std::vector<int64_t>& curve;   // compute_curve
@@ -177,6 +177,13 @@ void set_mixed(LayerInputs& in, const int64_t* counts, int E) {
     in.mixed = curves;
 }
 
+// one copy's Trans and Agg and one copy across nodes under in.m (LayerInputs::one_copy_trans ...)
+void set_one_copies(LayerInputs& in) {
+    in.one_copy_trans = in.device_transfer(1, false);
+    in.one_copy_agg = in.device_transfer(1, true);
+    in.one_node_copy = in.node_transfer(1);
+}
+
 LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget) {
     // the long arrays keep their memory between calls (one thread's layers are bounded one at a time)
     thread_local std::vector<int64_t> gain, curve;
@@ -211,9 +218,7 @@ LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E
     receive_curve(counts, D, E, in.max_extra, receive);
     in.receive_complete = static_cast<int64_t>(in.receive.size()) - 1 < std::min(in.max_extra, kReceiveSteps);
     set_mixed(in, counts, E);
-    in.one_copy_trans = in.device_transfer(1, false);
-    in.one_copy_agg = in.device_transfer(1, true);
-    in.one_node_copy = in.node_transfer(1);
+    set_one_copies(in);
     return in;
 }
 
@@ -335,6 +340,26 @@ void set_fec_levels(const LayerInputs& in, double* levels) {
     levels[G - 1] = top_s;
 }
 
+// Every model's bound of the layer whose inputs (window included) are `in`: n = 0 and the three scans.
+LayerBound scan_layer(const LayerInputs& in) {
+    constexpr int G = LayerBound::kFecLevels;
+    LayerBound b;
+    b.eq6_s = b.eq8_s = b.fastermoe_s = kUnlimited;
+    b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;
+    b.sim_none_s = b.sim_fastermoe_s = kUnlimited;
+    for (auto& row : b.sim_parts_s) std::fill(row, row + kLevels, kUnlimited);
+    std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
+    for (auto& row : b.sim_pairs_s) std::fill(row, row + G, kUnlimited);
+    std::copy(in.window.own_fec_s, in.window.own_fec_s + G, b.fec_level_s);
+    // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
+    take_min(b, in.m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0);  // r = 0: any cap keeps 0
+    scan_receivers(in, b);
+    scan_node_receivers(in, b);
+    scan_owner_receivers(in, b);
+    b.sim_s = std::min({b.sim_parts_s[kLevels - 1][kLevels - 1], b.sim_none_s, b.sim_fastermoe_s});  // alone
+    return b;
+}
+
 }  // namespace
 }  // namespace bound_detail
 
@@ -355,20 +380,7 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     in.window.bnec_s = m.bnec_s();
     in.window.transfers_may_hide = budget.sim_transfers_may_hide;
     in.window.whole_experts = budget.sim_whole_experts;
-    LayerBound b;
-    b.eq6_s = b.eq8_s = b.fastermoe_s = kUnlimited;
-    b.eq6_l2l_s = b.eq8_l2l_s = b.fastermoe_l2l_s = kUnlimited;
-    b.sim_none_s = b.sim_fastermoe_s = kUnlimited;
-    for (auto& row : b.sim_parts_s) std::fill(row, row + kLevels, kUnlimited);
-    std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
-    for (auto& row : b.sim_pairs_s) std::fill(row, row + G, kUnlimited);
-    std::copy(in.window.own_fec_s, in.window.own_fec_s + G, b.fec_level_s);
-    // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
-    take_min(b, m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0);  // r = 0: any cap keeps 0
-    scan_receivers(in, b);
-    scan_node_receivers(in, b);
-    scan_owner_receivers(in, b);
-    b.sim_s = std::min({b.sim_parts_s[kLevels - 1][kLevels - 1], b.sim_none_s, b.sim_fastermoe_s});  // alone
+    LayerBound b = scan_layer(in);
     b.compute_tokens = static_cast<double>(in.curve.back());
     b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra, in.u.max_rho),
                         in.busiest(in.max_extra));
@@ -376,10 +388,12 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     if (!m.topology_aware && m.trans_receivers == TransReceivers::kPaper) {
         // The simulator moves the replica holders' copies only (sim_setup); the paper's count, which the Eq
         // columns keep, adds each replicated expert's sender. So the Sim pieces (and the Eq 6 and fastermoe_s caps
-        // inside them) are those of the same bound under the simulator's count. Its levels depend on compute only.
-        CostModel moved = m;
-        moved.trans_receivers = TransReceivers::kReplicaHolders;
-        const LayerBound s = layer_bound(moved, counts, D, E, budget, layer, num_layers, prev_hide_s, prev_fec_level_s);
+        // inside them) are those of the same bound under the simulator's count. Its curves and levels depend on
+        // the counts and compute only, so the same inputs are scanned again.
+        LayerInputs moved = in;
+        moved.m.trans_receivers = TransReceivers::kReplicaHolders;
+        set_one_copies(moved);
+        const LayerBound s = scan_layer(moved);
         std::copy(&s.sim_parts_s[0][0], &s.sim_parts_s[0][0] + kLevels * kLevels, &b.sim_parts_s[0][0]);
         std::copy(&s.sim_pairs_s[0][0], &s.sim_pairs_s[0][0] + G * G, &b.sim_pairs_s[0][0]);
         b.sim_none_s = s.sim_none_s, b.sim_fastermoe_s = s.sim_fastermoe_s;

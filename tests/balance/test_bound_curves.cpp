@@ -1,10 +1,14 @@
-// The mixed all-to-all curve of the layer bound (balance/bound_curves.h, docs/bounds.md "All-to-all"): the most
-// that x extra holders can save of a x (tokens off their device) + b x (tokens off their node), checked against
-// every placement of tiny instances (each expert's holder set any non-empty set of devices).
+// Curves of the layer bound (balance/bound_curves.h, docs/bounds.md "The terms"). The mixed all-to-all curve: the
+// most that x extra holders can save of a x (tokens off their device) + b x (tokens off their node), checked against
+// every placement of tiny instances (each expert's holder set any non-empty set of devices). The busiest-receiver
+// curve: the least, over every split of x extra holders between the experts, of the largest share
+// (w_e - e's h_e largest rows) / h_e, checked against every split of tiny instances and a plain greedy of larger ones.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,6 +96,92 @@ INSTANTIATE_TEST_SUITE_P(Table, MixedGainOracle,
                                            MixedCase{"two_by_three_two_experts", 2, 3, 2, 0.75, 0.25, 5, 20},
                                            MixedCase{"one_per_node", 4, 1, 2, 0.5, 0.5, 6, 0}),
                          [](const ::testing::TestParamInfo<MixedCase>& info) { return std::string(info.param.name); });
+
+struct ReceiveCase {
+    const char* name;
+    int D, E;
+    uint64_t seed;
+    int zero_percent;   // share of (device, expert) counts set to 0
+    int64_t max_extra;  // the budget of extra holders the curve is computed for
+};
+
+std::vector<int64_t> random_counts(int D, int E, uint64_t seed, int zero_percent) {
+    std::mt19937_64 rng(seed);
+    std::vector<int64_t> counts(static_cast<size_t>(D) * E);
+    for (int64_t& v : counts) v = static_cast<int>(rng() % 100) < zero_percent ? 0 : static_cast<int64_t>(rng() % 1000);
+    return counts;
+}
+
+// (w_e - the h largest of e's rows) / h. Slow and obvious: sorts e's column.
+double share_of(const std::vector<int64_t>& counts, int D, int E, int e, int h) {
+    std::vector<int64_t> column(D);
+    for (int d = 0; d < D; ++d) column[d] = counts[static_cast<size_t>(d) * E + e];
+    std::sort(column.begin(), column.end(), std::greater<int64_t>());
+    int64_t rest = 0;
+    for (int d = h; d < D; ++d) rest += column[d];
+    return static_cast<double>(rest) / h;
+}
+
+class ReceiveCurveOracle : public ::testing::TestWithParam<ReceiveCase> {
+  protected:
+    std::vector<int64_t> counts_ = random_counts(GetParam().D, GetParam().E, GetParam().seed, GetParam().zero_percent);
+    std::vector<double> curve() const {
+        std::vector<double> out;
+        bound_detail::receive_curve(counts_.data(), GetParam().D, GetParam().E, GetParam().max_extra, out);
+        return out;
+    }
+};
+
+// Every split of x extra holders (each expert 1 .. D holders): the least largest share is the curve at x, and 0 once
+// the curve has stopped (it stops where nothing is left to receive).
+TEST_P(ReceiveCurveOracle, EqualsTheBestSplitOfEveryNumberOfHolders) {
+    const ReceiveCase c = GetParam();
+    if (c.E * (c.D - 1) > 12) GTEST_SKIP() << "every split only for tiny instances";
+    std::vector<double> best(static_cast<size_t>(c.E) * (c.D - 1) + 1, INFINITY);
+    std::vector<int> h(c.E, 1);
+    while (true) {
+        int extra = 0;
+        double largest = 0;
+        for (int e = 0; e < c.E; ++e)
+            extra += h[e] - 1, largest = std::max(largest, share_of(counts_, c.D, c.E, e, h[e]));
+        best[static_cast<size_t>(extra)] = std::min(best[static_cast<size_t>(extra)], largest);
+        int e = 0;
+        while (e < c.E && ++h[e] > c.D) h[e++] = 1;
+        if (e == c.E) break;
+    }
+    const std::vector<double> fast = curve();
+    for (size_t x = 0; x < best.size() && x <= static_cast<size_t>(c.max_extra); ++x)
+        EXPECT_DOUBLE_EQ(x < fast.size() ? fast[x] : 0.0, best[x]) << "x = " << x;
+}
+
+// The greedy written plainly (every share recomputed from a sorted column at every step; ties to the lower expert):
+// the same curve, value for value, on instances too large to enumerate.
+TEST_P(ReceiveCurveOracle, EqualsThePlainGreedy) {
+    const ReceiveCase c = GetParam();
+    std::vector<int> h(c.E, 1);
+    std::vector<double> plain;
+    for (int64_t x = 0;; ++x) {
+        int top = 0;
+        for (int e = 1; e < c.E; ++e)
+            if (share_of(counts_, c.D, c.E, e, h[e]) > share_of(counts_, c.D, c.E, top, h[top])) top = e;
+        const double largest = share_of(counts_, c.D, c.E, top, h[top]);
+        plain.push_back(largest);
+        if (x == std::min(c.max_extra, bound_detail::kReceiveSteps) || largest <= 0) break;
+        ++h[top];
+    }
+    EXPECT_EQ(curve(), plain);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ReceiveCurveOracle,
+                         ::testing::Values(ReceiveCase{"two_devices_three_experts", 2, 3, 11, 0, 100},
+                                           ReceiveCase{"three_devices_two_experts", 3, 2, 12, 30, 100},
+                                           ReceiveCase{"four_devices_three_experts", 4, 3, 13, 20, 100},
+                                           ReceiveCase{"four_devices_budget_two", 4, 3, 14, 0, 2},
+                                           ReceiveCase{"sixteen_by_twelve_sparse", 16, 12, 15, 60, 1000},
+                                           ReceiveCase{"thirty_two_by_forty", 32, 40, 16, 10, 1000}),
+                         [](const ::testing::TestParamInfo<ReceiveCase>& info) {
+                             return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace prophet
