@@ -44,7 +44,7 @@ void take_sim_pairs(LayerBound& b, const SimWindow& w, const Terms& t) {
 
 }  // namespace
 
-void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n) {
+void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n, BoundColumns columns) {
     const double core = 3.0 * t.fec;
     auto eq8_exposed = [&](double trans, double agg) {
         // chunks: max(0, T - FEC - FNEC), at most what whole experts leave (cost_model.h); layer 0: none hidden
@@ -57,17 +57,21 @@ void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms
         return 4.0 * a2a + core + std::max(0.0, t.trans - a2a) + std::max(0.0, t.agg - a2a);
     };
     const double eq6 = 4.0 * t.a2a + core + t.trans + t.agg, fm = fastermoe(t.a2a);
-    if (eq6 < b.eq6_s) b.eq6_s = eq6, b.eq6_receivers = n;
-    b.eq8_s = std::min(b.eq8_s, 4.0 * t.a2a + core + eq8_exposed(t.trans, t.agg));
-    b.fastermoe_s = std::min(b.fastermoe_s, fm);
-    // the Sim column: schedule none is Eq 6, fastermoe fastermoe_s, blockwise the pieces
-    b.sim_none_s = std::min(b.sim_none_s, eq6);
-    b.sim_fastermoe_s = std::min(b.sim_fastermoe_s, fm);
-    take_sim_min(b, w, t);
-    take_sim_pairs(b, w, t);
-    b.eq6_l2l_s = std::min(b.eq6_l2l_s, 4.0 * t.a2a_l2l + core + t.trans + t.agg);
-    b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed(t.trans, t.agg));
-    b.fastermoe_l2l_s = std::min(b.fastermoe_l2l_s, fastermoe(t.a2a_l2l));
+    if (columns != BoundColumns::kSim) {
+        if (eq6 < b.eq6_s) b.eq6_s = eq6, b.eq6_receivers = n;
+        b.eq8_s = std::min(b.eq8_s, 4.0 * t.a2a + core + eq8_exposed(t.trans, t.agg));
+        b.fastermoe_s = std::min(b.fastermoe_s, fm);
+        b.eq6_l2l_s = std::min(b.eq6_l2l_s, 4.0 * t.a2a_l2l + core + t.trans + t.agg);
+        b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed(t.trans, t.agg));
+        b.fastermoe_l2l_s = std::min(b.fastermoe_l2l_s, fastermoe(t.a2a_l2l));
+    }
+    if (columns !=
+        BoundColumns::kModels) {  // the Sim column: none is Eq 6, fastermoe fastermoe_s, blockwise the pieces
+        b.sim_none_s = std::min(b.sim_none_s, eq6);
+        b.sim_fastermoe_s = std::min(b.sim_fastermoe_s, fm);
+        take_sim_min(b, w, t);
+        take_sim_pairs(b, w, t);
+    }
 }
 
 }  // namespace prophet::bound_detail

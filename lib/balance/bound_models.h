@@ -41,8 +41,16 @@ struct SimWindow {
     bool whole_experts = true;        // BoundBudget::sim_whole_experts: the split moves whole experts
 };
 
-// The four models at the terms t of placements with n receivers: each of b's fields becomes the least of itself and
-// that model's time (eq6_receivers: the n of a new least Eq 6); the Sim pieces per pair of hiding levels.
-void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n);
+// Which of a LayerBound's fields a scan computes: all of them; the cost-model columns (Eq 6, Eq 8, fastermoe_s and
+// their layer_to_layer variants) only; or the Sim column's only (sim_none_s, sim_fastermoe_s and the pieces). The flat
+// paper count scans twice (bounds.cpp layer_bound): its columns under the paper's count, the Sim column under the
+// simulator's.
+enum class BoundColumns { kAll, kModels, kSim };
+
+// The four models at the terms t of placements with n receivers: each of b's fields that `columns` names becomes
+// the least of itself and that model's time (eq6_receivers: the n of a new least Eq 6); the Sim pieces per pair of
+// hiding levels.
+void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n,
+              BoundColumns columns = BoundColumns::kAll);
 
 }  // namespace prophet::bound_detail

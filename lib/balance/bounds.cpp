@@ -51,6 +51,7 @@ struct LayerInputs {
     double per_token_s = 0, share = 1;
     int64_t max_receivers = 0, max_extra = 0;
     SimWindow window;
+    BoundColumns columns = BoundColumns::kAll;  // what a scan of these inputs computes (scan_layer)
     // one copy's Trans and Agg (device_transfer(1)) and one copy across nodes (node_transfer(1)): the parts of
     // one_expert that do not depend on the class, set once per layer by layer_inputs
     double one_copy_trans = 0, one_copy_agg = 0, one_node_copy = 0;
@@ -244,7 +245,7 @@ void scan_receivers(const LayerInputs& in, LayerBound& b) {
         for (int k = in.least_whole_rho(rho); k <= rho; ++k) {
             Terms t = in.terms(last, last, r, k, in.device_transfer(n, false), in.device_transfer(n, true));
             in.one_expert(t, 0, k);
-            take_min(b, in.m, in.window, t, n);
+            take_min(b, in.m, in.window, t, n, in.columns);
         }
         // past here compute and all-to-all cannot fall further and every transfer only grows
         const int64_t x = std::min(last, in.max_extra);
@@ -284,7 +285,7 @@ void scan_node_receivers(const LayerInputs& in, LayerBound& b) {
         for (int k = in.least_whole_rho(rho); k <= rho; ++k) {  // as in scan_receivers
             Terms terms = in.terms(n_free, n_free, last, k, t, t);
             in.one_expert(terms, 1, k);  // r >= 1: some expert has a copy on a node without another holder
-            take_min(b, in.m, in.window, terms, n_free);
+            take_min(b, in.m, in.window, terms, n_free, in.columns);
         }
     }
 }
@@ -313,7 +314,7 @@ void scan_owner_receivers(const LayerInputs& in, LayerBound& b) {
         if (n < 1) continue;  // not even one receiver's device-level transfer fits: (a) covers it
         Terms terms = in.terms(n, n, r, rho, t, t);
         in.one_expert(terms, 1, rho);  // some expert has rho node receivers, all sent by its owner
-        take_min(b, in.m, in.window, terms, n);
+        take_min(b, in.m, in.window, terms, n, in.columns);
     }
 }
 
@@ -352,7 +353,7 @@ LayerBound scan_layer(const LayerInputs& in) {
     for (auto& row : b.sim_pairs_s) std::fill(row, row + G, kUnlimited);
     std::copy(in.window.own_fec_s, in.window.own_fec_s + G, b.fec_level_s);
     // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
-    take_min(b, in.m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0);  // r = 0: any cap keeps 0
+    take_min(b, in.m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0, in.columns);  // r = 0: any cap
     scan_receivers(in, b);
     scan_node_receivers(in, b);
     scan_owner_receivers(in, b);
@@ -380,18 +381,21 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     in.window.bnec_s = m.bnec_s();
     in.window.transfers_may_hide = budget.sim_transfers_may_hide;
     in.window.whole_experts = budget.sim_whole_experts;
+    const bool paper_count = !m.topology_aware && m.trans_receivers == TransReceivers::kPaper;
+    if (paper_count) in.columns = BoundColumns::kModels;  // the Sim column is scanned under the simulator's count
     LayerBound b = scan_layer(in);
     b.compute_tokens = static_cast<double>(in.curve.back());
     b.a2a_s = a2a_bound(m, in.topo, in.u.sent(in.max_extra), in.u.across(in.max_extra, in.u.max_rho),
                         in.busiest(in.max_extra));
     b.one_transfer_s = D > 1 ? transfer_bound(m, in.topo, 1, false) : 0.0;
-    if (!m.topology_aware && m.trans_receivers == TransReceivers::kPaper) {
+    if (paper_count) {
         // The simulator moves the replica holders' copies only (sim_setup); the paper's count, which the Eq
         // columns keep, adds each replicated expert's sender. So the Sim pieces (and the Eq 6 and fastermoe_s caps
         // inside them) are those of the same bound under the simulator's count. Its curves and levels depend on
         // the counts and compute only, so the same inputs are scanned again.
         LayerInputs moved = in;
         moved.m.trans_receivers = TransReceivers::kReplicaHolders;
+        moved.columns = BoundColumns::kSim;
         set_one_copies(moved);
         const LayerBound s = scan_layer(moved);
         std::copy(&s.sim_parts_s[0][0], &s.sim_parts_s[0][0] + kLevels * kLevels, &b.sim_parts_s[0][0]);
