@@ -65,8 +65,8 @@ void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms
         b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed(t.trans, t.agg));
         b.fastermoe_l2l_s = std::min(b.fastermoe_l2l_s, fastermoe(t.a2a_l2l));
     }
-    if (columns !=
-        BoundColumns::kModels) {  // the Sim column: none is Eq 6, fastermoe fastermoe_s, blockwise the pieces
+    // the Sim column: schedule none is Eq 6, fastermoe fastermoe_s, blockwise the pieces
+    if (columns != BoundColumns::kModels) {
         b.sim_none_s = std::min(b.sim_none_s, eq6);
         b.sim_fastermoe_s = std::min(b.sim_fastermoe_s, fm);
         take_sim_min(b, w, t);

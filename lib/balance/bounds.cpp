@@ -352,8 +352,9 @@ LayerBound scan_layer(const LayerInputs& in) {
     std::copy(in.window.own_hide_s, in.window.own_hide_s + kLevels, b.hide_s);
     for (auto& row : b.sim_pairs_s) std::fill(row, row + G, kUnlimited);
     std::copy(in.window.own_fec_s, in.window.own_fec_s + G, b.fec_level_s);
-    // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer
-    take_min(b, in.m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0, in.columns);  // r = 0: any cap
+    // n = 0: no replica, owners anywhere (every token goes to its expert's one holder), no transfer; r = 0, which
+    // any cap allows
+    take_min(b, in.m, in.window, in.terms(0, 0, 0, in.u.max_rho, 0.0, 0.0), 0, in.columns);
     scan_receivers(in, b);
     scan_node_receivers(in, b);
     scan_owner_receivers(in, b);

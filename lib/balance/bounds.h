@@ -55,8 +55,9 @@ struct LayerBound {
     // Trans/Agg under the blockwise schedule; split at a level hide_s[k]: this layer is charged 3 min(FEC, hide_s[k])
     // and layer l+1 is credited with Trans/Agg exposed beyond hide_s[k] (+ FNEC, BNEC). sim_parts_s[j][k]: the
     // piece with layer l-1's level j and this layer's level k; level kSimLevels-1 is "no split" (no credit, no
-    // charge), so sim_parts_s[last][last] bounds this layer alone (= sim_s from layer_bound). trace_bounds picks
-    // one level per layer so that the pieces' sum bounds the layers' sum.
+    // charge), so sim_parts_s[last][last] bounds this layer alone under the blockwise schedule (sim_s from
+    // layer_bound: the least of it, sim_none_s and sim_fastermoe_s). trace_bounds picks one level per layer so that
+    // the pieces' sum bounds the layers' sum.
     static constexpr int kSimLevels = 5;
     double hide_s[kSimLevels] = {};
     double sim_parts_s[kSimLevels][kSimLevels] = {};
