@@ -391,9 +391,9 @@ LayerBound layer_bound(const CostModel& m, const int64_t* counts, int D, int E, 
     b.one_transfer_s = D > 1 ? transfer_bound(m, in.topo, 1, false) : 0.0;
     if (paper_count) {
         // The simulator moves the replica holders' copies only (sim_setup); the paper's count, which the Eq
-        // columns keep, adds each replicated expert's sender. So the Sim pieces (and the Eq 6 and fastermoe_s caps
-        // inside them) are those of the same bound under the simulator's count. Its curves and levels depend on
-        // the counts and compute only, so the same inputs are scanned again.
+        // columns keep, adds each replicated expert's sender. So the Sim column (the pieces and the none and
+        // fastermoe schedules' bounds) is that of the same bound under the simulator's count. Its curves and levels
+        // depend on the counts and compute only, so the same inputs are scanned again.
         LayerInputs moved = in;
         moved.m.trans_receivers = TransReceivers::kReplicaHolders;
         moved.columns = BoundColumns::kSim;

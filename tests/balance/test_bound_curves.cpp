@@ -34,6 +34,14 @@ ClusterSpec cluster_of(const MixedCase& c) {
     return cl;
 }
 
+// [D*E] counts in [0, 1000), zero_percent of them 0 (the draws of seed)
+std::vector<int64_t> random_counts(int D, int E, uint64_t seed, int zero_percent) {
+    std::mt19937_64 rng(seed);
+    std::vector<int64_t> counts(static_cast<size_t>(D) * E);
+    for (int64_t& v : counts) v = static_cast<int>(rng() % 100) < zero_percent ? 0 : static_cast<int64_t>(rng() % 1000);
+    return counts;
+}
+
 // [x] the most any placement with x extra holders saves: each expert's holder set any non-empty subset, local
 // tokens = its holders' rows (device) and the rows of the nodes holding it (node). Slow and obvious.
 std::vector<double> enumerated_best(const std::vector<int64_t>& counts, const ClusterSpec& cl, int E, double a,
@@ -76,10 +84,7 @@ TEST_P(MixedGainOracle, EqualsTheBestPlacementForEveryNumberOfHolders) {
     const MixedCase c = GetParam();
     const ClusterSpec cl = cluster_of(c);
     const int D = cl.num_devices, E = c.experts;
-    std::mt19937_64 rng(c.seed);
-    std::vector<int64_t> counts(static_cast<size_t>(D) * E);
-    for (int64_t& v : counts)
-        v = static_cast<int>(rng() % 100) < c.zero_percent ? 0 : static_cast<int64_t>(rng() % 1000);
+    const std::vector<int64_t> counts = random_counts(D, E, c.seed, c.zero_percent);
     bound_detail::MixedGain curve;
     bound_detail::mixed_gain_curve(counts.data(), cl, E, c.a, c.b, curve);
     const std::vector<double> best = enumerated_best(counts, cl, E, c.a, c.b);
@@ -104,13 +109,6 @@ struct ReceiveCase {
     int zero_percent;   // share of (device, expert) counts set to 0
     int64_t max_extra;  // the budget of extra holders the curve is computed for
 };
-
-std::vector<int64_t> random_counts(int D, int E, uint64_t seed, int zero_percent) {
-    std::mt19937_64 rng(seed);
-    std::vector<int64_t> counts(static_cast<size_t>(D) * E);
-    for (int64_t& v : counts) v = static_cast<int>(rng() % 100) < zero_percent ? 0 : static_cast<int64_t>(rng() % 1000);
-    return counts;
-}
 
 // (w_e - the h largest of e's rows) / h. Slow and obvious: sorts e's column.
 double share_of(const std::vector<int64_t>& counts, int D, int E, int e, int h) {
