@@ -191,9 +191,13 @@ double FastSplitter::least_max_computed(int* solves) {
     start_network(t, holds_any, device_arc);
     *solves = 0;
     t = raise_until_feasible(t, holds_any, device_arc, solves);
-    if (*solves > 1 && several_nodes_ && near_start_) {
+    if (*solves > 1 && several_nodes_ && near_start_ && slack_ <= 0) {
         start_network(t, holds_any, device_arc);
         t = raise_until_feasible(t, holds_any, device_arc, solves);
+    }
+    if (slack_ > 0) {  // feasible at any level above T*: one solve places what the near start leaves
+        start_network(t * (1 + slack_), holds_any, device_arc);
+        raise_until_feasible(t * (1 + slack_), holds_any, device_arc, solves);
     }
     in_.share.resize(in.holders.size());
     for (size_t h = 0; h < in.holders.size(); ++h) in_.share[h] = max_flow_.flow_on(in_.holder_arc[h]);

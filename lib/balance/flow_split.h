@@ -19,8 +19,9 @@
 //             at T*), so a replicated expert's tokens stay in their node wherever the compute optimum leaves
 //             room, and a holder in every node keeps that expert's tokens off the inter-node links.
 // The all-to-all is not minimised as the LP does: the split is the compute optimum with locality as the
-// tie-break, a cheaper proxy for comparing placements. Work: one max-flow (two after a rise of T) on (replicated
-// experts + D) nodes, O(D * holders) per replicated expert to fill groups, O(D * E) to build the LayerFlow.
+// tie-break, a cheaper proxy for comparing placements; set_slack splits at a level above the optimum instead, so
+// that a caller can trade compute for locality by trying a few levels. Work: one max-flow (two after a rise of T) on
+// (replicated experts + D) nodes, O(D * holders) per replicated expert to fill groups, O(D * E) to build the LayerFlow.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@
 #include "balance/flow_routing.h"
 #include "balance/max_flow.h"
 #include "balance/placement.h"
+#include "core/error.h"
 
 namespace prophet {
 
@@ -66,6 +68,15 @@ class FastSplitter {
     // node first) instead of holder-local only. Off by default: it suits placements with copies in every node
     // (flow_hotset.h); on flow's other families it gave splits up to 2% dearer under flow's own model.
     void set_near_start(bool on) { near_start_ = on; }
+    // Split at the compute level T*(1 + slack) instead of T* (slack >= 0; 0 by default): every device may compute
+    // up to that level, so the near start keeps more tokens in their node and the max-flow moves only what it
+    // cannot place. The compute optimum is the wrong trade where an all-to-all costs more than the compute it
+    // evens out (flow's hot-set candidates at DeepSeek-V3 scale: docs/policies.md). FastSplitReport::max_computed
+    // stays T*.
+    void set_slack(double slack) {
+        PROPHET_ASSERT(slack >= 0);
+        slack_ = slack;
+    }
 
   private:
     // The replicated experts with load, their holders (device order) and the fixed loads of everything else;
@@ -85,6 +96,7 @@ class FastSplitter {
     int D_ = 0, E_ = 0;
     bool several_nodes_ = false;      // the cluster has more than one node: the start can keep tokens in their node
     bool near_start_ = false;         // set_near_start
+    double slack_ = 0;                // set_slack
     std::vector<int64_t> by_expert_;  // [E*D] counts transposed: expert e's tokens from each source, contiguous
     std::vector<uint8_t> distance_;   // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
     // sources with the same distance row take a replicated expert's holders in the same order: source s is in

@@ -169,6 +169,8 @@ double owner_move_charge_s(const Placement& next, const Placement& current, cons
     return move_s / std::max(1, o.flow_horizon);
 }
 
+constexpr double kLevelSearchMargin = 1.1;  // CandidateScore::at_best_level runs below 1.1 x the best time so far
+
 // A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) with kFastSplit, candidates
 // are compared with its combinatorial stand-in (flow_split.h: the compute-optimal split, locality first; the batch
 // itself is then routed by the LP); otherwise under the run's routing rule itself. `cost` is the planning model
@@ -182,18 +184,45 @@ class CandidateScore {
           fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit), splitter_(splitter) {
         splitter_.reset(P, D, E, o.flow_topology ? &cost.cluster : nullptr);
     }
-    // near: split with the node-local start (FastSplitter::set_near_start), for hot-set candidates
-    double operator()(const Placement& p, bool near = false) {
+    // near: a hot-set candidate, split with the node-local start (FastSplitter::set_near_start), and where its
+    // compute-optimal split predicts less than search_below, at the best of a few compute levels (at_best_level)
+    double operator()(const Placement& p, bool near = false, double search_below = 0) {
         splitter_.set_near_start(near);
+        if (fast_ && near) return at_best_level(p, search_below);
         LayerFlow routed;  // under the run's routing rule; the split is the splitter's own buffer (no copy)
         const LayerFlow& flow =
             fast_ ? splitter_.totals(p) : (routed = compute_flow(P_, D_, E_, p, o_.route_rule, &cost_));
-        const CostBreakdown c = predict_layer(cost_, flow, p);
-        if (!o_.flow_transfer_aware) return c.eq6_s - c.trans_s - c.agg_s;
-        return layer_cost(c, o_.cost_eq);
+        return of(predict_layer(cost_, flow, p));
     }
 
   private:
+    double of(const CostBreakdown& c) const {
+        return o_.flow_transfer_aware ? layer_cost(c, o_.cost_eq) : c.eq6_s - c.trans_s - c.agg_s;
+    }
+    double at_level(const Placement& p, double slack) {
+        splitter_.set_slack(slack);
+        const double s = of(predict_layer(cost_, splitter_.totals(p), p));
+        splitter_.set_slack(0);
+        return s;
+    }
+    // The split at compute levels T*(1 + slack) (FastSplitter::set_slack), the least predicted time: slack 0 and
+    // 0.1, then 0.2 and 0.4 while the time falls, or 0.05 where 0.1 did not help. The routing LP trades compute
+    // for all-to-all; the compute optimum alone overstated the hot-set candidates' all-to-all on a DeepSeek-V3-scale
+    // layer by 6-18% against the LP's (docs/policies.md, flow item 2).
+    double at_best_level(const Placement& p, double search_below) {
+        const double even = at_level(p, 0.0);
+        if (even >= search_below) return even;
+        const double tenth = at_level(p, 0.1);
+        if (tenth >= even) return std::min(even, at_level(p, 0.05));
+        double best = tenth;
+        for (double slack : {0.2, 0.4}) {
+            const double s = at_level(p, slack);
+            if (s >= best) break;
+            best = s;
+        }
+        return best;
+    }
+
     const int64_t* P_;
     int D_, E_;
     const CostModel& cost_;
@@ -323,7 +352,8 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
         ++rep.candidates;
         // anchored candidates keep their owners; transfer-unaware flow (ablation) sees no move cost
         const double move_s = packed && o.flow_transfer_aware ? owner_move_charge_s(p, current, cost, o) : 0.0;
-        const double s = score(p, hot > 0) + move_s;
+        // a hot-set candidate's compute levels are searched only near the best so far (they gained 3-6%)
+        const double s = score(p, hot > 0, best_s * kLevelSearchMargin) + move_s;
         if (s < best_s)
             best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s, rep.hot_experts = hot;
         return s;

@@ -251,6 +251,98 @@ INSTANTIATE_TEST_SUITE_P(Table, FastSplitOracle,
                                            SplitCase{"every_device_holds", 3, 4, 9, Shape::kAllReplicated, 7}),
                          [](const ::testing::TestParamInfo<SplitCase>& info) { return std::string(info.param.name); });
 
+// The split at a compute level above the optimum (FastSplitter::set_slack) on nodes of devices_per_node: tokens
+// still move exactly, no device computes more than the level (beyond the rounding's token per replicated expert
+// held), T* is reported unchanged, and with every replicated expert held in every node and room for all of it, no
+// token of a replicated expert leaves its node (at slack 0 the compute optimum moves some: the case's point).
+struct SlackCase {
+    const char* name;
+    int D, E, devices_per_node, hot;  // the `hot` experts of lowest index are held in every node, the rest once
+    double slack;
+    uint64_t seed;
+};
+
+class SlackSplit : public ::testing::TestWithParam<SlackCase> {
+  protected:
+    void SetUp() override {
+        const SlackCase c = GetParam();
+        Rng rng(c.seed);
+        counts_ = case_counts(SplitCase{c.name, c.D, c.E, 60, Shape::kRandom, c.seed}, rng);
+        for (int s = 0; s < c.D; ++s)  // the hot experts take most tokens, unevenly over sources
+            for (int e = 0; e < c.hot; ++e) counts_[static_cast<size_t>(s) * c.E + e] *= 3 + s % 4;
+        cluster_ = testing::paper_cost_model(c.D, 1024).cluster;
+        cluster_.devices_per_node = c.devices_per_node;
+        cluster_.nvlink_domain = 1;
+        std::vector<int> owner(c.E);
+        for (int& o : owner) o = static_cast<int>(rng.below(c.D));
+        placement_ = Placement::make_owners(c.D, owner);
+        const int nodes = c.D / c.devices_per_node;
+        for (int e = 0; e < c.hot; ++e)
+            for (int n = 0; n < nodes; ++n)
+                if (cluster_.node_of(owner[e]) != n)
+                    placement_.add_replica(e, n * c.devices_per_node + static_cast<int>(rng.below(c.devices_per_node)));
+    }
+    LayerFlow split(double slack, FastSplitReport* report) {
+        const SlackCase c = GetParam();
+        FastSplitter splitter(counts_.data(), c.D, c.E, &cluster_);
+        splitter.set_near_start(true);
+        splitter.set_slack(slack);
+        return splitter.split(placement_, report);
+    }
+    int64_t hot_tokens_leaving_nodes(const LayerFlow& flow) const {  // tokens of hot experts computed off-node
+        const SlackCase c = GetParam();
+        int64_t left = 0;
+        for (int s = 0; s < c.D; ++s)
+            for (int g = 0; g < c.D; ++g)
+                if (cluster_.node_of(s) != cluster_.node_of(g)) left += hot_route(flow, s, g);
+        return left;
+    }
+    // tokens of hot experts s sends g: the route minus the single-holder experts' tokens g owns
+    int64_t hot_route(const LayerFlow& flow, int s, int g) const {
+        const SlackCase c = GetParam();
+        int64_t cold = 0;
+        for (int e = c.hot; e < c.E; ++e)
+            if (placement_.owner[e] == g) cold += counts_[static_cast<size_t>(s) * c.E + e];
+        return flow.route[static_cast<size_t>(s) * c.D + g] - cold;
+    }
+    std::vector<int64_t> counts_;
+    ClusterSpec cluster_;
+    Placement placement_;
+};
+
+TEST_P(SlackSplit, TokensMoveExactlyWithinTheLevel) {
+    const SlackCase c = GetParam();
+    FastSplitReport even, raised;
+    split(0.0, &even);
+    const LayerFlow flow = split(c.slack, &raised);
+    EXPECT_EQ(raised.max_computed, even.max_computed);  // T* itself
+    for (int s = 0; s < c.D; ++s) {
+        int64_t routed = 0, sent = 0;
+        for (int e = 0; e < c.E; ++e) routed += counts_[static_cast<size_t>(s) * c.E + e];
+        for (int g = 0; g < c.D; ++g) sent += flow.route[static_cast<size_t>(s) * c.D + g];
+        EXPECT_EQ(sent, routed) << "source " << s;
+    }
+    for (int e = 0; e < c.E; ++e)
+        for (int g = 0; g < c.D; ++g)
+            if (!placement_.holds(e, g)) EXPECT_EQ(flow.expert_device[static_cast<size_t>(e) * c.D + g], 0);
+    const int64_t most = *std::max_element(flow.computed.begin(), flow.computed.end());
+    EXPECT_LE(static_cast<double>(most), even.max_computed * (1 + c.slack) + c.hot + 1e-6);
+}
+
+TEST_P(SlackSplit, RoomyLevelKeepsReplicatedTokensInTheirNode) {
+    const SlackCase c = GetParam();
+    if (c.slack < 10) GTEST_SKIP() << "a level without room for every node's tokens";
+    EXPECT_GT(hot_tokens_leaving_nodes(split(0.0, nullptr)), 0) << "the compute optimum keeps them anyway";
+    EXPECT_EQ(hot_tokens_leaving_nodes(split(c.slack, nullptr)), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, SlackSplit,
+                         ::testing::Values(SlackCase{"two_nodes_tenth", 8, 12, 4, 3, 0.1, 41},
+                                           SlackCase{"four_nodes_fifth", 16, 24, 4, 5, 0.2, 42},
+                                           SlackCase{"two_nodes_roomy", 8, 12, 4, 3, 10.0, 43},
+                                           SlackCase{"four_nodes_roomy", 16, 24, 4, 5, 10.0, 44}),
+                         [](const ::testing::TestParamInfo<SlackCase>& info) { return std::string(info.param.name); });
+
 // Constructed cases with a known optimum (tokens), counts [D*E], each expert's holders as a bit mask.
 struct KnownCase {
     const char* name;
