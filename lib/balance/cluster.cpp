@@ -12,13 +12,17 @@ namespace {
 constexpr double kGbit = 1e9 / 8.0;  // bytes per second in one Gbit/s
 
 // the devices, their compute, and the bandwidths of Eqs 1, 4 and 5 (all-to-all steps, Trans, Agg)
+constexpr double kMaxGbit = 1e7;  // the largest rate a cluster file may give, Gbit/s (10 Pbit/s)
+
 void add_device_and_bandwidth_keys(Schema& s) {
     s.add_string("cluster.name", "unnamed", {}, "label used in reports");
     s.add_required("cluster.num_devices", ValueType::kInt, 1, 65536, "D: expert-parallel devices (ranks)");
     s.add_int("cluster.devices_per_node", 1, 1, 65536, "devices sharing one node (intra-node links)");
     s.add_required("cluster.compute_tflop_s", ValueType::kFloat, 0, std::nullopt,
                    "t: sustained expert-GEMM throughput of one device, TFLOP/s", true);
-    s.add_required("cluster.a2a_gbit_s", ValueType::kFloatList, 0, std::nullopt,
+    // every rate is at most kMaxGbit: a key that defaults to another (agg_gbit_s to trans_gbit_s, the pair
+    // bandwidths to the largest a2a step) must read back what cluster_to_toml writes for it (fuzz_cluster)
+    s.add_required("cluster.a2a_gbit_s", ValueType::kFloatList, 0, kMaxGbit,
                    "all-to-all bandwidth per device by message size, Gbit/s (one value per size step)", true);
     KeySpec steps;
     steps.key = "cluster.a2a_max_message_kib";
@@ -29,17 +33,17 @@ void add_device_and_bandwidth_keys(Schema& s) {
     steps.help = "upper message size (KiB) of every a2a_gbit_s step but the last (ascending)";
     s.add(steps);
     s.add_float("cluster.a2a_latency_us", 0.0, 0.0, 1e6, "fixed latency added to each all-to-all, us");
-    s.add_required("cluster.trans_gbit_s", ValueType::kFloat, 0, std::nullopt,
+    s.add_required("cluster.trans_gbit_s", ValueType::kFloat, 0, kMaxGbit,
                    "Trans (parameter broadcast) bandwidth B̄, Gbit/s", true);
-    s.add_float("cluster.agg_gbit_s", -1.0, -1.0, 1e6,
+    s.add_float("cluster.agg_gbit_s", -1.0, -1.0, kMaxGbit,
                 "Agg (gradient reduce) bandwidth, Gbit/s (-1: trans_gbit_s; 0 is an error)");
 }
 
 // the topology-aware model's links, ports and latencies
 void add_topology_keys(Schema& s) {
-    s.add_float("cluster.intra_node_gbit_s", -1.0, -1.0, 1e7,
+    s.add_float("cluster.intra_node_gbit_s", -1.0, -1.0, kMaxGbit,
                 "topology: per-pair bandwidth inside a node, Gbit/s (-1: largest a2a step; 0 is an error)");
-    s.add_float("cluster.inter_node_gbit_s", -1.0, -1.0, 1e7,
+    s.add_float("cluster.inter_node_gbit_s", -1.0, -1.0, kMaxGbit,
                 "topology: per-pair bandwidth across nodes, Gbit/s (-1: largest a2a step; 0 is an error)");
     s.add_float("cluster.node_nic_gbit_s", 0.0, 0.0, 1e7,
                 "topology: each network interface of a node, shared by the inter-node traffic of the devices on "
@@ -53,9 +57,9 @@ void add_topology_keys(Schema& s) {
     s.add_float("cluster.pcie_gbit_s", 0.0, 0.0, 1e7,
                 "topology: a device's host (PCIe) port per direction, carrying its intra-node traffic outside "
                 "its NVLink domain and its inter-node traffic, Gbit/s (0: no limit)");
-    s.add_float("cluster.gpu_injection_gbit_s", 0.0, 0.0, 1e7,
+    s.add_float("cluster.gpu_injection_gbit_s", 0.0, 0.0, kMaxGbit,
                 "topology: a device's total egress over every link class, Gbit/s (0: no limit)");
-    s.add_float("cluster.gpu_ejection_gbit_s", -1.0, -1.0, 1e7,
+    s.add_float("cluster.gpu_ejection_gbit_s", -1.0, -1.0, kMaxGbit,
                 "topology: a device's total ingress over every link class, Gbit/s (-1: gpu_injection_gbit_s)");
     s.add_float("cluster.nvlink_latency_us", 0.0, 0.0, 1e6,
                 "topology: latency added to a collective that moves bytes over NVLink, us");
