@@ -11,9 +11,9 @@ namespace {
 
 constexpr double kGbit = 1e9 / 8.0;  // bytes per second in one Gbit/s
 
-// the devices, their compute, and the bandwidths of Eqs 1, 4 and 5 (all-to-all steps, Trans, Agg)
 constexpr double kMaxGbit = 1e7;  // the largest rate a cluster file may give, Gbit/s (10 Pbit/s)
 
+// the devices, their compute, and the bandwidths of Eqs 1, 4 and 5 (all-to-all steps, Trans, Agg)
 void add_device_and_bandwidth_keys(Schema& s) {
     s.add_string("cluster.name", "unnamed", {}, "label used in reports");
     s.add_required("cluster.num_devices", ValueType::kInt, 1, 65536, "D: expert-parallel devices (ranks)");
@@ -45,16 +45,16 @@ void add_topology_keys(Schema& s) {
                 "topology: per-pair bandwidth inside a node, Gbit/s (-1: largest a2a step; 0 is an error)");
     s.add_float("cluster.inter_node_gbit_s", -1.0, -1.0, kMaxGbit,
                 "topology: per-pair bandwidth across nodes, Gbit/s (-1: largest a2a step; 0 is an error)");
-    s.add_float("cluster.node_nic_gbit_s", 0.0, 0.0, 1e7,
+    s.add_float("cluster.node_nic_gbit_s", 0.0, 0.0, kMaxGbit,
                 "topology: each network interface of a node, shared by the inter-node traffic of the devices on "
                 "its rail, Gbit/s per direction (0: no limit)");
     s.add_int("cluster.nics_per_node", 1, 1, 65536,
               "topology: NICs (rails) per node; device with local index l uses NIC l * nics / devices_per_node");
     s.add_int("cluster.nvlink_domain", 1, 1, 65536,
               "topology: devices per NVLink domain (2: bridged pairs, devices_per_node: NVSwitch; 1: no NVLink)");
-    s.add_float("cluster.nvlink_gbit_s", 0.0, 0.0, 1e7,
+    s.add_float("cluster.nvlink_gbit_s", 0.0, 0.0, kMaxGbit,
                 "topology: a device's NVLink port, per direction, Gbit/s (needed when nvlink_domain > 1)");
-    s.add_float("cluster.pcie_gbit_s", 0.0, 0.0, 1e7,
+    s.add_float("cluster.pcie_gbit_s", 0.0, 0.0, kMaxGbit,
                 "topology: a device's host (PCIe) port per direction, carrying its intra-node traffic outside "
                 "its NVLink domain and its inter-node traffic, Gbit/s (0: no limit)");
     s.add_float("cluster.gpu_injection_gbit_s", 0.0, 0.0, kMaxGbit,

@@ -169,7 +169,9 @@ double owner_move_charge_s(const Placement& next, const Placement& current, cons
     return move_s / std::max(1, o.flow_horizon);
 }
 
-constexpr double kLevelSearchMargin = 1.1;  // CandidateScore::at_best_level runs below 1.1 x the best time so far
+// CandidateScore::at_best_level runs below 1.1 x the best time so far (levels gained 2-4% per hot-set candidate
+// on a sampled DeepSeek-V3-scale layer; candidates further off did not win)
+constexpr double kLevelSearchMargin = 1.1;
 
 // A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) with kFastSplit, candidates
 // are compared with its combinatorial stand-in (flow_split.h: the compute-optimal split, locality first; the batch
@@ -208,7 +210,7 @@ class CandidateScore {
     // The split at compute levels T*(1 + slack) (FastSplitter::set_slack), the least predicted time: slack 0 and
     // 0.1, then 0.2 and 0.4 while the time falls, or 0.05 where 0.1 did not help. The routing LP trades compute
     // for all-to-all; the compute optimum alone overstated the hot-set candidates' all-to-all on a DeepSeek-V3-scale
-    // layer by 6-18% against the LP's (docs/policies.md, flow item 2).
+    // layer by 6-18% against the LP's (docs/policies.md, flow item 3).
     double at_best_level(const Placement& p, double search_below) {
         const double even = at_level(p, 0.0);
         if (even >= search_below) return even;
@@ -352,7 +354,7 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
         ++rep.candidates;
         // anchored candidates keep their owners; transfer-unaware flow (ablation) sees no move cost
         const double move_s = packed && o.flow_transfer_aware ? owner_move_charge_s(p, current, cost, o) : 0.0;
-        // a hot-set candidate's compute levels are searched only near the best so far (they gained 3-6%)
+        // hot-set candidates' compute levels are searched only near the best so far (CandidateScore)
         const double s = score(p, hot > 0, best_s * kLevelSearchMargin) + move_s;
         if (s < best_s)
             best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s, rep.hot_experts = hot;

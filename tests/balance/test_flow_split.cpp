@@ -65,6 +65,20 @@ void expect_same_totals(const LayerFlow& a, const LayerFlow& b) {
     EXPECT_EQ(a.total_tokens, b.total_tokens);
 }
 
+// every source sends exactly what it routed, and no expert's tokens are computed on a device not holding it
+void expect_tokens_move_exactly(const std::vector<int64_t>& counts, int D, int E, const Placement& p,
+                                const LayerFlow& flow) {
+    for (int s = 0; s < D; ++s) {
+        int64_t routed = 0, sent = 0;
+        for (int e = 0; e < E; ++e) routed += counts[static_cast<size_t>(s) * E + e];
+        for (int g = 0; g < D; ++g) sent += flow.route[static_cast<size_t>(s) * D + g];
+        EXPECT_EQ(sent, routed) << "source " << s;
+    }
+    for (int e = 0; e < E; ++e)
+        for (int g = 0; g < D; ++g)
+            if (!p.holds(e, g)) EXPECT_EQ(flow.expert_device[static_cast<size_t>(e) * D + g], 0) << "expert " << e;
+}
+
 // the routing LP with only the compute term priced: its optimum is the least max_g H_g
 double lp_least_max_computed(const std::vector<int64_t>& counts, int D, int E, const Placement& p) {
     RoutePricing pr = route_pricing(nullptr, D, 0.0);
@@ -98,12 +112,7 @@ TEST_P(FastSplitOracle, TokensMoveExactly) {
         const Placement p = case_placement(c, rng);
         FastSplitReport rep;
         const LayerFlow flow = fast_split_layer(counts.data(), c.D, c.E, p, nullptr, &rep);
-        for (int s = 0; s < c.D; ++s) {  // every source sends exactly what it routed
-            int64_t routed = 0, sent = 0;
-            for (int e = 0; e < c.E; ++e) routed += counts[static_cast<size_t>(s) * c.E + e];
-            for (int g = 0; g < c.D; ++g) sent += flow.route[static_cast<size_t>(s) * c.D + g];
-            EXPECT_EQ(sent, routed);
-        }
+        expect_tokens_move_exactly(counts, c.D, c.E, p, flow);
         int replicated_held_most = 0;  // the rounding's slack: one token per replicated expert a device holds
         for (int g = 0; g < c.D; ++g) {
             int held = 0;
@@ -111,9 +120,6 @@ TEST_P(FastSplitOracle, TokensMoveExactly) {
                 int64_t w = 0;
                 for (int s = 0; s < c.D; ++s) w += counts[static_cast<size_t>(s) * c.E + e];
                 held += p.num_replicas_of(e) > 0 && p.holds(e, g) && w > 0;
-                if (!p.holds(e, g)) {
-                    EXPECT_EQ(flow.expert_device[static_cast<size_t>(e) * c.D + g], 0);
-                }
             }
             replicated_held_most = std::max(replicated_held_most, held);
         }
@@ -316,15 +322,7 @@ TEST_P(SlackSplit, TokensMoveExactlyWithinTheLevel) {
     split(0.0, &even);
     const LayerFlow flow = split(c.slack, &raised);
     EXPECT_EQ(raised.max_computed, even.max_computed);  // T* itself
-    for (int s = 0; s < c.D; ++s) {
-        int64_t routed = 0, sent = 0;
-        for (int e = 0; e < c.E; ++e) routed += counts_[static_cast<size_t>(s) * c.E + e];
-        for (int g = 0; g < c.D; ++g) sent += flow.route[static_cast<size_t>(s) * c.D + g];
-        EXPECT_EQ(sent, routed) << "source " << s;
-    }
-    for (int e = 0; e < c.E; ++e)
-        for (int g = 0; g < c.D; ++g)
-            if (!placement_.holds(e, g)) EXPECT_EQ(flow.expert_device[static_cast<size_t>(e) * c.D + g], 0);
+    expect_tokens_move_exactly(counts_, c.D, c.E, placement_, flow);
     const int64_t most = *std::max_element(flow.computed.begin(), flow.computed.end());
     EXPECT_LE(static_cast<double>(most), even.max_computed * (1 + c.slack) + c.hot + 1e-6);
 }
