@@ -17,14 +17,18 @@ struct Terms {
     // the longest single expert's own Trans (Agg) of the class: its copies alone (0: no replica). Whole experts
     // (the scheduler's `time` split) leave one longer than the non-expert window wholly beside the expert compute.
     double one_trans = 0, one_agg = 0;
+    // the shortest: every expert with a copy takes at least this alone (one copy's transfer; 0: no replica)
+    double each_trans = 0, each_agg = 0;
 };
 
-// A transfer of at least `whole` seconds whose longest expert alone takes at least `one`, beside a first window
-// (FNEC or BNEC) and then a second (FEC, BEC or a level): at least max(0, whole - first - second) is exposed,
-// and with whole experts, when one > first, at least max(0, one - second) (docs/bounds.md "Whole experts").
-inline double exposed_bound(double whole, double one, double first, double second, bool whole_experts) {
+// A transfer of at least `whole` seconds whose longest expert alone takes at least `one` and every expert at least
+// `each`, beside a first window (FNEC or BNEC) and then a second (FEC, BEC or a level): at least max(0, whole -
+// first - second) is exposed; with whole experts, when one > first, at least max(0, one - second), and when each >
+// first no expert fits the first window, so at least max(0, whole - second) (docs/bounds.md "Whole experts").
+inline double exposed_bound(double whole, double one, double each, double first, double second, bool whole_experts) {
     double beyond_first = whole - first;
     if (whole_experts && one > first) beyond_first = std::max(beyond_first, one);
+    if (whole_experts && each > first * (1 + 1e-9)) beyond_first = whole;  // the margin: t_e's own rounding
     return std::max(0.0, beyond_first - second);
 }
 

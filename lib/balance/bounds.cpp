@@ -133,6 +133,8 @@ struct LayerInputs {
         const double node = node_r > 0 ? one_node_copy : 0.0, owner = owner_transfer(rho);
         t.one_trans = std::max({one_copy_trans, node, owner});
         t.one_agg = std::max({one_copy_agg, node, owner});
+        t.each_trans = one_copy_trans;  // every expert with a copy moves at least one
+        t.each_agg = one_copy_agg;
     }
     // Classes whose experts have at most rho node receivers each are scored once per most-of-any k (its all-to-all
     // at k, its longest expert's transfer at least O(k)) from this k on: below it O(k) fits both non-expert windows,

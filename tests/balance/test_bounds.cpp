@@ -41,7 +41,7 @@ CostModel topology_cost_model(int D, TransBroadcast broadcast) {
     return m;
 }
 
-enum class Cluster { kUnit, kPaper, kStar, kChain, kSlowNic, kHeavyExperts, kNodePerDevice, kPcieNodes };
+enum class Cluster { kUnit, kPaper, kStar, kChain, kSlowNic, kHeavyExperts, kNodePerDevice, kPcieNodes, kSlowChain };
 
 CostModel make_model(Cluster kind, int D) {
     switch (kind) {
@@ -57,6 +57,7 @@ CostModel make_model(Cluster kind, int D) {
         case Cluster::kHeavyExperts:
         case Cluster::kNodePerDevice:
         case Cluster::kPcieNodes:
+        case Cluster::kSlowChain:
             break;
     }
     if (kind == Cluster::kPcieNodes) {
@@ -66,6 +67,13 @@ CostModel make_model(Cluster kind, int D) {
         CostModel m = topology_cost_model(D, TransBroadcast::kChain);
         m.cluster.nvlink_domain = 1;
         m.model.d_ffn = 4;  // an expert weighs eight tokens: a few replicas pay
+        return m;
+    }
+    if (kind == Cluster::kSlowChain) {
+        // the PCIe nodes with a chain collective so slow that one copy (1.5 FNEC, 0.75 BNEC) outlasts the non-expert
+        // window: every forward copy goes beside the expert compute (hpwnv-16 with d_ffn 4096: 17.9 ms against 11.5)
+        CostModel m = make_model(Cluster::kPcieNodes, D);
+        m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = m.expert_bytes() / (1.5 * m.fnec_s());
         return m;
     }
     if (kind == Cluster::kNodePerDevice) {
@@ -220,6 +228,9 @@ const SmallCase kSmallCases[] = {
     {"pcie_4x4_first", 4, 4, 0, 0, 4, Cluster::kPcieNodes, 2.0, 25},
     {"pcie_4x4_cap1_mixed", 4, 4, 1, 1, 4, Cluster::kPcieNodes, 0.5, 29},
     {"pcie_4x4_cap1_mixed_skewed", 4, 4, 1, 2, 4, Cluster::kPcieNodes, 1.5, 35},
+    // the chain's copies outlast FNEC: no forward copy fits the non-expert window
+    {"slow_chain_4x2_middle", 4, 2, 0, 1, 4, Cluster::kSlowChain, 1.5, 36},
+    {"slow_chain_4x4_cap1", 4, 4, 1, 2, 4, Cluster::kSlowChain, 1.0, 37},
 
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, BoundVsEnumeration, ::testing::ValuesIn(kSmallCases),
@@ -281,6 +292,10 @@ const TightCase kTightCases[] = {
     // 100 cross (an owner moved away from home frees its home row, so only the best row per expert is free)
     {"owner_anywhere_eq6", 2, 1, {100, 100}, 6, 1e-6},
     {"owner_anywhere_eq8", 2, 1, {100, 100}, 8, 1e-6},
+    // every device routes one token to each expert: a copy of each everywhere removes the all-to-all, and each copy
+    // (1.5 s) outlasts FNEC (1 s), so no expert fits the non-expert window and Trans (3 s) goes beside FEC (2 s):
+    // 1 s exposed. Only "no expert fits" reaches that (the longest expert alone, 1.5 s, hides under FEC)
+    {"no_copy_fits_fnec_eq8", 2, 2, {1, 1, 1, 1}, 8, 4.0 / 3.0},
     // one device per node, one expert every device routes 100 tokens to: the best placement holds it everywhere (no
     // all-to-all, compute at the mean) and its owner's one NIC sends both copies, Trans = Agg = 2 expert_bytes / NIC
     // + latency; only the per-owner egress term reaches that (the node term lets the three NICs share the copies)
@@ -489,6 +504,9 @@ const SimCase kSimCases[] = {
     // stayed below it (758.9, 805)
     {"one_schedule_2x1", 2, 1, {{70, 70}, {20, 20}}, Cluster::kUnit, 0.005, true},
     {"one_schedule_2x2", 2, 2, {{30, 80, 30, 30}, {30, 100, 100, 30}}, Cluster::kUnit, 0.02, true},
+    // layer 1 routes one token to each expert from each device; a copy of each everywhere pays 2 s each (beyond
+    // FNEC, 1 s), so all 4 s of Trans go beside layer 0's FEC (1 s)
+    {"no_copy_fits_fnec", 2, 2, {{1, 0, 0, 1}, {1, 1, 1, 1}}, Cluster::kUnit, 0.5, true},
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, SimBound, ::testing::ValuesIn(kSimCases),
                          [](const auto& info) { return std::string(info.param.name); });
