@@ -430,7 +430,9 @@ INSTANTIATE_TEST_SUITE_P(
 // placement the LP times 3.6% (5.3% with the topology, whose Eq 8 times each expert's copies alone: a star's
 // copies of one expert queue on its owner's egress) slower: the known cost of the proxy, pinned so that it
 // cannot grow unseen. Both choices are timed with the owner moves flow charges itself; since it does, the split's
-// choice on uncapped_d8 is 2.2% slower than the LP's (it was equal when moves were free).
+// choice on uncapped_d8 is 2.2% slower than the LP's (it was equal when moves were free). NIC relief copies
+// (flow_extra_copies.h) made both topology rows faster, the LP's choice more: cap2_d8_topology 28.12 -> 26.55 ms
+// (split) and 25.23 ms (LP), so the split's is 5.2% slower there (it was equal).
 struct ChoiceCase {
     const char* name;
     int D, E, cap, cost_eq;
@@ -468,7 +470,7 @@ INSTANTIATE_TEST_SUITE_P(Table, FlowScoringChoice,
                                            ChoiceCase{"cap2_d8", 8, 16, 2, 6, false, 0.0},
                                            ChoiceCase{"uncapped_d8", 8, 8, 0, 6, false, 0.023},
                                            ChoiceCase{"uncapped_d8_eq8", 8, 8, 0, 8, false, 0.04},
-                                           ChoiceCase{"cap2_d8_topology", 8, 16, 2, 6, true, 0.0},
+                                           ChoiceCase{"cap2_d8_topology", 8, 16, 2, 6, true, 0.053},
                                            ChoiceCase{"uncapped_d8_eq8_topology", 8, 16, 0, 8, true, 0.055}),
                          [](const ::testing::TestParamInfo<ChoiceCase>& info) { return std::string(info.param.name); });
 
