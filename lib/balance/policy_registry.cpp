@@ -156,7 +156,10 @@ const PolicyRow* find_policy(const std::string& name) {
 const PolicyRow& policy_row(const std::string& name, const std::string& key) {
     if (const PolicyRow* row = find_policy(name)) return *row;
     std::string list;
-    for (const PolicyRow& row : kRows) list += (list.empty() ? "" : "|") + std::string(row.name);
+    for (const PolicyRow& row : kRows) {  // appended piece by piece: GCC 12 misreads "|" + string&& (-Wrestrict)
+        if (!list.empty()) list += '|';
+        list += row.name;
+    }
     throw_config_error(key, name, "unknown policy", "pick one of " + list + " (prophet policies lists them)");
 }
 
