@@ -1,6 +1,9 @@
 // flow_extra_copies.h: flow's extra-copy pass (docs/policies.md, flow item 5). After the placement families, each
 // round tries a few more copies on the best placement so far and keeps the round's best where the cost model
-// predicts it faster. Plain arrays: P [D*E] planning counts, load [E] expert loads.
+// predicts it faster. Why: the families add copies in EPLB's order (the expert of largest load / copies, on one
+// rule's device), so a copy that pays on another device, or for the all-to-all it saves (under a chain broadcast
+// one more receiver of an expert with copies costs little more Trans), or for a NIC it relieves, is never tried.
+// Plain arrays: P [D*E] planning counts, load [E] expert loads.
 #pragma once
 
 #include <cstdint>
