@@ -94,7 +94,7 @@ void BM_plan_flow_top8(benchmark::State& state) {
     options.flow_extra_copy_rounds = static_cast<int>(state.range(2));
     const Placement current = Placement::make_static(D, E);
     FlowPlanReport report;
-    FlowScratch scratch;  // kept across plans, as the policy registry (per thread) and FlowPlanner keep theirs
+    FlowScratch scratch;  // kept across plans, as the policy registry keeps one per thread
     for (auto _ : state)
         benchmark::DoNotOptimize(
             plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "balance/device_load.h"
+#include "balance/load_forecast.h"
 #include "balance/moves.h"
 #include "balance/policy_registry.h"
 #include "core/error.h"
@@ -155,10 +156,11 @@ std::vector<Placement> plan_offline(const PolicyRow& row, const TraceView& trace
 // (iteration-major; the previous iteration's placement is the one in force); profile_iterations: the window a row
 // with first_plan_from_window plans iteration 0 from (first_plan_counts). Returns false when it ran unplanned:
 // static on iteration 0 of a policy that plans from the previous iteration (there is none) and not from the window.
+// forecast: the layer's load forecast (plans_for_forecast; nullptr: none), fed each planning source once, in order.
 bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, const TraceView& trace,
                       const std::vector<LayerScore>& done, const std::vector<Placement>& offline, double offline_us,
                       int profile_iterations, const CostModel& lcost, const BalanceOptions& o, int repeats,
-                      PolicySession& session) {
+                      PolicySession& session, LoadForecast* forecast) {
     const int L = trace.num_layers, D = trace.num_devices, E = trace.num_experts, it = s.iteration, l = s.layer;
     if (input == PolicyInput::kProfileWindow) {
         s.placement = offline[l];
@@ -172,10 +174,13 @@ bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, co
         s.placement = plan_static(D, E);
         return false;
     }
+    const int64_t* source = !previous ? trace.layer(it, l) : it == 0 ? first.data() : trace.layer(it - 1, l);
+    std::vector<int64_t> planning;  // [D*E] the forecast of the sources so far
+    if (forecast) forecast->observe(source), planning = forecast->forecast(), source = planning.data();
     LayerPlanRequest request;
     request.iteration = it;
     request.layer = l;
-    request.counts = !previous ? trace.layer(it, l) : it == 0 ? first.data() : trace.layer(it - 1, l);
+    request.counts = source;
     request.current = it > 0 ? &done[done.size() - L].placement : nullptr;
     request.num_devices = D;
     request.num_experts = E;
@@ -184,6 +189,12 @@ bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, co
     s.placement = timed(
         repeats, [&] { return row.plan_layer(request, session); }, &s.plan_us);
     return true;
+}
+
+// [L] load forecasts of `cells` counts each when the row plans for one (plans_for_forecast), else none
+std::vector<LoadForecast> layer_forecasts(const PolicyRow& row, const BalanceOptions& o, int L, int cells) {
+    if (!plans_for_forecast(row, o)) return {};
+    return std::vector<LoadForecast>(L, LoadForecast(static_cast<size_t>(cells), o));
 }
 
 // PolicyScore's means over its scored layers (system_eq: the equation of the policy's own system)
@@ -321,6 +332,7 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
     // layer 0 has no window for its transfers (CostModel::first_block): planned and scored so
     const CostModel first_layer = model_for_layer(cost, 0), later_layer = model_for_layer(cost, 1);
     const int repeats = row.plan_once_per_layer ? 1 : settings.plan_repeats;
+    std::vector<LoadForecast> forecasts = layer_forecasts(row, o, L, D * E);
     for (int it = 0; it < I; ++it) {
         for (int l = 0; l < L; ++l) {
             const CostModel& lcost = l == 0 ? first_layer : later_layer;
@@ -330,7 +342,8 @@ PolicyScore evaluate_policy(const std::string& name, const TraceView& trace, con
             bool planned = true;
             try {
                 planned = plan_layer_score(s, row, input, trace, out.layers, offline, offline_us_per_layer,
-                                           settings.profile_iterations, lcost, o, repeats, session);
+                                           settings.profile_iterations, lcost, o, repeats, session,
+                                           forecasts.empty() ? nullptr : &forecasts[l]);
             } catch (const prophet::Error& e) {
                 skip_or_throw(e);
                 return out;

@@ -341,37 +341,4 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
     return best;
 }
 
-FlowPlanner::FlowPlanner(int num_devices, int num_experts, BalanceOptions options)
-    : D_(num_devices), E_(num_experts), options_(std::move(options)),
-      mean_(static_cast<size_t>(num_devices) * num_experts, 0.0), var_(mean_.size(), 0.0), planning_(mean_.size(), 0),
-      current_(Placement::make_static(num_devices, num_experts)) {}
-
-Placement FlowPlanner::plan(const CostModel& cost, FlowPlanReport* report) {
-    if (observed_ == 0) {
-        if (report) *report = FlowPlanReport{};
-        return current_;  // nothing observed yet: static
-    }
-    current_ =
-        plan_flow(planning_.data(), D_, E_, cost, options_, current_, report, FlowScoring::kFastSplit, &scratch_);
-    return current_;
-}
-
-void FlowPlanner::observe(const int64_t* counts) {
-    const double a = options_.flow_decay;
-    const bool ewma = options_.flow_predict == "ewma";
-    for (size_t i = 0; i < mean_.size(); ++i) {
-        const double x = static_cast<double>(counts[i]);
-        if (observed_ == 0) {
-            mean_[i] = x, var_[i] = 0.0;
-        } else {  // West's EWMA of mean and variance
-            const double diff = x - mean_[i];
-            mean_[i] += (1.0 - a) * diff;
-            var_[i] = a * (var_[i] + (1.0 - a) * diff * diff);
-        }
-        planning_[i] =
-            ewma ? static_cast<int64_t>(std::llround(mean_[i] + options_.flow_z * std::sqrt(var_[i]))) : counts[i];
-    }
-    ++observed_;
-}
-
 }  // namespace prophet

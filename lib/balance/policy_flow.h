@@ -1,7 +1,7 @@
 // policy_flow.h: the `flow` policy: replica counts and places from the planning load, per-batch routing by the
 // routing LP (flow_routing.h), a change only when it pays for itself, and a choice of what load to plan for.
 //
-// Per layer, from planning counts P [D*E] (previous batch, or a predicted load, see FlowPlanner):
+// Per layer, from planning counts P [D*E] (the previous batch's counts, or their forecast: load_forecast.h):
 //   candidates  R = 0, 1, 2, 3, 4, 6, 8, 12, ... extra copies (EPLB's rule: each to the expert with the largest
 //               load / copies), in the families below, all scored by the cost model under the run's routing rule
 //               (the routing LP's combinatorial stand-in, flow_split.h, when that rule is flow; FlowScoring):
@@ -56,8 +56,8 @@ struct FlowPlanReport {
 // slow reference the tests compare the choice against). Other routing rules score with their own routing.
 enum class FlowScoring { kFastSplit, kRoutingLp };
 
-// Buffers a caller that plans again and again keeps between plans (one per planning thread in the policy registry,
-// one per FlowPlanner): the candidates' split. Its contents do not carry over: each plan starts it afresh
+// Buffers a caller that plans again and again keeps between plans (one per planning thread in the policy
+// registry): the candidates' split. Its contents do not carry over: each plan starts it afresh
 // (FastSplitter::reset). Not for two threads at once.
 struct FlowScratch {
     FastSplitter splitter;
@@ -68,26 +68,5 @@ struct FlowScratch {
 Placement plan_flow(const int64_t* planning_counts, int num_devices, int num_experts, const CostModel& cost,
                     const BalanceOptions& options, const Placement& current, FlowPlanReport* report = nullptr,
                     FlowScoring scoring = FlowScoring::kFastSplit, FlowScratch* scratch = nullptr);
-
-// The flow policy over a stream of batches of one layer: plan() before a batch, observe() after it.
-// balance.flow_predict: "previous" plans for the last batch's counts (Pro-Prophet's locality); "ewma" for the
-// exponentially weighted mean + flow_z * standard deviation of every (device, expert) count (decay flow_decay
-// per batch: mean <- decay * mean + (1 - decay) * x). Before the first batch: static.
-class FlowPlanner {
-  public:
-    FlowPlanner(int num_devices, int num_experts, BalanceOptions options);
-    Placement plan(const CostModel& cost, FlowPlanReport* report = nullptr);
-    void observe(const int64_t* counts);
-    const std::vector<int64_t>& planning_counts() const { return planning_; }  // [D*E] what plan() plans for
-
-  private:
-    int D_, E_;
-    BalanceOptions options_;
-    int observed_ = 0;
-    std::vector<double> mean_, var_;  // [D*E] EWMA statistics
-    std::vector<int64_t> planning_;   // [D*E]
-    Placement current_;
-    FlowScratch scratch_;
-};
 
 }  // namespace prophet

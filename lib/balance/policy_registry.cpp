@@ -68,20 +68,15 @@ Placement exhaustive_layer(const LayerPlanRequest& r, PolicySession&) {
     return plan_exhaustive(r.counts, r.num_devices, r.num_experts, *r.cost, *r.options);
 }
 
-// flow: with flow_predict = previous it plans statelessly from the previous iteration's counts, relabelled against
-// the placement in force; with ewma the session keeps the layer's statistics (one FlowPlanner per layer)
-Placement flow_layer(const LayerPlanRequest& r, PolicySession& session) {
-    if (r.options->flow_predict != "ewma") {
-        const Placement current = r.current ? *r.current : Placement::make_static(r.num_devices, r.num_experts);
-        // buffers per thread, not per session: the trainer's planner thread and its main thread may plan at once
-        // (PolicyRunner::plan_next is const and runs on both)
-        thread_local FlowScratch scratch;
-        return plan_flow(r.counts, r.num_devices, r.num_experts, *r.cost, *r.options, current, nullptr,
-                         FlowScoring::kFastSplit, &scratch);
-    }
-    FlowPlanner& planner = session.flow_planner(r.layer, r.num_devices, r.num_experts);
-    planner.observe(r.counts);
-    return planner.plan(*r.cost);
+// flow: plans statelessly from the counts it is given (the previous iteration's, or their forecast, see
+// plans_for_forecast), relabelled against the placement in force
+Placement flow_layer(const LayerPlanRequest& r, PolicySession&) {
+    const Placement current = r.current ? *r.current : Placement::make_static(r.num_devices, r.num_experts);
+    // buffers per thread, not per session: the trainer's planner thread and its main thread may plan at once
+    // (PolicyRunner::plan_next is const and runs on both)
+    thread_local FlowScratch scratch;
+    return plan_flow(r.counts, r.num_devices, r.num_experts, *r.cost, *r.options, current, nullptr,
+                     FlowScoring::kFastSplit, &scratch);
 }
 
 Placement external_layer(const LayerPlanRequest& r, PolicySession& session) { return session.external().plan_layer(r); }
@@ -130,7 +125,7 @@ const std::vector<PolicyRow> kRows = {
      "MoETuner's two stages as one ILP (small instances: the two-stage gap)", nullptr, plan_joint_window, nullptr},
     {"flow", kPrev, "blockwise", 8, true, RouteRule::kFlow, kHome, false, true, false, "",
      "placement by EPLB-style copies (anchored or repacked), per-batch routing LP, kept only when it pays", flow_layer,
-     nullptr, nullptr, true},
+     nullptr, nullptr, true, true},
     {"external", kPrev, "none", 6, false, kOwner, kHome, false, true, true, "",
      "a policy in any language: balance.external's command over the line-delimited JSON protocol "
      "(docs/policies.md)",
@@ -171,6 +166,11 @@ PolicyInput policy_input(const PolicyRow& row, const BalanceOptions& options) {
 bool plans_offline(const std::string& name, const BalanceOptions& options) {
     const PolicyRow* row = find_policy(name);
     return row && policy_input(*row, options) == PolicyInput::kProfileWindow;
+}
+
+bool plans_for_forecast(const PolicyRow& row, const BalanceOptions& options) {
+    return row.forecasts_load && policy_input(row, options) == PolicyInput::kPreviousIteration &&
+           options.flow_predict == "ewma";
 }
 
 std::vector<std::string> policies_for_all() {
@@ -245,12 +245,6 @@ PolicySession::~PolicySession() = default;
 ExternalPolicy& PolicySession::external() {
     if (!external_) external_ = std::make_unique<ExternalPolicy>(options_, cost_, num_layers_, num_experts_);
     return *external_;
-}
-
-FlowPlanner& PolicySession::flow_planner(int layer, int num_devices, int num_experts) {
-    PROPHET_ASSERT(layer >= 0 && layer < num_layers_);
-    if (flow_.empty()) flow_.assign(static_cast<size_t>(num_layers_), FlowPlanner(num_devices, num_experts, options_));
-    return flow_[static_cast<size_t>(layer)];
 }
 
 }  // namespace prophet

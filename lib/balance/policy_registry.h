@@ -28,11 +28,10 @@ enum class PolicyInput {
 const char* policy_input_name(PolicyInput input);  // "previous_iteration" | "current_iteration" | "profile_window"
 
 class ExternalPolicy;  // external_policy.h
-class FlowPlanner;     // policy_flow.h
 
 // Per-run state of a policy: an external policy's process, started on the first plan and ended with the session.
-// flow under ewma keeps its per-layer load statistics; other built-ins keep none. `cost`, `num_layers` and
-// `num_experts` describe the run (the external hello).
+// Built-in policies keep none (flow's load forecast belongs to whoever feeds it the counts: PolicyRunner,
+// evaluate.cpp). `cost`, `num_layers` and `num_experts` describe the run (the external hello).
 class PolicySession {
   public:
     PolicySession(const BalanceOptions& options, const CostModel& cost, int num_layers, int num_experts);
@@ -40,8 +39,6 @@ class PolicySession {
     PolicySession(const PolicySession&) = delete;
     PolicySession& operator=(const PolicySession&) = delete;
     ExternalPolicy& external();  // starts the process on first use
-    // flow with balance.flow_predict = ewma: the layer's load statistics (created on first use, one per layer)
-    FlowPlanner& flow_planner(int layer, int num_devices, int num_experts);
     int num_layers() const { return num_layers_; }
 
   private:
@@ -49,7 +46,6 @@ class PolicySession {
     CostModel cost_;
     int num_layers_, num_experts_;
     std::unique_ptr<ExternalPolicy> external_;
-    std::vector<FlowPlanner> flow_;  // [L] flow's per-layer planners (ewma)
 };
 
 // One layer's planning request (online policies).
@@ -106,6 +102,9 @@ struct PolicyRow {
     // input kPreviousIteration only: iteration 0 of a trace (no previous iteration) is planned from the mean counts
     // of the profiling window's other iterations (first_plan_counts in evaluate.h) instead of running static
     bool first_plan_from_window = false;
+    // input kPreviousIteration only: plans for the forecast of balance.flow_predict (load_forecast.h) of the past
+    // iterations' counts, not for the last iteration's counts alone
+    bool forecasts_load = false;
 };
 
 const std::vector<PolicyRow>& policy_registry();
@@ -115,6 +114,8 @@ const PolicyRow* find_policy(const std::string& name);
 const PolicyRow& policy_row(const std::string& name, const std::string& key = "balance.policy");
 // What the policy plans from under these options (the row's input; external: balance.external_role).
 PolicyInput policy_input(const PolicyRow& row, const BalanceOptions& options);
+// Plans for a load forecast (row.forecasts_load under balance.flow_predict = ewma) rather than the last counts.
+bool plans_for_forecast(const PolicyRow& row, const BalanceOptions& options);
 // Offline (plans once from a profiling window) under these options.
 bool plans_offline(const std::string& name, const BalanceOptions& options);
 // Policies `--policy all` runs: every row but the external ones (they need a command).

@@ -6,8 +6,7 @@
 
 namespace prophet {
 
-PlanAhead::PlanAhead(const PolicyRunner& runner, int num_layers, int num_devices, int num_experts)
-    : runner_(runner), D_(num_devices), E_(num_experts), slots_(num_layers) {}
+PlanAhead::PlanAhead(const PolicyRunner& runner, int num_layers) : runner_(runner), slots_(num_layers) {}
 
 Placement PlanAhead::placement(int64_t iteration, int layer) {
     PROPHET_ASSERT(layer >= 0 && layer < (int)slots_.size());
@@ -24,10 +23,11 @@ void PlanAhead::observe(int64_t iteration, int layer, const int64_t* counts) {
     if (!runner_.plans_online()) return;
     Slot& slot = slots_[layer];
     slot.iteration = iteration + 1;
-    std::vector<int64_t> copy(counts, counts + (size_t)D_ * E_);
-    slot.ticket = planner_.submit([this, &slot, layer, copy = std::move(copy)] {
+    // here, on the main thread: end_iteration may update the forecast while the planner thread plans
+    std::vector<int64_t> planning = runner_.next_planning_counts(layer, counts);
+    slot.ticket = planner_.submit([this, &slot, layer, planning = std::move(planning)] {
         const int64_t t0 = now_ns();
-        slot.placement = runner_.plan_next(layer, copy.data());
+        slot.placement = runner_.plan_next(layer, planning.data());
         if (timeline_ != nullptr) timeline_->add(OpKind::kPlan, OpLane::kPlan, layer, 0, t0, now_ns());
     });
 }

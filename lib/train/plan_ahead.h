@@ -20,9 +20,9 @@ namespace prophet {
 
 class PlanAhead {
   public:
-    PlanAhead(const PolicyRunner& runner, int num_layers, int num_devices, int num_experts);
+    PlanAhead(const PolicyRunner& runner, int num_layers);
     Placement placement(int64_t iteration, int layer);
-    void observe(int64_t iteration, int layer, const int64_t* counts);  // counts [D*E], copied
+    void observe(int64_t iteration, int layer, const int64_t* counts);  // counts [D*E], read before it returns
     void set_timeline(OpTimeline* timeline) { timeline_ = timeline; }   // plan-lane spans (nullptr: off)
 
   private:
@@ -32,7 +32,6 @@ class PlanAhead {
         Placement placement;     // written by the planner thread before its ticket completes
     };
     const PolicyRunner& runner_;
-    int D_, E_;
     OpTimeline* timeline_ = nullptr;
     std::vector<Slot> slots_;  // [L]
     OrderedWorker planner_{true};

@@ -15,6 +15,8 @@ PolicyRunner::PolicyRunner(std::string policy, int num_layers, int num_devices, 
       profile_iterations_(profile_iterations < 1 ? 1 : profile_iterations), num_nodes_(num_nodes) {
     session_ = std::make_unique<PolicySession>(options_, cost_, L_, E_);
     window_.assign(static_cast<size_t>(L_) * D_ * E_, 0);
+    if (plans_for_forecast(*row_, options_))
+        forecasts_.assign(L_, LoadForecast(static_cast<size_t>(D_) * E_, options_));
 }
 
 PolicyRunner::~PolicyRunner() = default;
@@ -85,7 +87,7 @@ Placement PolicyRunner::policy_plan(int64_t iteration, int layer, const int64_t*
             return plan_layer(iteration, layer, counts);
         case PolicyInput::kPreviousIteration:
             if (previous_.empty()) return plan_static(D_, E_);
-            return plan_layer(iteration, layer, previous_.data() + static_cast<size_t>(layer) * D_ * E_);
+            return plan_layer(iteration, layer, planning_counts(layer).data());
         case PolicyInput::kProfileWindow:
             break;
     }
@@ -95,16 +97,28 @@ Placement PolicyRunner::policy_plan(int64_t iteration, int layer, const int64_t*
 
 bool PolicyRunner::plans_online() const { return input_ != PolicyInput::kProfileWindow; }
 
-Placement PolicyRunner::plan_next(int layer, const int64_t* counts) const {
+std::vector<int64_t> PolicyRunner::planning_counts(int layer) const {
+    PROPHET_ASSERT(!previous_.empty());
+    if (!forecasts_.empty()) return forecasts_[layer].forecast();
+    const int64_t* last = previous_.data() + static_cast<size_t>(layer) * D_ * E_;
+    return std::vector<int64_t>(last, last + static_cast<size_t>(D_) * E_);
+}
+
+std::vector<int64_t> PolicyRunner::next_planning_counts(int layer, const int64_t* counts) const {
+    if (!forecasts_.empty()) return forecasts_[layer].forecast_after(counts);
+    return std::vector<int64_t>(counts, counts + static_cast<size_t>(D_) * E_);
+}
+
+Placement PolicyRunner::plan_next(int layer, const int64_t* planning) const {
     PROPHET_ASSERT_MSG(!row_->external_process, "plan_next runs on the planner thread; external policies refuse it");
     if (!plans_online()) return plan_static(D_, E_);
-    return within_hosts(plan_layer(-1, layer, counts));
+    return within_hosts(plan_layer(-1, layer, planning));
 }
 
 Placement PolicyRunner::plan_from_previous(int layer) const {
     if (!plans_online()) return offline_.empty() ? plan_static(D_, E_) : within_hosts(offline_[layer]);
     if (previous_.empty()) return plan_static(D_, E_);
-    return plan_next(layer, previous_.data() + static_cast<size_t>(layer) * D_ * E_);
+    return plan_next(layer, planning_counts(layer).data());
 }
 
 std::vector<double> loads_per_expert(const std::vector<int64_t>& counts, int L, int D, int E) {
@@ -121,6 +135,8 @@ void PolicyRunner::end_iteration(int64_t iteration, const std::vector<int64_t>& 
     (void)iteration;
     PROPHET_ASSERT(counts.size() == static_cast<size_t>(L_) * D_ * E_);
     previous_ = counts;
+    for (int l = 0; l < static_cast<int>(forecasts_.size()); ++l)
+        forecasts_[l].observe(counts.data() + static_cast<size_t>(l) * D_ * E_);
     if (offline_.empty() && input_ == PolicyInput::kProfileWindow) {
         for (size_t i = 0; i < counts.size(); ++i) window_[i] += counts[i];
         if (++window_iterations_ >= profile_iterations_) plan_offline();
@@ -162,6 +178,12 @@ std::string PolicyRunner::save_state() const {
     nlohmann::json offline = nlohmann::json::array();
     for (const Placement& p : offline_) offline.push_back({{"owner", p.owner}, {"replica", p.replica}});
     j["offline"] = offline;
+    nlohmann::json forecasts = nlohmann::json::array();  // [L] under plans_for_forecast, else empty
+    for (const LoadForecast& f : forecasts_) {
+        const LoadForecast::State state = f.state();
+        forecasts.push_back({{"observed", state.observed}, {"mean", state.mean}, {"var", state.var}});
+    }
+    j["forecast"] = forecasts;
     return j.dump();
 }
 
@@ -192,6 +214,37 @@ std::vector<int64_t> state_counts(const nlohmann::json& j, const std::string& or
         values.push_back(v.get<int64_t>());
     }
     return values;
+}
+
+// j["forecast"] restored into copies of `forecasts` ([L]: the run's, fresh; empty: the run keeps none and the field
+// is not read). Per layer {"observed": n, "mean": [D*E], "var": [D*E]}.
+std::vector<LoadForecast> state_forecasts(const nlohmann::json& j, const std::string& origin,
+                                          std::vector<LoadForecast> forecasts) {
+    if (forecasts.empty()) return forecasts;
+    const auto it = j.find("forecast");
+    if (it == j.end() || !it->is_array() || it->size() != forecasts.size())
+        state_error(origin, "forecast",
+                    "must be an array of num_layers (" + std::to_string(forecasts.size()) +
+                        ") load forecasts for balance.flow_predict = ewma (a checkpoint written before prophet saved "
+                        "them cannot resume such a run exactly)");
+    for (size_t l = 0; l < forecasts.size(); ++l) {
+        const nlohmann::json& f = (*it)[l];
+        const std::string field = "forecast[" + std::to_string(l) + "]";
+        const auto observed = f.is_object() ? f.find("observed") : f.end();
+        if (observed == f.end() || !observed->is_number_integer())
+            state_error(origin, field + ".observed", "is missing or not an integer");
+        LoadForecast::State state;
+        state.observed = observed->get<int64_t>();
+        try {
+            state.mean = f.at("mean").get<std::vector<double>>();
+            state.var = f.at("var").get<std::vector<double>>();
+        } catch (const nlohmann::json::exception&) {
+            state_error(origin, field, "needs mean and var as arrays of numbers");
+        }
+        const std::string problem = forecasts[l].restore(std::move(state));
+        if (!problem.empty()) state_error(origin, field, problem);
+    }
+    return forecasts;
 }
 
 }  // namespace
@@ -248,7 +301,9 @@ void PolicyRunner::load_state(const std::string& text, const std::string& origin
         if (!problem.empty()) state_error(origin, field, "is not a valid placement: " + problem);
         placements.push_back(std::move(placement));
     }
+    std::vector<LoadForecast> forecasts = state_forecasts(j, origin, forecasts_);
     previous_ = std::move(previous);
+    forecasts_ = std::move(forecasts);
     window_ = std::move(window);
     window_iterations_ = iterations->get<int64_t>();
     offline_ = std::move(placements);

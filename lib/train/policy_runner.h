@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "balance/cost_model.h"
+#include "balance/load_forecast.h"
 #include "balance/policies.h"
 #include "balance/policy_registry.h"
 
@@ -34,13 +35,18 @@ class PolicyRunner {
     Placement plan(int64_t iteration, int layer, const int64_t* counts);
     // Ahead planning (the block-wise scheduler needs a layer's placement before its counts exist): every online
     // policy then plans iteration j from iteration j-1's counts (Pro-Prophet's locality assumption; for
-    // fastermoe, top2, top3, prophet-oracle and exhaustive that makes them predictive). plan_next(layer, counts)
-    // is that rule on this iteration's counts [D*E], for the next iteration; it reads only settings, so a planner
-    // thread may call it while the main thread runs. plan_from_previous(layer) is the same rule on the counts
-    // end_iteration kept (static when none; offline policies: their plan or static), for the first iteration
-    // and after a resume.
+    // fastermoe, top2, top3, prophet-oracle and exhaustive that makes them predictive). plan_next(layer, planning)
+    // is that rule on next_planning_counts of this iteration's counts, for the next iteration; it reads only
+    // settings and its argument, so a planner thread may call it while the main thread runs. plan_from_previous(layer)
+    // is the same rule on the counts end_iteration kept (static when none; offline policies: their plan or static),
+    // for the first iteration and after a resume.
+    // With a load forecast (plans_for_forecast: flow under balance.flow_predict = ewma) the rule plans for the
+    // forecast of every iteration so far instead of the last one's counts: next_planning_counts(layer, counts) is
+    // what the next iteration plans for once this iteration's counts [D*E] of layer are known (call it on the
+    // thread that calls end_iteration; without a forecast, the counts themselves).
     bool plans_online() const;
-    Placement plan_next(int layer, const int64_t* counts) const;
+    std::vector<int64_t> next_planning_counts(int layer, const int64_t* counts) const;
+    Placement plan_next(int layer, const int64_t* planning_counts) const;
     Placement plan_from_previous(int layer) const;
     // After every layer of an iteration has run: remember its counts ([L][D][E]) for the next iteration.
     void end_iteration(int64_t iteration, const std::vector<int64_t>& counts);
@@ -61,7 +67,8 @@ class PolicyRunner {
     // their owner's host. host_of_rank: [D] host index of each rank; empty: no restriction.
     void set_rank_hosts(std::vector<int> host_of_rank) { host_of_rank_ = std::move(host_of_rank); }
 
-    // State a resumed run needs to make the same placements: previous counts and offline placements (JSON).
+    // State a resumed run needs to make the same placements: previous counts, offline placements and load forecasts
+    // (JSON).
     std::string save_state() const;
     // Checks every field against this run's L, D and E before using any (a short `previous` would make plan()
     // read past its end); a defect is a prophet::Error, exit 3, naming `origin` (the state.json) and the field.
@@ -74,6 +81,7 @@ class PolicyRunner {
     // rank 0 runs plan(); every rank gets its placements [count] (a failure on rank 0 fails every rank)
     std::vector<Placement> from_root(const std::function<std::vector<Placement>()>& plan, int count);
     Placement within_hosts(Placement placement) const;
+    std::vector<int64_t> planning_counts(int layer) const;  // [D*E] what layer plans for after end_iteration
 
     std::string policy_;
     const PolicyRow* row_;
@@ -91,7 +99,8 @@ class PolicyRunner {
     std::vector<int64_t> window_;       // [L][D][E] counts summed over the profiling window
     int64_t window_iterations_ = 0;
     std::vector<Placement> offline_;    // [L] once planned
-    std::vector<Placement> in_force_;   // [L] the last placement plan() returned per layer (empty: none yet)
+    std::vector<LoadForecast> forecasts_;  // [L] under plans_for_forecast (else empty), fed by end_iteration
+    std::vector<Placement> in_force_;      // [L] the last placement plan() returned per layer (empty: none yet)
 };
 
 }  // namespace prophet

@@ -117,7 +117,7 @@ void Trainer::set_up_schedule(int D) {
                                                     : settings_.cost.cluster.trans_bytes_per_s;
         sched.expert_transfer_s = link > 0 ? expert_bytes / link : 0.0;
         executor_->set_schedule(sched);
-        plan_ahead_ = std::make_unique<PlanAhead>(*policy_, m.L, D, m.E);
+        plan_ahead_ = std::make_unique<PlanAhead>(*policy_, m.L);
         executor_->set_ahead_provider(
             [this](int layer) { return plan_ahead_->placement(next_step_, layer); },
             [this](int layer, const int64_t* counts) { plan_ahead_->observe(next_step_, layer, counts); });

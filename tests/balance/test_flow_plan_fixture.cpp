@@ -31,7 +31,7 @@ struct PinnedPlan {
     int horizon;            // balance.flow_horizon
     bool topology;          // balance.flow_topology
     bool transfer_aware;    // balance.flow_transfer_aware
-    int batches;            // FlowPlanner: plans after each of these batches (1: one plan from static)
+    int batches;            // plans after each of these batches (1: one plan from static)
     int cost_eq;            // balance.cost_eq (6 or 8)
     double trans_scale;     // Trans and Agg bandwidths times this (large: replicas and owner moves are cheap)
     int extra_copy_rounds;  // balance.flow_extra_copy_rounds (0: the candidate families alone)
@@ -57,13 +57,12 @@ TEST_P(FlowPinned, PicksTheRecordedPlacement) {
     o.flow_transfer_aware = c.transfer_aware;
     o.cost_eq = c.cost_eq;
     o.flow_extra_copy_rounds = c.extra_copy_rounds;
-    FlowPlanner planner(c.D, c.E, o);  // each batch's plan starts from the last one (replicas and moved owners)
-    Placement p;
+    Placement p = Placement::make_static(c.D, c.E);  // each batch's plan starts from the last one
     FlowPlanReport rep;
+    FlowScratch scratch;  // reused across the batches, as a planning thread does
     for (int b = 0; b < c.batches; ++b) {
         const std::vector<int64_t> counts = testing::skewed_counts(c.D, c.E, 2048, c.zipf_s, 11 + b);
-        planner.observe(counts.data());
-        p = planner.plan(cost, &rep);
+        p = plan_flow(counts.data(), c.D, c.E, cost, o, p, &rep, FlowScoring::kFastSplit, &scratch);
     }
     EXPECT_EQ(fingerprint(p), c.placement);
     EXPECT_EQ(rep.replicas, c.replicas);

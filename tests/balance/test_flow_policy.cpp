@@ -1,5 +1,5 @@
 // The `flow` policy (balance/policy_flow.h): device relabelling against brute force, the slot cap, the transfer
-// gate, and the planning load (previous batch or EWMA).
+// gate.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,37 +84,6 @@ TEST_P(FlowGate, KeepsTheCurrentPlacementUnlessTheGainPaysForTheMove) {
 INSTANTIATE_TEST_SUITE_P(Gate, FlowGate,
                          ::testing::Values(GateCase{1e-6, 1, true}, GateCase{1e-6, 1 << 30, false},
                                            GateCase{1e6, 1, false}));
-
-// The planning load: previous = the last batch; ewma = mean + z * sd with West's update, by hand.
-struct PredictCase {
-    const char* mode;
-    double z;
-    double decay;
-    int64_t first, second;
-    int64_t expected;  // planning count after observing first, then second
-};
-
-class FlowPredict : public ::testing::TestWithParam<PredictCase> {};
-
-TEST_P(FlowPredict, PlansForTheConfiguredLoad) {
-    const PredictCase c = GetParam();
-    BalanceOptions o;
-    o.flow_predict = c.mode;
-    o.flow_z = c.z;
-    o.flow_decay = c.decay;
-    FlowPlanner planner(1, 1, o);
-    planner.observe(&c.first);
-    planner.observe(&c.second);
-    EXPECT_EQ(planner.planning_counts()[0], c.expected);
-}
-
-// ewma, decay 0.5, 100 then 200: mean 150, var = 0.5 * (0 + 0.5 * 100^2) = 2500, sd 50
-INSTANTIATE_TEST_SUITE_P(Modes, FlowPredict,
-                         ::testing::Values(PredictCase{"previous", 1.0, 0.5, 100, 200, 200},
-                                           PredictCase{"ewma", 0.0, 0.5, 100, 200, 150},
-                                           PredictCase{"ewma", 1.0, 0.5, 100, 200, 200},
-                                           PredictCase{"ewma", 2.0, 0.5, 100, 200, 250},
-                                           PredictCase{"ewma", 0.0, 0.75, 100, 200, 125}));
 
 }  // namespace
 }  // namespace prophet

@@ -163,6 +163,45 @@ TEST_F(CheckpointInput, OfflinePlacementOwnerOutsideTheDevicesIsRefused) {
                    {"state.json", "extra.policy_state.offline[0].owner", "holds 7"}, "offline owner");
 }
 
+// flow under balance.flow_predict = ewma resumes from its saved load forecast: each of its fields broken alone is
+// refused naming it (a missing one too: a checkpoint without it would plan other placements than the run it
+// continues).
+TEST_F(CheckpointInput, FlowLoadForecastIsCheckedNamingTheField) {
+    ckpt_ = (dir_ / "ckpt").string();
+    const std::string flow = "--set balance.policy=flow --set balance.flow_predict=ewma ";
+    const CliResult saved = prophet(train(flow + "--save --set train.checkpoint_dir=" + ckpt_));
+    ASSERT_EQ(saved.exit_code, 0) << saved.err;
+    const std::string latest = slurp(fs::path(ckpt_) / "latest");
+    const fs::path step = fs::path(ckpt_) / latest.substr(0, latest.find_first_of("\r\n"));
+    const std::string original = slurp(step / "state.json");
+    ASSERT_FALSE(policy_state(json::parse(original))["forecast"].empty()) << "flow's forecast must be saved";
+    struct Case {
+        const char* field;  // named in the message
+        std::function<void(json&)> edit;
+    };
+    auto edit_forecast = [](std::function<void(json&)> change) {
+        return [change](json& s) {
+            json p = policy_state(s);
+            change(p["forecast"]);
+            set_policy_state(s, p);
+        };
+    };
+    const std::vector<Case> cases = {
+        {"extra.policy_state.forecast", edit_forecast([](json& f) { f = json::array(); })},
+        {"extra.policy_state.forecast[0].observed", edit_forecast([](json& f) { f[0]["observed"] = "two"; })},
+        {"extra.policy_state.forecast[0]", edit_forecast([](json& f) { f[0]["mean"] = json::array({1}); })},
+        {"extra.policy_state.forecast[0]", edit_forecast([](json& f) { f[0]["mean"][0] = -3.5; })},
+        {"extra.policy_state.forecast[0]", edit_forecast([](json& f) { f[0]["var"][0] = "wide"; })},
+        {"extra.policy_state.forecast[0]", edit_forecast([](json& f) { f[0].erase("var"); })},
+    };
+    for (const Case& c : cases) {
+        json state = json::parse(original);
+        c.edit(state);
+        write(step / "state.json", state.dump());
+        expect_refused(prophet(train(flow + "--resume " + ckpt_)), {"state.json", c.field}, c.field);
+    }
+}
+
 // A NaN in the parameters would only show as a NaN loss steps later: refused on load, naming the tensor file.
 TEST_F(CheckpointInput, NonFiniteParameterIsRefusedNamingTheTensorFile) {
     const fs::path step = save();
