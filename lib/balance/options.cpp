@@ -8,7 +8,7 @@ namespace {
 
 // flow's keys (policy_flow.h): what it plans for, the serving gate, and the ablation switches
 void add_flow_keys(Schema& s) {
-    s.add_string("balance.flow_predict", "previous", {"previous", "ewma"},
+    s.add_string("balance.flow_predict", "ewma", {"previous", "ewma"},
                  "flow: plan for the previous batch's counts or for an EWMA mean + flow_z * standard deviation");
     s.add_float("balance.flow_z", 1.0, 0.0, 100.0, "flow, ewma: standard deviations above the mean");
     s.add_float("balance.flow_decay", 0.5, 0.0, 0.999, "flow, ewma: weight kept by the old statistics per batch");

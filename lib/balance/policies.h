@@ -52,10 +52,10 @@ struct BalanceOptions {
     // top-n broadcast baseline (Fig 15)
     int broadcast_top = 2;
     // flow (policy_flow.h): what load it plans for, and the transfer gate's horizon (0: transfers every iteration)
-    std::string flow_predict = "previous";  // "previous" | "ewma"
-    double flow_z = 1.0;                    // ewma: mean + flow_z * standard deviation
-    double flow_decay = 0.5;                // ewma: weight of the old statistics per batch
-    int flow_horizon = 0;                   // > 0: batches a one-off move must pay back within (serving)
+    std::string flow_predict = "ewma";  // "ewma" | "previous"
+    double flow_z = 1.0;                // ewma: mean + flow_z * standard deviation
+    double flow_decay = 0.5;            // ewma: weight of the old statistics per batch
+    int flow_horizon = 0;               // > 0: batches a one-off move must pay back within (serving)
     // ablation switches (docs/policies.md "Ablation of flow's components"); true = flow as designed
     bool flow_transfer_aware = true;  // false: candidates scored without Trans/Agg, no transfer gate
     bool flow_topology = true;        // false: planned on the flat cost model, no nearest-device tie-breaks
