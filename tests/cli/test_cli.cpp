@@ -105,6 +105,12 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json j = nlohmann::json::parse(r.out);  // stdout is pure JSON; logs went to stderr
     ASSERT_EQ(j["policies"].size(), 12u);  // every registry row but external (prophet policies lists them)
+    // flow, routed by the per-batch LP, starts first (the longest evaluation), and still reports in registry order
+    const size_t first_start = r.err.find("prophet plan: [");
+    ASSERT_NE(first_start, std::string::npos) << r.err;
+    const std::string flow_starts = "prophet plan: [12/12] flow ...";
+    EXPECT_EQ(r.err.compare(first_start, flow_starts.size(), flow_starts), 0) << r.err;
+    EXPECT_EQ(j["policies"][11]["name"], "flow");
     for (const auto& p : j["policies"]) {
         ASSERT_FALSE(p["skipped"].get<bool>()) << p.dump();  // D = E = 4: exhaustive and the joint ILP fit
         EXPECT_FALSE(p.contains("predicted_ms")) << "no headline number mixing system models";
