@@ -32,7 +32,8 @@ std::vector<std::pair<const char*, double>> practitioner_metrics(const PolicySco
             {"experts_moved", s.mean_experts_moved},
             {"bytes_moved", s.mean_trans_bytes},
             {"extra_memory_bytes_per_device", s.extra_memory_bytes_per_device},
-            {"plan_us", s.median_plan_us}};
+            {"plan_us", s.median_plan_us},
+            {"route_us", s.median_route_us}};
 }
 
 }  // namespace
@@ -56,22 +57,23 @@ void print_bound_tables(const TraceBounds& bounds, const std::vector<PolicyTimes
         "%.4g ms (docs/bounds.md)\n",
         max_replicas_per_device > 0 ? std::to_string(max_replicas_per_device).c_str() : "unlimited", bounds.median_us,
         bounds.mean.compute_tokens, bounds.mean.a2a_s * 1e3, bounds.mean.one_transfer_s * 1e3);
-    std::printf("# %-15s %7s %7s %7s %7s %8s %8s %7s %8s %10s %10s %9s\n", "policy", "gapEq6", "gapEq8", "gapF",
-                "gapSim", "balanced", "max/mean", "slots", "moved", "moved", "extra mem", "plan");
-    std::printf("# %-15s %7s %7s %7s %7s %8s %8s %7s %8s %10s %10s %9s\n", "", "", "", "", "", "mean/max", "", "",
-                "experts", "(MB)", "(MB/dev)", "(us)");
+    std::printf("# %-15s %7s %7s %7s %7s %8s %8s %7s %8s %10s %10s %9s %9s\n", "policy", "gapEq6", "gapEq8", "gapF",
+                "gapSim", "balanced", "max/mean", "slots", "moved", "moved", "extra mem", "plan", "route");
+    std::printf("# %-15s %7s %7s %7s %7s %8s %8s %7s %8s %10s %10s %9s %9s\n", "", "", "", "", "", "mean/max", "", "",
+                "experts", "(MB)", "(MB/dev)", "(us)", "(us)");
     for (const PolicyTimes& p : policies) {
         const Gaps g = gaps_of(p, bounds);
         const auto m = practitioner_metrics(*p.score, num_experts);
-        std::printf("  %-15s %7.3f %7.3f %7.3f %7.3f %8.3f %8.3f %7.1f %8.1f %10.2f %10.2f %9.1f\n", p.name.c_str(),
-                    g.eq6, g.eq8, g.fastermoe, g.sim, m[0].second, m[1].second, m[3].second, m[4].second,
-                    m[5].second / 1e6, m[6].second / 1e6, m[7].second);
+        std::printf("  %-15s %7.3f %7.3f %7.3f %7.3f %8.3f %8.3f %7.1f %8.1f %10.2f %10.2f %9.1f %9.1f\n",
+                    p.name.c_str(), g.eq6, g.eq8, g.fastermoe, g.sim, m[0].second, m[1].second, m[3].second,
+                    m[4].second, m[5].second / 1e6, m[6].second / 1e6, m[7].second, m[8].second);
     }
     std::printf(
         "# gap* = predicted / bound - 1 under each model (layer_to_layer policies against that path's "
         "bound); balanced = mean/max device load (vLLM/SGLang), moved = expert copies and bytes Trans sends "
-        "per layer, extra mem = replica weights + gradients on the fullest device per iteration; metrics of "
-        "the policy's own system's planning\n");
+        "per layer, extra mem = replica weights + gradients on the fullest device per iteration, plan = median "
+        "planning time per layer, route = median time to route one batch of a layer by the policy's rule (flow: "
+        "the routing LP, not in any column's time); metrics of the policy's own system's planning\n");
 }
 
 nlohmann::json bound_json(const TraceBounds& bounds, int max_replicas_per_device) {

@@ -31,7 +31,9 @@ auto timed(int repeats, Fn fn, double* median_us) {
 }
 
 void score_layer(LayerScore& s, const int64_t* counts, int D, int E, const CostModel& cost, const BalanceOptions& o) {
+    const int64_t routed_from = now_ns();
     const LayerFlow flow = compute_flow(counts, D, E, s.placement, o.route_rule, &cost);
+    s.route_us = static_cast<double>(now_ns() - routed_from) * 1e-3;
     s.cost = predict_layer(cost, flow, s.placement);
     const DeviceLoad load = device_load(flow.computed.data(), D);
     s.balance_std = load.std;
@@ -257,11 +259,14 @@ BalanceOptions options_for_policy(const std::string& name, const BalanceOptions&
     return o;
 }
 
-// the means over layers, the median planning time (plan_us_all: one per planned layer, us) and, when the policy's
-// layer-to-layer path fell back to home for want of transitions, a note saying so
+// the means over layers, the median planning and routing times (plan_us_all: one per planned layer, us) and, when
+// the policy's layer-to-layer path fell back to home for want of transitions, a note saying so
 void finish_score(PolicyScore& out, int system_eq, const std::vector<double>& plan_us_all, bool fell_back_home) {
     average_over_layers(out, system_eq);
     out.median_plan_us = median(plan_us_all);
+    std::vector<double> route_us;
+    for (const LayerScore& s : out.layers) route_us.push_back(s.route_us);
+    out.median_route_us = median(route_us);
     if (fell_back_home)
         out.note +=
             std::string(out.note.empty() ? "" : "; ") + "no transitions in the trace: scored on the home token path";

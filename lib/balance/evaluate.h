@@ -49,6 +49,7 @@ struct LayerScore {
     int max_device_replicas = 0;  // replicas on the device holding the most (its extra expert slots)
     int64_t experts_moved = 0;    // expert copies Trans sends (receivers, as trans_bytes counts them)
     double plan_us = 0;        // median planning time of this layer (offline policies: their solve time / L)
+    double route_us = 0;       // the batch's routing under the policy's rule (compute_flow: the LP for flow), once
     int64_t dropped_tokens = 0;
     Placement placement;
 };
@@ -64,6 +65,7 @@ struct PolicyScore {
     double mean_a2a_ms = 0;           // one all-to-all (CostBreakdown::a2a_s; layer_to_layer: the mean of in and out)
     double mean_a2a_bytes = 0, mean_trans_bytes = 0, mean_agg_bytes = 0, mean_replicas = 0;
     double median_plan_us = 0;
+    double median_route_us = 0;     // median of LayerScore::route_us: what routing one batch of a layer costs
     double mean_balancedness = 0;   // vLLM / SGLang balancedness, mean over layers
     double mean_experts_moved = 0;  // expert copies moved per layer (Trans; Agg moves as many gradients back)
     // the most replica memory one device holds in one iteration: sum over layers of its replicas x 2 expert_bytes

@@ -150,6 +150,7 @@ void add_policy_metrics(std::vector<Metric>& m, const PolicyScore& p, int num_ex
     m.push_back({"experts_moved", 0, p.mean_experts_moved});
     m.push_back({"bytes_moved", 0, p.mean_trans_bytes});
     m.push_back({"extra_memory_bytes_per_device", 0, p.extra_memory_bytes_per_device});
+    m.push_back({"route_us", 0, p.median_route_us});
 }
 
 // training's one-off owner moves of the scored placements on `cost` (moves.h owner_moves_of: each layer against the
