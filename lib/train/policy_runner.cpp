@@ -217,9 +217,10 @@ std::vector<int64_t> state_counts(const nlohmann::json& j, const std::string& or
 }
 
 // j["forecast"] restored into copies of `forecasts` ([L]: the run's, fresh; empty: the run keeps none and the field
-// is not read). Per layer {"observed": n, "mean": [D*E], "var": [D*E]}.
+// is not read). Per layer {"observed": n, "mean": [D*E], "var": [D*E]}; with previous counts (has_previous) the
+// next plan reads every forecast, so each must have observed an iteration.
 std::vector<LoadForecast> state_forecasts(const nlohmann::json& j, const std::string& origin,
-                                          std::vector<LoadForecast> forecasts) {
+                                          std::vector<LoadForecast> forecasts, bool has_previous) {
     if (forecasts.empty()) return forecasts;
     const auto it = j.find("forecast");
     if (it == j.end() || !it->is_array() || it->size() != forecasts.size())
@@ -233,6 +234,9 @@ std::vector<LoadForecast> state_forecasts(const nlohmann::json& j, const std::st
         const auto observed = f.is_object() ? f.find("observed") : f.end();
         if (observed == f.end() || !observed->is_number_integer())
             state_error(origin, field + ".observed", "is missing or not an integer");
+        if (has_previous && observed->get<int64_t>() < 1)
+            state_error(origin, field + ".observed",
+                        "is " + observed->dump() + " while previous holds counts (needs >= 1 observation)");
         LoadForecast::State state;
         state.observed = observed->get<int64_t>();
         try {
@@ -301,7 +305,7 @@ void PolicyRunner::load_state(const std::string& text, const std::string& origin
         if (!problem.empty()) state_error(origin, field, "is not a valid placement: " + problem);
         placements.push_back(std::move(placement));
     }
-    std::vector<LoadForecast> forecasts = state_forecasts(j, origin, forecasts_);
+    std::vector<LoadForecast> forecasts = state_forecasts(j, origin, forecasts_, !previous.empty());
     previous_ = std::move(previous);
     forecasts_ = std::move(forecasts);
     window_ = std::move(window);

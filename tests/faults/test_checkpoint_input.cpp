@@ -189,6 +189,7 @@ TEST_F(CheckpointInput, FlowLoadForecastIsCheckedNamingTheField) {
     const std::vector<Case> cases = {
         {"extra.policy_state.forecast", edit_forecast([](json& f) { f = json::array(); })},
         {"extra.policy_state.forecast[0].observed", edit_forecast([](json& f) { f[0]["observed"] = "two"; })},
+        {"extra.policy_state.forecast[0].observed", edit_forecast([](json& f) { f[0]["observed"] = 0; })},
         {"extra.policy_state.forecast[0]", edit_forecast([](json& f) { f[0]["mean"] = json::array({1}); })},
         {"extra.policy_state.forecast[0]", edit_forecast([](json& f) { f[0]["mean"][0] = -3.5; })},
         {"extra.policy_state.forecast[0]", edit_forecast([](json& f) { f[0]["var"][0] = "wide"; })},
