@@ -4,10 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -378,35 +376,20 @@ std::vector<PolicyModels> evaluate_policies(const PlanInputs& in, const PlanArgs
                                             const EvalSettings& settings) {
     const int n = static_cast<int>(in.policies.size());
     std::vector<PolicyModels> scores(static_cast<size_t>(n));
-    std::vector<std::exception_ptr> failures(static_cast<size_t>(n));
-    std::atomic<bool> failed{false};
-    const std::vector<int> order = start_order(in.policies, settings.options);
-    // each policy's scores depend only on it (plan::evaluate_models), so they do not depend on the thread count
-    parallel_for(n, in.jobs, [&](int k, int) {
-        const int i = order[k];
-        if (failed.load()) return;
-        const char* name = in.policies[i].c_str();
-        std::fprintf(stderr, "prophet plan: [%d/%d] %s ...\n", i + 1, n, name);
-        const int64_t started = now_ns();
-        try {
+    try {
+        // each policy's scores depend only on it (plan::evaluate_models), so they do not depend on the thread count
+        parallel_for(start_order(in.policies, settings.options), in.jobs, [&](int i, int) {
+            const char* name = in.policies[i].c_str();
+            std::fprintf(stderr, "prophet plan: [%d/%d] %s ...\n", i + 1, n, name);
+            const int64_t started = now_ns();
             scores[i] = plan::evaluate_models(in.policies[i], view, in.cost, settings, /*allow_skip=*/in.all);
-        } catch (...) {
-            failures[i] = std::current_exception();
-            failed = true;
-            return;
-        }
-        const double seconds = (now_ns() - started) * 1e-9;
-        std::fprintf(stderr, "prophet plan: [%d/%d] %s done in %.1f s\n", i + 1, n, name, seconds);
-    });
-    for (const std::exception_ptr& failure : failures) {
-        if (!failure) continue;
-        try {
-            std::rethrow_exception(failure);
-        } catch (...) {
-            const Error e = current_exception_as_error();
-            record_failed_run(in.store_path, make_run_info("plan", in.config, args.common), e);
-            throw e;
-        }
+            const double seconds = (now_ns() - started) * 1e-9;
+            std::fprintf(stderr, "prophet plan: [%d/%d] %s done in %.1f s\n", i + 1, n, name, seconds);
+        });
+    } catch (...) {
+        const Error e = current_exception_as_error();
+        record_failed_run(in.store_path, make_run_info("plan", in.config, args.common), e);
+        throw e;
     }
     return scores;
 }

@@ -19,11 +19,11 @@ inline int hardware_threads() {
     return n == 0 ? 1 : static_cast<int>(n);
 }
 
-// Calls fn(index, worker) once for every index in [0, n), starting them in increasing order, on up to `workers`
-// threads (the caller's among them; worker in [0, workers)); workers <= 1 runs them in order on the caller's thread.
-// After an index throws no new one starts; once the started ones end, the exception of the lowest index that threw
-// is rethrown. If the system refuses a thread, the loop runs on the threads it has.
-inline void parallel_for(int n, int workers, const std::function<void(int index, int worker)>& fn) {
+namespace parallel_detail {
+
+// The loop of both parallel_for overloads: the k-th index started is index_at(k), k = 0 .. n-1.
+template <class IndexAt>
+void run_indices(int n, int workers, IndexAt index_at, const std::function<void(int index, int worker)>& fn) {
     const int threads = std::max(1, std::min(workers, n));
     std::atomic<int> next{0};
     std::atomic<bool> failed{false};
@@ -32,8 +32,9 @@ inline void parallel_for(int n, int workers, const std::function<void(int index,
     std::exception_ptr error;
     auto run = [&](int worker) {
         while (!failed.load()) {
-            const int i = next.fetch_add(1);
-            if (i >= n) return;
+            const int k = next.fetch_add(1);
+            if (k >= n) return;
+            const int i = index_at(k);
             try {
                 fn(i, worker);
             } catch (...) {
@@ -54,6 +55,25 @@ inline void parallel_for(int n, int workers, const std::function<void(int index,
     run(0);
     for (std::thread& t : pool) t.join();
     if (error) std::rethrow_exception(error);
+}
+
+}  // namespace parallel_detail
+
+// Calls fn(index, worker) once for every index in [0, n), starting them in increasing order, on up to `workers`
+// threads (the caller's among them; worker in [0, workers)); workers <= 1 runs them in order on the caller's thread.
+// After an index throws no new one starts; once the started ones end, the exception of the lowest index that threw
+// is rethrown. If the system refuses a thread, the loop runs on the threads it has.
+inline void parallel_for(int n, int workers, const std::function<void(int index, int worker)>& fn) {
+    parallel_detail::run_indices(
+        n, workers, [](int k) { return k; }, fn);
+}
+
+// The same over the indices of `order` (a permutation of [0, order.size())), started in that order (e.g. the
+// longest first); the exception rethrown is still that of the lowest index that threw.
+inline void parallel_for(const std::vector<int>& order, int workers,
+                         const std::function<void(int index, int worker)>& fn) {
+    parallel_detail::run_indices(
+        static_cast<int>(order.size()), workers, [&order](int k) { return order[k]; }, fn);
 }
 
 }  // namespace prophet

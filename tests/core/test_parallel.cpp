@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -69,6 +70,34 @@ TEST(ParallelForOrder, RethrowsTheLowestFailingIndex) {
             EXPECT_STREQ(e.what(), "index 3");  // 3 starts before 7, so it has thrown too whenever 7 has
         }
         EXPECT_EQ(after_first_failure.load(), 0);
+    }
+}
+
+// The ordered overload starts its indices in the given order (one worker: exactly that sequence).
+TEST(ParallelForOrder, GivenOrderStartsThere) {
+    const std::vector<int> order = {9, 7, 3, 0, 1, 2, 4, 5, 6, 8};
+    std::vector<int> started;
+    parallel_for(order, 1, [&](int i, int) { started.push_back(i); });
+    EXPECT_EQ(started, order);
+}
+
+// ... and rethrows the lowest failing index's exception, not the first started's: 7 starts before 3 on two workers,
+// both wait until the other has started (at most 10 s), then both throw.
+TEST(ParallelForOrder, GivenOrderRethrowsTheLowestIndexNotTheFirstStarted) {
+    const std::vector<int> order = {7, 3, 0, 1, 2, 4, 5, 6, 8, 9};
+    std::atomic<int> waiting{0};
+    try {
+        parallel_for(order, 2, [&](int i, int) {
+            if (i != 3 && i != 7) return;
+            ++waiting;
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (waiting.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+            throw std::runtime_error("index " + std::to_string(i));
+        });
+        ADD_FAILURE() << "no exception";
+    } catch (const std::runtime_error& e) {
+        ASSERT_EQ(waiting.load(), 2) << "the two failing indices did not run side by side";
+        EXPECT_STREQ(e.what(), "index 3");
     }
 }
 
