@@ -83,29 +83,6 @@ inline TransferGroups transfer_groups(const CostModel& m, const LayerFlow& flow)
     return t;
 }
 
-// Expert e's copies on the topology-aware Trans path, as (sender, receiver) pairs (distinct): the owner to each
-// holder (star), or a chain from the owner through its node's receivers, then the following nodes' (wrapping),
-// each node's receivers in device order. Agg sends the same pairs reversed.
-inline void expert_copies(const CostModel& m, const Placement& placement, int e,
-                          std::vector<std::pair<int, int>>& out) {
-    out.clear();
-    const int D = placement.num_devices;
-    const int source = placement.owner[e];
-    if (m.trans_broadcast == TransBroadcast::kStar) {
-        for (int d = 0; d < D; ++d)
-            if (d != source && placement.holds(e, d)) out.emplace_back(source, d);
-        return;
-    }
-    const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(source) * per_node;
-    int prev = source;
-    for (int i = 0; i < D; ++i) {
-        const int d = (first + i) % D;
-        if (d == source || !placement.holds(e, d)) continue;
-        out.emplace_back(prev, d);
-        prev = d;
-    }
-}
-
 // The copies of the experts with receivers (and include[e], when given): experts[sender * D + receiver] [D*D], and
 // for a chain the copies each device forwards and receives, chain_sent / chain_received [D].
 inline void lay_broadcasts(const CostModel& m, const LayerFlow& flow, const Placement& placement,
@@ -286,6 +263,43 @@ inline void exposed_transfers(const CostModel& m, const LayerFlow& flow, const P
 }
 
 }  // namespace
+
+void expert_copies(const CostModel& m, const Placement& placement, int e, std::vector<std::pair<int, int>>& out) {
+    out.clear();
+    const int D = placement.num_devices;
+    const int source = placement.owner[e];
+    if (m.trans_broadcast == TransBroadcast::kStar) {
+        for (int d = 0; d < D; ++d)
+            if (d != source && placement.holds(e, d)) out.emplace_back(source, d);
+        return;
+    }
+    const int per_node = m.cluster.devices_per_node, first = m.cluster.node_of(source) * per_node;
+    int prev = source;
+    for (int i = 0; i < D; ++i) {
+        const int d = (first + i) % D;
+        if (d == source || !placement.holds(e, d)) continue;
+        out.emplace_back(prev, d);
+        prev = d;
+    }
+}
+
+ChainLoads chain_loads(const CostModel& model, const Placement& placement) {
+    const int D = placement.num_devices;
+    ChainLoads loads{std::vector<int>(static_cast<size_t>(D), 0), std::vector<int>(static_cast<size_t>(D), 0)};
+    std::vector<std::pair<int, int>> copies;
+    for (int e = 0; e < placement.num_experts; ++e) {
+        if (placement.num_replicas_of(e) == 0) continue;
+        expert_copies(model, placement, e, copies);
+        for (const auto& [s, d] : copies) ++loads.sent[s], ++loads.received[d];
+    }
+    return loads;
+}
+
+int ChainLoads::busiest() const {
+    int most = 0;
+    for (size_t d = 0; d < sent.size(); ++d) most = std::max({most, sent[d], received[d]});
+    return most;
+}
 
 double exposed_whole_pieces(const std::vector<double>& pieces, double first_window, double second_window) {
     double first = 0, rest = 0;

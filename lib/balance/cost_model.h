@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "balance/cluster.h"
@@ -104,6 +105,21 @@ struct TransferSeconds {
     double trans_s = 0, agg_s = 0;
 };
 TransferSeconds transfer_seconds(const CostModel& model, const LayerFlow& flow, const Placement& placement);
+
+// Expert e's copies on the topology-aware Trans path, as (sender, receiver) pairs (distinct; out is cleared
+// first): the owner to each holder (star), or a chain from the owner through its node's receivers, then the
+// following nodes' (wrapping), each node's receivers in device order. Agg sends the same pairs reversed.
+void expert_copies(const CostModel& model, const Placement& placement, int expert,
+                   std::vector<std::pair<int, int>>& out);
+
+// Under a chain broadcast, the copies each device forwards (sent) and receives in one Trans, over every expert with
+// replicas, [D] each. The chain's own rate makes Trans at least busiest() copies at trans_gbit_s (Agg likewise),
+// a step in the number of copies the busiest device handles, whatever the others do.
+struct ChainLoads {
+    std::vector<int> sent, received;  // [D]
+    int busiest() const;              // the largest of either
+};
+ChainLoads chain_loads(const CostModel& model, const Placement& placement);
 
 // The model for layer `layer` of an iteration: `model` with first_block set for layer 0.
 inline CostModel model_for_layer(const CostModel& model, int layer) {

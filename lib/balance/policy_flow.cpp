@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "balance/flow_chain_trim.h"
 #include "balance/flow_extra_copies.h"
 #include "balance/flow_hotset.h"
 #include "balance/flow_repack.h"
@@ -279,16 +280,31 @@ const ClusterSpec* nic_relief_cluster(const CostModel& cost, const BalanceOption
     return o.flow_topology && cost.topology_aware && cost.cluster.nics_per_node == 1 ? &cost.cluster : nullptr;
 }
 
+// flow's candidate families (policy_flow.h) along EPLB's copy order, each candidate scored by
+// consider(placement, replicas, packed, hot); best_s: the best time so far, which consider lowers (each anchored
+// walk's rises count from it as it stands when the walk starts)
+template <class Consider>
+void walk_families(const int64_t* P, const std::vector<double>& load, const Placement& current, const CostModel& cost,
+                   const BalanceOptions& o, const double& best_s, Consider&& consider) {
+    const int cap = o.max_replicas_per_device;
+    CopyOrder order(load, current.num_devices);
+    const int limit = cap > 0 ? std::min(cap * current.num_devices, order.available()) : order.available();
+    const std::vector<int> schedule = replica_schedule(limit);
+    const ClusterSpec* near = o.flow_topology ? &cost.cluster : nullptr;
+    for (bool local : {false, true})
+        walk_anchored(P, load, current, order, schedule, cap, near, local, best_s, consider);
+    walk_repacked(load, current, order, schedule, cap, consider);
+    if (o.flow_hot_sets && o.flow_topology && cost.topology_aware)  // hottest experts in every node (flow_hotset.h)
+        walk_hot_sets(P, load, current, cost, cap,
+                      [&](const Placement& p, int h) { return consider(p, p.num_replicas(), true, h); });
+}
+
 }  // namespace
 
 Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o,
                     const Placement& current, FlowPlanReport* report, FlowScoring scoring, FlowScratch* scratch) {
     PROPHET_ASSERT(current.num_devices == D && current.num_experts == E);
     const std::vector<double> load = loads_of(P, D, E);
-    const int cap = o.max_replicas_per_device;
-    CopyOrder order(load, D);
-    const int limit = cap > 0 ? std::min(cap * D, order.available()) : order.available();
-    const std::vector<int> schedule = replica_schedule(limit);
     CostModel flat;  // balance.flow_topology = false: the planning model without the topology
     if (!o.flow_topology) flat = cost, flat.topology_aware = false;
     FlowScratch own;
@@ -310,21 +326,25 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
             best = p, best_s = s, best_r = r, rep.repacked = packed, best_move_s = move_s, rep.hot_experts = hot;
         return s;
     };
-    const ClusterSpec* near = o.flow_topology ? &cost.cluster : nullptr;
-    for (bool local : {false, true})
-        walk_anchored(P, load, current, order, schedule, cap, near, local, best_s, consider);
-    walk_repacked(load, current, order, schedule, cap, consider);
-    if (o.flow_hot_sets && o.flow_topology && cost.topology_aware)  // hottest experts in every node (flow_hotset.h)
-        walk_hot_sets(P, load, current, cost, cap,
-                      [&](const Placement& p, int h) { return consider(p, p.num_replicas(), true, h); });
-    if (o.flow_transfer_aware && best.num_replicas() > 0) {  // transfer-unaware, every copy would look free
-        add_extra_copies(P, load, best, cap, o.flow_extra_copy_rounds, nic_relief_cluster(cost, o),
-                         [&, packed = rep.repacked, hot = rep.hot_experts](const Placement& p) {
-                             const double before = best_s;
-                             consider(p, p.num_replicas(), packed, hot);
-                             return best_s < before;
+    walk_families(P, load, current, cost, o, best_s, consider);
+    bool refined = false;  // the last refinement of the best (a trim, an extra copy) became the best
+    auto refine = [&, packed = rep.repacked, hot = rep.hot_experts](const Placement& p) {
+        const double before = best_s, s = consider(p, p.num_replicas(), packed, hot);
+        refined = best_s < before;
+        return s;
+    };
+    if (o.flow_transfer_aware && o.flow_topology && cost.topology_aware)  // the chain's step (flow_chain_trim.h)
+        walk_chain_trims(cost, load, Placement(best), [&](const Placement& p) {
+            const double s = refine(p);
+            if (refined) rep.chain_trim = chain_loads(cost, p).busiest();
+            return s;
+        });
+    if (o.flow_transfer_aware && best.num_replicas() > 0)  // transfer-unaware, every copy would look free
+        add_extra_copies(P, load, best, o.max_replicas_per_device, o.flow_extra_copy_rounds,
+                         nic_relief_cluster(cost, o), [&](const Placement& p) {
+                             refine(p);
+                             return refined;
                          });
-    }
     // transfer gate (serving, flow_horizon > 0): keep the current placement unless the gain over the horizon pays
     // for the one-off transfer of the weights the new placement adds (Eq 4's rate: bytes / (D * B_trans))
     if (o.flow_horizon > 0 && o.flow_transfer_aware) {
@@ -332,7 +352,7 @@ Placement plan_flow(const int64_t* P, int D, int E, const CostModel& cost, const
         if ((current_s - (best_s - best_move_s)) * o.flow_horizon <=
             one_off_transfer_s(best, current, cost) + best_move_s * o.flow_horizon) {
             best = current, best_s = current_s, best_r = current.num_replicas(), rep.kept_current = true;
-            rep.repacked = false, rep.hot_experts = 0;
+            rep.repacked = false, rep.hot_experts = 0, rep.chain_trim = 0;
         }
     }
     rep.replicas = best_r, rep.repacked = rep.repacked && rep.hot_experts == 0;  // a hot-set candidate is not repacked

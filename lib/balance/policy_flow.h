@@ -15,11 +15,14 @@
 //               hot-set   (topology-aware models only) the h hottest experts held in every node / NVLink domain,
 //                         their tokens computed inside the group, owners spread under a star broadcast
 //                         (flow_hotset.h); h walked in doublings.
-//   extra copies          after the families (balance.flow_extra_copy_rounds rounds, default 8): one more copy of
-//                         an expert that has copies, on its heaviest sending non-holder or the least loaded one,
-//                         the best of a few tries per round kept while it lowers the predicted time (copies EPLB's
-//                         order never reaches: for the all-to-all they save, or on another device). Transfer-aware
-//                         scoring only.
+//   chain trims           (chain broadcast, topology-aware) the best so far with copies taken off until no
+//                         device forwards or receives more than busiest - 1, - 2, ... copies (flow_chain_trim.h):
+//                         the chain's Trans is a step in the busiest device's copies.
+//   extra copies          after the families and the trims (balance.flow_extra_copy_rounds rounds, default 8):
+//                         one more copy of an expert that has copies, on its heaviest sending non-holder or the
+//                         least loaded one, the best of a few tries per round kept while it lowers the predicted
+//                         time (copies EPLB's order never reaches: for the all-to-all they save, or on another
+//                         device). Transfer-aware scoring only.
 //   transfer    under the cost model a replica (or an owner away from its home) is Trans + Agg every iteration, so
 //               the candidate with the least predicted time already weighs each copy's gain against its
 //               transfer (R = 0 is a candidate). With balance.flow_horizon = H > 0 (serving: a move is one-off)
@@ -47,6 +50,8 @@ struct FlowPlanReport {
     int replicas = 0;           // extra copies of the chosen one
     bool repacked = false;      // the chosen one came from the repacked family
     int hot_experts = 0;        // > 0: the chosen one came from the hot-set family (flow_hotset.h), with h = this
+    int chain_trim = 0;         // > 0: the chosen one is (or grew from) a chain trim to this many copies per device
+                                // (flow_chain_trim.h)
     bool kept_current = false;  // the transfer gate kept the current placement
     double predicted_s = 0;     // its predicted layer time on the planning counts, with its owner-move charge
 };
