@@ -318,6 +318,7 @@ LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement
         report->lp_columns = static_cast<int>(lpm.columns.size());
         report->warm_started = r.warm_started;
         report->reused = r.reused;
+        report->lp_solve_s = r.solve_s;
         report->parts = std::move(parts);
     }
     return flow;

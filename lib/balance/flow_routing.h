@@ -66,7 +66,8 @@ struct FlowRouteReport {
     double rounded_objective = 0;  // route_objective of the returned integer split
     int lp_columns = 0;            // split variables (0: nothing replicated, no LP)
     bool warm_started = false;
-    bool reused = false;  // the same LP's stored optimum, no solve (lp::solve_lp_cached)
+    bool reused = false;    // the same LP's stored optimum, no solve (lp::solve_lp_cached)
+    double lp_solve_s = 0;  // the LP's solve (lp::LpResult::solve_s: when reused, the stored optimum's own solve)
     // the integer split of every replicated expert's groups with tokens, group by group (holders ascending; parts
     // of 0 tokens included); groups not listed follow the owner rule. The executor runs these (route_split.h).
     std::vector<SplitPart> parts;
@@ -76,6 +77,13 @@ struct FlowRouteReport {
 // return does not depend on what the thread solved before (an LP with several optima returns the one its start
 // leads to). plan::evaluate_models calls it before each policy.
 void forget_routing_lps();
+
+// Seconds routing one batch costs where it runs, from a call that took call_s: that, plus the stored solve's own
+// seconds when the call reused the LP's optimum (no solve ran in it). An evaluation that routes a batch a second time
+// (another column over the same placement) reuses the first optimum; the batch's routing still costs the solve.
+inline double routing_seconds(double call_s, const FlowRouteReport& report) {
+    return call_s + (report.reused ? report.lp_solve_s : 0.0);
+}
 
 // The optimal split of the layer (flow.destination names the owner, as under even_split; route is exact).
 LayerFlow flow_route_layer(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/fnv.h"
+#include "core/timer.h"
 
 namespace prophet::lp {
 
@@ -86,17 +87,21 @@ LpResult solve_lp_cached(const LpModel& m, BasisCache& cache) {
     if (last.present && last.content == content) {
         r.optimal = r.reused = true;
         r.objective = last.objective;
+        r.solve_s = last.solve_s;
         r.x.assign(static_cast<size_t>(m.num_cols()), 0.0);
         for (size_t i = 0; i < last.index.size(); ++i) r.x[last.index[i]] = last.value[i];
         return r;
     }
+    const int64_t started = now_ns();
     r = solve_lp(m, &cache.basis(shape));
+    r.solve_s = static_cast<double>(now_ns() - started) * 1e-9;
     StoredOptimum& slot = cache.optimum(shape);
     slot = StoredOptimum{};
     if (r.optimal) {
         slot.present = true;
         slot.content = content;
         slot.objective = r.objective;
+        slot.solve_s = r.solve_s;
         for (int j = 0; j < m.num_cols(); ++j)
             if (r.x[j] != 0.0) slot.index.push_back(j), slot.value.push_back(r.x[j]);
     }

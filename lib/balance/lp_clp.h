@@ -30,6 +30,9 @@ struct LpResult {
     std::vector<double> x;  // [num_cols]
     bool warm_started = false;
     bool reused = false;  // solve_lp_cached: the stored optimum of this very model, no solve
+    // seconds of the CLP solve that produced x (wall clock): this call's, or when reused the stored optimum's own
+    // solve, so that a caller timing its work can count what the solve cost where it ran (0 from solve_lp)
+    double solve_s = 0;
 };
 
 double infinity();
@@ -49,6 +52,7 @@ struct StoredOptimum {
     bool present = false;
     uint64_t content = 0;
     double objective = 0;
+    double solve_s = 0;  // the solve's seconds (LpResult::solve_s)
     std::vector<int> index;
     std::vector<double> value;
     size_t bytes() const { return index.size() * sizeof(int) + value.size() * sizeof(double); }

@@ -273,7 +273,8 @@ TEST(FlowRouting, WarmStartGivesTheColdOptimum) {
     EXPECT_NEAR(warm.lp_objective, cold.lp_objective, 1e-9 * cold.lp_objective);
 }
 
-// The same LP again (same placement, same counts) returns the stored optimum: the same split without a solve.
+// The same LP again (same placement, same counts) returns the stored optimum: the same split without a solve, and
+// the seconds of the solve it stands for.
 TEST(FlowRouting, TheSameLpAgainReusesItsOptimum) {
     const int D = 8, E = 16;
     const std::vector<int64_t> counts = testing::skewed_counts(D, E, 4096, 1.2, 22);
@@ -284,6 +285,8 @@ TEST(FlowRouting, TheSameLpAgainReusesItsOptimum) {
     EXPECT_FALSE(first.reused);
     EXPECT_TRUE(again.reused);
     EXPECT_EQ(again.lp_objective, first.lp_objective);
+    EXPECT_GT(first.lp_solve_s, 0.0);
+    EXPECT_EQ(again.lp_solve_s, first.lp_solve_s) << "the reuse carries the seconds of the solve it stands for";
     ASSERT_EQ(again.parts.size(), first.parts.size());
     for (size_t i = 0; i < first.parts.size(); ++i) {
         EXPECT_EQ(again.parts[i].src, first.parts[i].src);

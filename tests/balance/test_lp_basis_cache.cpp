@@ -1,6 +1,7 @@
 // lp::BasisCache (balance/lp_clp.h): the bases of recent LPs by structure key, least recently used dropped first
 // once their bytes pass the limit; the routing LP's use of it (a layer's LP warm-starts from the last LP of its own
-// structure, whatever was solved in between); lp::solve_lp_cached's reuse of a stored optimum.
+// structure, whatever was solved in between); lp::solve_lp_cached's reuse of a stored optimum, which carries its
+// solve's seconds so that a reused routing is not timed as free (routing_seconds).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -76,6 +77,30 @@ TEST(FlowRoutingWarmStart, ALayerWarmStartsAfterAnotherLayersLp) {
     EXPECT_NEAR(again.lp_objective, cold.lp_objective, 1e-9 * cold.lp_objective);
 }
 
+// routing_seconds: a call that reused the LP's optimum counts the stored solve's seconds beside its own
+struct RoutingSecondsCase {
+    const char* name;
+    bool reused;
+    double call_s, lp_solve_s, expected_s;
+};
+
+class RoutingSeconds : public ::testing::TestWithParam<RoutingSecondsCase> {};
+
+TEST_P(RoutingSeconds, CountsTheSolveOnce) {
+    FlowRouteReport report;
+    report.reused = GetParam().reused;
+    report.lp_solve_s = GetParam().lp_solve_s;
+    EXPECT_DOUBLE_EQ(routing_seconds(GetParam().call_s, report), GetParam().expected_s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, RoutingSeconds,
+                         ::testing::Values(RoutingSecondsCase{"solved_in_the_call", false, 0.25, 0.2, 0.25},
+                                           RoutingSecondsCase{"reused_adds_the_stored_solve", true, 0.001, 0.2, 0.201},
+                                           RoutingSecondsCase{"no_lp", false, 0.001, 0.0, 0.001}),
+                         [](const ::testing::TestParamInfo<RoutingSecondsCase>& info) {
+                             return std::string(info.param.name);
+                         });
+
 // lp::solve_lp_cached on a model, then on a variant: the stored optimum comes back only for the very same model.
 // min x0 + 2 x1  s.t.  x0 + x1 >= 3,  x0 <= 2  (optimum 4 at (2, 1)).
 lp::LpModel small_model() {
@@ -109,7 +134,13 @@ TEST_P(SolveLpCached, ReusesOnlyTheSameModel) {
     ASSERT_TRUE(first.optimal && second.optimal);
     EXPECT_FALSE(first.reused);
     EXPECT_NEAR(first.objective, 4.0, 1e-9);
+    EXPECT_GT(first.solve_s, 0.0);
     EXPECT_EQ(second.reused, GetParam().reused);
+    if (second.reused) {
+        EXPECT_EQ(second.solve_s, first.solve_s) << "a reused optimum carries its own solve's seconds";
+    } else {
+        EXPECT_GT(second.solve_s, 0.0);
+    }
     EXPECT_NEAR(second.objective, GetParam().variant_optimum, 1e-9);
     ASSERT_EQ(second.x.size(), static_cast<size_t>(variant.num_cols()));
     double objective = 0;
