@@ -34,9 +34,7 @@ auto timed(int repeats, Fn fn, double* median_us) {
 void score_layer(LayerScore& s, const int64_t* counts, int D, int E, const CostModel& cost, const BalanceOptions& o) {
     FlowRouteReport routed;  // the routing LP's (kFlow): a reused optimum still counts its solve (routing_seconds)
     const int64_t routed_from = now_ns();
-    const LayerFlow flow = o.route_rule == RouteRule::kFlow
-                               ? flow_route_layer(counts, D, E, s.placement, &cost, &routed)
-                               : compute_flow(counts, D, E, s.placement, o.route_rule, &cost);
+    const LayerFlow flow = compute_flow(counts, D, E, s.placement, o.route_rule, &cost, &routed);
     s.route_us = routing_seconds(static_cast<double>(now_ns() - routed_from) * 1e-9, routed) * 1e6;
     s.cost = predict_layer(cost, flow, s.placement);
     const DeviceLoad load = device_load(flow.computed.data(), D);

@@ -145,9 +145,9 @@ std::vector<int> routing_destination(const int64_t* counts, const Placement& p, 
 }
 
 LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, const Placement& p, RouteRule rule,
-                       const CostModel* pricing) {
+                       const CostModel* pricing, FlowRouteReport* report) {
     PROPHET_ASSERT(p.num_devices == num_devices && p.num_experts == num_experts);
-    if (rule == RouteRule::kFlow) return flow_route_layer(counts, num_devices, num_experts, p, pricing);
+    if (rule == RouteRule::kFlow) return flow_route_layer(counts, num_devices, num_experts, p, pricing, report);
     const int D = num_devices;
     const int E = num_experts;
     LayerFlow flow;

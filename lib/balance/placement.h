@@ -23,7 +23,8 @@
 
 namespace prophet {
 
-struct CostModel;  // cost_model.h (kFlow's prices)
+struct CostModel;        // cost_model.h (kFlow's prices)
+struct FlowRouteReport;  // flow_routing.h (kFlow's solve)
 
 struct Placement {
     int num_devices = 0;               // D
@@ -96,8 +97,9 @@ struct LayerFlow {
     int64_t total_tokens = 0;         // sum of counts
     std::vector<int64_t> expert_device;  // [E*D] kFlow only: tokens of expert e computed on device d (else empty)
 };
-// pricing: kFlow's prices (flow_routing.h route_pricing; nullptr: one unit per token computed or received)
+// pricing: kFlow's prices (flow_routing.h route_pricing; nullptr: one unit per token computed or received);
+// report: kFlow's routing report (flow_route_layer's; untouched under the other rules)
 LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
-                       RouteRule rule, const CostModel* pricing = nullptr);
+                       RouteRule rule, const CostModel* pricing = nullptr, FlowRouteReport* report = nullptr);
 
 }  // namespace prophet
