@@ -273,6 +273,16 @@ void split_group(const RoutingLp& lpm, size_t i, const std::vector<int64_t>& sha
 
 }  // namespace
 
+RoutePricing layer_route_pricing(const int64_t* counts, int D, int E, const Placement& p, const CostModel* cost) {
+    double largest = 0;
+    if (cost && !cost->topology_aware) {
+        const LayerFlow owner = compute_flow(counts, D, E, p, RouteRule::kOwner);
+        largest =
+            static_cast<double>(*std::max_element(owner.received.begin(), owner.received.end())) * cost->token_bytes();
+    }
+    return route_pricing(cost, D, largest);
+}
+
 LayerFlow flow_route_layer(const int64_t* counts, int D, int E, const Placement& p, const CostModel* cost,
                            FlowRouteReport* report) {
     std::vector<uint8_t> replicated(E, 0);
@@ -282,20 +292,12 @@ LayerFlow flow_route_layer(const int64_t* counts, int D, int E, const Placement&
         LayerFlow flow = flow_from_parts(counts, D, E, p, {});
         if (report) {
             *report = FlowRouteReport{};
-            const int64_t most = *std::max_element(flow.received.begin(), flow.received.end());
-            const double largest = cost ? static_cast<double>(most) * cost->token_bytes() : 0.0;
-            report->rounded_objective = report->lp_objective = route_objective(route_pricing(cost, D, largest), flow);
+            report->rounded_objective = report->lp_objective =
+                route_objective(layer_route_pricing(counts, D, E, p, cost), flow);
         }
         return flow;
     }
-    // Eq 1's bandwidth step: the owner rule's largest received message
-    double largest = 0;
-    if (cost && !cost->topology_aware) {
-        const LayerFlow owner = compute_flow(counts, D, E, p, RouteRule::kOwner);
-        largest =
-            static_cast<double>(*std::max_element(owner.received.begin(), owner.received.end())) * cost->token_bytes();
-    }
-    return flow_route_priced(counts, D, E, p, route_pricing(cost, D, largest), report);
+    return flow_route_priced(counts, D, E, p, layer_route_pricing(counts, D, E, p, cost), report);
 }
 
 LayerFlow flow_route_priced(const int64_t* counts, int D, int E, const Placement& p, const RoutePricing& pr,

@@ -46,6 +46,11 @@ struct RoutePricing {
 // bandwidth step). Without a cost model (nullptr): every device's received tokens, one unit per token.
 RoutePricing route_pricing(const CostModel* cost, int num_devices, double largest_message_bytes);
 
+// The prices flow_route_layer solves one layer under: route_pricing with the owner rule's largest received message
+// (Eq 1's bandwidth step; read only without the topology model).
+RoutePricing layer_route_pricing(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
+                                 const CostModel* cost);
+
 // One token group's part: `tokens` of (src, expert) computed on dst.
 struct SplitPart {
     int src = 0, expert = 0, dst = 0;

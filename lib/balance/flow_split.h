@@ -64,6 +64,9 @@ class FastSplitter {
     // split_totals without its copy: a view of the splitter's own buffer, valid until the next call (the owner
     // rule's routes stay in it; the last placement's changes are undone before the next one's are made).
     const LayerFlow& totals(const Placement& placement, FastSplitReport* report = nullptr);
+    // The whole-token parts of the last split(), split_totals() or totals() call: every replicated expert's groups
+    // with tokens (holders ascending per group); groups not listed follow the owner rule. Valid until the next call.
+    const std::vector<SplitPart>& last_parts() const { return parts_; }
     // On a cluster of several nodes, start the max-flow node-local (each source's tokens to its holders inside its
     // node first) instead of holder-local only. Off by default: it suits placements with copies in every node
     // (flow_hotset.h); on flow's other families it gave splits up to 2% dearer under flow's own model.
