@@ -48,11 +48,12 @@ void add_balance_keys(Schema& s, bool allow_all, const std::string& default_poli
     s.add_int("balance.exclude_devices", -1, -1, 65536,
               "prophet: n devices left out per chosen expert (-1: those routing no tokens to it)");
     s.add_int("balance.max_replicas_per_device", 0, 0, 65536, "replicas one device may hold per layer (0: no cap)");
-    s.add_string("balance.route_to", "auto", {"auto", "owner", "least_loaded", "even_split", "flow"},
+    s.add_string("balance.route_to", "auto", {"auto", "owner", "least_loaded", "even_split", "flow", "max_flow"},
                  "where tokens for a replicated expert go: auto = each policy's paper (eplb: even_split, flow: flow, "
-                 "others: owner), the owner, the least-loaded holder, split evenly over all holders, or flow = the "
-                 "per-batch split minimising the layer's compute + all-to-all time (an LP on the batch's counts); "
-                 "train's executor runs every rule");
+                 "others: owner), the owner, the least-loaded holder, split evenly over all holders, flow = the "
+                 "per-batch split minimising the layer's compute + all-to-all time (an LP on the batch's counts), or "
+                 "max_flow = the same aim without the LP (max-flow splits at five compute levels, the best under the "
+                 "LP's objective kept: for large layers, where the LP is slow); train's executor runs every rule");
     s.add_string("balance.token_path", "auto", {"auto", "home", "layer_to_layer"},
                  "how a token travels between MoE layers: home = back to its home device after every layer "
                  "(dispatch + combine per layer), layer_to_layer = from layer l's expert device straight to layer "

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "balance/flow_routing.h"
+#include "balance/route_max_flow.h"
 #include "core/enum_table.h"
 #include "core/error.h"
 
@@ -62,7 +63,8 @@ namespace {
 constexpr EnumName<RouteRule> kRouteRuleNames[] = {{RouteRule::kOwner, "owner"},
                                                    {RouteRule::kLeastLoaded, "least_loaded"},
                                                    {RouteRule::kEvenSplit, "even_split"},
-                                                   {RouteRule::kFlow, "flow"}};
+                                                   {RouteRule::kFlow, "flow"},
+                                                   {RouteRule::kMaxFlow, "max_flow"}};
 }  // namespace
 
 RouteRule parse_route_rule(const std::string& name) {
@@ -148,6 +150,7 @@ LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, 
                        const CostModel* pricing, FlowRouteReport* report) {
     PROPHET_ASSERT(p.num_devices == num_devices && p.num_experts == num_experts);
     if (rule == RouteRule::kFlow) return flow_route_layer(counts, num_devices, num_experts, p, pricing, report);
+    if (rule == RouteRule::kMaxFlow) return max_flow_route_layer(counts, num_devices, num_experts, p, pricing);
     const int D = num_devices;
     const int E = num_experts;
     LayerFlow flow;

@@ -12,7 +12,9 @@
 // tokens for e evenly over e's holders (owner and replicas; the remainder of an integer split goes round-robin,
 // starting at a holder that depends on the source), so each holder of e computes about load(e) / holders(e).
 // RouteRule::kFlow (flow_routing.h): the per-batch split of every group over e's holders that minimises the
-// layer's modelled compute + all-to-all time (an LP on the batch's counts). The MoE executor runs every rule:
+// layer's modelled compute + all-to-all time (an LP on the batch's counts). RouteRule::kMaxFlow
+// (route_max_flow.h): the same per-batch split without the LP: max-flow splits at a few compute levels, the one
+// with the least of the LP's objective kept (cheaper where the LP is large). The MoE executor runs every rule:
 // route_split.h gives each group's whole-token parts per holder, the integers compute_flow models.
 #pragma once
 
@@ -56,14 +58,18 @@ struct Placement {
     std::vector<int> experts_per_device() const;   // [D] owned experts
 };
 
-enum class RouteRule { kOwner, kLeastLoaded, kEvenSplit, kFlow };
+enum class RouteRule { kOwner, kLeastLoaded, kEvenSplit, kFlow, kMaxFlow };
+// The rules that solve each batch's split (kFlow, kMaxFlow): compute_flow fills LayerFlow::expert_device and its
+// destination names the owner; the executor solves on one rank and broadcasts the parts.
+inline bool solves_split_per_batch(RouteRule rule) { return rule == RouteRule::kFlow || rule == RouteRule::kMaxFlow; }
 // kEvenSplit's tokens for holder j (0-based: the owner, then the replicas by device) of a group of n tokens from
 // device src over r holders: n / r each, the n % r left over one each to the holders from index src % r on.
 inline int64_t even_split_share(int64_t n, int64_t r, int src, int64_t j) {
     const int64_t rank = (j - src % r + r) % r;
     return n / r + (rank < n % r ? 1 : 0);
 }
-RouteRule parse_route_rule(const std::string& name);  // "owner" | "least_loaded" | "even_split" | "flow"
+// "owner" | "least_loaded" | "even_split" | "flow" | "max_flow"
+RouteRule parse_route_rule(const std::string& name);
 const char* route_rule_name(RouteRule rule);
 // The rule each policy's own paper uses (its registry row, policy_registry.cpp): even split for eplb (DeepSeek
 // EPLB), the routing LP for flow, the owner rule for every other (Pro-Prophet, FasterMoE, the top-n broadcast,
@@ -79,8 +85,8 @@ void keep_replicas_within_groups(Placement& placement, const std::vector<int>& g
 std::string check_placement(const Placement& placement, int max_replicas_per_device);
 
 // destination[src*E + e]: the device that computes the tokens src routes to e.  counts: [D*E]. Under
-// kEvenSplit and kFlow the tokens go to several holders; destination then names the owner (compute_flow's route is
-// exact).
+// kEvenSplit, kFlow and kMaxFlow the tokens go to several holders; destination then names the owner (compute_flow's
+// route is exact).
 std::vector<int> routing_destination(const int64_t* counts, const Placement& placement, RouteRule rule);
 
 // Per-device token flow of one MoE layer under a placement (one direction; dispatch and combine are mirror
@@ -88,16 +94,17 @@ std::vector<int> routing_destination(const int64_t* counts, const Placement& pla
 struct LayerFlow {
     int num_devices = 0;
     int num_experts = 0;
-    std::vector<int> destination;     // [D*E] see routing_destination (kEvenSplit, kFlow: the owner; route is exact)
+    std::vector<int> destination;     // [D*E] see routing_destination (split rules: the owner; route is exact)
     std::vector<int64_t> computed;    // [D] H_i: tokens (token-expert assignments) computed on device i
     std::vector<int64_t> received;    // [D] R_i: tokens device i receives from other devices
     std::vector<int64_t> sent;        // [D] tokens device i sends to other devices
     std::vector<int64_t> route;       // [D*D] route[src*D + dst] tokens src sends to dst (diagonal: local)
     std::vector<int> replica_holders; // [E] replica holders per expert (receivers of Trans, senders of Agg)
     int64_t total_tokens = 0;         // sum of counts
-    std::vector<int64_t> expert_device;  // [E*D] kFlow only: tokens of expert e computed on device d (else empty)
+    std::vector<int64_t> expert_device;  // [E*D] kFlow, kMaxFlow: tokens of expert e computed on device d (else empty)
 };
-// pricing: kFlow's prices (flow_routing.h route_pricing; nullptr: one unit per token computed or received);
+// pricing: kFlow's and kMaxFlow's prices (flow_routing.h route_pricing; nullptr: one unit per token computed or
+// received);
 // report: kFlow's routing report (flow_route_layer's; untouched under the other rules)
 LayerFlow compute_flow(const int64_t* counts, int num_devices, int num_experts, const Placement& placement,
                        RouteRule rule, const CostModel* pricing = nullptr, FlowRouteReport* report = nullptr);

@@ -175,17 +175,18 @@ double owner_move_charge_s(const Placement& next, const Placement& current, cons
 // on a sampled DeepSeek-V3-scale layer; candidates further off did not win)
 constexpr double kLevelSearchMargin = 1.1;
 
-// A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) with kFastSplit, candidates
-// are compared with its combinatorial stand-in (flow_split.h: the compute-optimal split, locality first; the batch
-// itself is then routed by the LP); otherwise under the run's routing rule itself. `cost` is the planning model
-// (flat under balance.flow_topology = false, whose split then takes sources in device order); without
-// balance.flow_transfer_aware the time leaves out Trans/Agg (4 T_A2A + 3 T_FEC under either equation).
+// A candidate's predicted time on the planning counts P. Under the routing LP (kFlow) or the max-flow router
+// (kMaxFlow) with kFastSplit, candidates are compared with the combinatorial split (flow_split.h: the compute-optimal
+// split, locality first; the batch itself is then routed by the rule); otherwise under the run's routing rule
+// itself. `cost` is the planning model (flat under balance.flow_topology = false, whose split then takes sources in
+// device order); without balance.flow_transfer_aware the time leaves out Trans/Agg (4 T_A2A + 3 T_FEC under either
+// equation).
 class CandidateScore {
   public:
     CandidateScore(const int64_t* P, int D, int E, const CostModel& cost, const BalanceOptions& o, FlowScoring scoring,
                    FastSplitter& splitter)
         : P_(P), D_(D), E_(E), cost_(cost), o_(o),
-          fast_(o.route_rule == RouteRule::kFlow && scoring == FlowScoring::kFastSplit), splitter_(splitter) {
+          fast_(solves_split_per_batch(o.route_rule) && scoring == FlowScoring::kFastSplit), splitter_(splitter) {
         splitter_.reset(P, D, E, o.flow_topology ? &cost.cluster : nullptr);
     }
     // near: a hot-set candidate, split with the node-local start (FastSplitter::set_near_start), and where its

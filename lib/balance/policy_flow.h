@@ -56,7 +56,7 @@ struct FlowPlanReport {
     double predicted_s = 0;     // its predicted layer time on the planning counts, with its owner-move charge
 };
 
-// How candidates are scored under balance.route_to = "flow": kFastSplit with the combinatorial split of
+// How candidates are scored under balance.route_to = "flow" or "max_flow": kFastSplit with the combinatorial split of
 // flow_split.h (the planner's default: one max-flow per candidate), kRoutingLp with the routing LP itself (the
 // slow reference the tests compare the choice against). Other routing rules score with their own routing.
 enum class FlowScoring { kFastSplit, kRoutingLp };

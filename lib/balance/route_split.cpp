@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "balance/flow_routing.h"
+#include "balance/route_max_flow.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -57,14 +58,12 @@ RouteSplit even_split(const int64_t* counts, const Placement& p) {
     return std::move(b.split);
 }
 
-RouteSplit lp_split(const int64_t* counts, const Placement& p, const CostModel* pricing, FlowRouteReport* lp_report) {
+// The split whose replicated groups follow `solved` (a solver's parts, any order) and whose other groups follow the
+// owner rule.
+RouteSplit split_from_parts(const int64_t* counts, const Placement& p, const std::vector<SplitPart>& solved) {
     const int D = p.num_devices, E = p.num_experts;
-    FlowRouteReport report;
-    flow_route_layer(counts, D, E, p, pricing, &report);
-    if (lp_report) *lp_report = report;
-    // the LP's parts come group by group (groups ascending by expert, then source); index them by group
     std::vector<std::vector<std::pair<int, int64_t>>> parts(static_cast<size_t>(D) * E);  // [D*E] (device, tokens)
-    for (const SplitPart& part : report.parts)
+    for (const SplitPart& part : solved)
         parts[static_cast<size_t>(part.src) * E + part.expert].emplace_back(part.dst, part.tokens);
     const std::vector<int> owner_rule = routing_destination(counts, p, RouteRule::kOwner);
     SplitBuilder b(D, E);
@@ -74,6 +73,20 @@ RouteSplit lp_split(const int64_t* counts, const Placement& p, const CostModel* 
         b.close();
     }
     return std::move(b.split);
+}
+
+RouteSplit lp_split(const int64_t* counts, const Placement& p, const CostModel* pricing, FlowRouteReport* lp_report) {
+    FlowRouteReport report;
+    flow_route_layer(counts, p.num_devices, p.num_experts, p, pricing, &report);
+    RouteSplit split = split_from_parts(counts, p, report.parts);
+    if (lp_report) *lp_report = std::move(report);
+    return split;
+}
+
+RouteSplit max_flow_split(const int64_t* counts, const Placement& p, const CostModel* pricing) {
+    MaxFlowRouteReport report;
+    max_flow_route_layer(counts, p.num_devices, p.num_experts, p, pricing, &report);
+    return split_from_parts(counts, p, report.parts);
 }
 
 }  // namespace
@@ -99,6 +112,7 @@ RouteSplit route_split(const int64_t* counts, const Placement& p, RouteRule rule
                        FlowRouteReport* lp_report) {
     if (rule == RouteRule::kEvenSplit) return even_split(counts, p);
     if (rule == RouteRule::kFlow) return lp_split(counts, p, pricing, lp_report);
+    if (rule == RouteRule::kMaxFlow) return max_flow_split(counts, p, pricing);
     const std::vector<int> destination = routing_destination(counts, p, rule);
     return route_split_from_destination(counts, p.num_devices, p.num_experts, destination.data());
 }

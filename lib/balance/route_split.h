@@ -8,6 +8,8 @@
 //   kFlow                 the routing LP's rounded split (flow_routing.h, FlowRouteReport::parts) for the
 //                         replicated experts' groups, priced by `pricing` as compute_flow is; the owner rule for
 //                         the rest
+//   kMaxFlow              the max-flow split route_max_flow.h keeps (priced by `pricing` as compute_flow is) for the
+//                         replicated experts' groups; the owner rule for the rest
 // Shapes: D devices, E experts, counts [D*E] (counts[src*E + e] tokens src routes to e), P parts in all.
 #pragma once
 

@@ -14,7 +14,7 @@ namespace {
 std::vector<double> computed_shares(const int64_t* counts, const Placement& p, RouteRule rule) {
     const int D = p.num_devices, E = p.num_experts;
     std::vector<double> share(static_cast<size_t>(E) * D, 0.0);
-    if (rule == RouteRule::kFlow) {  // the split's own per-expert shares (an expert with no tokens: its owner)
+    if (solves_split_per_batch(rule)) {  // the split's own per-expert shares (an expert with no tokens: its owner)
         const LayerFlow flow = compute_flow(counts, D, E, p, rule);
         for (int e = 0; e < E; ++e) {
             const int64_t* on = flow.expert_device.data() + static_cast<size_t>(e) * D;

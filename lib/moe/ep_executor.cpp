@@ -348,7 +348,8 @@ void ExpertParallelExecutor::forward_layout(int layer, int N, const int* expert_
 
 RouteSplit ExpertParallelExecutor::route_layer(const MoeLayerStats& stats) {
     const CostModel* pricing = route_priced_ ? &route_cost_ : nullptr;
-    if (rule_ != RouteRule::kFlow || D_ == 1) return route_split(stats.counts.data(), stats.placement, rule_, pricing);
+    if (!solves_split_per_batch(rule_) || D_ == 1)
+        return route_split(stats.counts.data(), stats.placement, rule_, pricing);
     RouteSplit split;
     if (rank() == 0) {
         split = route_split(stats.counts.data(), stats.placement, rule_, pricing);

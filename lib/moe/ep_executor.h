@@ -105,7 +105,7 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
 
     // comm: all ranks of the expert-parallel group (D = comm->size(), E % D == 0); storage [L*E] this process's
     // expert copies. rule: where the tokens for a replicated expert go (RouteRule::kOwner is Pro-Prophet's rule;
-    // kEvenSplit and kFlow split a (device, expert) group over the expert's holders, balance/route_split.h).
+    // kEvenSplit, kFlow and kMaxFlow split a (device, expert) group over the expert's holders, balance/route_split.h).
     ExpertParallelExecutor(Communicator* comm, int L, int E, int K, int C, int F, RouteRule rule,
                            ExpertStorage storage);
     ExpertParallelExecutor(Communicator* comm, Model<float>& model, RouteRule rule);
@@ -147,9 +147,10 @@ class ExpertParallelExecutor final : public MoeExecutor<float> {
     void set_expert_compute(ExpertCompute* compute);
     const char* expert_compute_name() const { return compute_->name(); }
 
-    // kFlow's prices (the run's cost model, as plan and sim pass to compute_flow); unset: one unit per token.
-    // Under kFlow rank 0 solves each layer's routing LP and broadcasts the split (the LP's warm start depends on
-    // the thread's earlier solves, so ranks never solve it apart); the other rules are arithmetic every rank repeats.
+    // kFlow's and kMaxFlow's prices (the run's cost model, as plan and sim pass to compute_flow); unset: one unit
+    // per token. Under kFlow and kMaxFlow rank 0 solves each layer's split and broadcasts it (the LP's warm start
+    // depends on the thread's earlier solves, so ranks never solve it apart; the max-flow split is deterministic,
+    // but one solve is cheaper than D); the other rules are arithmetic every rank repeats.
     void set_route_pricing(const CostModel& cost) {
         route_cost_ = cost;
         route_priced_ = true;

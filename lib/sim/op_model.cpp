@@ -35,7 +35,8 @@ AxisCell axis_cell(const std::vector<double>& axis, double x) {
 }
 
 // rows of expert e each rank computes at one layer: [D][E], from the counts, the placement the layer used and the
-// layer's flow under the run's rule (compute_flow: its destination, or under kFlow its rows per expert and device)
+// layer's flow under the run's rule (compute_flow: its destination, or under kFlow / kMaxFlow its rows per expert and
+// device)
 std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, const Placement& p,
                                 const LayerFlow& flow) {
     const int D = c.D, E = c.E;
@@ -52,7 +53,7 @@ std::vector<double> expert_rows(const OpModelConfig& c, const int64_t* counts, c
         }
         return rows;
     }
-    if (rule == RouteRule::kFlow) {  // the split's rows per (device, expert), unit prices (no cost model here)
+    if (solves_split_per_batch(rule)) {  // the split's rows per (device, expert), unit prices (no cost model here)
         for (int e = 0; e < E; ++e)
             for (int d = 0; d < D; ++d)
                 rows[static_cast<size_t>(d) * E + e] =

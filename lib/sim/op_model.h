@@ -116,7 +116,8 @@ std::string op_tables_to_toml(const OpTables& tables);
 // The model config of a recorded run (its params) and the routing features of one step.
 struct OpModelConfig {
     int V = 0, T = 0, C = 0, NH = 0, L = 0, E = 0, K = 0, F = 0, B = 0, D = 0;
-    std::string route_rule;  // owner | least_loaded | even_split (the run's balance.route_to, "auto" resolved)
+    // owner | least_loaded | even_split | flow | max_flow (the run's balance.route_to, "auto" resolved)
+    std::string route_rule;
     // the run's emulated link (comm.link_gbps, comm.link_latency_us): every rank's all-to-all and point-to-point
     // egress leaves at this rate, so an exchange takes the slower of the table's bandwidth and the link's for the
     // bytes the rank sends, plus the link latency per message. 0: no emulated link

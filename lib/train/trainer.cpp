@@ -65,7 +65,8 @@ Trainer::Trainer(Communicator& comm, const TrainSettings& settings, std::string 
     data_ = make_data_source(settings_.data, m.T, m.B);
     set_up_policy(D);
     executor_ = std::make_unique<ExpertParallelExecutor>(&comm_, *model_, settings_.balance.route_rule);
-    executor_->set_route_pricing(settings_.cost);  // kFlow's prices: the planner's cost model, as plan and sim
+    executor_->set_route_pricing(
+        settings_.cost);  // kFlow's and kMaxFlow's prices: the planner's cost model, as plan and sim
     executor_->set_placement_provider(
         [this](int layer, const int64_t* counts) { return policy_->plan(next_step_, layer, counts); });
     model_set_executor(*model_, static_cast<MoeExecutor<float>*>(executor_.get()));

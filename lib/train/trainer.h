@@ -39,7 +39,7 @@ struct StepStats {
     int replicas = 0;                   // replicas over all layers
     // where the layers' token-expert assignments were computed, summed over layers (route_split.h's RoutingTally):
     // by their expert's owner, by a replica holder, and of those, sent to the replica from another device (only a
-    // split rule, balance.route_to = even_split or flow, sends tokens to a replica)
+    // split rule, balance.route_to = even_split, flow or max_flow, sends tokens to a replica)
     int64_t tokens_to_owner = 0, tokens_to_replicas = 0, tokens_sent_to_replicas = 0;
     // what Trans/Agg/Plan held up the computation, max over ranks, summed over layers (ms): the whole transfer
     // when blocking, the waits for it under the block-wise schedule (docs/scheduler.md)

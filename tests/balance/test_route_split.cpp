@@ -19,7 +19,7 @@ using testing::paper_cost_model;
 struct SplitCase {
     RouteRule rule;
     int D, E;
-    bool priced;  // kFlow: the paper's cost model as prices (else one unit per token)
+    bool priced;  // kFlow, kMaxFlow: the paper's cost model as prices (else one unit per token)
 };
 
 void PrintTo(const SplitCase& c, std::ostream* os) {
@@ -96,11 +96,14 @@ TEST_P(RouteSplitRule, PartsAreTheModelledFlow) {
 
 std::vector<SplitCase> split_cases() {
     std::vector<SplitCase> cases;
-    for (RouteRule rule : {RouteRule::kOwner, RouteRule::kLeastLoaded, RouteRule::kEvenSplit, RouteRule::kFlow})
+    for (RouteRule rule :
+         {RouteRule::kOwner, RouteRule::kLeastLoaded, RouteRule::kEvenSplit, RouteRule::kFlow, RouteRule::kMaxFlow})
         for (const auto& [D, E] : {std::pair{1, 4}, std::pair{2, 4}, std::pair{4, 8}, std::pair{8, 16}})
             cases.push_back({rule, D, E, false});
-    cases.push_back({RouteRule::kFlow, 4, 8, true});
-    cases.push_back({RouteRule::kFlow, 8, 16, true});
+    for (RouteRule rule : {RouteRule::kFlow, RouteRule::kMaxFlow}) {
+        cases.push_back({rule, 4, 8, true});
+        cases.push_back({rule, 8, 16, true});
+    }
     return cases;
 }
 

@@ -51,6 +51,32 @@ void expect_close(const std::vector<double>& a, const std::vector<double>& b, co
         EXPECT_LE(std::fabs(a[i] - b[i]), 1e-5 * std::fabs(b[i])) << what << " step " << i;
 }
 
+// The step lines of a run whose split rule gave tokens to replicas: 10 steps, some tokens on replicas, and every
+// step's routing in the store as in its JSON step line.
+void expect_routing_recorded(const std::string& out, const std::string& db, const std::string& where) {
+    std::string run_id;
+    std::vector<double> sent;  // tokens_sent_to_replicas of every step line
+    double to_replicas = 0;    // tokens_to_replicas summed over the step lines (local ones included)
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty() || line[0] != '{') continue;
+        const nlohmann::json j = nlohmann::json::parse(line);
+        if (j.contains("summary")) run_id = j["run_id"].get<std::string>();
+        if (j.contains("tokens_sent_to_replicas")) sent.push_back(j["tokens_sent_to_replicas"].get<double>());
+        if (j.contains("tokens_to_replicas")) to_replicas += j["tokens_to_replicas"].get<double>();
+    }
+    ASSERT_EQ(sent.size(), 10u) << out;
+    // the owner rule gives replicas no token; a split may keep them all on the replica's own rank (on 2 ranks flow's
+    // does: a copy serves its own device's tokens), so the check counts local ones too
+    EXPECT_GT(to_replicas, 0) << where << ": the routing gave no token to a replica";
+    prophet::Store store = prophet::Store::open_read_only(db);
+    const std::vector<prophet::MetricRow> rows = store.get_metrics(run_id, "tokens_sent_to_replicas");
+    ASSERT_EQ(rows.size(), 10u) << where << ": run " << run_id;
+    for (const prophet::MetricRow& row : rows) EXPECT_EQ(row.value, sent[static_cast<size_t>(row.step)]);
+    EXPECT_EQ(store.get_metrics(run_id, "tokens_to_owner").size(), 10u);
+    EXPECT_EQ(store.get_metrics(run_id, "replicas").size(), 10u);
+}
+
 }  // namespace
 
 TEST_F(TrainCli, OneRankWithoutMpirun) {
@@ -128,41 +154,25 @@ TEST_F(TrainCli, BadInputFailsBeforeCommunicationWritingNothing) {
 }
 
 // flow's per-batch routing (balance.route_to = flow: each (rank, expert) token group split over the expert's
-// holders by the routing LP) on real MPI ranks: static's losses on 2 and 4 ranks (1e-5 relative), tokens given
-// to replicas, and every step's routing recorded in the store as in the JSON step lines.
+// holders by the routing LP; max_flow: by the best of a few max-flow splits) on real MPI ranks: static's losses on
+// 2 and 4 ranks (1e-5 relative), tokens given to replicas, and every step's routing recorded in the store as in the
+// JSON step lines.
 TEST_F(TrainCli, FlowRoutingKeepsTheStaticLossesOnMpiRanks) {
     if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     for (int ranks : {2, 4}) {
         const std::string launcher = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks);
-        const std::string where = std::to_string(ranks) + " MPI ranks";
         const RunResult reference = run(launcher, train("--set train.steps=10"), dir_);
         ASSERT_EQ(reference.exit_code, 0) << reference.err;
-        const RunResult flow = run(launcher,
-                                   train("--set train.steps=10 --set balance.policy=flow --set balance.cost_eq=8 "
-                                         "--set balance.route_to=flow"),
-                                   dir_);
-        ASSERT_EQ(flow.exit_code, 0) << flow.err;
-        expect_close(flow.losses, reference.losses, "flow on " + where);
-        std::string run_id;
-        std::vector<double> sent;  // tokens_sent_to_replicas of every step line
-        double to_replicas = 0;    // tokens_to_replicas summed over the step lines (local ones included)
-        std::istringstream lines(flow.out);
-        for (std::string line; std::getline(lines, line);) {
-            if (line.empty() || line[0] != '{') continue;
-            const nlohmann::json j = nlohmann::json::parse(line);
-            if (j.contains("summary")) run_id = j["run_id"].get<std::string>();
-            if (j.contains("tokens_sent_to_replicas")) sent.push_back(j["tokens_sent_to_replicas"].get<double>());
-            if (j.contains("tokens_to_replicas")) to_replicas += j["tokens_to_replicas"].get<double>();
+        for (const std::string route : {std::string("flow"), std::string("max_flow")}) {
+            const std::string where = route + " on " + std::to_string(ranks) + " MPI ranks";
+            const RunResult flow = run(launcher,
+                                       train("--set train.steps=10 --set balance.policy=flow --set balance.cost_eq=8 "
+                                             "--set balance.route_to=" +
+                                             route),
+                                       dir_);
+            ASSERT_EQ(flow.exit_code, 0) << flow.err;
+            expect_close(flow.losses, reference.losses, where);
+            expect_routing_recorded(flow.out, db_, where);
         }
-        ASSERT_EQ(sent.size(), 10u) << flow.out;
-        // the owner rule gives replicas no token; flow's split may keep them all on the replica's own rank (on 2
-        // ranks it does: a copy serves its own device's tokens), so the check counts local ones too
-        EXPECT_GT(to_replicas, 0) << where << ": flow's routing gave no token to a replica";
-        prophet::Store store = prophet::Store::open_read_only(db_);
-        const std::vector<prophet::MetricRow> rows = store.get_metrics(run_id, "tokens_sent_to_replicas");
-        ASSERT_EQ(rows.size(), 10u) << where << ": run " << run_id;
-        for (const prophet::MetricRow& row : rows) EXPECT_EQ(row.value, sent[static_cast<size_t>(row.step)]);
-        EXPECT_EQ(store.get_metrics(run_id, "tokens_to_owner").size(), 10u);
-        EXPECT_EQ(store.get_metrics(run_id, "replicas").size(), 10u);
     }
 }

@@ -201,7 +201,7 @@ std::vector<EpCase> all_cases() {
         cases.push_back({D, PlacementCase::kReplicated, RouteRule::kLeastLoaded});
         cases.push_back({D, PlacementCase::kMovedOwnersReplicated, RouteRule::kLeastLoaded});
         // the split rules: a (device, expert) group's rows go to several holders
-        for (RouteRule split : {RouteRule::kEvenSplit, RouteRule::kFlow}) {
+        for (RouteRule split : {RouteRule::kEvenSplit, RouteRule::kFlow, RouteRule::kMaxFlow}) {
             cases.push_back({D, PlacementCase::kReplicated, split});
             cases.push_back({D, PlacementCase::kMovedOwnersReplicated, split});
         }

@@ -61,6 +61,7 @@ const MpiCase kCases[] = {
     {PlacementCase::kMovedOwnersReplicated, RouteRule::kEvenSplit},
     {PlacementCase::kReplicated, RouteRule::kFlow},
     {PlacementCase::kMovedOwnersReplicated, RouteRule::kFlow},
+    {PlacementCase::kMovedOwnersReplicated, RouteRule::kMaxFlow},
 };
 
 class MpiMoeEp : public ::testing::TestWithParam<MpiCase> {};

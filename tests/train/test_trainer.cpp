@@ -216,6 +216,7 @@ TEST(Trainer, AutoRoutingIsThePolicysOwnRule) {
         {{"balance.policy=flow"}, RouteRule::kFlow},
         {{"balance.policy=flow", "balance.route_to=owner"}, RouteRule::kOwner},
         {{"balance.policy=eplb", "balance.route_to=flow"}, RouteRule::kFlow},
+        {{"balance.policy=flow", "balance.route_to=max_flow"}, RouteRule::kMaxFlow},
     };
     for (const Row& row : rows)
         EXPECT_EQ(train_settings_from(skewed_config(row.sets), 4).balance.route_rule, row.rule)
