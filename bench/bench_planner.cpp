@@ -12,6 +12,7 @@
 #include "balance/flow_routing.h"
 #include "balance/policies.h"
 #include "balance/policy_flow.h"
+#include "balance/route_max_flow.h"
 #include "planner_inputs.h"
 
 namespace {
@@ -103,15 +104,9 @@ void BM_plan_flow_top8(benchmark::State& state) {
     state.counters["replicas"] = report.replicas;
 }
 
-// flow's per-batch routing alone on a placement with one replica of each of the D hottest experts: the LP of each
-// batch warm-started from the basis of the batch before. Two batches of one distribution alternate (next_batch:
-// the same LP structure, other counts); routing one batch again would reuse its stored optimum and time no solve
-// (lp::solve_lp_cached), which the counter `reused` (the share of such calls: 0) rules out.
-void BM_route_flow(benchmark::State& state) {
-    const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));
-    const auto counts = zipf_counts(D, E, 7);
-    const auto next = next_batch(counts, D, E, 7, 2048, 8);
-    const CostModel cost = cost_for(D);
+// A placement with one replica of each of the D hottest experts of `counts`, on the next device after its owner
+// and onwards (the per-batch routers' benchmark case).
+Placement hottest_copied_once(const std::vector<int64_t>& counts, int D, int E) {
     std::vector<double> load(E, 0.0);
     for (int d = 0; d < D; ++d)
         for (int e = 0; e < E; ++e) load[e] += static_cast<double>(counts[static_cast<size_t>(d) * E + e]);
@@ -120,17 +115,60 @@ void BM_route_flow(benchmark::State& state) {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] > load[b]; });
     Placement p = Placement::make_static(D, E);
     for (int i = 0; i < D; ++i) p.add_replica(order[i % E], (p.owner[order[i % E]] + 1 + i) % D);
-    const int64_t* batches[2] = {counts.data(), next.data()};
+    return p;
+}
+
+// The per-batch routers' case at E experts, D devices: hottest_copied_once, and two batches of one distribution
+// (next_batch: the same LP structure, other counts) that a benchmark alternates.
+struct RouteCase {
+    int E, D;
+    std::vector<int64_t> counts, next;
+    CostModel cost;
+    Placement placement;
+    const int64_t* batch(int64_t call) const { return call % 2 == 0 ? counts.data() : next.data(); }
+};
+RouteCase route_case(const benchmark::State& state) {
+    RouteCase c{static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), {}, {}, {}, {}};
+    c.counts = zipf_counts(c.D, c.E, 7);
+    c.next = next_batch(c.counts, c.D, c.E, 7, 2048, 8);
+    c.cost = cost_for(c.D);
+    c.placement = hottest_copied_once(c.counts, c.D, c.E);
+    return c;
+}
+
+// flow's per-batch routing alone on route_case: the LP of each batch warm-started from the basis of the batch
+// before. Routing one batch again would reuse its stored optimum and time no solve (lp::solve_lp_cached), which the
+// counter `reused` (the share of such calls: 0) rules out.
+void BM_route_flow(benchmark::State& state) {
+    const RouteCase c = route_case(state);
     forget_routing_lps();  // then the second batch, untimed, so that the first timed call warm-starts from it
-    flow_route_layer(next.data(), D, E, p, &cost);
+    flow_route_layer(c.batch(1), c.D, c.E, c.placement, &c.cost);
     FlowRouteReport report;
     int64_t calls = 0, reused = 0, warm = 0;
     for (auto _ : state) {
-        benchmark::DoNotOptimize(flow_route_layer(batches[calls % 2], D, E, p, &cost, &report));
+        benchmark::DoNotOptimize(flow_route_layer(c.batch(calls), c.D, c.E, c.placement, &c.cost, &report));
         ++calls, reused += report.reused, warm += report.warm_started;
     }
     state.counters["reused"] = calls ? static_cast<double>(reused) / calls : 0.0;
     state.counters["warm"] = calls ? static_cast<double>(warm) / calls : 0.0;
+}
+
+// balance.route_to = max_flow on route_case. Counter `over_lp`: the kept split's objective over the routing LP's
+// optimum, the worse of the two batches (1: the LP's; computed before timing).
+void BM_route_max_flow(benchmark::State& state) {
+    const RouteCase c = route_case(state);
+    double over_lp = 0;
+    for (int64_t call : {0, 1}) {
+        FlowRouteReport lp;
+        MaxFlowRouteReport kept;
+        flow_route_layer(c.batch(call), c.D, c.E, c.placement, &c.cost, &lp);
+        max_flow_route_layer(c.batch(call), c.D, c.E, c.placement, &c.cost, &kept);
+        over_lp = std::max(over_lp, kept.objective / lp.lp_objective);
+    }
+    int64_t calls = 0;
+    for (auto _ : state)
+        benchmark::DoNotOptimize(max_flow_route_layer(c.batch(calls++), c.D, c.E, c.placement, &c.cost));
+    state.counters["over_lp"] = over_lp;
 }
 
 void flow_sizes(benchmark::internal::Benchmark* b) {
@@ -163,6 +201,7 @@ BENCHMARK(BM_layer_bound)->Args({32, 16})->Args({256, 64})->ArgNames({"E", "D"})
 BENCHMARK(BM_plan_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_flow_top8)->Apply(flow_sizes_extra_rounds)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_route_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_route_max_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
