@@ -73,7 +73,8 @@ void print_bound_tables(const TraceBounds& bounds, const std::vector<PolicyTimes
         "bound); balanced = mean/max device load (vLLM/SGLang), moved = expert copies and bytes Trans sends "
         "per layer, extra mem = replica weights + gradients on the fullest device per iteration, plan = median "
         "planning time per layer, route = median time to route one batch of a layer by the policy's rule (flow: "
-        "the routing LP, not in any column's time); metrics of the policy's own system's planning\n");
+        "the routing LP, max_flow: its max-flow splits; in no column's time); metrics of the policy's own "
+        "system's planning\n");
 }
 
 nlohmann::json bound_json(const TraceBounds& bounds, int max_replicas_per_device) {

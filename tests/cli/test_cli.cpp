@@ -194,16 +194,21 @@ TEST_F(Cli, PlanNoPolicyBeatsTheBound) {
     EXPECT_NE(table.out.find("gapEq6"), std::string::npos) << table.out;
 }
 
-// what routing one batch costs is measured for every policy (flow's is its per-batch routing LP, which no column
-// charges) and reaches the JSON, the table and the store
+// what routing one batch costs is measured for every policy (flow's is its per-batch routing LP or max-flow splits,
+// which no column charges) and reaches the JSON, the table and the store, beside the rule that routed
 TEST_F(Cli, PlanReportsEachPolicysRoutingTime) {
-    const Result r = plan("--policy eplb,flow --set balance.route_to=flow --json");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const nlohmann::json j = nlohmann::json::parse(r.out);
-    ASSERT_EQ(j["policies"].size(), 2u);
-    for (const auto& p : j["policies"]) EXPECT_GT(p["metrics"]["route_us"].get<double>(), 0.0) << p["name"];
-    prophet::Store store = prophet::Store::open(db_);
-    EXPECT_EQ(store.get_metrics(j["run_id"].get<std::string>(), "plan.flow.route_us").size(), 1u);
+    for (const std::string rule : {std::string("flow"), std::string("max_flow")}) {
+        const Result r = plan("--policy eplb,flow --set balance.route_to=" + rule + " --json");
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const nlohmann::json j = nlohmann::json::parse(r.out);
+        ASSERT_EQ(j["policies"].size(), 2u);
+        for (const auto& p : j["policies"]) {
+            EXPECT_GT(p["metrics"]["route_us"].get<double>(), 0.0) << p["name"] << " under " << rule;
+            EXPECT_EQ(p["route_rule"].get<std::string>(), rule) << p["name"];
+        }
+        prophet::Store store = prophet::Store::open(db_);
+        EXPECT_EQ(store.get_metrics(j["run_id"].get<std::string>(), "plan.flow.route_us").size(), 1u) << rule;
+    }
     const Result table = plan("--policy flow");
     EXPECT_NE(table.out.find("route"), std::string::npos) << table.out;
 }
