@@ -31,8 +31,6 @@ LayerFlow max_flow_route_priced(const int64_t* counts, int D, int E, const Place
             const double objective = route_objective(pricing, splitter.totals(p));
             if (kept.splits_tried++ == 0 || objective < kept.objective) {
                 kept.objective = objective;
-                kept.slack = slack;
-                kept.near_start = near;
                 kept.parts = splitter.last_parts();
             }
         }

@@ -27,10 +27,8 @@ namespace prophet {
 inline constexpr double kMaxFlowLevels[] = {0.0, 0.05, 0.1, 0.2, 0.4};
 
 struct MaxFlowRouteReport {
-    double objective = 0;     // route_objective of the kept split (t_tok units)
-    double slack = 0;         // its compute level
-    bool near_start = false;  // whether it started node-local
-    int splits_tried = 0;     // 0: nothing replicated (the owner rule, no split)
+    double objective = 0;  // route_objective of the kept split (t_tok units)
+    int splits_tried = 0;  // 0: nothing replicated (the owner rule, no split)
     // the kept split's parts: every replicated expert's groups with tokens; groups not listed follow the owner rule
     std::vector<SplitPart> parts;
 };
