@@ -14,8 +14,8 @@ void take_sim_min(LayerBound& b, const SimWindow& w, const Terms& t) {
         const double hide = w.prev_hide_s[k];
         exposed[k] = w.transfers_may_hide ? 0.0
                      : w.first            ? t.trans + t.agg
-                               : exposed_bound(t.trans, t.one_trans, t.each_trans, w.fnec_s, hide, w.whole_experts) +
-                                     exposed_bound(t.agg, t.one_agg, t.each_agg, w.bnec_s, 2.0 * hide, w.whole_experts);
+                                          : exposed_trans(t, w.fnec_s, hide, w.whole_experts) +
+                                     exposed_agg(t, w.bnec_s, 2.0 * hide, w.whole_experts);
     }
     for (int j = 0; j < kLevels; ++j)
         for (int k = 0; k < kLevels; ++k) {
@@ -33,11 +33,10 @@ void take_sim_pairs(LayerBound& b, const SimWindow& w, const Terms& t) {
     const double fixed = 4.0 * t.a2a + (w.last ? 3.0 * t.fec : 0.0);
     for (int j = 0; j < G; ++j) {
         const double level = w.prev_fec_s[j];
-        const double exposed =
-            w.transfers_may_hide ? 0.0
-            : w.first            ? t.trans + t.agg
-                                 : exposed_bound(t.trans, t.one_trans, t.each_trans, w.fnec_s, level, w.whole_experts) +
-                            exposed_bound(t.agg, t.one_agg, t.each_agg, w.bnec_s, 2.0 * level, w.whole_experts);
+        const double exposed = w.transfers_may_hide ? 0.0
+                               : w.first            ? t.trans + t.agg
+                                                    : exposed_trans(t, w.fnec_s, level, w.whole_experts) +
+                                               exposed_agg(t, w.bnec_s, 2.0 * level, w.whole_experts);
         const double v = fixed + (w.first ? 0.0 : 3.0 * level) + exposed;
         b.sim_pairs_s[j][own] = std::min(b.sim_pairs_s[j][own], v);
     }
@@ -47,12 +46,11 @@ void take_sim_pairs(LayerBound& b, const SimWindow& w, const Terms& t) {
 
 void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms& t, int64_t n, BoundColumns columns) {
     const double core = 3.0 * t.fec;
-    auto eq8_exposed = [&](double trans, double agg) {
+    auto eq8_exposed = [&]() {
         // chunks: max(0, T - FEC - FNEC), at most what whole experts leave (cost_model.h); layer 0: none hidden
-        if (m.first_block) return trans + agg;
+        if (m.first_block) return t.trans + t.agg;
         const bool whole = m.transfer_credit == TransferCredit::kWholeExperts;
-        return exposed_bound(trans, t.one_trans, t.each_trans, m.fnec_s(), t.fec, whole) +
-               exposed_bound(agg, t.one_agg, t.each_agg, m.bnec_s(), 2.0 * t.fec, whole);
+        return exposed_trans(t, w.fnec_s, t.fec, whole) + exposed_agg(t, w.bnec_s, 2.0 * t.fec, whole);
     };
     auto fastermoe = [&](double a2a) {
         return 4.0 * a2a + core + std::max(0.0, t.trans - a2a) + std::max(0.0, t.agg - a2a);
@@ -60,10 +58,10 @@ void take_min(LayerBound& b, const CostModel& m, const SimWindow& w, const Terms
     const double eq6 = 4.0 * t.a2a + core + t.trans + t.agg, fm = fastermoe(t.a2a);
     if (columns != BoundColumns::kSim) {
         if (eq6 < b.eq6_s) b.eq6_s = eq6, b.eq6_receivers = n;
-        b.eq8_s = std::min(b.eq8_s, 4.0 * t.a2a + core + eq8_exposed(t.trans, t.agg));
+        b.eq8_s = std::min(b.eq8_s, 4.0 * t.a2a + core + eq8_exposed());
         b.fastermoe_s = std::min(b.fastermoe_s, fm);
         b.eq6_l2l_s = std::min(b.eq6_l2l_s, 4.0 * t.a2a_l2l + core + t.trans + t.agg);
-        b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed(t.trans, t.agg));
+        b.eq8_l2l_s = std::min(b.eq8_l2l_s, 4.0 * t.a2a_l2l + core + eq8_exposed());
         b.fastermoe_l2l_s = std::min(b.fastermoe_l2l_s, fastermoe(t.a2a_l2l));
     }
     // the Sim column: schedule none is Eq 6, fastermoe fastermoe_s, blockwise the pieces

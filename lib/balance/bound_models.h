@@ -19,17 +19,31 @@ struct Terms {
     double one_trans = 0, one_agg = 0;
     // the shortest: every expert with a copy takes at least this alone (one copy's transfer; 0: no replica)
     double each_trans = 0, each_agg = 0;
+    // what the copies outside the first window take at least together: whole experts fit at most a few node
+    // receivers' copies in FNEC (BNEC), so the rest of the class's node receivers cross nodes beside the second
+    // (docs/bounds.md "Whole experts", node receivers beyond the first window; 0: no such bound)
+    double rest_trans = 0, rest_agg = 0;
 };
 
 // A transfer of at least `whole` seconds whose longest expert alone takes at least `one` and every expert at least
 // `each`, beside a first window (FNEC or BNEC) and then a second (FEC, BEC or a level): at least max(0, whole -
 // first - second) is exposed; with whole experts, when one > first, at least max(0, one - second), and when each >
 // first no expert fits the first window, so at least max(0, whole - second) (docs/bounds.md "Whole experts").
-inline double exposed_bound(double whole, double one, double each, double first, double second, bool whole_experts) {
+// With whole experts, when the copies outside the first window take at least `rest`, at least max(0, rest - second).
+inline double exposed_bound(double whole, double one, double each, double rest, double first, double second,
+                            bool whole_experts) {
     double beyond_first = whole - first;
+    if (whole_experts) beyond_first = std::max(beyond_first, rest);
     if (whole_experts && one > first) beyond_first = std::max(beyond_first, one);
     if (whole_experts && each > first * (1 + 1e-9)) beyond_first = whole;  // the margin: t_e's own rounding
     return std::max(0.0, beyond_first - second);
+}
+// exposed_bound for a class's Trans (first window FNEC) and Agg (BNEC)
+inline double exposed_trans(const Terms& t, double fnec, double second, bool whole_experts) {
+    return exposed_bound(t.trans, t.one_trans, t.each_trans, t.rest_trans, fnec, second, whole_experts);
+}
+inline double exposed_agg(const Terms& t, double bnec, double second, bool whole_experts) {
+    return exposed_bound(t.agg, t.one_agg, t.each_agg, t.rest_agg, bnec, second, whole_experts);
 }
 
 // What the Sim column's blockwise pieces of layer l read of its neighbours (docs/bounds.md "The Sim column").
@@ -38,7 +52,7 @@ struct SimWindow {
     bool first = true, last = true;  // layer 0 (Trans and Agg whole, nothing beside them); layer L-1 (no charge)
     double prev_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};  // layer l-1's
     double own_hide_s[kLevels] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};
-    double fnec_s = 0, bnec_s = 0;
+    double fnec_s = 0, bnec_s = 0;  // the model's fnec_s() and bnec_s() (Eq 8's windows too)
     // the pairwise pieces' FEC grids (LayerBound::fec_level_s): layer l-1's (0: unknown) and this layer's
     double prev_fec_s[LayerBound::kFecLevels] = {}, own_fec_s[LayerBound::kFecLevels] = {};
     bool transfers_may_hide = false;  // BoundBudget::sim_transfers_may_hide: no exposed transfer is charged

@@ -55,6 +55,9 @@ struct LayerInputs {
     // one copy's Trans and Agg (device_transfer(1)) and one copy across nodes (node_transfer(1)): the parts of
     // one_expert that do not depend on the class, set once per layer by layer_inputs
     double one_copy_trans = 0, one_copy_agg = 0, one_node_copy = 0;
+    // the most node receivers whole experts can put in the first window of Trans (FNEC) and of Agg (BNEC)
+    // (window_node_receivers), set with one_node_copy
+    int64_t fnec_node_receivers = 0, bnec_node_receivers = 0;
     // the mixed all-to-all term at kMixedWeights[j] (bound_curves.h): base_s[j] = what every token crossing
     // would cost (a + b) x total; none where the cluster has one node or no device limit
     static constexpr int kMixes = 3;
@@ -136,16 +139,39 @@ struct LayerInputs {
         t.each_trans = one_copy_trans;  // every expert with a copy moves at least one
         t.each_agg = one_copy_agg;
     }
+    // some column moves whole experts (Eq 8's default credit, the Sim column's `time` split)
+    bool whole_experts() const {
+        return m.transfer_credit == TransferCredit::kWholeExperts ||
+               (window.whole_experts && !window.transfers_may_hide);
+    }
+    // Whole experts fill the first window with experts each timed alone: one with k >= 1 node receivers takes at
+    // least one copy across nodes, and under a star O(k), so the window holds at most this many node receivers
+    // (a little above it when rounding could tell: more is always safe). max_extra where no copy crosses nodes.
+    int64_t window_node_receivers(double window) const {
+        if (!(one_node_copy > 0)) return max_extra;
+        const double experts = std::floor(window / one_node_copy * (1 + 1e-9));
+        double most = experts * u.max_rho;
+        if (owner_term()) {
+            const double copies =
+                (window - topo.min_latency) * m.bandwidth_scale * topo.owner_remote / m.expert_bytes();
+            most = std::min(most, std::floor(std::max(0.0, copies) * (1 + 1e-9)));
+        }
+        return static_cast<int64_t>(std::min<double>(most, static_cast<double>(max_extra)));
+    }
+    // a class with at least node_r node receivers: those beyond what the first windows hold cross nodes beside
+    // the second (docs/bounds.md "Whole experts")
+    void rest_beyond_windows(Terms& t, int64_t node_r) const {
+        t.rest_trans = node_transfer(node_r - fnec_node_receivers);
+        t.rest_agg = node_transfer(node_r - bnec_node_receivers);
+    }
     // Classes whose experts have at most rho node receivers each are scored once per most-of-any k (its all-to-all
     // at k, its longest expert's transfer at least O(k)) from this k on: below it O(k) fits both non-expert windows,
     // so whole experts add nothing and the all-to-all at the larger k is the lower (docs/bounds.md "Whole experts").
     // rho itself where whole experts cannot matter (chain, chunks, transfers that may hide).
     int least_whole_rho(int rho) const {
-        const bool whole =
-            m.transfer_credit == TransferCredit::kWholeExperts || (window.whole_experts && !window.transfers_may_hide);
-        if (!owner_term() || !whole) return rho;
+        if (!owner_term() || !whole_experts()) return rho;
         int k = 0;
-        while (k < rho && owner_transfer(k + 1) <= std::min(m.fnec_s(), m.bnec_s())) ++k;
+        while (k < rho && owner_transfer(k + 1) <= std::min(window.fnec_s, window.bnec_s)) ++k;
         return k;
     }
     // the most node receivers per expert whose owner transfer stays within t (a little above it when rounding
@@ -185,6 +211,8 @@ void set_one_copies(LayerInputs& in) {
     in.one_copy_trans = in.device_transfer(1, false);
     in.one_copy_agg = in.device_transfer(1, true);
     in.one_node_copy = in.node_transfer(1);
+    in.fnec_node_receivers = in.window_node_receivers(in.m.fnec_s());
+    in.bnec_node_receivers = in.window_node_receivers(in.m.bnec_s());
 }
 
 LayerInputs layer_inputs(const CostModel& m, const int64_t* counts, int D, int E, const BoundBudget& budget) {
@@ -232,6 +260,39 @@ int64_t block_end(int64_t n, int64_t limit) {
     return std::min(limit, n < kExactReceivers ? n : n + n / kBlocksPerDoubling - 1);
 }
 
+// the most node receivers whose node-level transfer stays within t (at most limit)
+int64_t node_receivers_below(const LayerInputs& in, double t, int64_t limit) {
+    int64_t lo = 0, hi = limit;
+    if (in.node_transfer(hi) <= t) return hi;
+    while (hi - lo > 1) {  // node_transfer(lo) <= t < node_transfer(hi)
+        const int64_t mid = lo + (hi - lo) / 2;
+        (in.node_transfer(mid) <= t ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+// Splits a class's node receivers [0, r_most] into pieces [lo, hi] (each scored with the node-level all-to-all at hi
+// and the rest beyond the first windows at lo, so each bounds every r in it): one up to the r whose rest cannot
+// exceed the device-level exposure (trans - fnec, agg - bnec), then kRestPieces equal ones.
+constexpr int kRestPieces = 8;
+template <class Score>
+void for_node_receiver_pieces(const LayerInputs& in, int64_t r_most, double trans, double agg, Score score) {
+    const bool no_window = in.m.first_block && in.window.first;  // layer 0: both transfers whole in every column
+    if (!in.whole_experts() || no_window || !(in.one_node_copy > 0)) return score(0, r_most);
+    const double room = std::min(trans - in.window.fnec_s, agg - in.window.bnec_s);
+    const int64_t quiet = std::min(in.fnec_node_receivers, in.bnec_node_receivers) +
+                          (room > 0 ? node_receivers_below(in, room, r_most) : 0);
+    if (quiet >= r_most) return score(0, r_most);
+    score(0, quiet);
+    const int64_t span = r_most - quiet;
+    for (int64_t p = 0, lo = quiet + 1; p < kRestPieces && lo <= r_most; ++p) {
+        const int64_t hi = std::min(r_most, quiet + span * (p + 1) / kRestPieces);
+        if (hi < lo) continue;
+        score(lo, hi);
+        lo = hi + 1;
+    }
+}
+
 // Placements whose node receivers r cost no more transfer than their device-level receivers n already do
 // (r <= node_receivers_within(n)): the node-level all-to-all at that r.
 void scan_receivers(const LayerInputs& in, LayerBound& b) {
@@ -240,15 +301,19 @@ void scan_receivers(const LayerInputs& in, LayerBound& b) {
     for (int64_t n = 1, last = 1; n <= in.max_receivers; n = last + 1) {
         last = block_end(n, in.max_receivers);
         const int64_t r = in.node_receivers_within(last);
+        const double trans = in.device_transfer(n, false), agg = in.device_transfer(n, true);
         // per expert at most the node receivers whose owner transfer that device-level transfer already exceeds
         const int rho =
             in.rho_within(std::max(in.device_transfer(last, false), in.device_transfer(last, true)) * (1 + 1e-9));
         // rho caps each expert's node receivers; the most any expert has, k, makes its own transfer at least O(k)
-        for (int k = in.least_whole_rho(rho); k <= rho; ++k) {
-            Terms t = in.terms(last, last, r, k, in.device_transfer(n, false), in.device_transfer(n, true));
-            in.one_expert(t, 0, k);
-            take_min(b, in.m, in.window, t, n, in.columns);
-        }
+        for_node_receiver_pieces(in, r, trans, agg, [&](int64_t lo, int64_t hi) {
+            for (int k = in.least_whole_rho(rho); k <= rho; ++k) {
+                Terms t = in.terms(last, last, hi, k, trans, agg);
+                in.one_expert(t, lo, k);
+                in.rest_beyond_windows(t, lo);
+                take_min(b, in.m, in.window, t, n, in.columns);
+            }
+        });
         // past here compute and all-to-all cannot fall further and every transfer only grows
         const int64_t x = std::min(last, in.max_extra);
         const bool compute_done =
@@ -287,20 +352,10 @@ void scan_node_receivers(const LayerInputs& in, LayerBound& b) {
         for (int k = in.least_whole_rho(rho); k <= rho; ++k) {  // as in scan_receivers
             Terms terms = in.terms(n_free, n_free, last, k, t, t);
             in.one_expert(terms, 1, k);  // r >= 1: some expert has a copy on a node without another holder
+            in.rest_beyond_windows(terms, r);
             take_min(b, in.m, in.window, terms, n_free, in.columns);
         }
     }
-}
-
-// the most node receivers whose node-level transfer stays within t (at most limit)
-int64_t node_receivers_below(const LayerInputs& in, double t, int64_t limit) {
-    int64_t lo = 0, hi = limit;
-    if (in.node_transfer(hi) <= t) return hi;
-    while (hi - lo > 1) {  // node_transfer(lo) <= t < node_transfer(hi)
-        const int64_t mid = lo + (hi - lo) / 2;
-        (in.node_transfer(mid) <= t ? lo : hi) = mid;
-    }
-    return lo;
 }
 
 // Placements whose per-owner transfer (rho node receivers of one expert) exceeds both their device-level and their
@@ -316,6 +371,7 @@ void scan_owner_receivers(const LayerInputs& in, LayerBound& b) {
         if (n < 1) continue;  // not even one receiver's device-level transfer fits: (a) covers it
         Terms terms = in.terms(n, n, r, rho, t, t);
         in.one_expert(terms, 1, rho);  // some expert has rho node receivers, all sent by its owner
+        in.rest_beyond_windows(terms, rho);
         take_min(b, in.m, in.window, terms, n, in.columns);
     }
 }

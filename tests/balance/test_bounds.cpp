@@ -41,7 +41,18 @@ CostModel topology_cost_model(int D, TransBroadcast broadcast) {
     return m;
 }
 
-enum class Cluster { kUnit, kPaper, kStar, kChain, kSlowNic, kHeavyExperts, kNodePerDevice, kPcieNodes, kSlowChain };
+enum class Cluster {
+    kUnit,
+    kPaper,
+    kStar,
+    kChain,
+    kSlowNic,
+    kHeavyExperts,
+    kNodePerDevice,
+    kPcieNodes,
+    kSlowChain,
+    kNodeWindows
+};
 
 CostModel make_model(Cluster kind, int D) {
     switch (kind) {
@@ -58,6 +69,7 @@ CostModel make_model(Cluster kind, int D) {
         case Cluster::kNodePerDevice:
         case Cluster::kPcieNodes:
         case Cluster::kSlowChain:
+        case Cluster::kNodeWindows:
             break;
     }
     if (kind == Cluster::kPcieNodes) {
@@ -74,6 +86,17 @@ CostModel make_model(Cluster kind, int D) {
         // window: every forward copy goes beside the expert compute (hpwnv-16 with d_ffn 4096: 17.9 ms against 11.5)
         CostModel m = make_model(Cluster::kPcieNodes, D);
         m.cluster.trans_bytes_per_s = m.cluster.agg_bytes_per_s = m.expert_bytes() / (1.5 * m.fnec_s());
+        return m;
+    }
+    if (kind == Cluster::kNodeWindows) {
+        // one device per node, experts of 2000 x 2 x 2 bytes (one copy over the NIC 1.31 ms, beside 10 us of latency)
+        // and non-expert windows of 1.5 and 3 copies: FNEC holds one expert's copy across nodes, BNEC two, so the
+        // other node receivers' copies cross beside the expert compute (docs/bounds.md "Whole experts")
+        CostModel m = make_model(Cluster::kNodePerDevice, D);
+        m.model.d_ffn = 2000;
+        const double copy_s = m.expert_bytes() / m.cluster.node_nic_bytes_per_s;
+        m.cluster.fnec_s = 1.5 * copy_s;
+        m.cluster.bnec_s = 3.0 * copy_s;
         return m;
     }
     if (kind == Cluster::kNodePerDevice) {
@@ -231,6 +254,9 @@ const SmallCase kSmallCases[] = {
     // the chain's copies outlast FNEC: no forward copy fits the non-expert window
     {"slow_chain_4x2_middle", 4, 2, 0, 1, 4, Cluster::kSlowChain, 1.5, 36},
     {"slow_chain_4x4_cap1", 4, 4, 1, 2, 4, Cluster::kSlowChain, 1.0, 37},
+    // non-expert windows that hold one and two copies across nodes: the node receivers beyond them
+    {"node_windows_2x4", 2, 4, 0, 1, 4, Cluster::kNodeWindows, 0.5, 38},
+    {"node_windows_3x3_last", 3, 3, 0, 3, 4, Cluster::kNodeWindows, 1.0, 39},
 
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, BoundVsEnumeration, ::testing::ValuesIn(kSmallCases),
@@ -302,6 +328,13 @@ const TightCase kTightCases[] = {
     {"owner_egress_eq6_first", 3, 1, {100, 100, 100}, 6, 0, Cluster::kNodePerDevice, 0},
     {"owner_egress_eq6_middle", 3, 1, {100, 100, 100}, 6, 0, Cluster::kNodePerDevice, 1},
     {"owner_egress_eq8_middle", 3, 1, {100, 100, 100}, 8, 0, Cluster::kNodePerDevice, 1},
+    // two one-device nodes, every device routes 343 tokens (FEC 1.2 copies with all of them everywhere) or 514
+    // (1.8) to each of five experts: the optimum holds every expert on both devices (no all-to-all, compute at the
+    // mean) with owners three and two; FNEC holds one expert's copy, the other four cross the two NICs beside FEC,
+    // two copies each (BNEC holds two; the other three hide beside 2 FEC). Only the node receivers beyond the first
+    // windows reach that: without them the bound was 9.4% and 3.7% lower
+    {"node_receivers_beyond_fnec_eq8", 2, 5, std::vector<int64_t>(10, 343), 8, 0, Cluster::kNodeWindows, 1},
+    {"node_receivers_beyond_fnec_eq8_long_fec", 2, 5, std::vector<int64_t>(10, 514), 8, 0, Cluster::kNodeWindows, 1},
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, BoundTight, ::testing::ValuesIn(kTightCases),
                          [](const auto& info) { return std::string(info.param.name); });
@@ -507,6 +540,15 @@ const SimCase kSimCases[] = {
     // layer 1 routes one token to each expert from each device; a copy of each everywhere pays 2 s each (beyond
     // FNEC, 1 s), so all 4 s of Trans go beside layer 0's FEC (1 s)
     {"no_copy_fits_fnec", 2, 2, {{1, 0, 0, 1}, {1, 1, 1, 1}}, Cluster::kUnit, 0.5, true},
+    // layer 1 routes 343 tokens to each of five experts from both one-device nodes: FNEC holds one expert's copy
+    // across nodes, the others cross beside layer 0's FEC
+    {"node_receivers_beyond_fnec",
+     2,
+     5,
+     {{343, 343, 0, 0, 0, 0, 0, 343, 343, 343}, std::vector<int64_t>(10, 343)},
+     Cluster::kNodeWindows,
+     0,
+     false},
 };
 INSTANTIATE_TEST_SUITE_P(Bounds, SimBound, ::testing::ValuesIn(kSimCases),
                          [](const auto& info) { return std::string(info.param.name); });
