@@ -35,7 +35,8 @@ inline double exposed_bound(double whole, double one, double each, double rest, 
     double beyond_first = whole - first;
     if (whole_experts) beyond_first = std::max(beyond_first, rest);
     if (whole_experts && one > first) beyond_first = std::max(beyond_first, one);
-    if (whole_experts && each > first * (1 + 1e-9)) beyond_first = whole;  // the margin: t_e's own rounding
+    // the margin: t_e's own rounding
+    if (whole_experts && each > first * (1 + 1e-9)) beyond_first = std::max(beyond_first, whole);
     return std::max(0.0, beyond_first - second);
 }
 // exposed_bound for a class's Trans (first window FNEC) and Agg (BNEC)
