@@ -197,7 +197,7 @@ TEST_F(Cli, PlanNoPolicyBeatsTheBound) {
 // what routing one batch costs is measured for every policy (flow's is its per-batch routing LP or max-flow splits,
 // which no column charges) and reaches the JSON, the table and the store, beside the rule that routed
 TEST_F(Cli, PlanReportsEachPolicysRoutingTime) {
-    for (const std::string rule : {std::string("flow"), std::string("max_flow")}) {
+    for (const std::string& rule : {std::string("flow"), std::string("max_flow")}) {
         const Result r = plan("--policy eplb,flow --set balance.route_to=" + rule + " --json");
         ASSERT_EQ(r.exit_code, 0) << r.err;
         const nlohmann::json j = nlohmann::json::parse(r.out);

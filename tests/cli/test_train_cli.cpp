@@ -163,7 +163,7 @@ TEST_F(TrainCli, FlowRoutingKeepsTheStaticLossesOnMpiRanks) {
         const std::string launcher = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks);
         const RunResult reference = run(launcher, train("--set train.steps=10"), dir_);
         ASSERT_EQ(reference.exit_code, 0) << reference.err;
-        for (const std::string route : {std::string("flow"), std::string("max_flow")}) {
+        for (const std::string& route : {std::string("flow"), std::string("max_flow")}) {
             const std::string where = route + " on " + std::to_string(ranks) + " MPI ranks";
             const RunResult flow = run(launcher,
                                        train("--set train.steps=10 --set balance.policy=flow --set balance.cost_eq=8 "
