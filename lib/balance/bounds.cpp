@@ -151,11 +151,7 @@ struct LayerInputs {
         if (!(one_node_copy > 0)) return max_extra;
         const double experts = std::floor(window / one_node_copy * (1 + 1e-9));
         double most = experts * u.max_rho;
-        if (owner_term()) {
-            const double copies =
-                (window - topo.min_latency) * m.bandwidth_scale * topo.owner_remote / m.expert_bytes();
-            most = std::min(most, std::floor(std::max(0.0, copies) * (1 + 1e-9)));
-        }
+        if (owner_term()) most = std::min(most, owner_copies_within(window));
         return static_cast<int64_t>(std::min<double>(most, static_cast<double>(max_extra)));
     }
     // a class with at least node_r node receivers: those beyond what the first windows hold cross nodes beside
@@ -178,9 +174,13 @@ struct LayerInputs {
     // could tell: more is always safe)
     int rho_within(double t) const {
         if (!owner_term()) return u.max_rho;
+        return static_cast<int>(std::min<double>(u.max_rho, owner_copies_within(t)));
+    }
+    // the most copies one owner's inter-node egress sends within t: copies x expert_bytes / owner_remote + the
+    // smallest latency <= t (a little above it when rounding could tell; 0 when none fits). Under owner_term().
+    double owner_copies_within(double t) const {
         const double copies = (t - topo.min_latency) * m.bandwidth_scale * topo.owner_remote / m.expert_bytes();
-        if (!(copies > 0)) return 0;
-        return static_cast<int>(std::min<double>(u.max_rho, std::floor(copies * (1 + 1e-9))));
+        return copies > 0 ? std::floor(copies * (1 + 1e-9)) : 0.0;
     }
 };
 
