@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -14,8 +15,11 @@ class TempDirTest : public ::testing::Test {
   protected:
     void SetUp() override {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = std::filesystem::temp_directory_path() /
-               ("prophet-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" + info->name());
+        // a TEST_P's names are "Instance/Suite" and "Case/param": one directory name, not a nested path (a nested
+        // one would leave its parent behind in the temp directory)
+        std::string name = std::string(info->test_suite_name()) + "-" + info->name();
+        std::replace(name.begin(), name.end(), '/', '_');
+        dir_ = std::filesystem::temp_directory_path() / ("prophet-" + std::to_string(getpid()) + "-" + name);
         std::filesystem::remove_all(dir_);
         std::filesystem::create_directories(dir_);
         db_ = (dir_ / "store.db").string();
