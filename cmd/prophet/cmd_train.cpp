@@ -472,10 +472,20 @@ void save_profile_trace(RunContext& ctx, const Trace& trace, size_t steps, const
 void calibrate_profile(RunContext& ctx, Trainer& trainer, const ProfileArgs& args,
                        const std::vector<ModelConfig>& further_shapes, bool root, nlohmann::json& out) {
     const int D = ctx.comm->size();
+    if (root) std::fprintf(stderr, "prophet: calibrating: communication and compute, then the per-op GEMM grid\n");
     // the emulated link, if any, and the per-op model's [ops]
     const Calibration cal = calibrate_machine(trainer.comm(), trainer.model(), ctx.settings);
-    // the per-op tables on the unpaced transport: the model adds the emulated link on top (calibrate_ops.h)
-    sim::OpTables ops = calibrate_op_tables(*ctx.comm, ctx.settings, further_shapes);
+    // the per-op tables on the unpaced transport: the model adds the emulated link on top (calibrate_ops.h); the
+    // root shows the GEMM grid's progress (most of the calibration's time)
+    std::optional<Progress> grid;
+    GridProgress on_grid;
+    if (root)
+        on_grid = [&grid](int done, int total) {
+            if (!grid) grid.emplace("GEMM grid timing", total);
+            grid->update(done);
+        };
+    sim::OpTables ops = calibrate_op_tables(*ctx.comm, ctx.settings, further_shapes, on_grid);
+    if (grid) grid->finish();
     if (!root) return;
     const sim::RecordedRun own = sim::load_recorded_run(*ctx.store, ctx.run_id);
     ops = sim::fit_to_recordings(ops, {&own});

@@ -82,12 +82,15 @@ double time_gemm(Communicator& comm, sim::GemmOp op, int M, int n, int k) {
 constexpr int kGridPasses = 2;
 
 // The GEMM rate grid: every op at every (M, N, K) of the axes above, FLOP / seconds (the fastest pass's median).
-sim::GemmGrid measure_gemm_grid(Communicator& comm) {
+sim::GemmGrid measure_gemm_grid(Communicator& comm, const GridProgress& progress) {
     sim::GemmGrid g;
     g.m.assign(std::begin(kGridM), std::end(kGridM));
     g.n.assign(std::begin(kGridNK), std::end(kGridNK));
     g.k = g.n;
-    for (std::vector<double>& rate : g.flops_per_s) rate.assign(g.m.size() * g.n.size() * g.k.size(), 0.0);
+    const size_t points = g.m.size() * g.n.size() * g.k.size();
+    for (std::vector<double>& rate : g.flops_per_s) rate.assign(points, 0.0);
+    const int total = kGridPasses * 3 * static_cast<int>(points);
+    int done = 0;
     for (int pass = 0; pass < kGridPasses; ++pass)
         for (const sim::GemmOp op : {sim::GemmOp::kNN, sim::GemmOp::kNT, sim::GemmOp::kTN}) {
             double* rate = g.flops_per_s[static_cast<size_t>(op)].data();
@@ -98,6 +101,7 @@ sim::GemmGrid measure_gemm_grid(Communicator& comm) {
                             time_gemm(comm, op, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
                         *rate = std::max(*rate, 2.0 * m * n * k / std::max(1e-9, s));
                         ++rate;
+                        if (progress) progress(++done, total);
                     }
         }
     return g;
@@ -167,7 +171,7 @@ ModelConfig parse_ops_shape(const std::string& text, const ModelConfig& base) {
 }
 
 sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& settings,
-                                  const std::vector<ModelConfig>& further_shapes) {
+                                  const std::vector<ModelConfig>& further_shapes, const GridProgress& grid_progress) {
     const int D = comm.size();
     if (D < 2)
         throw Error(kExitConfig, "calibration needs at least 2 ranks to measure communication; fix: mpirun -np 2 "
@@ -181,7 +185,7 @@ sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& setti
                       " D=" + std::to_string(D);
 
     // ---- the GEMM grid (every config's), the attention rate at the model's shape and at every further one ----
-    t.gemm = measure_gemm_grid(comm);
+    t.gemm = measure_gemm_grid(comm, grid_progress);
     t.attn_flops_per_s = attention_rate(comm, m);
     for (const ModelConfig& shape : further_shapes)
         t.attn_flops_per_s_at[{shape.C, std::max(1, shape.NH)}] = attention_rate(comm, shape);

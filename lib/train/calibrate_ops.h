@@ -13,6 +13,7 @@
 //   the emulated link's cost per paced message (comm/comm_paced.h), through a paced communicator.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,12 @@ namespace prophet {
 // `comm` must be the UNPACED communicator even when the run has an emulated link (settings.link_gbps > 0): the
 // all-to-all, point-to-point and all-reduce tables are the inner transport's, and the per-op model adds the link's
 // pacing on top (sim/op_model.cpp wire_s); tables timed through the link would count it twice.
+// grid_progress(done, total), when set, is called after each of the GEMM grid's timings (most of the
+// calibration's time: about 20 s on the suite's 2-core VMs), on every rank that passes it.
+using GridProgress = std::function<void(int done, int total)>;
 sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& settings,
-                                  const std::vector<ModelConfig>& further_shapes = {});
+                                  const std::vector<ModelConfig>& further_shapes = {},
+                                  const GridProgress& grid_progress = {});
 
 // One --ops-shape value, "KEY=N,KEY=N,..." with keys C, F, NH, V, E, T, B (e.g. "C=128,F=1024,NH=8"), over
 // `base` (the calibration's model) for the keys not given; validated like a model config. A config error naming

@@ -209,6 +209,13 @@ TEST_F(ValidateCli, CalibrateWritesTheOpsTables) {
     }
     EXPECT_EQ(t.attn_flops_per_s_at.count({96, 8}), 1u);
     EXPECT_GE(t.link_message_s, 0.0);
+    // the grid's progress, on rank 0 only: one line per tenth of the 2 x 3 x 256 timings (stderr is a pipe here)
+    size_t progress_lines = 0;
+    for (size_t at = r.err.find("GEMM grid timing "); at != std::string::npos;
+         at = r.err.find("GEMM grid timing ", at + 1))
+        ++progress_lines;
+    EXPECT_EQ(progress_lines, 10u) << r.err;
+    EXPECT_NE(r.err.find("GEMM grid timing 1536/1536 (100%)"), std::string::npos) << r.err;
     // fitted on the profile run's own timeline: factors of the compute kinds, in-step terms of the collectives
     EXPECT_TRUE(t.scale.count("fec")) << "scale of the expert compute";
     for (const char* kind : {"allreduce", "stats", "combine"}) {
