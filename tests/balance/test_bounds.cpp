@@ -385,7 +385,7 @@ double sim_optimum(const CostModel& cost, const std::vector<std::vector<int64_t>
                          [&](const CostBreakdown& c, const Placement& p, const LayerFlow& flow) {
                              least6 = std::min(least6, c.eq6_s);
                              least_f = std::min(least_f, c.fastermoe_s);
-                             BlockOutcome o{4 * c.a2a_s + 3 * c.fec_s, c.fec_s, c.trans_s, c.agg_s};
+                             BlockOutcome o{4 * c.a2a_s + 3 * c.fec_s, c.fec_s, c.trans_s, c.agg_s, {}, {}};
                              o.trans_split = sim::split_transfer(m, flow, p, sim::SplitRule::kTime, m.fnec_s(), false);
                              o.agg_split = sim::split_transfer(m, flow, p, sim::SplitRule::kTime, m.bnec_s(), true);
                              outcomes.push_back(std::move(o));

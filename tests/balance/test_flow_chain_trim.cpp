@@ -111,9 +111,15 @@ TEST_P(TrimLevels, NoDeviceIsLeftOverTheLevelAndOnlyReplicasGo) {
             EXPECT_EQ(t.owner, start.owner);
             for (int e = 0; e < c.E; ++e)
                 for (int d = 0; d < 16; ++d)
-                    if (t.holds(e, d)) EXPECT_TRUE(start.holds(e, d)) << "e " << e << " d " << d;
-            if (level == busiest) EXPECT_EQ(t.replica, start.replica) << "nothing over the level: nothing goes";
-            if (level == 0) EXPECT_EQ(t.num_replicas(), 0);
+                    if (t.holds(e, d)) {
+                        EXPECT_TRUE(start.holds(e, d)) << "e " << e << " d " << d;
+                    }
+            if (level == busiest) {
+                EXPECT_EQ(t.replica, start.replica) << "nothing over the level: nothing goes";
+            }
+            if (level == 0) {
+                EXPECT_EQ(t.num_replicas(), 0);
+            }
         }
     }
 }

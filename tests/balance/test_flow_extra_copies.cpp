@@ -71,12 +71,16 @@ TEST_P(FlowExtraCopies, KeepsTheFamiliesChoiceAndAddsOnlyItsKindsOfCopies) {
         EXPECT_EQ(t.extra.owner, t.families.owner) << "seed " << seed;
         for (int e = 0; e < c.E; ++e)
             for (int d = 0; d < c.D; ++d) {
-                if (t.families.holds(e, d)) EXPECT_TRUE(t.extra.holds(e, d)) << "e " << e << " d " << d;
-                if (t.extra.holds(e, d) && !t.families.holds(e, d) && t.families.num_replicas_of(e) == 0)
+                if (t.families.holds(e, d)) {
+                    EXPECT_TRUE(t.extra.holds(e, d)) << "e " << e << " d " << d;
+                }
+                if (t.extra.holds(e, d) && !t.families.holds(e, d) && t.families.num_replicas_of(e) == 0) {
                     EXPECT_TRUE(is_nic_relief(cost, t.families, e, d)) << "copy of expert " << e;
+                }
             }
-        if (c.cap > 0)
+        if (c.cap > 0) {
             for (int r : t.extra.replicas_per_device()) EXPECT_LE(r, c.cap);
+        }
     }
 }
 
@@ -89,7 +93,9 @@ TEST_P(FlowExtraCopies, IsNeverPredictedSlowerAndFasterWhereExpected) {
         faster += t.extra_report.predicted_s < t.families_report.predicted_s;
         EXPECT_EQ(t.extra_report.replicas, t.extra.num_replicas());
     }
-    if (c.expect_faster) EXPECT_GT(faster, 0) << "no seed gained: the pass found nothing on " << c.name;
+    if (c.expect_faster) {
+        EXPECT_GT(faster, 0) << "no seed gained: the pass found nothing on " << c.name;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, FlowExtraCopies,

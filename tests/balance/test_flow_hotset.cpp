@@ -106,7 +106,9 @@ TEST_P(HotSetPlacement, KeepsEachDevicesNumberOfOwnedExperts) {
 TEST_P(HotSetPlacement, ReplicatesOnlyTheHotExperts) {
     const std::vector<char> hot = hottest(load_, GetParam().hot);
     for (int e = 0; e < E_; ++e)
-        if (!hot[e]) EXPECT_EQ(placement_.num_replicas_of(e), 0) << "cold expert " << e;
+        if (!hot[e]) {
+            EXPECT_EQ(placement_.num_replicas_of(e), 0) << "cold expert " << e;
+        }
 }
 
 // With no cap, every group that sends a hot expert tokens holds it (the device tier aside); the copies of a group are
@@ -191,7 +193,9 @@ TEST_P(HotSetPlacement, RoutesEveryTokenToAHolder) {
         }
     for (int e = 0; e < E_; ++e)
         for (int d = 0; d < D_ && !fast.expert_device.empty(); ++d)
-            if (fast.expert_device[static_cast<size_t>(e) * D_ + d] > 0) EXPECT_TRUE(placement_.holds(e, d));
+            if (fast.expert_device[static_cast<size_t>(e) * D_ + d] > 0) {
+                EXPECT_TRUE(placement_.holds(e, d));
+            }
 }
 
 // even_nics swaps cold owners inside a node only: every expert's owner stays on the node it had without it.
@@ -336,8 +340,9 @@ TEST_P(FlowNodeLocalRouting, NoTokenOfALocallyHeldExpertCrossesANode) {
     }
     for (int s = 0; s < D; ++s)
         for (int g = 0; g < D; ++g)
-            if (cost.cluster.node_of(s) != cost.cluster.node_of(g))
+            if (cost.cluster.node_of(s) != cost.cluster.node_of(g)) {
                 EXPECT_EQ(flow.route[static_cast<size_t>(s) * D + g], 0) << s << " -> " << g;
+            }
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, FlowNodeLocalRouting,

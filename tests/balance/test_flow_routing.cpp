@@ -216,8 +216,12 @@ TEST_P(FlowMergedLp, SameOptimumAsThePerGroupLp) {
     EXPECT_NEAR(merged.lp_objective, per_group.lp_objective, 1e-9 * per_group.lp_objective);
     EXPECT_GE(merged.rounded_objective, merged.lp_objective * (1 - 1e-9));
     EXPECT_NEAR(merged.rounded_objective, route_objective(pr, flow), 1e-9 * merged.rounded_objective);
-    if (c.pattern == 0) EXPECT_EQ(merged.lp_columns, c.D * c.D) << "full replication: one class";
-    if (c.pattern != 2) EXPECT_LT(merged.lp_columns, per_group.lp_columns);
+    if (c.pattern == 0) {
+        EXPECT_EQ(merged.lp_columns, c.D * c.D) << "full replication: one class";
+    }
+    if (c.pattern != 2) {
+        EXPECT_LT(merged.lp_columns, per_group.lp_columns);
+    }
     for (int e = 0; e < c.E; ++e) {
         int64_t load = 0, computed = 0;
         for (int s = 0; s < c.D; ++s) load += counts[s * c.E + e];

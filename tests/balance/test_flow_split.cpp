@@ -76,7 +76,9 @@ void expect_tokens_move_exactly(const std::vector<int64_t>& counts, int D, int E
     }
     for (int e = 0; e < E; ++e)
         for (int g = 0; g < D; ++g)
-            if (!p.holds(e, g)) EXPECT_EQ(flow.expert_device[static_cast<size_t>(e) * D + g], 0) << "expert " << e;
+            if (!p.holds(e, g)) {
+                EXPECT_EQ(flow.expert_device[static_cast<size_t>(e) * D + g], 0) << "expert " << e;
+            }
 }
 
 // the routing LP with only the compute term priced: its optimum is the least max_g H_g

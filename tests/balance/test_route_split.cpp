@@ -66,7 +66,9 @@ TEST_P(RouteSplitRule, PartsAreTheModelledFlow) {
                 for (int i = split.group_start[g]; i < split.group_start[g + 1]; ++i) {
                     EXPECT_GT(split.part_tokens[i], 0);
                     EXPECT_TRUE(p.holds(e, split.part_device[i])) << "a part on a device without the expert";
-                    if (i > split.group_start[g]) EXPECT_LT(split.part_device[i - 1], split.part_device[i]);
+                    if (i > split.group_start[g]) {
+                        EXPECT_LT(split.part_device[i - 1], split.part_device[i]);
+                    }
                     sum += split.part_tokens[i];
                 }
                 EXPECT_EQ(sum, counts[g]) << "group (" << src << ", " << e << ")";

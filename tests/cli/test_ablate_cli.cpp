@@ -92,8 +92,9 @@ TEST_F(AblateCli, EveryVariantEverySeedIsRecorded) {
     EXPECT_EQ(query(db_, "SELECT count(*) FROM runs WHERE command = 'train' AND status = 'finished'")[0], "4");
     EXPECT_EQ(query(db_, "SELECT status FROM runs WHERE command = 'ablate'")[0], "finished");
     // every child ran on the testbed's launcher: 2 ranks pinned one per core where there are 2 (docs/testbed.md)
-    if (prophet::usable_cores() >= 2)
+    if (prophet::usable_cores() >= 2) {
         EXPECT_EQ(query(db_, "SELECT count(*) FROM params WHERE key = 'testbed.pinned' AND value = 'true'")[0], "4");
+    }
     EXPECT_EQ(query(db_, "SELECT value FROM params p JOIN runs r ON r.run_id = p.run_id WHERE p.key = "
                          "'schedule.mode' AND r.run_id IN (SELECT run_id FROM params WHERE key = 'ablate.variant' "
                          "AND value = 'full') LIMIT 1")[0],

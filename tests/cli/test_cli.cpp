@@ -136,8 +136,9 @@ TEST_F(Cli, PlanAllPoliciesJsonAndStore) {
         // the simulator column: each system's schedule on the placements of its own equation
         const bool scheduled = name == "prophet" || name == "prophet-oracle" || name == "flow";
         EXPECT_EQ(p["sim"]["schedule"], scheduled ? "blockwise" : name == "fastermoe" ? "fastermoe" : "none") << name;
-        if (name == "prophet" || name == "fastermoe")
+        if (name == "prophet" || name == "fastermoe") {
             EXPECT_EQ(p["sim"]["planned_with_eq"], scheduled ? 8 : 6) << name;
+        }
         EXPECT_GE(p["sim"]["iteration_ms"].get<double>(), p["sim"]["predicted_ms"].get<double>()) << name;
         if (name == "static") {  // no transfers, blocking schedule: the simulated MoE time is Eq 6's terms
             const double eq6 = p["eq6"]["predicted_ms"];

@@ -83,7 +83,9 @@ TEST_F(ExternalCli, StaticAnswerGivesBitIdenticalPlanRows) {
         EXPECT_EQ(a.agg_bytes, b.agg_bytes) << i;
         EXPECT_EQ(a.replicas, b.replicas) << i;
         EXPECT_EQ(a.dropped_tokens, b.dropped_tokens) << i;
-        if (b.iteration > 0) EXPECT_GT(b.plan_us, 0.0) << "the round trip is the external policy's plan time";
+        if (b.iteration > 0) {
+            EXPECT_GT(b.plan_us, 0.0) << "the round trip is the external policy's plan time";
+        }
     }
 }
 

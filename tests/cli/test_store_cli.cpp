@@ -58,8 +58,8 @@ class StoreCliTest : public TempDirTest {
 };
 
 TEST_F(StoreCliTest, MissingStoreIsExitFiveCreatingNoFile) {
-    for (const std::string& command : {"db check", "runs", "runs show 0123456789abcdef"}) {
-        const CliResult r = prophet(command + " --db '" + db_ + "'");
+    for (const char* command : {"db check", "runs", "runs show 0123456789abcdef"}) {
+        const CliResult r = prophet(std::string(command) + " --db '" + db_ + "'");
         EXPECT_EQ(r.exit_code, 5) << command << ": " << r.err;
         EXPECT_NE(r.err.find(db_), std::string::npos) << r.err;
         EXPECT_NE(r.err.find("no such store file"), std::string::npos) << r.err;
@@ -68,8 +68,8 @@ TEST_F(StoreCliTest, MissingStoreIsExitFiveCreatingNoFile) {
 }
 
 TEST_F(StoreCliTest, HelpTeachesEachCommand) {
-    for (const std::string& command : {"runs", "db check", "ckpt show"}) {
-        const CliResult r = prophet(command + " --help");
+    for (const char* command : {"runs", "db check", "ckpt show"}) {
+        const CliResult r = prophet(std::string(command) + " --help");
         EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
         EXPECT_NE(r.out.find("Examples:"), std::string::npos) << command << ": " << r.out;
     }

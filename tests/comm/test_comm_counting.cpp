@@ -44,12 +44,16 @@ TEST(CountingComm, CountsBytesPerPeerAndPassesDataThrough) {
                 EXPECT_EQ(params[99], 'p');
                 std::vector<float> grad(8, 1.0f);
                 c.reduce_sum_subset_async(grad.data(), grad.size(), 0, {0, 1, 2}, 8)->wait();
-                if (r == 0) EXPECT_EQ(grad[0], 3.0f);
+                if (r == 0) {
+                    EXPECT_EQ(grad[0], 3.0f);
+                }
                 // isend 5 bytes from 2 to 1
                 char byte[5] = {0};
                 if (r == 2) c.isend("hello", 5, 1, 9)->wait();
                 if (r == 1) c.irecv(byte, 5, 2, 9)->wait();
-                if (r == 1) EXPECT_EQ(std::memcmp(byte, "hello", 5), 0);
+                if (r == 1) {
+                    EXPECT_EQ(std::memcmp(byte, "hello", 5), 0);
+                }
                 c.barrier();
                 sent[r] = c.sent_bytes();
             } catch (...) {

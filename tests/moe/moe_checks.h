@@ -297,8 +297,9 @@ inline void check_exact_movement(Communicator& comm, PlacementCase pc, RouteRule
         // (flow on 2 ranks at unit prices keeps every group whole: both ranks hold every expert, and the
         // LP's optimum computes each rank's tokens locally)
         const bool replicated = pc == PlacementCase::kReplicated || pc == PlacementCase::kMovedOwnersReplicated;
-        if (replicated && ((rule == RouteRule::kEvenSplit && D > 1) || (rule == RouteRule::kFlow && D >= 4)))
+        if (replicated && ((rule == RouteRule::kEvenSplit && D > 1) || (rule == RouteRule::kFlow && D >= 4))) {
             EXPECT_GT(split_groups(split), 0) << "layer " << l << ": the split rule split no group";
+        }
         const MoeDispatchLayout& lo = ep.dispatch_layout(l);
         const auto& x = ep.expert_inputs(l);  // [M_recv,C]
         const std::vector<float> tags = expected_inputs(p, split, r);

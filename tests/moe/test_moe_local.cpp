@@ -339,7 +339,9 @@ TEST(MoeTrans, ResidentHoldersAreNotSentAgain) {
         moe_trans(&comm, now, pointers.data(), numel, 300, nullptr, &now);
         for (int e = 0; e < E; e++)
             for (size_t j = 0; j < numel; j++)
-                if (!std::isnan(again[e][j])) EXPECT_EQ(params[e][j], again[e][j]);
+                if (!std::isnan(again[e][j])) {
+                    EXPECT_EQ(params[e][j], again[e][j]);
+                }
     }));
 }
 

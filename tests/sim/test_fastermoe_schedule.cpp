@@ -48,7 +48,9 @@ TEST(Schedule, FasterMoEStructure) {
             x.grad_bytes.assign(static_cast<size_t>(L) + 2, 1.0);
             const Schedule s = build_schedule(ScheduleKind::kFasterMoE, L, x);
             EXPECT_EQ(check_schedule(s), "");
-            if (!dense) EXPECT_EQ(s.ops.size(), static_cast<size_t>(12 * L + 1));  // as none: whole Trans / Agg
+            if (!dense) {
+                EXPECT_EQ(s.ops.size(), static_cast<size_t>(12 * L + 1));
+            }  // as none: whole Trans / Agg
             for (int l = 0; l < L; ++l) {
                 const int plan = s.find(OpKind::kPlan, l), trans = s.find(OpKind::kTrans, l);
                 const int disp = s.find(OpKind::kDispatchA2a, l), fec = s.find(OpKind::kFec, l);
@@ -67,7 +69,9 @@ TEST(Schedule, FasterMoEStructure) {
                 EXPECT_TRUE(depends_on(s, agg, bec) && depends_on(s, db, bec));
                 // the op after the block's backward waits for both the all-to-all and the reduce
                 const int next = dense ? s.find(OpKind::kAttnBwd, l) : l > 0 ? s.find(OpKind::kBnec, l - 1) : -1;
-                if (next >= 0) EXPECT_TRUE(depends_on(s, next, db) && depends_on(s, next, agg)) << L << " " << l;
+                if (next >= 0) {
+                    EXPECT_TRUE(depends_on(s, next, db) && depends_on(s, next, agg)) << L << " " << l;
+                }
             }
             EXPECT_TRUE(depends_on(s, static_cast<int>(s.ops.size()) - 1, s.find(OpKind::kAgg, 0)));  // optimizer
         }

@@ -133,6 +133,8 @@ TEST(SweepLauncher, PointsOfSeveralRanksRunPinnedUnderMpirun) {
         ASSERT_GE(cmd.size(), launcher.size());
         EXPECT_EQ(std::vector<std::string>(cmd.begin(), cmd.begin() + (long)launcher.size()), launcher);
         EXPECT_EQ(cmd[launcher.size()], "prophet");
-        if (p.ranks == 1) EXPECT_TRUE(launcher.empty());
+        if (p.ranks == 1) {
+            EXPECT_TRUE(launcher.empty());
+        }
     }
 }

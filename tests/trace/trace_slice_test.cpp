@@ -41,9 +41,10 @@ TEST_P(LeadingSlice, KeepsTheLeadingCellsExactly) {
         for (int l = 0; l < c.layers; ++l) {
             for (int k = 0; k < D * E; ++k)
                 EXPECT_EQ(s.layer_counts(it, l)[k], t.layer_counts(it, l)[k]) << it << " " << l << " " << k;
-            if (l + 1 < c.layers)
+            if (l + 1 < c.layers) {
                 for (int k = 0; k < E * E; ++k)
                     EXPECT_EQ(s.layer_transitions(it, l)[k], t.layer_transitions(it, l)[k]) << it << " " << l;
+            }
         }
 }
 

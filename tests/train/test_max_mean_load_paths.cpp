@@ -67,8 +67,9 @@ TEST_P(MaxMeanLoadPaths, EvaluationSimulatorTrainerAgree) {
         placements[s.iteration].push_back(s.placement);
         replicas += s.placement.num_replicas();
     }
-    if (c.policy != "static")
+    if (c.policy != "static") {
         EXPECT_GT(replicas, 0) << "the placements replicate no expert: the route rule goes untested";
+    }
     sim::SimOptions options;
     options.route_rule = c.route_rule;
     const sim::SimResult sim = sim::simulate(view, placements, cost, options);
@@ -106,14 +107,14 @@ std::vector<LoadCase> cases() {
         {"d5_one_rounding", 1, 1, 5, 5, "static", RouteRule::kOwner, 0, 0, 3.0 * 5 / 9, {3, 2, 2, 1, 1, 0, 0, 0, 0,
                                                                                          0, 0, 0, 0, 0, 0, 0, 0, 0,
                                                                                          0, 0, 0, 0, 0, 0, 0}},
-        {"flat_static", 2, 2, 4, 8, "static", RouteRule::kOwner, 0, 3, 1.0},
-        {"no_tokens", 1, 2, 4, 4, "static", RouteRule::kOwner, 0, 0, 1.0},
-        {"skewed_static_d4", 2, 3, 4, 8, "static", RouteRule::kOwner, 7, 0, -1},
-        {"skewed_static_d3_uneven", 2, 2, 3, 6, "static", RouteRule::kOwner, 11, 0, -1},
-        {"skewed_static_d6", 2, 3, 6, 12, "static", RouteRule::kOwner, 17, 0, -1},
-        {"skewed_top2_owner", 3, 2, 4, 8, "top2", RouteRule::kOwner, 5, 0, -1},
-        {"skewed_top2_least_loaded", 3, 2, 4, 8, "top2", RouteRule::kLeastLoaded, 9, 0, -1},
-        {"skewed_top3_least_loaded_d6", 2, 2, 6, 12, "top3", RouteRule::kLeastLoaded, 13, 0, -1},
+        {"flat_static", 2, 2, 4, 8, "static", RouteRule::kOwner, 0, 3, 1.0, {}},
+        {"no_tokens", 1, 2, 4, 4, "static", RouteRule::kOwner, 0, 0, 1.0, {}},
+        {"skewed_static_d4", 2, 3, 4, 8, "static", RouteRule::kOwner, 7, 0, -1, {}},
+        {"skewed_static_d3_uneven", 2, 2, 3, 6, "static", RouteRule::kOwner, 11, 0, -1, {}},
+        {"skewed_static_d6", 2, 3, 6, 12, "static", RouteRule::kOwner, 17, 0, -1, {}},
+        {"skewed_top2_owner", 3, 2, 4, 8, "top2", RouteRule::kOwner, 5, 0, -1, {}},
+        {"skewed_top2_least_loaded", 3, 2, 4, 8, "top2", RouteRule::kLeastLoaded, 9, 0, -1, {}},
+        {"skewed_top3_least_loaded_d6", 2, 2, 6, 12, "top3", RouteRule::kLeastLoaded, 13, 0, -1, {}},
     };
 }
 

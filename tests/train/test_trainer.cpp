@@ -150,7 +150,9 @@ TEST(Trainer, ResumeRepeatsTheUninterruptedRunExactly) {
             }
             replicas += i >= 6 ? full[i].replicas : 0;
         }
-        if (sets[0] == "balance.policy=flow") EXPECT_GT(replicas, 0) << "flow must replicate after the resume";
+        if (sets[0] == "balance.policy=flow") {
+            EXPECT_GT(replicas, 0) << "flow must replicate after the resume";
+        }
         std::filesystem::remove_all(dir);
     }
 }
