@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "balance/bounds.h"
+#include "balance/cluster.h"
 #include "balance/flow_routing.h"
 #include "balance/policies.h"
 #include "balance/policy_flow.h"
@@ -102,6 +104,33 @@ void BM_plan_flow_top8(benchmark::State& state) {
             plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));
     state.counters["candidates"] = report.candidates;
     state.counters["replicas"] = report.replicas;
+}
+
+// The same plan on the 64-GPU H100 cluster file the DeepSeek-V3-scale case runs on (experiments/clusters/h100-64.toml:
+// eight NVLink nodes, a rail NIC per GPU, star broadcast) with DeepSeek-V3's expert (d_model 7168, d_ffn 2048;
+// 4-byte elements, `prophet plan`'s default) and 4096 tokens per device, a middle layer. That cost model is
+// topology-aware, so the hot-set family (flow_hotset.h) and its compute levels run, which BM_plan_flow_top8's flat
+// model leaves out: this is the workload of `prophet plan`'s plan column at DeepSeek-V3 scale (other counts).
+void BM_plan_flow_h100_64(benchmark::State& state) {
+    constexpr int E = 256, D = 64;
+    const auto counts = zipf_counts(D, E, 7, 8 * 4096);
+    CostModel cost;
+    cost.cluster = load_cluster_file(std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/h100-64.toml");
+    cost.model.d_model = 7168, cost.model.d_ffn = 2048, cost.model.seq_len = 4096, cost.model.tokens_per_device = 4096;
+    cost.topology_aware = cost.cluster.topology;
+    cost.trans_broadcast = cost.cluster.chain_broadcast ? TransBroadcast::kChain : TransBroadcast::kStar;
+    cost = model_for_layer(cost, 1);
+    BalanceOptions options;
+    options.route_rule = RouteRule::kFlow;
+    const Placement current = Placement::make_static(D, E);
+    FlowPlanReport report;
+    FlowScratch scratch;
+    for (auto _ : state)
+        benchmark::DoNotOptimize(
+            plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));
+    state.counters["candidates"] = report.candidates;
+    state.counters["replicas"] = report.replicas;
+    state.counters["hot_experts"] = report.hot_experts;
 }
 
 // A placement with one replica of each of the D hottest experts of `counts`, on the next device after its owner
@@ -200,6 +229,7 @@ BENCHMARK(BM_plan_eplb)->Apply(grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_layer_bound)->Args({32, 16})->Args({256, 64})->ArgNames({"E", "D"})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_flow_top8)->Apply(flow_sizes_extra_rounds)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_plan_flow_h100_64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_route_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_route_max_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 

@@ -8,25 +8,52 @@
 namespace prophet {
 namespace {
 
-// per-device and per-NIC queues (bytes) of one collective
+// per-device and per-NIC queues (bytes) of one collective, kept per thread between collectives: only the devices
+// and NICs a collective touched are listed, cleared after it and read by seconds(), so a collective of a few pairs
+// (one expert's copies) costs O(pairs), not O(D)
 struct Queues {
     std::vector<double> nv_out, nv_in, host_out, host_in, all_out, all_in, nic_out, nic_in;
-    void reset(int devices, int nics) {
-        for (std::vector<double>* v : {&nv_out, &nv_in, &host_out, &host_in, &all_out, &all_in})
-            v->assign(static_cast<size_t>(devices), 0.0);
-        nic_out.assign(static_cast<size_t>(nics), 0.0);
-        nic_in.assign(static_cast<size_t>(nics), 0.0);
+    std::vector<int> devices, nics;          // touched by the current collective, each once
+    std::vector<uint8_t> device_on, nic_on;  // [D], [NICs]: listed in devices / nics
+    // sized for `devices` and `nic_count`, every queue zero and nothing listed
+    void start(int device_count, int nic_count) {
+        if (static_cast<int>(all_out.size()) != device_count || static_cast<int>(nic_out.size()) != nic_count) {
+            for (std::vector<double>* v : {&nv_out, &nv_in, &host_out, &host_in, &all_out, &all_in})
+                v->assign(static_cast<size_t>(device_count), 0.0);
+            nic_out.assign(static_cast<size_t>(nic_count), 0.0);
+            nic_in.assign(static_cast<size_t>(nic_count), 0.0);
+            device_on.assign(static_cast<size_t>(device_count), 0);
+            nic_on.assign(static_cast<size_t>(nic_count), 0);
+            devices.clear(), nics.clear();
+            return;
+        }
+        for (int i : devices)
+            nv_out[i] = nv_in[i] = host_out[i] = host_in[i] = all_out[i] = all_in[i] = 0, device_on[i] = 0;
+        for (int n : nics) nic_out[n] = nic_in[n] = 0, nic_on[n] = 0;
+        devices.clear(), nics.clear();
+    }
+    void touch_device(int i) {
+        if (!device_on[i]) device_on[i] = 1, devices.push_back(i);
+    }
+    void touch_nic(int n) {
+        if (!nic_on[n]) nic_on[n] = 1, nics.push_back(n);
     }
 };
 
 // queue / rate, with rate 0 meaning "no limit"
 inline double drain(double queued, double rate) { return rate > 0 && queued > 0 ? queued / rate : 0.0; }
 
-// Per device: node, NVLink domain (-1: none) and NIC, so the pair loop only compares.
+// Per device: node, NVLink domain (-1: none) and NIC, so the pair loop only compares. Rebuilt only when the
+// cluster's shape (the fields node_of and nic_of read) changes.
 struct Layout {
     std::vector<int> node, domain, nic;
-    void build(const ClusterSpec& cl) {
-        const int D = cl.num_devices;
+    int D = -1, per_node = 0, nvlink_domain = 0, nics_per_node = 0;
+    void fit(const ClusterSpec& cl) {
+        if (cl.num_devices == D && cl.devices_per_node == per_node && cl.nvlink_domain == nvlink_domain &&
+            cl.nics_per_node == nics_per_node)
+            return;
+        D = cl.num_devices, per_node = cl.devices_per_node, nvlink_domain = cl.nvlink_domain;
+        nics_per_node = cl.nics_per_node;
         node.resize(static_cast<size_t>(D));
         domain.resize(static_cast<size_t>(D));
         nic.resize(static_cast<size_t>(D));
@@ -38,15 +65,16 @@ struct Layout {
     }
 };
 
-// One collective's queues as its pairs are added (in (src, dst) order, as the dense loop visits them), then the
-// busiest resource plus the latency of the slowest link class used.
+// One collective's queues as its pairs are added, then the busiest resource plus the latency of the slowest link
+// class used. The busiest pair is the largest pair of each class over its rate (division is monotone, so that is
+// the largest of every pair's bytes / rate, without a division per pair).
 class Collective {
   public:
     explicit Collective(const ClusterSpec& cl) : cl_(cl) {
         thread_local Queues q;
         thread_local Layout at;
-        q.reset(cl.num_devices, cl.num_devices / cl.devices_per_node * cl.nics_per_node);
-        at.build(cl);
+        q.start(cl.num_devices, cl.num_devices / cl.devices_per_node * cl.nics_per_node);
+        at.fit(cl);
         q_ = &q;
         at_ = &at;
     }
@@ -55,7 +83,8 @@ class Collective {
         const Layout& at = *at_;
         const int c = at.node[s] != at.node[d] ? 2 : (at.domain[s] >= 0 && at.domain[s] == at.domain[d] ? 0 : 1);
         used_[c] = true;
-        worst_pair_ = std::max(worst_pair_, drain(b, rate_[c]));
+        largest_pair_[c] = std::max(largest_pair_[c], b);
+        q.touch_device(s), q.touch_device(d);
         q.all_out[s] += b;
         q.all_in[d] += b;
         if (c == 0) {
@@ -66,19 +95,61 @@ class Collective {
         q.host_out[s] += b;
         q.host_in[d] += b;
         if (c == 2) {
+            q.touch_nic(at.nic[s]), q.touch_nic(at.nic[d]);
             q.nic_out[at.nic[s]] += b;
             q.nic_in[at.nic[d]] += b;
         }
     }
+    // Every pair of a dense matrix, as add() in (src, dst) order would queue them, with the same sums: each queue
+    // of source s (its egress) only grows in row s, so row s sums it in a register from 0 in d order, the same
+    // additions as add()'s; ingress queues and shared NICs' egress keep add()'s order in memory.
+    template <class Count>
+    void add_dense(const Count* units, double unit_bytes, bool transposed) {
+        const int D = cl_.num_devices;
+        Queues& q = *q_;
+        const Layout& at = *at_;
+        const bool own_nic = cl_.nics_per_node == cl_.devices_per_node;  // NIC s serves device s alone
+        for (int i = 0; i < D; ++i) q.touch_device(i);
+        for (int s = 0; s < D; ++s) {
+            const int node = at.node[s], domain = at.domain[s], nic = at.nic[s];
+            double all_out = 0, nv_out = 0, host_out = 0, nic_out = 0;
+            for (int d = 0; d < D; ++d) {
+                const double u = static_cast<double>(transposed ? units[static_cast<size_t>(d) * D + s]
+                                                                : units[static_cast<size_t>(s) * D + d]);
+                if (s == d || u <= 0) continue;
+                const double b = u * unit_bytes;
+                const int c = at.node[d] != node ? 2 : (domain >= 0 && domain == at.domain[d] ? 0 : 1);
+                used_[c] = true;
+                largest_pair_[c] = std::max(largest_pair_[c], b);
+                all_out += b;
+                q.all_in[d] += b;
+                if (c == 0) {
+                    nv_out += b;
+                    q.nv_in[d] += b;
+                    continue;
+                }
+                host_out += b;
+                q.host_in[d] += b;
+                if (c != 2) continue;
+                q.touch_nic(nic), q.touch_nic(at.nic[d]);
+                own_nic ? void(nic_out += b) : void(q.nic_out[nic] += b);
+                q.nic_in[at.nic[d]] += b;
+            }
+            q.all_out[s] = all_out, q.nv_out[s] = nv_out, q.host_out[s] = host_out;
+            if (own_nic) q.nic_out[nic] = nic_out;  // 0 where row s crossed no node: as it was
+        }
+    }
+    // untouched devices and NICs queue nothing (drain 0), so only the touched ones are read
     double seconds(double bandwidth_scale) const {
         const Queues& q = *q_;
-        double worst = worst_pair_;
-        for (size_t i = 0; i < q.all_out.size(); ++i)
+        double worst = 0.0;
+        for (int c = 0; c < 3; ++c) worst = std::max(worst, drain(largest_pair_[c], rate_[c]));
+        for (int i : q.devices)
             worst = std::max({worst, drain(std::max(q.nv_out[i], q.nv_in[i]), cl_.nvlink_bytes_per_s),
                               drain(std::max(q.host_out[i], q.host_in[i]), cl_.pcie_bytes_per_s),
                               drain(q.all_out[i], cl_.gpu_injection_bytes_per_s),
                               drain(q.all_in[i], cl_.gpu_ejection_bytes_per_s)});
-        for (size_t n = 0; n < q.nic_out.size(); ++n)
+        for (int n : q.nics)
             worst = std::max(worst, drain(std::max(q.nic_out[n], q.nic_in[n]), cl_.node_nic_bytes_per_s));
         using LC = ClusterSpec::LinkClass;
         double latency = 0.0;
@@ -93,7 +164,7 @@ class Collective {
     const Layout* at_ = nullptr;
     const double rate_[3] = {cl_.nvlink_bytes_per_s, cl_.intra_node_bytes_per_s, cl_.inter_node_bytes_per_s};
     bool used_[3] = {false, false, false};
-    double worst_pair_ = 0.0;  // the busiest pair as bytes / its class rate, seconds before scaling
+    double largest_pair_[3] = {0.0, 0.0, 0.0};  // bytes of the largest pair of each class
 };
 
 }  // namespace
@@ -101,15 +172,8 @@ class Collective {
 template <class Count>
 double topology_time(const ClusterSpec& cl, const Count* units, double unit_bytes, bool transposed,
                      double bandwidth_scale) {
-    const int D = cl.num_devices;
     Collective collective(cl);
-    for (int s = 0; s < D; ++s)
-        for (int d = 0; d < D; ++d) {
-            const double u = static_cast<double>(transposed ? units[static_cast<size_t>(d) * D + s]
-                                                            : units[static_cast<size_t>(s) * D + d]);
-            if (s == d || u <= 0) continue;
-            collective.add(s, d, u * unit_bytes);
-        }
+    collective.add_dense(units, unit_bytes, transposed);
     return collective.seconds(bandwidth_scale);
 }
 

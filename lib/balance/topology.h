@@ -32,7 +32,8 @@ double topology_time(const ClusterSpec& cluster, const Count* units, double unit
                      double bandwidth_scale);
 
 // The same for a few distinct (src, dst) pairs carrying unit_bytes each (one expert's copies: Trans's broadcast, or
-// Agg's reduce when transposed), equal to the dense call on their matrix; O(D + pairs) instead of O(D^2).
+// Agg's reduce when transposed), equal to the dense call on their matrix; O(pairs) instead of O(D^2) (the queues
+// are kept per thread and only the devices and NICs a call touches are read and cleared).
 double topology_time_of_copies(const ClusterSpec& cluster, const std::vector<std::pair<int, int>>& copies,
                                double unit_bytes, bool transposed, double bandwidth_scale);
 

@@ -3,7 +3,10 @@
 // differs (an NVLink pair) and nowhere else.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -317,6 +320,86 @@ INSTANTIATE_TEST_SUITE_P(Shipped, TopologyCopies,
                                  if (ch == '-') ch = '_';
                              return name + "_" + std::to_string(info.param.copies);
                          });
+
+// topology.h's definition written out, pair by pair in (src, dst) order, every queue summed as the pairs come:
+// the slow oracle of topology_time's fast dense path (registers for each source's egress, one division per link
+// class), which must give the same double, bit for bit
+double queued_time(const ClusterSpec& cl, const std::vector<int64_t>& units, double unit_bytes, bool transposed,
+                   double scale) {
+    const int D = cl.num_devices, nics = D / cl.devices_per_node * cl.nics_per_node;
+    std::vector<double> nv_out(D), nv_in(D), host_out(D), host_in(D), all_out(D), all_in(D), nic_out(nics),
+        nic_in(nics);
+    const double rate[3] = {cl.nvlink_bytes_per_s, cl.intra_node_bytes_per_s, cl.inter_node_bytes_per_s};
+    auto drain = [](double queued, double r) { return r > 0 && queued > 0 ? queued / r : 0.0; };
+    double worst = 0;
+    bool used[3] = {false, false, false};
+    for (int s = 0; s < D; ++s)
+        for (int d = 0; d < D; ++d) {
+            const auto u = static_cast<double>(transposed ? units[static_cast<size_t>(d) * D + s]
+                                                          : units[static_cast<size_t>(s) * D + d]);
+            if (s == d || u <= 0) continue;
+            const double b = u * unit_bytes;
+            const int c = static_cast<int>(cl.link_class(s, d));  // kNvlink, kIntraNode, kInterNode
+            used[c] = true;
+            worst = std::max(worst, drain(b, rate[c]));
+            all_out[s] += b, all_in[d] += b;
+            if (c == 0) {
+                nv_out[s] += b, nv_in[d] += b;
+                continue;
+            }
+            host_out[s] += b, host_in[d] += b;
+            if (c == 2) nic_out[cl.nic_of(s)] += b, nic_in[cl.nic_of(d)] += b;
+        }
+    for (int i = 0; i < D; ++i)
+        worst =
+            std::max({worst, drain(std::max(nv_out[i], nv_in[i]), cl.nvlink_bytes_per_s),
+                      drain(std::max(host_out[i], host_in[i]), cl.pcie_bytes_per_s),
+                      drain(all_out[i], cl.gpu_injection_bytes_per_s), drain(all_in[i], cl.gpu_ejection_bytes_per_s)});
+    for (int n = 0; n < nics; ++n)
+        worst = std::max(worst, drain(std::max(nic_out[n], nic_in[n]), cl.node_nic_bytes_per_s));
+    double latency = 0;
+    for (int c = 0; c < 3; ++c)
+        if (used[c]) latency = std::max(latency, cl.link_latency_s(static_cast<ClusterSpec::LinkClass>(c)));
+    return worst / scale + latency;
+}
+
+struct DenseCase {
+    const char* name;
+    const char* cluster;
+    int nics_per_node, nvlink_domain;  // 0: the file's
+    int percent_nonzero;               // of the off-diagonal pairs
+};
+void PrintTo(const DenseCase& c, std::ostream* os) { *os << c.name; }
+class TopologyDense : public ::testing::TestWithParam<DenseCase> {};
+
+TEST_P(TopologyDense, TimeIsTheQueuesSummedPairByPairExactly) {
+    const DenseCase& c = GetParam();
+    ClusterSpec cl = shipped(c.cluster);
+    if (c.nics_per_node > 0) cl.nics_per_node = c.nics_per_node;
+    if (c.nvlink_domain > 0) cl.nvlink_domain = c.nvlink_domain;
+    const int D = cl.num_devices;
+    Rng rng(static_cast<uint64_t>(D) * 977 + c.percent_nonzero);
+    for (int trial = 0; trial < 10; ++trial) {
+        std::vector<int64_t> units(static_cast<size_t>(D) * D, 0);
+        for (int64_t& u : units)
+            if (static_cast<int>(rng.next_u64() % 100) < c.percent_nonzero)
+                u = 1 + static_cast<int64_t>(rng.next_u64() % 5000);
+        const double unit_bytes = 1024.0 * (1 + trial);  // a token's or an expert's bytes
+        for (bool transposed : {false, true})
+            EXPECT_EQ(topology_time(cl, units.data(), unit_bytes, transposed, 0.7),
+                      queued_time(cl, units, unit_bytes, transposed, 0.7))
+                << "trial " << trial << (transposed ? ", transposed" : "");
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Clusters, TopologyDense,
+                         ::testing::Values(DenseCase{"h100_64_rail_nic_per_gpu_dense", "h100-64.toml", 0, 0, 100},
+                                           DenseCase{"h100_64_rail_nic_per_gpu_sparse", "h100-64.toml", 0, 0, 7},
+                                           DenseCase{"h100_64_two_nics_per_node", "h100-64.toml", 2, 0, 60},
+                                           DenseCase{"h100_64_nvlink_pairs_of_4", "h100-64.toml", 0, 4, 60},
+                                           DenseCase{"hpnv_16_one_nic_per_node", "hpnv-16.toml", 0, 0, 100},
+                                           DenseCase{"hpwnv_16", "hpwnv-16.toml", 0, 0, 30}),
+                         [](const ::testing::TestParamInfo<DenseCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace prophet
