@@ -63,6 +63,11 @@ struct Layout {
             nic[i] = cl.nic_of(i);
         }
     }
+    // 0: the same NVLink domain, 1: the same node (PCIe peer), 2: another node (ClusterSpec::link_class), from
+    // the source's node and domain (a dense row's loop keeps them in registers) and the destination
+    int link_class(int source_node, int source_domain, int d) const {
+        return node[d] != source_node ? 2 : (source_domain >= 0 && source_domain == domain[d] ? 0 : 1);
+    }
 };
 
 // One collective's queues as its pairs are added, then the busiest resource plus the latency of the slowest link
@@ -81,7 +86,7 @@ class Collective {
     void add(int s, int d, double b) {
         Queues& q = *q_;
         const Layout& at = *at_;
-        const int c = at.node[s] != at.node[d] ? 2 : (at.domain[s] >= 0 && at.domain[s] == at.domain[d] ? 0 : 1);
+        const int c = at.link_class(at.node[s], at.domain[s], d);
         used_[c] = true;
         largest_pair_[c] = std::max(largest_pair_[c], b);
         q.touch_device(s), q.touch_device(d);
@@ -118,7 +123,7 @@ class Collective {
                                                                 : units[static_cast<size_t>(s) * D + d]);
                 if (s == d || u <= 0) continue;
                 const double b = u * unit_bytes;
-                const int c = at.node[d] != node ? 2 : (domain >= 0 && domain == at.domain[d] ? 0 : 1);
+                const int c = at.link_class(node, domain, d);
                 used_[c] = true;
                 largest_pair_[c] = std::max(largest_pair_[c], b);
                 all_out += b;
