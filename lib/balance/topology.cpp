@@ -87,23 +87,15 @@ class Collective {
         Queues& q = *q_;
         const Layout& at = *at_;
         const int c = at.link_class(at.node[s], at.domain[s], d);
-        used_[c] = true;
-        largest_pair_[c] = std::max(largest_pair_[c], b);
-        q.touch_device(s), q.touch_device(d);
+        q.touch_device(s);
         q.all_out[s] += b;
-        q.all_in[d] += b;
         if (c == 0) {
             q.nv_out[s] += b;
-            q.nv_in[d] += b;
-            return;
+        } else {
+            q.host_out[s] += b;
+            if (c == 2) q.touch_nic(at.nic[s]), q.nic_out[at.nic[s]] += b;
         }
-        q.host_out[s] += b;
-        q.host_in[d] += b;
-        if (c == 2) {
-            q.touch_nic(at.nic[s]), q.touch_nic(at.nic[d]);
-            q.nic_out[at.nic[s]] += b;
-            q.nic_in[at.nic[d]] += b;
-        }
+        add_ingress(d, c, b);
     }
     // Every pair of a dense matrix, as add() in (src, dst) order would queue them, with the same sums: each queue
     // of source s (its egress) only grows in row s, so row s sums it in a register from 0 in d order, the same
@@ -124,25 +116,33 @@ class Collective {
                 if (s == d || u <= 0) continue;
                 const double b = u * unit_bytes;
                 const int c = at.link_class(node, domain, d);
-                used_[c] = true;
-                largest_pair_[c] = std::max(largest_pair_[c], b);
                 all_out += b;
-                q.all_in[d] += b;
                 if (c == 0) {
                     nv_out += b;
-                    q.nv_in[d] += b;
-                    continue;
+                } else {
+                    host_out += b;
+                    if (c == 2) q.touch_nic(nic), own_nic ? void(nic_out += b) : void(q.nic_out[nic] += b);
                 }
-                host_out += b;
-                q.host_in[d] += b;
-                if (c != 2) continue;
-                q.touch_nic(nic), q.touch_nic(at.nic[d]);
-                own_nic ? void(nic_out += b) : void(q.nic_out[nic] += b);
-                q.nic_in[at.nic[d]] += b;
+                add_ingress(d, c, b);
             }
             q.all_out[s] = all_out, q.nv_out[s] = nv_out, q.host_out[s] = host_out;
             if (own_nic) q.nic_out[nic] = nic_out;  // 0 where row s crossed no node: as it was
         }
+    }
+    // the pair's share of everything but its source's egress: its class's busiest pair and latency, and the
+    // destination's ingress queues (both paths add these in (src, dst) order)
+    void add_ingress(int d, int c, double b) {
+        Queues& q = *q_;
+        used_[c] = true;
+        largest_pair_[c] = std::max(largest_pair_[c], b);
+        q.touch_device(d);
+        q.all_in[d] += b;
+        if (c == 0) {
+            q.nv_in[d] += b;
+            return;
+        }
+        q.host_in[d] += b;
+        if (c == 2) q.touch_nic(at_->nic[d]), q.nic_in[at_->nic[d]] += b;
     }
     // untouched devices and NICs queue nothing (drain 0), so only the touched ones are read
     double seconds(double bandwidth_scale) const {
