@@ -12,9 +12,11 @@
 #include "balance/bounds.h"
 #include "balance/cluster.h"
 #include "balance/flow_routing.h"
+#include "balance/options.h"
 #include "balance/policies.h"
 #include "balance/policy_flow.h"
 #include "balance/route_max_flow.h"
+#include "core/config.h"
 #include "planner_inputs.h"
 
 namespace {
@@ -114,12 +116,12 @@ void BM_plan_flow_top8(benchmark::State& state) {
 void BM_plan_flow_h100_64(benchmark::State& state) {
     constexpr int E = 256, D = 64;
     const auto counts = zipf_counts(D, E, 7, 8 * 4096);
-    CostModel cost;
-    cost.cluster = load_cluster_file(std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/h100-64.toml");
-    cost.model.d_model = 7168, cost.model.d_ffn = 2048, cost.model.seq_len = 4096, cost.model.tokens_per_device = 4096;
-    cost.topology_aware = cost.cluster.topology;
-    cost.trans_broadcast = cost.cluster.chain_broadcast ? TransBroadcast::kChain : TransBroadcast::kStar;
-    cost = model_for_layer(cost, 1);
+    const std::string file = std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/h100-64.toml";
+    Schema schema;
+    add_cost_model_keys(schema, "");
+    const TraceShape shape{D, E, int64_t{4096} * D, 7168, 2048, 4096};  // `prophet plan`'s model, default keys
+    const CostModel cost =
+        model_for_layer(cost_model_for_trace(load_cluster_file(file), file, shape, "bench", Config(schema), ""), 1);
     BalanceOptions options;
     options.route_rule = RouteRule::kFlow;
     const Placement current = Placement::make_static(D, E);
