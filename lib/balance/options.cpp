@@ -171,6 +171,13 @@ bool planning_chain_broadcast(const Config& c, const ClusterSpec& cluster) {
     return c.has("plan.trans_broadcast") ? c.get_string("plan.trans_broadcast") == "chain" : cluster.chain_broadcast;
 }
 
+void apply_cluster_pricing(CostModel& cost, const Config* overrides) {
+    const ClusterSpec& cl = cost.cluster;
+    cost.topology_aware = overrides ? planning_topology_aware(*overrides, cl) : cl.topology;
+    const bool chain = overrides ? planning_chain_broadcast(*overrides, cl) : cl.chain_broadcast;
+    cost.trans_broadcast = chain ? TransBroadcast::kChain : TransBroadcast::kStar;
+}
+
 CostModel cost_model_for_trace(const ClusterSpec& cluster, const std::string& cluster_origin, const TraceShape& t,
                                const std::string& trace_origin, const Config& c, const std::string& dims_fix) {
     check_trace_devices(cluster, cluster_origin, t.num_devices, trace_origin);
@@ -189,12 +196,11 @@ CostModel cost_model_for_trace(const ClusterSpec& cluster, const std::string& cl
     cost.model.seq_len = override_or("plan.seq_len", t.seq_len);
     cost.model.tokens_per_device = t.tokens_per_iteration / t.num_devices;
     cost.model.bytes_per_elem = static_cast<int>(c.get_int("plan.bytes_per_elem"));
-    cost.topology_aware = planning_topology_aware(c, cluster);
+    apply_cluster_pricing(cost, &c);
     cost.compute_scale = c.get_float("plan.compute_scale");
     cost.bandwidth_scale = c.get_float("plan.bandwidth_scale");
     cost.trans_receivers =
         c.get_string("plan.trans_receivers") == "replicas" ? TransReceivers::kReplicaHolders : TransReceivers::kPaper;
-    cost.trans_broadcast = planning_chain_broadcast(c, cluster) ? TransBroadcast::kChain : TransBroadcast::kStar;
     cost.transfer_credit =
         c.get_string("plan.transfer_credit") == "chunks" ? TransferCredit::kChunks : TransferCredit::kWholeExperts;
     if (cost.model.d_model <= 0 || cost.model.d_ffn <= 0)

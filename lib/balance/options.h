@@ -34,6 +34,10 @@ void check_trace_devices(const ClusterSpec& cluster, const std::string& cluster_
 // the key, else the cluster file's (its topology, its trans_broadcast).
 bool planning_topology_aware(const Config& config, const ClusterSpec& cluster);
 bool planning_chain_broadcast(const Config& config, const ClusterSpec& cluster);
+// Sets cost.topology_aware and cost.trans_broadcast by those two rules on cost.cluster, so that one cluster file is
+// priced alike by plan, the sim sweeps and the serving replay; overrides: a config that may set the plan.* keys
+// (nullptr: the file's own choices).
+void apply_cluster_pricing(CostModel& cost, const Config* overrides);
 
 // Checks the trace against the cluster (same D; E divisible by D) with errors (exit 3) naming trace_origin and
 // cluster_origin, then builds the cost model from the cluster, the trace's dimensions and the plan.* overrides

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "balance/cluster.h"
+#include "balance/options.h"
 #include "core/error.h"
 #include "serve/serving_planner.h"
 #include "sim/inference.h"
@@ -29,9 +30,9 @@ CostModel simulated_cost_model(const std::string& cluster_path, int num_devices,
                            "has num_devices = " + std::to_string(cost.cluster.num_devices) +
                                ", the run has " + std::to_string(num_devices) + " ranks (the routing is per rank)",
                            "simulate a cluster file of " + std::to_string(num_devices) + " devices");
-    // the busiest link decides an all-to-all when the file describes links (nodes of NVLink, a network between)
-    cost.topology_aware = cost.cluster.intra_node_bytes_per_s > 0;
-    cost.trans_broadcast = cost.cluster.chain_broadcast ? TransBroadcast::kChain : TransBroadcast::kStar;
+    // as `prophet plan` prices the same file (no plan.* overrides): the busiest link decides an all-to-all where the
+    // file describes its topology, else Eq 1 over a2a_gbit_s
+    apply_cluster_pricing(cost, nullptr);
     cost.model.d_model = d_model;
     cost.model.d_ffn = d_ffn;
     cost.model.bytes_per_elem = bytes_per_elem;

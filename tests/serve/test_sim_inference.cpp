@@ -1,7 +1,14 @@
 // lib/sim/inference: per-device forward-only times of one MoE layer, computed by hand on a 2-device instance,
-// and the serving replay (serve_sim) charging Trans only for replicas new since the previous batch.
+// and the serving replay (serve_sim) charging Trans only for replicas new since the previous batch and pricing a
+// cluster file as `prophet plan` does.
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <string>
+
+#include "balance/options.h"
+#include "core/config.h"
+#include "serve/serve_sim.h"
 #include "sim/inference.h"
 
 using namespace prophet;
@@ -101,3 +108,43 @@ TEST(SimInference, LayerToLayerTokenPathByHand) {
                            transitions);
     EXPECT_DOUBLE_EQ(doubled[1].a2a_s[0], 8.5 + 4.5);
 }
+
+// A cluster file prices the all-to-all and the broadcast the same way in the serving replay as in `prophet plan`
+// (no plan.* overrides): topology-aware only where the file describes its topology. The replay once took every
+// file as topology-aware (its test was intra_node_bytes_per_s > 0, which the loader always fills), so MoETuner's
+// nodes were timed by their links in serving and by Eq 1 in plan.
+struct ClusterCase {
+    const char* file;
+    bool topology_aware;  // what both commands must choose
+};
+
+void PrintTo(const ClusterCase& c, std::ostream* os) { *os << c.file; }
+
+class ServeSimCluster : public ::testing::TestWithParam<ClusterCase> {};
+
+TEST_P(ServeSimCluster, PricedAsPlanPricesIt) {
+    const std::string path = std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/" + GetParam().file;
+    const ClusterSpec cluster = load_cluster_file(path);
+    const int D = cluster.num_devices;
+    const CostModel served = serve::simulated_cost_model(path, D, 64, 128, 2, 1024);
+    Schema schema;
+    add_cost_model_keys(schema, "");
+    const TraceShape shape{D, D, int64_t{1024} * D, 64, 128, 256};
+    const CostModel planned = cost_model_for_trace(cluster, path, shape, "test", Config(schema), "");
+    EXPECT_EQ(served.topology_aware, GetParam().topology_aware);
+    EXPECT_EQ(planned.topology_aware, GetParam().topology_aware);
+    EXPECT_EQ(served.trans_broadcast, planned.trans_broadcast);
+}
+
+INSTANTIATE_TEST_SUITE_P(ClusterFiles, ServeSimCluster,
+                         ::testing::Values(ClusterCase{"moetuner-h100-ep4.toml", false},
+                                           ClusterCase{"moetuner-h200-ep4.toml", false},
+                                           ClusterCase{"cpu-local.toml", false}, ClusterCase{"hpwnv-16.toml", true},
+                                           ClusterCase{"hpnv-16.toml", true}, ClusterCase{"h100-64.toml", true}),
+                         [](const auto& info) {
+                             std::string name = info.param.file;
+                             name = name.substr(0, name.find('.'));
+                             for (char& c : name)
+                                 if (c == '-') c = '_';
+                             return name;
+                         });
