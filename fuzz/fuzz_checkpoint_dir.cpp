@@ -1,17 +1,15 @@
 // fuzz_checkpoint_dir.cpp: libFuzzer target for a whole checkpoint directory as `prophet train --resume` reads it:
 // load_checkpoint (state.json, both safetensors files, against a tiny model's expected tensors), then every
 // field the trainer reads (check_resume_fields) and the balancing state (PolicyRunner::load_state), then the
-// placements a resumed run plans from it. A checkpoint is three files, so the input is split at kSeparator:
-//   <state.json> [kSeparator <model.safetensors> [kSeparator <optimizer.safetensors>]]
+// placements a resumed run plans from it. A checkpoint is three files, so the input is split at
+// fuzz::kFileSeparator (fuzz_file.h, shown as sep):
+//   <state.json> [sep <model.safetensors> [sep <optimizer.safetensors>]]
 // A part not given keeps the valid file written at start-up (the tiny model's save_checkpoint). Every malformed
 // input must end in a prophet::Error (issue 14: a short policy_state.previous once read past its end, and a
 // non-numeric extra.world_size escaped as std::invalid_argument).
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -22,6 +20,7 @@
 
 #include "balance/policies.h"
 #include "core/error.h"
+#include "fuzz_file.h"
 #include "model/checkpoint.h"
 #include "train/policy_runner.h"
 #include "train/resume_check.h"
@@ -30,20 +29,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kSeparator = "\n--prophet-fuzz-file--\n";
 // the tiny model the directory belongs to: L layers, D ranks, E experts
 constexpr int L = 2, D = 2, E = 4;
-
-struct Dir {
-    std::string root;  // holds step-00000001/
-    std::string step;
-    std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
-    std::string model_bytes, optimizer_bytes;
-    ~Dir() {
-        std::error_code ec;
-        if (!root.empty()) fs::remove_all(root, ec);
-    }
-};
 
 // a small cluster and model for the planners (the numbers matter little; they must be valid)
 prophet::CostModel cost_model() {
@@ -64,22 +51,19 @@ std::string slurp(const fs::path& path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-void put(const fs::path& path, std::string_view bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+// A valid checkpoint of the tiny model, written once into a scratch directory; its state.json is what the seed
+// corpus starts from.
+struct Dir {
+    fuzz::ScratchDir scratch{"prophet-fuzz-ckpt"};  // holds step-00000001/, removed at exit
+    std::string root = scratch.path().string();
+    std::string step;  // the step directory the inputs overwrite
+    std::vector<std::pair<std::string, std::vector<int64_t>>> tensors = {{"w", {2, 3}}, {"b", {3}}};
+    std::string model_bytes, optimizer_bytes;
 
-// writes a valid checkpoint of the tiny model once; its state.json is what the seed corpus starts from
-const Dir& directory() {
-    static const Dir dir = [] {
-        Dir d;
-        const char* tmp = std::getenv("TMPDIR");
-        d.root = std::string(tmp && *tmp ? tmp : "/tmp") + "/prophet-fuzz-ckpt-" + std::to_string(getpid());
-        fs::remove_all(d.root);
-        d.tensors = {{"w", {2, 3}}, {"b", {3}}};
+    Dir() {
         static const float values[9] = {0.5f, -1.0f, 2.0f, 0.25f, 0.0f, 1.5f, 3.0f, 0.75f, 1.0f};  // >= 6 + 3
         std::vector<prophet::TensorView> model, optimizer;
-        for (const auto& [name, shape] : d.tensors) {
+        for (const auto& [name, shape] : tensors) {
             model.push_back({name, shape, values});
             optimizer.push_back({name + ".m", shape, values});
             optimizer.push_back({name + ".v", shape, values + 3});  // >= 0 (a .v must be)
@@ -92,11 +76,14 @@ const Dir& directory() {
         runner.end_iteration(1, std::vector<int64_t>(static_cast<size_t>(L) * D * E, 3));
         meta.extra["policy_state"] = runner.save_state();
         meta.extra["world_size"] = std::to_string(D);
-        d.step = prophet::save_checkpoint(d.root, 1, model, optimizer, {{"init", {1, 2, 3, 4}}}, meta);
-        d.model_bytes = slurp(fs::path(d.step) / "model.safetensors");
-        d.optimizer_bytes = slurp(fs::path(d.step) / "optimizer.safetensors");
-        return d;
-    }();
+        step = prophet::save_checkpoint(root, 1, model, optimizer, {{"init", {1, 2, 3, 4}}}, meta);
+        model_bytes = slurp(fs::path(step) / "model.safetensors");
+        optimizer_bytes = slurp(fs::path(step) / "optimizer.safetensors");
+    }
+};
+
+const Dir& directory() {
+    static const Dir dir;
     return dir;
 }
 
@@ -104,19 +91,13 @@ const Dir& directory() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Dir& dir = directory();
-    std::vector<std::string_view> parts;
-    std::string_view rest(reinterpret_cast<const char*>(data), size);
-    while (parts.size() < 2) {
-        const size_t at = rest.find(kSeparator);
-        if (at == std::string_view::npos) break;
-        parts.push_back(rest.substr(0, at));
-        rest.remove_prefix(at + kSeparator.size());
-    }
-    parts.push_back(rest);
-    put(fs::path(dir.step) / "state.json", parts[0]);
-    put(fs::path(dir.step) / "model.safetensors", parts.size() > 1 ? parts[1] : std::string_view(dir.model_bytes));
-    put(fs::path(dir.step) / "optimizer.safetensors",
-        parts.size() > 2 ? parts[2] : std::string_view(dir.optimizer_bytes));
+    const std::vector<std::string_view> parts =
+        fuzz::split_files(std::string_view(reinterpret_cast<const char*>(data), size), 3);
+    fuzz::put(fs::path(dir.step) / "state.json", parts[0]);
+    fuzz::put(fs::path(dir.step) / "model.safetensors",
+              parts.size() > 1 ? parts[1] : std::string_view(dir.model_bytes));
+    fuzz::put(fs::path(dir.step) / "optimizer.safetensors",
+              parts.size() > 2 ? parts[2] : std::string_view(dir.optimizer_bytes));
     try {
         prophet::CheckpointExpect expect;
         expect.tensors = dir.tensors;

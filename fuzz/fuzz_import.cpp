@@ -3,26 +3,24 @@
 // and TensorRT-LLM's meta_info.json + rank<R>.safetensors, each read and built into a trace by
 // import_engine_trace. These files come from other programs and other machines: every malformed input must end in
 // a prophet::Error. The input is a header line naming the format and the options, then the files split at
-// kSeparator:
-//   <format> [devices [top_k [rescale_tokens [ep_size [etp_size [pp_size]]]]]] "\n" <file 0> [kSeparator <file 1> ...]
+// fuzz::kFileSeparator (fuzz_file.h):
+//   <format> [devices [top_k [rescale_tokens [ep_size [etp_size [pp_size]]]]]] "\n" <file 0> [sep <file 1> ...]
 // format: sglang, vllm, eplb (one file), megatron (file i is rank<i>.jsonl) or trtllm (file 0 is meta_info.json,
 // file i >= 1 is rank<i-1>.safetensors). The numbers are clamped to small ranges so that an input's size, not its
 // header, decides how much the reader may allocate; a header the target cannot read is skipped. A successful
 // import must hold a trace validate_trace accepts.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/error.h"
+#include "fuzz_file.h"
 #include "import/import.h"
 #include "trace/trace.h"
 
@@ -30,43 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kSeparator = "\n--prophet-fuzz-file--\n";
 constexpr size_t kMostFiles = 8;
-
-// a directory of this process, emptied before every input and removed at exit
-struct ScratchDir {
-    fs::path path;
-    ScratchDir() {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/prophet-fuzz-import-XXXXXX";
-        if (!mkdtemp(templ.data())) std::abort();
-        path = templ;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    void clear() const {
-        for (const fs::directory_entry& entry : fs::directory_iterator(path)) fs::remove_all(entry.path());
-    }
-};
-
-void put(const fs::path& path, std::string_view bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) std::abort();
-}
-
-std::vector<std::string_view> split_files(std::string_view body) {
-    std::vector<std::string_view> parts;
-    for (size_t at = body.find(kSeparator); at != std::string_view::npos && parts.size() + 1 < kMostFiles;
-         at = body.find(kSeparator)) {
-        parts.push_back(body.substr(0, at));
-        body.remove_prefix(at + kSeparator.size());
-    }
-    parts.push_back(body);
-    return parts;
-}
 
 // the header's options, clamped (a negative or huge number becomes its range's end: the readers' own range checks
 // are exercised by the unit tests, the files' contents here)
@@ -88,7 +50,7 @@ bool read_header(std::string_view line, prophet::ImportOptions& o) {
 }
 
 // writes the parts under the names the format reads; returns the paths to pass
-std::vector<std::string> write_files(const ScratchDir& dir, const std::string& format,
+std::vector<std::string> write_files(const fuzz::ScratchDir& dir, const std::string& format,
                                      const std::vector<std::string_view>& parts) {
     std::vector<std::string> files;
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -96,8 +58,8 @@ std::vector<std::string> write_files(const ScratchDir& dir, const std::string& f
         if (format == "eplb") name = "weight";
         if (format == "megatron") name = "rank" + std::to_string(i) + ".jsonl";
         if (format == "trtllm") name = i == 0 ? "meta_info.json" : "rank" + std::to_string(i - 1) + ".safetensors";
-        const fs::path path = dir.path / name;
-        put(path, parts[i]);
+        const fs::path path = dir.path() / name;
+        fuzz::put(path, parts[i]);
         files.push_back(path.string());
         if (format == "sglang" || format == "vllm" || format == "eplb") break;  // one file
     }
@@ -107,7 +69,7 @@ std::vector<std::string> write_files(const ScratchDir& dir, const std::string& f
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const ScratchDir dir;
+    static const fuzz::ScratchDir dir("prophet-fuzz-import");
     const std::string_view input(reinterpret_cast<const char*>(data), size);
     const size_t newline = input.find('\n');
     if (newline == std::string_view::npos) return 0;
@@ -116,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto& formats = prophet::import_formats();
     if (std::find(formats.begin(), formats.end(), options.format) == formats.end()) return 0;
     dir.clear();
-    options.files = write_files(dir, options.format, split_files(input.substr(newline + 1)));
+    options.files = write_files(dir, options.format, fuzz::split_files(input.substr(newline + 1), kMostFiles));
     prophet::ImportResult result;
     try {
         result = prophet::import_engine_trace(options);
