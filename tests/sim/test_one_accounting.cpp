@@ -11,6 +11,8 @@
 #include "balance/cluster.h"
 #include "balance/evaluate.h"
 #include "balance/moves.h"
+#include "balance/options.h"
+#include "core/config.h"
 #include "sim/simulator.h"
 #include "sim/trace_view.h"
 #include "trace/trace.h"
@@ -144,11 +146,17 @@ TEST(OneAccountingRealTrace, MoetunerModelsAgreeOnTheHeldOutHalf) {
     const Trace trace = load_trace(path);
     const TraceView v =
         view_of(trace.counts, 40, trace.meta.num_layers, trace.meta.num_devices, trace.meta.num_experts);
-    CostModel cost;  // as prophet plan builds it for the README's reading of the model (cost_model_for_trace)
-    cost.cluster = load_cluster_file(std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/hpwnv-16.toml");
-    cost.model = {1024, 4096, 1024, 4, trace.meta.tokens_per_iteration / trace.meta.num_devices};
-    cost.topology_aware = cost.cluster.topology;
-    cost.trans_broadcast = cost.cluster.chain_broadcast ? TransBroadcast::kChain : TransBroadcast::kStar;
+    // the model `prophet plan --set plan.d_model=1024 --set plan.d_ffn=4096 --set plan.seq_len=1024` prices it with
+    Schema schema;
+    add_cost_model_keys(schema, "");
+    Config config(schema);
+    for (const char* set : {"plan.d_model=1024", "plan.d_ffn=4096", "plan.seq_len=1024"}) config.apply_set(set);
+    const std::string cluster_file = std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/hpwnv-16.toml";
+    const TraceMeta& meta = trace.meta;
+    const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
+                           meta.d_model,     meta.d_ffn,       meta.seq_len};
+    const CostModel cost = cost_model_for_trace(load_cluster_file(cluster_file), cluster_file, shape, path, config, "");
+    ASSERT_EQ(cost.model.bytes_per_elem, 4);
     EvalSettings settings;
     settings.plan_repeats = 1;
     settings.profile_iterations = 20;
