@@ -180,7 +180,10 @@ bool plan_layer_score(LayerScore& s, const PolicyRow& row, PolicyInput input, co
     }
     const int64_t* source = !previous ? trace.layer(it, l) : it == 0 ? first.data() : trace.layer(it - 1, l);
     std::vector<int64_t> planning;  // [D*E] the forecast of the sources so far
-    if (forecast) forecast->observe(source), planning = forecast->forecast(), source = planning.data();
+    // iteration 0's window plan seeds no forecast: its mean holds the later iterations' counts, which the forecast
+    // would carry into the plans of the very iterations they are scored on
+    const bool window_plan = previous && it == 0;
+    if (forecast && !window_plan) forecast->observe(source), planning = forecast->forecast(), source = planning.data();
     LayerPlanRequest request;
     request.iteration = it;
     request.layer = l;

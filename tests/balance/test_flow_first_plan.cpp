@@ -1,6 +1,6 @@
 // flow's first plan (iteration 0 of a trace, which has no previous iteration): planned from the profiling window's
-// other iterations, never from the counts it is scored on; and, on a short trace whose hot experts share a home
-// device, flow ahead of eplb's in-sample placement under every cost-model column.
+// other iterations, never from the counts it is scored on, and never the start of the load forecast; and, on a short
+// trace whose hot experts share a home device, flow ahead of eplb's in-sample placement under every cost-model column.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -108,6 +108,29 @@ INSTANTIATE_TEST_SUITE_P(Windows, FlowFirstPlan,
                                            WindowCase{"WindowOfOne", 3, 1, false},
                                            WindowCase{"OneIteration", 1, 0, false}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Iteration 0's window plan does not seed flow's forecast: the window's mean holds the counts of the iterations
+// after 0, so a forecast that started from it would carry iteration t's counts into iteration t's plan. Iterations
+// 1-2 move the hot pair to experts 6 and 7; after one observed iteration an EWMA forecast (decay 0.5, z = 1) is that
+// iteration's counts, so flow plans iteration 1 from iteration 0 alone under either predictor. (Seeded with the
+// window, the EWMA planned iteration 1 for all four experts hot.)
+TEST(FlowForecast, StartsFromIterationZeroNotTheWindow) {
+    const int I = 3, L = 2, D = 4, E = 8;
+    std::vector<int64_t> counts = hot_pair_trace(I, L, D, E, kHot, kCold);
+    for (size_t k = static_cast<size_t>(L) * D * E; k < counts.size(); k += E) {  // iterations 1 and 2
+        std::swap(counts[k], counts[k + 6]);
+        std::swap(counts[k + 1], counts[k + 7]);
+    }
+    const CostModel cost = testing::paper_cost_model(D, kTokensPerDevice);
+    EvalSettings s = settings_for(6);
+    const PolicyScore ewma = evaluate_policy("flow", view_of(counts, I, L, D, E), cost, s, false);
+    s.options.flow_predict = "previous";
+    const PolicyScore previous = evaluate_policy("flow", view_of(counts, I, L, D, E), cost, s, false);
+    for (size_t k = 0; k < static_cast<size_t>(2 * L); ++k) {  // iterations 0 and 1, every layer
+        EXPECT_EQ(ewma.layers[k].placement.owner, previous.layers[k].placement.owner) << "layer score " << k;
+        EXPECT_EQ(ewma.layers[k].placement.replica, previous.layers[k].placement.replica) << "layer score " << k;
+    }
+}
 
 // first_plan_counts by hand: one layer, one device, two experts; iterations {100, 7}, {1, 2}, {2, 5}.
 struct MeanCase {
