@@ -23,6 +23,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "plan/policy_models.h"
+#include "sim/trace_view.h"
 #include "trace/trace.h"
 
 using namespace prophet;
@@ -154,8 +155,7 @@ int run(const ProbeArgs& a) {
     const ClusterSpec cluster = load_cluster_file(a.cluster);
     const Trace trace = load_trace(a.trace);
     const TraceMeta& meta = trace.meta;
-    const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
-                           meta.d_model,     meta.d_ffn,       meta.seq_len};
+    const TraceShape shape = shape_of(meta);
     const CostModel cost = cost_model_for_trace(cluster, a.cluster, shape, a.trace, config, "");
     const TraceView view{trace.counts.data(), nullptr,          meta.num_iterations,
                          meta.num_layers,     meta.num_devices, meta.num_experts};

@@ -305,8 +305,7 @@ PlanInputs load_plan_inputs(const PlanArgs& args) {
     in.loaded = load_any_trace(args.trace, in.store_path, in.jobs);
     resolve_regime_in(in.config, in.loaded.trace.meta.source);  // auto: serving for an inference engine's statistics
     const TraceMeta& meta = in.loaded.trace.meta;
-    const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
-                           meta.d_model,     meta.d_ffn,       meta.seq_len};
+    const TraceShape shape = shape_of(meta);
     in.cost = cost_model_for_trace(in.cluster, args.cluster, shape, args.trace, in.config,
                                    "--set plan.d_model=1024 --set plan.d_ffn=2048");
     in.policies = chosen_policies(in.config, listed);

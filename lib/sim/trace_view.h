@@ -1,5 +1,6 @@
-// trace_view.h: the TraceView (balance/evaluate.h) over a whole recorded trace, every iteration and layer; what
-// `prophet plan` and the sweep engines hand the evaluator and the simulator.
+// trace_view.h: the TraceView (balance/evaluate.h) over a whole recorded trace, every iteration and layer, and its
+// TraceShape (balance/options.h); what `prophet plan` and the sweep engines hand the evaluator, the simulator and
+// the cost model.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "balance/evaluate.h"
+#include "balance/options.h"
 #include "core/error.h"
 #include "trace/trace.h"
 
@@ -39,6 +41,11 @@ inline TraceView view_of(const std::vector<int64_t>& counts, int num_iterations,
     view.num_devices = num_devices;
     view.num_experts = num_experts;
     return view;
+}
+
+// What the cost model needs of a recorded trace (cost_model_for_trace: lib/balance does not read TraceMeta).
+inline TraceShape shape_of(const TraceMeta& meta) {
+    return {meta.num_devices, meta.num_experts, meta.tokens_per_iteration, meta.d_model, meta.d_ffn, meta.seq_len};
 }
 
 }  // namespace prophet

@@ -86,8 +86,7 @@ PointData load_point(const SweepSpec& spec, const SweepPoint& p) {
     validate_trace(d.trace, trace_path);
     const TraceMeta& meta = d.trace.meta;
     const Config pc = point_config(p.params);
-    const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
-                           meta.d_model,     meta.d_ffn,       meta.seq_len};
+    const TraceShape shape = shape_of(meta);
     CostModel cost = cost_model_for_trace(d.cluster, p.cluster, shape, p.trace, pc,
                                           "add \"plan.d_model\" and \"plan.d_ffn\" to [sweep.grid]");
     // the belief is the cluster file with the planner's plan.* scales; the truth is the file with the truth.*

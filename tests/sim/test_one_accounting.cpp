@@ -152,10 +152,8 @@ TEST(OneAccountingRealTrace, MoetunerModelsAgreeOnTheHeldOutHalf) {
     Config config(schema);
     for (const char* set : {"plan.d_model=1024", "plan.d_ffn=4096", "plan.seq_len=1024"}) config.apply_set(set);
     const std::string cluster_file = std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/hpwnv-16.toml";
-    const TraceMeta& meta = trace.meta;
-    const TraceShape shape{meta.num_devices, meta.num_experts, meta.tokens_per_iteration,
-                           meta.d_model,     meta.d_ffn,       meta.seq_len};
-    const CostModel cost = cost_model_for_trace(load_cluster_file(cluster_file), cluster_file, shape, path, config, "");
+    const CostModel cost =
+        cost_model_for_trace(load_cluster_file(cluster_file), cluster_file, shape_of(trace.meta), path, config, "");
     ASSERT_EQ(cost.model.bytes_per_elem, 4);
     EvalSettings settings;
     settings.plan_repeats = 1;
