@@ -103,16 +103,8 @@ Validation validate_run(Store& store, const std::string& run_id, const std::stri
     const int D = run.info.world_size;
     const std::map<int64_t, double> step_ms = recorded_step_ms(store, run_id);
     const Trace trace = recorded_loads(store, run_id, m, D, step_ms);
-    ClusterSpec cluster = load_cluster_file(cluster_path);
-    cluster.num_devices = D;
-    if (cluster.devices_per_node > D || D % cluster.devices_per_node != 0) cluster.devices_per_node = D;
-    CostModel cost;
-    cost.cluster = cluster;
-    cost.model.d_model = m.C;
-    cost.model.d_ffn = m.hidden_size();
-    cost.model.seq_len = m.T;
-    cost.model.bytes_per_elem = 4;
-    cost.model.tokens_per_device = static_cast<int64_t>(m.B / D) * m.T;
+    const CostModel cost = trainer_cost_model(load_cluster_file(cluster_path), m, D);
+    const ClusterSpec& cluster = cost.cluster;
     EvalSettings settings;
     settings.options = balance_options_from(config);
     settings.plan_repeats = 1;

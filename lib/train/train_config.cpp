@@ -141,6 +141,21 @@ ClusterSpec planner_cluster(const Config& c) {
 
 }  // namespace
 
+CostModel trainer_cost_model(ClusterSpec cluster, const ModelConfig& m, int D) {
+    cluster.num_devices = D;
+    if (cluster.devices_per_node > D || D % cluster.devices_per_node != 0) cluster.devices_per_node = D;
+    CostModel cost;
+    cost.cluster = cluster;
+    cost.model.d_model = m.C;
+    cost.model.d_ffn = m.hidden_size();
+    cost.model.seq_len = m.T;
+    cost.model.bytes_per_elem = 4;
+    cost.model.tokens_per_device = static_cast<int64_t>(m.B / D) * m.T;
+    apply_cluster_pricing(cost, nullptr);
+    cost.trans_broadcast = TransBroadcast::kStar;
+    return cost;
+}
+
 namespace {
 
 // model.* and run.seed, and the divisibility expert and data parallelism over D ranks need.
@@ -217,15 +232,7 @@ void read_balance_section(const Config& c, int D, TrainSettings& t) {
     t.balance = balance_options_from(c);
     t.profile_iterations = static_cast<int>(std::max<int64_t>(1, c.get_int("balance.profile_iterations")));
     t.cluster_path = c.get_string("balance.cluster");
-    ClusterSpec cluster = planner_cluster(c);
-    cluster.num_devices = D;
-    if (cluster.devices_per_node > D || D % cluster.devices_per_node != 0) cluster.devices_per_node = D;
-    t.cost.cluster = cluster;
-    t.cost.model.d_model = m.C;
-    t.cost.model.d_ffn = m.hidden_size();
-    t.cost.model.seq_len = m.T;
-    t.cost.model.bytes_per_elem = 4;
-    t.cost.model.tokens_per_device = static_cast<int64_t>(m.B / D) * m.T;
+    t.cost = trainer_cost_model(planner_cluster(c), m, D);
     if (t.policy == "exhaustive" && (D - 1) * m.E > 22)
         throw_config_error("balance.policy", "exhaustive",
                            "enumerates 2^((D-1)*E) placements per layer and step; too many for D = " +

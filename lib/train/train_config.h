@@ -58,4 +58,11 @@ TrainSettings train_settings_from(const Config& config, int world_size);
 // holds them too); throws what Config::get_int throws for a missing key.
 void read_model_dims(const Config& config, ModelConfig& m);
 
+// The cost model of the trainer's planner on `cluster` for a run of model m on D ranks: the file's num_devices
+// replaced by D (one node of D when its devices_per_node does not divide D), m's dimensions at fp32, and the
+// links priced as the trainer runs them: topology-aware where the file describes its topology (as `prophet plan`
+// prices it), and a star Trans/Agg whatever the file's trans_broadcast, since the trainer sends each copy from the
+// owner point to point (moe/trans_agg.h). The trainer and the simulator's validation of its runs share it.
+CostModel trainer_cost_model(ClusterSpec cluster, const ModelConfig& m, int D);
+
 }  // namespace prophet
