@@ -78,7 +78,10 @@ void check_script_inputs(const SweepSpec& spec, const std::string& sweep_file, c
 
 std::string join_ints(const std::vector<int>& v, const char* sep) {
     std::string out;
-    for (int x : v) out += (out.empty() ? "" : sep) + std::to_string(x);
+    for (int x : v) {
+        if (!out.empty()) out += sep;
+        out += std::to_string(x);
+    }
     return out;
 }
 
