@@ -67,8 +67,9 @@ void add_train_keys(Schema& s) {
 void add_balance_comm_schedule_keys(Schema& s) {
     add_balance_keys(s, /*allow_all=*/false, "static");
     s.add_string("balance.cluster", kDefaultClusterPath, {},
-                 "cluster file of the planner's cost model (num_devices is taken from the run); the default is "
-                 "built into prophet, a path given is read relative to the working directory");
+                 "cluster file of the planner's cost model (num_devices is taken from the run; topology-aware "
+                 "where the file describes its topology, Trans/Agg priced as the trainer's point-to-point star); "
+                 "the default is built into prophet, a path given is read relative to the working directory");
     s.add_string("comm.backend", "mpi", {"mpi", "nccl"},
                  "the ranks' communicator: mpi (the MPI world on host buffers; cuda ranks may share a GPU) or "
                  "nccl (device.kind = cuda, one rank per GPU, bootstrapped over MPI; docs/gpu.md)");
