@@ -18,6 +18,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "core/join.h"
 
 namespace prophet {
 namespace {
@@ -58,12 +59,6 @@ struct GroupState {
     std::map<std::tuple<int, int, int>, Mailbox> mailboxes;  // by (src, dst, tag)
     std::string abort_reason;                                 // non-empty once a rank failed: the group is dead
 };
-
-std::string join_ranks(const std::vector<int>& ranks) {
-    std::string out;
-    for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-    return out;
-}
 
 class DoneRequest final : public CommRequest {
   public:
@@ -354,8 +349,8 @@ class LocalComm final : public Communicator {
                         for (int r = 0; r < size(); ++r) {
                             if (!op.posted[r]) missing.push_back(r);
                         }
-                        return " (collective #" + std::to_string(seq) + "; ranks not arrived: " + join_ranks(missing) +
-                               ")";
+                        return " (collective #" + std::to_string(seq) +
+                               "; ranks not arrived: " + join_ints(missing, ", ") + ")";
                     });
     }
 

@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "core/error.h"
+#include "core/join.h"
 #include "core/names.h"
 #include "core/process.h"
 #include "core/toml_text.h"
@@ -74,15 +75,6 @@ void check_script_inputs(const SweepSpec& spec, const std::string& sweep_file, c
     check_single_line("prophet binary", prophet_binary);
     check_single_line("working directory", workdir);
     check_single_line("sweep.slurm.shard_dir", shard_dir);
-}
-
-std::string join_ints(const std::vector<int>& v, const char* sep) {
-    std::string out;
-    for (int x : v) {
-        if (!out.empty()) out += sep;
-        out += std::to_string(x);
-    }
-    return out;
 }
 
 }  // namespace
