@@ -8,7 +8,6 @@
 
 #include "balance/cluster.h"
 #include "balance/options.h"
-#include "sim/trace_view.h"
 #include "train/train_config.h"
 #include "train_fixtures.h"
 
