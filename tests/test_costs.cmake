@@ -61,6 +61,12 @@ endwhile()
 # and beside one busy loop. It runs alone: a timing meant as evidence runs on a quiet machine.
 set_tests_properties("BenchRegress.InjectedTrainingSlowdownFailsBothTrainingRowsOnly" PROPERTIES RUN_SERIAL TRUE)
 
+# The scheduler's overlap test times 4 in-process ranks (and their transfer threads over an emulated link) on the 2
+# cores and asks that Trans/Agg ran beside computation for at least 30% of their time. Beside another test its
+# threads lose cores: on a clean CI clone (2026-12-06, machine otherwise idle) it read 29.7% (66.6 of 224.3 ms) while
+# fuzz and CLI tests ran beside it, after passing in the two runs before. It runs alone, for the same reason as above.
+set_tests_properties("Scheduler.ExpertTransfersOverlapComputation" PROPERTIES RUN_SERIAL TRUE)
+
 # The calibrations (`prophet profile --calibrate` on 2 MPI ranks: a GEMM grid and collectives, each repeat behind a
 # barrier) take both cores. Beside another test, a rank that loses its core stalls the other at every barrier:
 # SweepRealCli.CalibrateMeasuresOneClusterPerRanksAndGridValues took 138 s under ctest -j2 against 49 s alone
