@@ -336,6 +336,11 @@ CLI::App* add_profile_command(CLI::App& app, ProfileArgs& args) {
                     "config's model (e.g. C=128,F=1024,NH=8); repeatable. For validating runs of other shapes; the "
                     "calibration run and its scale fit stay the config's")
         ->allow_extra_args(false);
+    cmd->add_option(
+        "--grid-passes", args.grid_passes,
+        "with --calibrate: passes over the GEMM grid, each point keeping its fastest (default " +
+            std::to_string(kDefaultGemmGridPasses) +
+            ": a disturbance slows one pass only; 1 takes half the grid's time, about 10 s on a 2-core VM)");
     add_inference_flag(cmd);
     add_run_options(cmd, args.common);
     return cmd;
@@ -428,6 +433,12 @@ namespace {
 
 // A trace records every routed token: dropped tokens would make its counts disagree with tokens x top-k.
 void check_profile_config(const ProfileArgs& args) {
+    if (args.grid_passes) {
+        if (!args.calibrate)
+            throw_config_error("--grid-passes", std::to_string(*args.grid_passes), "only applies with --calibrate",
+                               "add --calibrate or drop --grid-passes");
+        check_grid_passes(*args.grid_passes);
+    }
     const Config config = resolve_config(train_schema(), args.common);
     if (config.get_float("model.capacity_factor") > 0)
         throw_config_error("model.capacity_factor", std::to_string(config.get_float("model.capacity_factor")),
@@ -484,7 +495,8 @@ void calibrate_profile(RunContext& ctx, Trainer& trainer, const ProfileArgs& arg
             if (!grid) grid.emplace("GEMM grid timing", total);
             grid->update(done);
         };
-    sim::OpTables ops = calibrate_op_tables(*ctx.comm, ctx.settings, further_shapes, on_grid);
+    sim::OpTables ops = calibrate_op_tables(*ctx.comm, ctx.settings, further_shapes,
+                                            args.grid_passes.value_or(kDefaultGemmGridPasses), on_grid);
     if (grid) grid->finish();
     if (!root) return;
     const sim::RecordedRun own = sim::load_recorded_run(*ctx.store, ctx.run_id);

@@ -2,6 +2,8 @@
 // (the same run, recording its routing trace; --calibrate measures this machine for the cost model).
 #pragma once
 
+#include <optional>
+
 #include "common.h"
 
 namespace prophet::cli {
@@ -19,6 +21,7 @@ struct ProfileArgs {
     bool calibrate = false;   // also measure the machine and write a cluster file
     std::string cluster_out;  // calibrated cluster file (default results/clusters/<host>-<D>rank.toml)
     std::vector<std::string> ops_shapes;  // --ops-shape: further model shapes the [ops] attention rates cover
+    std::optional<int> grid_passes;       // --grid-passes: passes over the GEMM grid (not given: the default)
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainArgs& args);

@@ -53,9 +53,13 @@ const char* gemm_op_name(GemmOp op);  // "nn", "nt", "tn"
 // in (log M, log N, log K) from the 8 grid points around it; a coordinate beyond an axis is clamped to its end.
 // The rate at a grid point is that point's measurement, and the interpolation is monotone along an axis wherever
 // the measured rates are.
+constexpr int kMaxGemmGridPasses = 16;  // GemmGrid::passes' bound (a pass of the suite's grid: about 10 s on a core)
 struct GemmGrid {
     std::vector<double> m, n, k;                     // the axes: rows, output columns, inner dimension; ascending, > 0
     std::array<std::vector<double>, 3> flops_per_s;  // per GemmOp: [m.size()][n.size()][k.size()], K fastest
+    // timing passes over the whole grid, each point keeping its fastest (calibrate_ops.h); 0: not recorded (files
+    // written before 2026-12-06, all of them 2 passes)
+    int passes = 0;
     bool empty() const { return m.empty() || n.empty() || k.empty(); }
 };
 

@@ -7,9 +7,10 @@
 // communication op kind -> microseconds per call, fit_in_step_overheads); link_message_us (optional, default 0) and
 // attn_at (optional, [[C, NH, GFLOP/s], ...]: the attention rate at further shapes, --ops-shape);
 // allreduce_sizes (optional, [[bytes, us], ...]: the all-reduce by size class) with allreduce_ranks.
+#include <toml++/toml.h>
+#include <optional>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "core/error.h"
 #include "sim/op_model.h"
@@ -122,6 +123,14 @@ void read_gemm_grid(const toml::table& ops, const std::string& path, OpTables& t
         std::vector<double>& out = g.flops_per_s[static_cast<size_t>(op)];
         for (const double r : rates) out.push_back(r * 1e9);
     }
+    if (const toml::node* passes = ops.get("gemm_grid_passes")) {
+        const std::optional<int64_t> v = passes->value<int64_t>();
+        if (!passes->is_integer() || !v || *v < 1 || *v > kMaxGemmGridPasses)
+            throw_config_error("ops.gemm_grid_passes", toml_text(*passes),
+                               "must be an integer in [1, " + std::to_string(kMaxGemmGridPasses) + "] in " + path,
+                               "re-run prophet profile --calibrate");
+        g.passes = static_cast<int>(*v);
+    }
 }
 
 // ops.scale: recorded / modelled factor per op kind.
@@ -216,6 +225,7 @@ void write_gemm_grid(std::ostringstream& out, const OpTables& t) {
     out << "]\ngemm_grid_k = [";
     list(g.k, 0, g.k.size());
     out << "]\n";
+    if (g.passes > 0) out << "gemm_grid_passes = " << g.passes << "\n";
     const size_t row = g.n.size() * g.k.size();
     for (const GemmOp op : {GemmOp::kNN, GemmOp::kNT, GemmOp::kTN}) {
         std::vector<double> gflop_s = g.flops_per_s[static_cast<size_t>(op)];

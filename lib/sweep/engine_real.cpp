@@ -123,6 +123,9 @@ void calibrate_cluster(const SweepSpec& spec, const SweepPoint& p, const SweepOp
     for (const std::string& a : {std::string("profile"), std::string("--config"), resolve_path(spec, spec.train_config),
                                  std::string("--calibrate"), std::string("--json"), std::string("--cluster-out"), out})
         profile.push_back(a);
+    if (spec.calibrate_grid_passes > 0)
+        for (const std::string& a : {std::string("--grid-passes"), std::to_string(spec.calibrate_grid_passes)})
+            profile.push_back(a);
     append_child_sets(profile, spec, p, options, /*with_policy=*/false, grid, spec.name);
     std::vector<std::string> run_ids = {calibration_child(spec, options, profile, "prophet profile --calibrate")};
     std::vector<std::string> record = child_launcher(p.ranks, options);

@@ -16,6 +16,7 @@
 #include "core/names.h"
 #include "core/toml_text.h"
 #include "serve/serve_config.h"
+#include "sim/op_model.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_internal.h"
 #include "sweep/uncertainty.h"
@@ -30,11 +31,28 @@ using detail::resolve_path;
 
 namespace {
 
-const char* kSweepKeys[] = {"name",  "engine",        "clusters",     "traces", "policies", "seeds",
-                            "store", "match_devices", "train_config", "ranks",  "grid",     "set",
-                            "validate_cluster", "variants", "command", "time_limit_s", "validate_oversubscribed",
-                            "slurm", "calibrate_set",  // [sweep.slurm]: read by launch_slurm.cpp
-                            "truth_scale", "uncertainty"};  // uncertainty.cpp
+const char* kSweepKeys[] = {"name",
+                            "engine",
+                            "clusters",
+                            "traces",
+                            "policies",
+                            "seeds",
+                            "store",
+                            "match_devices",
+                            "train_config",
+                            "ranks",
+                            "grid",
+                            "set",
+                            "validate_cluster",
+                            "variants",
+                            "command",
+                            "time_limit_s",
+                            "validate_oversubscribed",
+                            "slurm",
+                            "calibrate_set",
+                            "calibrate_grid_passes",  // [sweep.slurm]: launch_slurm.cpp
+                            "truth_scale",
+                            "uncertainty"};  // uncertainty.cpp
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -221,7 +239,8 @@ const toml::table& sweep_table(const toml::table& root) {
             throw_config_error(
                 "sweep." + k, toml_node_text(node), "unknown key",
                 "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "validate_cluster, validate_oversubscribed, command, time_limit_s, [sweep.grid], [sweep.set], "
+                "validate_cluster, validate_oversubscribed, calibrate_grid_passes, command, time_limit_s, "
+                "[sweep.grid], [sweep.set], "
                 "[sweep.variants], [sweep.calibrate_set] and [sweep.slurm]");
     }
     return *sweep;
@@ -308,13 +327,25 @@ void read_real_validation_keys(const toml::table& sweep, SweepSpec& spec) {
     read_optional_bool(sweep, "validate_oversubscribed",
                        "validate_oversubscribed = true (validate runs with more ranks than cores too)",
                        spec.validate_oversubscribed);
+    if (const toml::node* passes = sweep.get("calibrate_grid_passes")) {
+        const std::optional<int64_t> v = passes->is_integer() ? passes->value<int64_t>() : std::nullopt;
+        if (!v || *v < 1 || *v > sim::kMaxGemmGridPasses)
+            throw_config_error("sweep.calibrate_grid_passes", toml_node_text(*passes),
+                               "must be an integer in [1, " + std::to_string(sim::kMaxGemmGridPasses) + "]",
+                               "calibrate_grid_passes = 1 (half the calibration's GEMM grid time)");
+        if (spec.validate_cluster != kCalibrate)
+            throw_config_error("sweep.calibrate_grid_passes", toml_node_text(*passes),
+                               "is the calibration's, and only validate_cluster = \"calibrate\" calibrates",
+                               "set validate_cluster = \"calibrate\" or remove calibrate_grid_passes");
+        spec.calibrate_grid_passes = static_cast<int>(*v);
+    }
 }
 
 // The keys of engine real, or (sim, model) clusters and traces and no real-only key.
 void read_engine_keys(const toml::table& sweep, SweepSpec& spec) {
     if (spec.engine != "real") {
         for (const char* k : {"train_config", "ranks", "set", "validate_cluster", "validate_oversubscribed", "command",
-                              "time_limit_s", "calibrate_set"})
+                              "time_limit_s", "calibrate_set", "calibrate_grid_passes"})
             if (const toml::node* node = sweep.get(k))
                 throw_config_error(std::string("sweep.") + k, toml_node_text(*node),
                                    "only engine = \"real\" takes " + std::string(k),

@@ -63,6 +63,9 @@ struct SweepSpec {
     // [sweep.calibrate_set]: train overrides of the calibration run in place of the points' grid values (so the
     // simulator is validated on configs it was not calibrated on); empty: each grid point calibrates its own config
     KeyValues calibrate_set;
+    // calibrate_grid_passes: the calibration child's `prophet profile --grid-passes` (passes over the GEMM grid);
+    // 0: not set, the profile's default
+    int calibrate_grid_passes = 0;
 };
 
 // Throws prophet::Error (exit 3) naming key, value, rule and fix for any defect: unknown keys, empty lists,

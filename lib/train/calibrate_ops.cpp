@@ -75,23 +75,19 @@ double time_gemm(Communicator& comm, sim::GemmOp op, int M, int n, int k) {
         flop > 1e9 ? 3 : 7);
 }
 
-// The grid is timed in this many passes over every point, and each point keeps its fastest pass's median: a
-// disturbance (another process, the host) only slows a pass, and one that covers a point's few repeats once put a
-// point at half its neighbours' rate (55 against 101-111 GFLOP/s in 1 of 7 campaigns' grids, 2026-12-03), which
-// every held-out shape interpolated from it inherited.
-constexpr int kGridPasses = 2;
-
-// The GEMM rate grid: every op at every (M, N, K) of the axes above, FLOP / seconds (the fastest pass's median).
-sim::GemmGrid measure_gemm_grid(Communicator& comm, const GridProgress& progress) {
+// The GEMM rate grid: every op at every (M, N, K) of the axes above, FLOP / seconds (the fastest pass's median),
+// in `passes` passes over every point (kDefaultGemmGridPasses: why more than one).
+sim::GemmGrid measure_gemm_grid(Communicator& comm, int passes, const GridProgress& progress) {
     sim::GemmGrid g;
     g.m.assign(std::begin(kGridM), std::end(kGridM));
     g.n.assign(std::begin(kGridNK), std::end(kGridNK));
     g.k = g.n;
+    g.passes = passes;
     const size_t points = g.m.size() * g.n.size() * g.k.size();
     for (std::vector<double>& rate : g.flops_per_s) rate.assign(points, 0.0);
-    const int total = kGridPasses * 3 * static_cast<int>(points);
+    const int total = passes * 3 * static_cast<int>(points);
     int done = 0;
-    for (int pass = 0; pass < kGridPasses; ++pass)
+    for (int pass = 0; pass < passes; ++pass)
         for (const sim::GemmOp op : {sim::GemmOp::kNN, sim::GemmOp::kNT, sim::GemmOp::kTN}) {
             double* rate = g.flops_per_s[static_cast<size_t>(op)].data();
             for (const double m : g.m)
@@ -170,12 +166,22 @@ ModelConfig parse_ops_shape(const std::string& text, const ModelConfig& base) {
     return m;
 }
 
+void check_grid_passes(int passes) {
+    if (passes < 1 || passes > sim::kMaxGemmGridPasses)
+        throw_config_error(
+            "--grid-passes", std::to_string(passes),
+            "must be an integer in [1, " + std::to_string(sim::kMaxGemmGridPasses) + "]",
+            "--grid-passes " + std::to_string(kDefaultGemmGridPasses) + " (the default; 1 takes half the grid's time)");
+}
+
 sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& settings,
-                                  const std::vector<ModelConfig>& further_shapes, const GridProgress& grid_progress) {
+                                  const std::vector<ModelConfig>& further_shapes, int grid_passes,
+                                  const GridProgress& grid_progress) {
     const int D = comm.size();
     if (D < 2)
         throw Error(kExitConfig, "calibration needs at least 2 ranks to measure communication; fix: mpirun -np 2 "
                                  "(or more) prophet profile --calibrate ...");
+    check_grid_passes(grid_passes);
     const ModelConfig& m = settings.model;
     const int C = m.C, F = m.hidden_size(), E = m.E, V = m.V;
     sim::OpTables t;
@@ -185,7 +191,7 @@ sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& setti
                       " D=" + std::to_string(D);
 
     // ---- the GEMM grid (every config's), the attention rate at the model's shape and at every further one ----
-    t.gemm = measure_gemm_grid(comm, grid_progress);
+    t.gemm = measure_gemm_grid(comm, grid_passes, grid_progress);
     t.attn_flops_per_s = attention_rate(comm, m);
     for (const ModelConfig& shape : further_shapes)
         t.attn_flops_per_s_at[{shape.C, std::max(1, shape.NH)}] = attention_rate(comm, shape);

@@ -29,10 +29,19 @@ namespace prophet {
 // pacing on top (sim/op_model.cpp wire_s); tables timed through the link would count it twice.
 // grid_progress(done, total), when set, is called after each of the GEMM grid's timings (most of the
 // calibration's time: about 20 s on the suite's 2-core VMs), on every rank that passes it.
+// grid_passes: passes over the whole GEMM grid, each point keeping its fastest pass's median. A disturbance
+// (another process, the host) only slows a pass, and one that covered a point's few repeats once put a point at half
+// its neighbours' rate (55 against 101-111 GFLOP/s in 1 of 7 campaigns' grids, 2026-12-03), which every held-out
+// shape interpolated from it inherited; so 2 by default. 1 takes half the grid's time, for a quiet machine or a
+// calibration whose accuracy does not matter (the suite's tests of the calibration's plumbing).
 using GridProgress = std::function<void(int done, int total)>;
+constexpr int kDefaultGemmGridPasses = 2;
 sim::OpTables calibrate_op_tables(Communicator& comm, const TrainSettings& settings,
                                   const std::vector<ModelConfig>& further_shapes = {},
-                                  const GridProgress& grid_progress = {});
+                                  int grid_passes = kDefaultGemmGridPasses, const GridProgress& grid_progress = {});
+
+// A config error naming --grid-passes unless passes is in [1, sim::kMaxGemmGridPasses].
+void check_grid_passes(int passes);
 
 // One --ops-shape value, "KEY=N,KEY=N,..." with keys C, F, NH, V, E, T, B (e.g. "C=128,F=1024,NH=8"), over
 // `base` (the calibration's model) for the keys not given; validated like a model config. A config error naming

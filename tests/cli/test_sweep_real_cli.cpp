@@ -161,6 +161,7 @@ TEST_F(SweepRealCli, CalibrateMeasuresOneClusterPerRanksAndGridValues) {
     if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const auto r = sweep(
         "ranks = [2]\npolicies = [\"static\", \"prophet\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
+        "calibrate_grid_passes = 1\n"
         "[sweep.set]\n\"train.steps\" = 3\n[sweep.grid]\n\"model.K\" = [1, 2]\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
@@ -228,12 +229,17 @@ TEST_F(SweepRealCli, CalibrateSetCalibratesOnAHeldOutConfig) {
     if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const auto r = sweep(
         "ranks = [2]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
+        "calibrate_grid_passes = 1\n"
         "[sweep.set]\n\"train.steps\" = 3\n[sweep.grid]\n\"model.K\" = [1, 2]\n[sweep.calibrate_set]\n\"model.F\" = 64\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     ASSERT_EQ(j["run_ids"].size(), 2u);
     size_t files = 0;
-    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir_ / "clusters")) ++files;
+    for (const auto& entry : fs::directory_iterator(dir_ / "clusters")) {
+        ++files;
+        EXPECT_EQ(prophet::sim::load_op_tables(entry.path().string()).gemm.passes, 1)
+            << "calibrate_grid_passes reaches the calibration's --grid-passes";
+    }
     EXPECT_EQ(files, 1u) << "one calibration for both model.K values";
     prophet::Store store = prophet::Store::open(db_);
     for (const auto& id : j["run_ids"]) {
@@ -260,6 +266,7 @@ TEST_F(SweepRealCli, CalibrationIsFittedOnThreeRecordingsPooled) {
     if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const auto r = sweep(
         "ranks = [2]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
+        "calibrate_grid_passes = 1\n"
         "[sweep.set]\n\"train.steps\" = 4\n[sweep.calibrate_set]\n\"model.F\" = 64\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     prophet::Store store = prophet::Store::open(db_);
@@ -298,6 +305,7 @@ TEST_F(SweepRealCli, CalibratedSweepRecordsAPerOpReplayValidationOfEveryChild) {
     if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
     const auto r = sweep(
         "ranks = [2]\npolicies = [\"static\", \"prophet\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
+        "calibrate_grid_passes = 1\n"
         "[sweep.set]\n\"train.steps\" = 3\n[sweep.calibrate_set]\n\"data.dominance\" = 0.0\n",
         /*report=*/true);
     ASSERT_EQ(r.exit_code, 0) << r.err;

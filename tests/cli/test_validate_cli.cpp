@@ -175,10 +175,12 @@ TEST_F(ValidateCli, CalibrateOverALinkTimesTheUnpacedTransport) {
     const auto r = run_prophet("mpirun --allow-run-as-root --oversubscribe -np 2",
                                "profile --config tests/fixtures/replay-2rank.toml --calibrate --cluster-out '" +
                                    cluster + "' --set train.steps=2 --set comm.link_gbps=1.0 --set store.path='" +
-                                   (dir_ / "profile.db").string() + "'",
+                                   (dir_ / "profile.db").string() + "' --grid-passes 1",
                                dir_);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const prophet::sim::OpTables t = prophet::sim::load_op_tables(cluster);
+    EXPECT_EQ(t.gemm.passes, 1) << "--grid-passes 1 (this test needs no accurate GEMM rates)";
+    EXPECT_NE(r.err.find("GEMM grid timing 768/768 (100%)"), std::string::npos) << r.err;
     const double link_bytes_per_s = 1e9 / 8;
     EXPECT_GT(t.p2p_bytes_per_s, 2 * link_bytes_per_s);
     EXPECT_GT(t.a2a_bytes_per_s, 2 * link_bytes_per_s);
@@ -203,6 +205,7 @@ TEST_F(ValidateCli, CalibrateWritesTheOpsTables) {
     EXPECT_EQ(t.gemm.m, (std::vector<double>{16, 64, 256, 1024}));
     EXPECT_EQ(t.gemm.n, (std::vector<double>{8, 32, 64, 128, 256, 512, 1024, 2048}));
     EXPECT_EQ(t.gemm.k, t.gemm.n);
+    EXPECT_EQ(t.gemm.passes, 2) << "the default --grid-passes";
     for (size_t op = 0; op < 3; ++op) {
         ASSERT_EQ(t.gemm.flops_per_s[op].size(), 4u * 8 * 8) << op;
         for (double r : t.gemm.flops_per_s[op]) EXPECT_GT(r, 0.0) << op;

@@ -1,0 +1,65 @@
+// [sweep] calibrate_grid_passes: the calibration child's `prophet profile --grid-passes` (engine real, with
+// validate_cluster = "calibrate" only); an integer in [1, 16]. The child's use of it: SweepRealCli's calibration
+// tests read it back from the calibrated cluster file.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "sweep/sweep.h"
+
+using namespace prophet;
+using namespace prophet::sweep;
+
+namespace {
+
+const char* kCalibrating =
+    "[sweep]\nname = \"r\"\nengine = \"real\"\ntrain_config = \"experiments/train/skewed-4rank.toml\"\n"
+    "policies = [\"static\"]\nseeds = [1]\nranks = [2]\nvalidate_cluster = \"calibrate\"\n";
+const char* kNotCalibrating =
+    "[sweep]\nname = \"r\"\nengine = \"real\"\ntrain_config = \"experiments/train/skewed-4rank.toml\"\n"
+    "policies = [\"static\"]\nseeds = [1]\nranks = [2]\n";
+const char* kSimEngine =
+    "[sweep]\nname = \"t\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
+    "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\n";
+
+struct Row {
+    const char* name;
+    const char* head;   // the sweep file before the line
+    const char* value;  // calibrate_grid_passes = <value> ("": no line)
+    int passes;         // SweepSpec::calibrate_grid_passes; -1: a config error
+    const char* says;   // with -1: what the error must say besides the key
+};
+
+class SweepGridPasses : public ::testing::TestWithParam<Row> {};
+
+}  // namespace
+
+TEST_P(SweepGridPasses, IsReadOrNamesTheKey) {
+    const Row& row = GetParam();
+    std::string text = row.head;
+    if (*row.value) text += std::string("calibrate_grid_passes = ") + row.value + "\n";
+    if (row.passes >= 0) {
+        EXPECT_EQ(parse_sweep_string(text, "r.toml").calibrate_grid_passes, row.passes);
+        return;
+    }
+    try {
+        parse_sweep_string(text, "r.toml");
+        ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_code(), kExitConfig) << e.what();
+        EXPECT_NE(std::string(e.what()).find("sweep.calibrate_grid_passes"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(row.says), std::string::npos) << e.what();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, SweepGridPasses,
+    ::testing::Values(Row{"unset", kCalibrating, "", 0, ""}, Row{"one", kCalibrating, "1", 1, ""},
+                      Row{"most", kCalibrating, "16", 16, ""}, Row{"zero", kCalibrating, "0", -1, "[1, 16]"},
+                      Row{"over", kCalibrating, "17", -1, "[1, 16]"},
+                      Row{"fraction", kCalibrating, "1.5", -1, "[1, 16]"},
+                      Row{"text", kCalibrating, "\"1\"", -1, "[1, 16]"},
+                      Row{"no_calibration", kNotCalibrating, "1", -1, "validate_cluster = \"calibrate\""},
+                      Row{"sim_engine", kSimEngine, "1", -1, "engine = \"real\""}),
+    [](const ::testing::TestParamInfo<Row>& info) { return std::string(info.param.name); });
