@@ -108,9 +108,12 @@ std::string format_cpu_list(std::vector<int> cpus) {
     for (size_t i = 0; i < cpus.size();) {
         size_t j = i;
         while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) j++;
-        if (!out.empty()) out += ",";
+        if (!out.empty()) out += ',';
         out += std::to_string(cpus[i]);
-        if (j > i) out += "-" + std::to_string(cpus[j]);
+        if (j > i) {  // appended apart: GCC 12 warns (-Wrestrict, falsely) on "-" + std::string&&
+            out += '-';
+            out += std::to_string(cpus[j]);
+        }
         i = j + 1;
     }
     return out;

@@ -313,9 +313,12 @@ RunInfo point_run_info(const SweepSpec& spec, const SweepOptions& options, const
 // --dry-run: one line per point, saying which the store already holds.
 void log_dry_run(const std::vector<SweepPoint>& points, const std::set<std::string>& done,
                  const SweepOptions& options) {
-    for (const SweepPoint& p : points)
-        log_line(options, "[" + std::to_string(p.index + 1) + "/" + std::to_string(points.size()) + "] " +
-                              p.description + (done.count(p.hash) ? " (already done)" : ""));
+    for (const SweepPoint& p : points) {
+        std::string line = "[";  // appended apart: GCC 12 warns (-Wrestrict, falsely) on "[" + std::string&&
+        line += std::to_string(p.index + 1) + "/" + std::to_string(points.size()) + "] " + p.description;
+        if (done.count(p.hash)) line += " (already done)";
+        log_line(options, line);
+    }
 }
 
 // Whether --points selects the point (no --points: every point).

@@ -45,7 +45,8 @@ TestbedRecord testbed_survey(Communicator& comm, int blas_threads) {
         const RankReport& rep = all[d];
         if (per_host[rep.host] > rep.cores) r.oversubscribed = true;
         if (rep.allowed_count <= 0 || rep.allowed_count >= rep.cores) r.pinned = false;
-        r.binding += (d ? ";" : "") + std::string(rep.allowed);
+        if (d) r.binding += ';';
+        r.binding += rep.allowed;
     }
     r.cores = all[0].cores;
     r.ranks_here = per_host[all[0].host];

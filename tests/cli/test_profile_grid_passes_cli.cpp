@@ -25,10 +25,11 @@ class ProfileGridPasses : public prophet::testing::TempDirTest, public ::testing
 
 TEST_P(ProfileGridPasses, BadUseFailsBeforeTheRunWritingNothing) {
     const Row& row = GetParam();
-    const auto r = prophet::testing::run_prophet(
-        "", std::string("profile --config tests/fixtures/replay-2rank.toml ") + row.flags + " --cluster-out '" +
-                (dir_ / "c.toml").string() + "' --set store.path='" + db_ + "'",
-        dir_);
+    const auto r = prophet::testing::run_prophet("",
+                                                 std::string("profile --config tests/fixtures/replay-2rank.toml ") +
+                                                     row.flags + " --cluster-out '" + (dir_ / "c.toml").string() +
+                                                     "' --set store.path='" + db_ + "'",
+                                                 dir_);
     EXPECT_EQ(r.exit_code, prophet::kExitConfig) << r.err;
     EXPECT_NE(r.err.find("--grid-passes"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(row.says), std::string::npos) << r.err;
@@ -40,5 +41,6 @@ INSTANTIATE_TEST_SUITE_P(Rows, ProfileGridPasses,
                          ::testing::Values(Row{"zero", "--calibrate --grid-passes 0", "[1, 16]"},
                                            Row{"over", "--calibrate --grid-passes 17", "[1, 16]"},
                                            Row{"negative", "--calibrate --grid-passes -1", "[1, 16]"},
-                                           Row{"without_calibrate", "--grid-passes 1", "only applies with --calibrate"}),
+                                           Row{"without_calibrate", "--grid-passes 1",
+                                               "only applies with --calibrate"}),
                          [](const ::testing::TestParamInfo<Row>& info) { return std::string(info.param.name); });

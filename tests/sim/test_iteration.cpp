@@ -28,7 +28,7 @@ struct Tiny {
     std::vector<int64_t> counts;
     TraceView view;
     explicit Tiny(int L) {
-        for (int l = 0; l < L; ++l) counts.insert(counts.end(), {1, 1, 1, 1});
+        counts.assign(static_cast<size_t>(4) * L, 1);  // 2 x 2 ones per layer
         view.counts = counts.data();
         view.num_iterations = 1;
         view.num_layers = L;

@@ -200,7 +200,10 @@ TEST_P(SlurmHostileName, ScriptQuotesEveryHostileString) {
     // sbatch's reading of a directive: double quotes, \ escapes " and \; --output's pattern: %% is a literal %
     auto sbatch_quoted = [](const std::string& text) {
         std::string q = "\"";
-        for (char c : text) q += (c == '"' || c == '\\' ? "\\" : "") + std::string(1, c);
+        for (char c : text) {
+            if (c == '"' || c == '\\') q += '\\';
+            q += c;
+        }
         return q + "\"";
     };
     std::string output = shards;
