@@ -48,9 +48,9 @@ const char* kSweepKeys[] = {"name",
                             "command",
                             "time_limit_s",
                             "validate_oversubscribed",
-                            "slurm",
+                            "slurm",  // [sweep.slurm]: read by launch_slurm.cpp
                             "calibrate_set",
-                            "calibrate_grid_passes",  // [sweep.slurm]: launch_slurm.cpp
+                            "calibrate_grid_passes",
                             "truth_scale",
                             "uncertainty"};  // uncertainty.cpp
 
