@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/toml_text.h"
 #include "sim/op_model.h"
 
 namespace prophet::sim {
@@ -39,12 +40,6 @@ std::vector<double> numbers(const toml::array& a, const std::string& field, cons
         out.push_back(*v);
     }
     return out;
-}
-
-std::string toml_text(const toml::node& node) {
-    std::ostringstream out;
-    node.visit([&](const auto& n) { out << n; });
-    return out.str();
 }
 
 // ops.attn_at: the attention rate at further (C, NH) shapes.
@@ -126,7 +121,7 @@ void read_gemm_grid(const toml::table& ops, const std::string& path, OpTables& t
     if (const toml::node* passes = ops.get("gemm_grid_passes")) {
         const std::optional<int64_t> v = passes->value<int64_t>();
         if (!passes->is_integer() || !v || *v < 1 || *v > kMaxGemmGridPasses)
-            throw_config_error("ops.gemm_grid_passes", toml_text(*passes),
+            throw_config_error("ops.gemm_grid_passes", toml_node_text(*passes),
                                "must be an integer in [1, " + std::to_string(kMaxGemmGridPasses) + "] in " + path,
                                "re-run prophet profile --calibrate");
         g.passes = static_cast<int>(*v);
@@ -139,8 +134,8 @@ void read_scales(const toml::table& ops, const std::string& path, OpTables& t) {
         for (const auto& [kind, node] : *scale) {
             const auto v = node.value<double>();
             if (!v || *v <= 0)
-                throw_config_error("ops.scale." + std::string(kind.str()), toml_text(node), "must be > 0 in " + path,
-                                   "re-run prophet profile --calibrate");
+                throw_config_error("ops.scale." + std::string(kind.str()), toml_node_text(node),
+                                   "must be > 0 in " + path, "re-run prophet profile --calibrate");
             t.scale[std::string(kind.str())] = *v;
         }
     }
@@ -154,16 +149,17 @@ void read_in_step(const toml::table& ops, const std::string& path, OpTables& t) 
         for (int k = 0; k < static_cast<int>(prophet::OpKind::kCount); ++k)
             if (is_in_step_kind(static_cast<prophet::OpKind>(k))) {
                 kinds.insert(prophet::op_kind_name(static_cast<prophet::OpKind>(k)));
-                allowed += std::string(allowed.empty() ? "" : ", ") + prophet::op_kind_name(static_cast<prophet::OpKind>(k));
+                allowed +=
+                    std::string(allowed.empty() ? "" : ", ") + prophet::op_kind_name(static_cast<prophet::OpKind>(k));
             }
         for (const auto& [kind, node] : *in_step) {
             const std::string name(kind.str());
             if (kinds.count(name) == 0)
-                throw_config_error("ops.in_step_us." + name, toml_text(node),
+                throw_config_error("ops.in_step_us." + name, toml_node_text(node),
                                    "is not a communication op kind in " + path, "one of " + allowed);
             const auto v = node.value<double>();
             if (!v || *v < 0)
-                throw_config_error("ops.in_step_us." + name, toml_text(node), "must be a number >= 0 in " + path,
+                throw_config_error("ops.in_step_us." + name, toml_node_text(node), "must be a number >= 0 in " + path,
                                    "re-run prophet profile --calibrate");
             t.in_step_s[name] = *v * 1e-6;
         }
