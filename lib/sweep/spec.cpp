@@ -5,6 +5,8 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <toml++/toml.h>
 
@@ -16,7 +18,7 @@
 #include "core/names.h"
 #include "core/toml_text.h"
 #include "serve/serve_config.h"
-#include "sim/op_model.h"
+#include "sim/gemm_grid_passes.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_internal.h"
 #include "sweep/uncertainty.h"
@@ -224,6 +226,24 @@ void read_optional_bool(const toml::table& sweep, const char* key, const std::st
     }
 }
 
+// A [sweep] key that holds a table of its own, written [sweep.<key>] in messages.
+bool is_table_key(const std::string& key) {
+    return key == "grid" || key == "set" || key == "variants" || key == "calibrate_set" || key == "slurm";
+}
+
+// "name, engine, ..., [sweep.grid], ... and [sweep.slurm]": kSweepKeys for an unknown key's fix, the plain keys
+// first, both in kSweepKeys' order, so a key added there is named here too.
+std::string known_sweep_keys() {
+    std::vector<std::string> words;
+    for (const char* k : kSweepKeys)
+        if (!is_table_key(k)) words.emplace_back(k);
+    for (const char* k : kSweepKeys)
+        if (is_table_key(k)) words.push_back(std::string("[sweep.") + k + "]");
+    std::string out;
+    for (size_t i = 0; i < words.size(); ++i) out += (i == 0 ? "" : i + 1 == words.size() ? " and " : ", ") + words[i];
+    return out;
+}
+
 // The file's [sweep] table, after checking that it is the only table and holds only known keys.
 const toml::table& sweep_table(const toml::table& root) {
     for (const auto& [key, node] : root)
@@ -236,12 +256,7 @@ const toml::table& sweep_table(const toml::table& root) {
     for (const auto& [key, node] : *sweep) {
         const std::string k(key.str());
         if (std::find(std::begin(kSweepKeys), std::end(kSweepKeys), k) == std::end(kSweepKeys))
-            throw_config_error(
-                "sweep." + k, toml_node_text(node), "unknown key",
-                "use only name, engine, clusters, traces, policies, seeds, store, match_devices, train_config, ranks, "
-                "validate_cluster, validate_oversubscribed, calibrate_grid_passes, command, time_limit_s, "
-                "[sweep.grid], [sweep.set], "
-                "[sweep.variants], [sweep.calibrate_set] and [sweep.slurm]");
+            throw_config_error("sweep." + k, toml_node_text(node), "unknown key", "use only " + known_sweep_keys());
     }
     return *sweep;
 }
@@ -329,9 +344,8 @@ void read_real_validation_keys(const toml::table& sweep, SweepSpec& spec) {
                        spec.validate_oversubscribed);
     if (const toml::node* passes = sweep.get("calibrate_grid_passes")) {
         const std::optional<int64_t> v = passes->is_integer() ? passes->value<int64_t>() : std::nullopt;
-        if (!v || *v < 1 || *v > sim::kMaxGemmGridPasses)
-            throw_config_error("sweep.calibrate_grid_passes", toml_node_text(*passes),
-                               "must be an integer in [1, " + std::to_string(sim::kMaxGemmGridPasses) + "]",
+        if (!v || !sim::gemm_grid_passes_allowed(*v))
+            throw_config_error("sweep.calibrate_grid_passes", toml_node_text(*passes), sim::gemm_grid_passes_rule(),
                                "calibrate_grid_passes = 1 (half the calibration's GEMM grid time)");
         if (spec.validate_cluster != kCalibrate)
             throw_config_error("sweep.calibrate_grid_passes", toml_node_text(*passes),
