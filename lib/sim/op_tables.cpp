@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/toml_text.h"
+#include "sim/gemm_grid_passes.h"
 #include "sim/op_model.h"
 
 namespace prophet::sim {
@@ -120,9 +121,8 @@ void read_gemm_grid(const toml::table& ops, const std::string& path, OpTables& t
     }
     if (const toml::node* passes = ops.get("gemm_grid_passes")) {
         const std::optional<int64_t> v = passes->value<int64_t>();
-        if (!passes->is_integer() || !v || *v < 1 || *v > kMaxGemmGridPasses)
-            throw_config_error("ops.gemm_grid_passes", toml_node_text(*passes),
-                               "must be an integer in [1, " + std::to_string(kMaxGemmGridPasses) + "] in " + path,
+        if (!passes->is_integer() || !v || !gemm_grid_passes_allowed(*v))
+            throw_config_error("ops.gemm_grid_passes", toml_node_text(*passes), gemm_grid_passes_rule() + " in " + path,
                                "re-run prophet profile --calibrate");
         g.passes = static_cast<int>(*v);
     }

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "kernels/blas.h"
 #include "kernels/kernels.h"
+#include "sim/gemm_grid_passes.h"
 #include "train/calibrate.h"
 
 namespace prophet {
@@ -167,10 +168,9 @@ ModelConfig parse_ops_shape(const std::string& text, const ModelConfig& base) {
 }
 
 void check_grid_passes(int passes) {
-    if (passes < 1 || passes > sim::kMaxGemmGridPasses)
+    if (!sim::gemm_grid_passes_allowed(passes))
         throw_config_error(
-            "--grid-passes", std::to_string(passes),
-            "must be an integer in [1, " + std::to_string(sim::kMaxGemmGridPasses) + "]",
+            "--grid-passes", std::to_string(passes), sim::gemm_grid_passes_rule(),
             "--grid-passes " + std::to_string(kDefaultGemmGridPasses) + " (the default; 1 takes half the grid's time)");
 }
 
