@@ -99,34 +99,32 @@ class Collective {
     }
     // Every pair of a dense matrix, as add() in (src, dst) order would queue them, with the same sums: each queue
     // of source s (its egress) only grows in row s, so row s sums it in a register from 0 in d order, the same
-    // additions as add()'s; ingress queues and shared NICs' egress keep add()'s order in memory.
+    // additions as add()'s; ingress queues and NICs' egress keep add()'s order in memory. Row s's
+    // destinations are walked in d order as runs of one link class (devices are numbered node by node, NVLink
+    // domains aligned inside them: ClusterSpec::node_of), so no pair is classified. Every device and NIC is listed
+    // first: an idle one drains 0, as an unlisted one does.
     template <class Count>
     void add_dense(const Count* units, double unit_bytes, bool transposed) {
         const int D = cl_.num_devices;
         Queues& q = *q_;
         const Layout& at = *at_;
-        const bool own_nic = cl_.nics_per_node == cl_.devices_per_node;  // NIC s serves device s alone
         for (int i = 0; i < D; ++i) q.touch_device(i);
+        for (int n = 0; n < static_cast<int>(q.nic_out.size()); ++n) q.touch_nic(n);
         for (int s = 0; s < D; ++s) {
-            const int node = at.node[s], domain = at.domain[s], nic = at.nic[s];
-            double all_out = 0, nv_out = 0, host_out = 0, nic_out = 0;
-            for (int d = 0; d < D; ++d) {
-                const double u = static_cast<double>(transposed ? units[static_cast<size_t>(d) * D + s]
-                                                                : units[static_cast<size_t>(s) * D + d]);
-                if (s == d || u <= 0) continue;
-                const double b = u * unit_bytes;
-                const int c = at.link_class(node, domain, d);
-                all_out += b;
-                if (c == 0) {
-                    nv_out += b;
-                } else {
-                    host_out += b;
-                    if (c == 2) q.touch_nic(nic), own_nic ? void(nic_out += b) : void(q.nic_out[nic] += b);
-                }
-                add_ingress(d, c, b);
-            }
-            q.all_out[s] = all_out, q.nv_out[s] = nv_out, q.host_out[s] = host_out;
-            if (own_nic) q.nic_out[nic] = nic_out;  // 0 where row s crossed no node: as it was
+            RowSums row{0, 0, 0, &q.nic_out[at.nic[s]]};
+            const DenseRow<Count> r{units, unit_bytes, transposed, D, s};
+            const int node_lo = at.node[s] * cl_.devices_per_node,
+                      node_hi = std::min(D, node_lo + cl_.devices_per_node);
+            int nv_lo = node_lo, nv_hi = node_lo;  // the NVLink run: s's domain inside its node (empty without NVLink)
+            if (at.domain[s] >= 0)
+                nv_lo = std::max(node_lo, at.domain[s] * cl_.nvlink_domain),
+                nv_hi = std::min(node_hi, at.domain[s] * cl_.nvlink_domain + cl_.nvlink_domain);
+            add_run<2>(r, 0, node_lo, row);
+            add_run<1>(r, node_lo, nv_lo, row);
+            add_run<0>(r, nv_lo, nv_hi, row);
+            add_run<1>(r, nv_hi, node_hi, row);
+            add_run<2>(r, node_hi, D, row);
+            q.all_out[s] = row.all_out, q.nv_out[s] = row.nv_out, q.host_out[s] = row.host_out;
         }
     }
     // the pair's share of everything but its source's egress: its class's busiest pair and latency, and the
@@ -164,6 +162,55 @@ class Collective {
     }
 
   private:
+    // one source row's egress, summed in d order: the device's queues from 0 in registers (row s alone adds to
+    // them), its NIC's in memory (the NIC may serve other rows' devices too)
+    struct RowSums {
+        double all_out, nv_out, host_out;
+        double* nic_out;
+    };
+    // row s of a dense unit matrix: bytes(s, d)
+    template <class Count>
+    struct DenseRow {
+        const Count* units;
+        double unit_bytes;
+        bool transposed;
+        int D, s;
+        double units_to(int d) const {
+            return static_cast<double>(transposed ? units[static_cast<size_t>(d) * D + s]
+                                                  : units[static_cast<size_t>(s) * D + d]);
+        }
+    };
+    // destinations [lo, hi) of row r, all of link class C (0: NVLink, 1: PCIe peer, 2: another node)
+    template <int C, class Count>
+    void add_run(const DenseRow<Count>& r, int lo, int hi, RowSums& row) {
+        // the queues' arrays in locals: the stores below would otherwise make the compiler reload them per pair
+        Queues& q = *q_;
+        double *all_in = q.all_in.data(), *nv_in = q.nv_in.data(), *host_in = q.host_in.data();
+        double* nic_in = q.nic_in.data();
+        const int* nic = at_->nic.data();
+        double largest = largest_pair_[C];
+        bool used = false;
+        for (int d = lo; d < hi; ++d) {
+            const double u = r.units_to(d);
+            if (d == r.s || u <= 0) continue;
+            const double b = u * r.unit_bytes;
+            used = true;
+            largest = std::max(largest, b);
+            row.all_out += b;
+            all_in[d] += b;
+            if constexpr (C == 0) {
+                row.nv_out += b;
+                nv_in[d] += b;
+            } else {
+                row.host_out += b;
+                host_in[d] += b;
+            }
+            if constexpr (C == 2) *row.nic_out += b, nic_in[nic[d]] += b;
+        }
+        largest_pair_[C] = largest;
+        used_[C] = used_[C] || used;
+    }
+
     const ClusterSpec& cl_;
     Queues* q_ = nullptr;
     const Layout* at_ = nullptr;
