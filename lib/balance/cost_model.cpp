@@ -111,10 +111,14 @@ inline void chain_rate_floor(const CostModel& m, int64_t busiest, double expert_
     agg_s = std::max(agg_s, copies / (m.cluster.agg_bytes_per_s * m.bandwidth_scale));
 }
 
+// Which of Trans and Agg topology_transfer_terms times (the other is left at 0: Eq 8's parts need one each)
+enum class Directions { kBoth, kTrans, kAgg };
+
 // Eqs 4-5, topology-aware: Trans over the busiest link of the broadcasts, Agg the same traffic reversed; of the
 // experts with include[e] only, when include is given (Eq 8's whole-expert split times its parts so)
 inline void topology_transfer_terms(const CostModel& m, const LayerFlow& flow, const Placement& placement,
-                                    double expert_bytes, const uint8_t* include, double& trans_s, double& agg_s) {
+                                    double expert_bytes, const uint8_t* include, Directions directions, double& trans_s,
+                                    double& agg_s) {
     const int D = flow.num_devices;
     thread_local std::vector<int64_t> experts;  // [D*D]
     experts.assign(static_cast<size_t>(D) * D, 0);
@@ -125,8 +129,12 @@ inline void topology_transfer_terms(const CostModel& m, const LayerFlow& flow, c
         chain_received.assign(static_cast<size_t>(D), 0);
     }
     lay_broadcasts(m, flow, placement, include, experts, chain_sent, chain_received);
-    trans_s = topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
-    agg_s = topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
+    trans_s = directions == Directions::kAgg
+                  ? 0.0
+                  : topology_time(m.cluster, experts.data(), expert_bytes, false, m.bandwidth_scale);
+    agg_s = directions == Directions::kTrans
+                ? 0.0
+                : topology_time(m.cluster, experts.data(), expert_bytes, true, m.bandwidth_scale);
     if (!chain) return;
     const int64_t busiest = std::max(*std::max_element(chain_sent.begin(), chain_sent.end()),
                                      *std::max_element(chain_received.begin(), chain_received.end()));
@@ -142,7 +150,7 @@ inline void transfer_terms(const CostModel& m, const LayerFlow& flow, const Plac
     c.trans_bytes = static_cast<double>(groups.receivers) * expert_bytes;
     c.agg_bytes = c.trans_bytes;
     if (m.topology_aware && groups.receivers > 0) {
-        topology_transfer_terms(m, flow, placement, expert_bytes, nullptr, c.trans_s, c.agg_s);
+        topology_transfer_terms(m, flow, placement, expert_bytes, nullptr, Directions::kBoth, c.trans_s, c.agg_s);
         return;
     }
     const double counted_bytes = static_cast<double>(groups.counted) * expert_bytes;
@@ -225,8 +233,11 @@ inline void topology_whole_expert_exposure(const CostModel& m, const LayerFlow& 
     }
     double trans_rest_s = 0, agg_rest_s = 0, unused = 0;
     if (trans_may_show)
-        topology_transfer_terms(m, flow, placement, expert_bytes, trans_rest.data(), trans_rest_s, unused);
-    if (agg_may_show) topology_transfer_terms(m, flow, placement, expert_bytes, agg_rest.data(), unused, agg_rest_s);
+        topology_transfer_terms(m, flow, placement, expert_bytes, trans_rest.data(), Directions::kTrans, trans_rest_s,
+                                unused);
+    if (agg_may_show)
+        topology_transfer_terms(m, flow, placement, expert_bytes, agg_rest.data(), Directions::kAgg, unused,
+                                agg_rest_s);
     c.exposed_trans_s = std::max(0.0, trans_rest_s - c.fec_s);
     c.exposed_agg_s = std::max(0.0, agg_rest_s - c.bec_s);
 }
