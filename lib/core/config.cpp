@@ -8,6 +8,7 @@
 
 #include <toml++/toml.h>
 
+#include "core/closest_name.h"
 #include "core/enum_table.h"
 #include "core/error.h"
 #include "core/key_spec.h"
@@ -56,21 +57,6 @@ std::string quote(const std::string& s) {
         }
     }
     return out + "\"";
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            const size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
 }
 
 std::string bounds_rule(const KeySpec& spec) {
@@ -312,16 +298,9 @@ const KeySpec* Schema::find(const std::string& key) const {
 }
 
 std::string Schema::closest(const std::string& key) const {
-    std::string best;
-    size_t best_distance = std::max<size_t>(3, key.size() / 3) + 1;
-    for (const KeySpec& spec : keys_) {
-        const size_t distance = edit_distance(key, spec.key);
-        if (distance < best_distance) {
-            best_distance = distance;
-            best = spec.key;
-        }
-    }
-    return best;
+    std::vector<std::string> names;
+    for (const KeySpec& spec : keys_) names.push_back(spec.key);
+    return closest_name(key, names);
 }
 
 std::string Schema::describe() const {

@@ -14,6 +14,7 @@
 #include "balance/cost_model.h"
 #include "balance/options.h"
 #include "balance/regime.h"
+#include "core/closest_name.h"
 #include "core/error.h"
 #include "core/names.h"
 #include "core/toml_text.h"
@@ -244,6 +245,12 @@ std::string known_sweep_keys() {
     return out;
 }
 
+// An unknown [sweep] key's fix: the key it is nearest, if any, and every known one.
+std::string unknown_key_fix(const std::string& key) {
+    const std::string near = closest_name(key, std::vector<std::string>(std::begin(kSweepKeys), std::end(kSweepKeys)));
+    return (near.empty() ? "" : "did you mean \"" + near + "\"? ") + "use only " + known_sweep_keys();
+}
+
 // The file's [sweep] table, after checking that it is the only table and holds only known keys.
 const toml::table& sweep_table(const toml::table& root) {
     for (const auto& [key, node] : root)
@@ -256,7 +263,7 @@ const toml::table& sweep_table(const toml::table& root) {
     for (const auto& [key, node] : *sweep) {
         const std::string k(key.str());
         if (std::find(std::begin(kSweepKeys), std::end(kSweepKeys), k) == std::end(kSweepKeys))
-            throw_config_error("sweep." + k, toml_node_text(node), "unknown key", "use only " + known_sweep_keys());
+            throw_config_error("sweep." + k, toml_node_text(node), "unknown key", unknown_key_fix(k));
     }
     return *sweep;
 }

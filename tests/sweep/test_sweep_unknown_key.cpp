@@ -1,5 +1,5 @@
 // An unknown [sweep] key's error lists, as its fix, every key the reader accepts: each row is one known key,
-// and the message must name it (a table as [sweep.<key>]).
+// and the message must name it (a table as [sweep.<key>]). A near miss is also named as the likely key.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -17,17 +17,25 @@ const char* kSweep =
     "[sweep]\nname = \"t\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
     "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\nno_such_key = 1\n";
 
-// the error of kSweep (its unknown key), or "" if it was accepted
-std::string unknown_key_error() {
+// the error of `text`, or "" if it was accepted
+std::string error_of(const std::string& text) {
     try {
-        parse_sweep_string(kSweep, "t.toml");
+        parse_sweep_string(text, "t.toml");
     } catch (const Error& e) {
         return e.what();
     }
     return "";
 }
 
+std::string unknown_key_error() { return error_of(kSweep); }
+
 class SweepUnknownKey : public ::testing::TestWithParam<const char*> {};
+
+struct Typo {
+    const char* line;   // an unknown key's line
+    const char* meant;  // the key the message must suggest ("": none)
+};
+class SweepKeyTypo : public ::testing::TestWithParam<Typo> {};
 
 }  // namespace
 
@@ -48,5 +56,28 @@ INSTANTIATE_TEST_SUITE_P(Rows, SweepUnknownKey,
                              std::string out;
                              for (char c : name)
                                  if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') out += c;
+                             return out;
+                         });
+
+TEST_P(SweepKeyTypo, SuggestsTheNearestKnownKey) {
+    std::string text = kSweep;
+    text.replace(text.find("no_such_key = 1"), 15, GetParam().line);
+    const std::string message = error_of(text);
+    ASSERT_NE(message.find("unknown key"), std::string::npos) << message;
+    const std::string meant = GetParam().meant;
+    if (meant.empty())
+        EXPECT_EQ(message.find("did you mean"), std::string::npos) << message;
+    else
+        EXPECT_NE(message.find("did you mean \"" + meant + "\""), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, SweepKeyTypo,
+                         ::testing::Values(Typo{"truth_scal = 1", "truth_scale"}, Typo{"seed = [1]", "seeds"},
+                                           Typo{"time_limit = 60", "time_limit_s"},
+                                           Typo{"validate_clusters = \"c.toml\"", "validate_cluster"},
+                                           Typo{"zzzzzzzzzzzz = 1", ""}),
+                         [](const ::testing::TestParamInfo<Typo>& info) {
+                             std::string out;
+                             for (const char* c = info.param.line; *c && *c != ' '; ++c) out += *c;
                              return out;
                          });
