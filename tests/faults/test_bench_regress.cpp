@@ -129,13 +129,14 @@ TEST_F(BenchRegress, InjectedRegressionFailsAfterReMeasuring) {
 
 // The acceptance path of the gate (docs/reliability.md): debug.slow_step_pct / --slow-step-pct make both training
 // rows slower and nothing else. Paired against the same build without the injection (--against), as the 3+3 check
-// can be run, so the machine's load falls on both sides. 400% (5x the step) against a 100% threshold (fails beyond
-// 2x) leaves 2.5x of margin on the training rows, and a planner row must slow 2x to flake: on a quiet machine the
-// paired ratio of BM_plan_prophet/E:32/D:16 (a 0.3 us plan, short runs) already reached 1.28, and the 200%-vs-50%
-// version of this test failed in CI under ctest -j2. The 20% check is the full mode's (threshold 10%), run by hand
-// on a quiet machine.
+// can be run, so the machine's load falls on both sides. 900% (10x the step) against a 300% threshold (fails
+// beyond 4x): the training rows read 0.09-0.10 of the unslowed build's throughput, 2.5x inside the 0.25 they must
+// stay below, and a planner row must slow 4x to flake. The planner rows are short CPU-time runs whose paired ratio
+// moves far in one repeat: 0.57 to 1.74 over 3 runs x 4 repeats x 6 rows on a quiet machine (2026-12-07), and at
+// 400% against 100% (a planner row failing beyond 2x) this test failed once in CI while running alone (RUN_SERIAL,
+// tests/test_costs.cmake). The 20% check is the full mode's (threshold 10%), run by hand on a quiet machine.
 TEST_F(BenchRegress, InjectedTrainingSlowdownFailsBothTrainingRowsOnly) {
-    const Script r = bench_regress("--quick --repeats 1 --threshold 1.0 --inject-slowdown 400 --against '" +
+    const Script r = bench_regress("--quick --repeats 1 --threshold 3.0 --inject-slowdown 900 --against '" +
                                        build_dir().string() + "' --db " + db_,
                                    dir_);
     EXPECT_EQ(r.exit_code, 1) << r.out;
@@ -143,7 +144,7 @@ TEST_F(BenchRegress, InjectedTrainingSlowdownFailsBothTrainingRowsOnly) {
     EXPECT_EQ(verdict(r.out, "train_step 2-rank pinned tokens/s"), "REGRESSION") << r.out;
     EXPECT_EQ(verdict(r.out, "BM_plan_prophet/E:32/D:16"), "ok") << r.out;
     EXPECT_NE(r.out.find("confirmed regression in 2 row(s)"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("INJECTED slowdown 400%"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("INJECTED slowdown 900%"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("ratio = median paired ratio"), std::string::npos) << r.out;
 }
 
