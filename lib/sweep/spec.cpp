@@ -34,28 +34,33 @@ using detail::resolve_path;
 
 namespace {
 
-const char* kSweepKeys[] = {"name",
-                            "engine",
-                            "clusters",
-                            "traces",
-                            "policies",
-                            "seeds",
-                            "store",
-                            "match_devices",
-                            "train_config",
-                            "ranks",
-                            "grid",
-                            "set",
-                            "validate_cluster",
-                            "variants",
-                            "command",
-                            "time_limit_s",
-                            "validate_oversubscribed",
-                            "slurm",  // [sweep.slurm]: read by launch_slurm.cpp
-                            "calibrate_set",
-                            "calibrate_grid_passes",
-                            "truth_scale",
-                            "uncertainty"};  // uncertainty.cpp
+// The keys a [sweep] table may hold; `table`: the key holds a table of its own, written [sweep.<key>] in messages.
+struct SweepKey {
+    const char* name;
+    bool table;
+};
+const SweepKey kSweepKeys[] = {{"name", false},
+                               {"engine", false},
+                               {"clusters", false},
+                               {"traces", false},
+                               {"policies", false},
+                               {"seeds", false},
+                               {"store", false},
+                               {"match_devices", false},
+                               {"train_config", false},
+                               {"ranks", false},
+                               {"grid", true},
+                               {"set", true},
+                               {"validate_cluster", false},
+                               {"variants", true},
+                               {"command", false},
+                               {"time_limit_s", false},
+                               {"validate_oversubscribed", false},
+                               {"slurm", true},  // [sweep.slurm]: read by launch_slurm.cpp
+                               {"calibrate_set", true},
+                               {"calibrate_grid_passes", false},
+                               {"truth_scale", false},
+                               {"uncertainty", false}};  // uncertainty.cpp
 
 // Train keys a real sweep sets itself: the sweep's own lists and the store/experiment the child must record into.
 bool reserved_train_key(const std::string& k) {
@@ -227,19 +232,14 @@ void read_optional_bool(const toml::table& sweep, const char* key, const std::st
     }
 }
 
-// A [sweep] key that holds a table of its own, written [sweep.<key>] in messages.
-bool is_table_key(const std::string& key) {
-    return key == "grid" || key == "set" || key == "variants" || key == "calibrate_set" || key == "slurm";
-}
-
 // "name, engine, ..., [sweep.grid], ... and [sweep.slurm]": kSweepKeys for an unknown key's fix, the plain keys
 // first, both in kSweepKeys' order, so a key added there is named here too.
 std::string known_sweep_keys() {
     std::vector<std::string> words;
-    for (const char* k : kSweepKeys)
-        if (!is_table_key(k)) words.emplace_back(k);
-    for (const char* k : kSweepKeys)
-        if (is_table_key(k)) words.push_back(std::string("[sweep.") + k + "]");
+    for (const SweepKey& k : kSweepKeys)
+        if (!k.table) words.emplace_back(k.name);
+    for (const SweepKey& k : kSweepKeys)
+        if (k.table) words.push_back(std::string("[sweep.") + k.name + "]");
     std::string out;
     for (size_t i = 0; i < words.size(); ++i) out += (i == 0 ? "" : i + 1 == words.size() ? " and " : ", ") + words[i];
     return out;
@@ -247,7 +247,9 @@ std::string known_sweep_keys() {
 
 // An unknown [sweep] key's fix: the key it is nearest, if any, and every known one.
 std::string unknown_key_fix(const std::string& key) {
-    const std::string near = closest_name(key, std::vector<std::string>(std::begin(kSweepKeys), std::end(kSweepKeys)));
+    std::vector<std::string> names;
+    for (const SweepKey& k : kSweepKeys) names.emplace_back(k.name);
+    const std::string near = closest_name(key, names);
     return (near.empty() ? "" : "did you mean \"" + near + "\"? ") + "use only " + known_sweep_keys();
 }
 
@@ -262,7 +264,8 @@ const toml::table& sweep_table(const toml::table& root) {
         throw_config_error("sweep", "(missing)", "the file needs a [sweep] table", "start the file with [sweep]");
     for (const auto& [key, node] : *sweep) {
         const std::string k(key.str());
-        if (std::find(std::begin(kSweepKeys), std::end(kSweepKeys), k) == std::end(kSweepKeys))
+        if (std::none_of(std::begin(kSweepKeys), std::end(kSweepKeys),
+                         [&](const SweepKey& known) { return k == known.name; }))
             throw_config_error("sweep." + k, toml_node_text(node), "unknown key", unknown_key_fix(k));
     }
     return *sweep;

@@ -12,10 +12,12 @@
 #include "core/error.h"
 #include "store/store.h"
 #include "sweep/sweep.h"
+#include "sweep_parse_error.h"
 
 namespace fs = std::filesystem;
 using namespace prophet;
 using namespace prophet::sweep;
+using prophet::testing::sweep_parse_error;
 
 namespace {
 
@@ -41,17 +43,6 @@ class Sweep : public prophet::testing::TempDirTest {
 const char* kTiny =
     "[sweep]\nname = \"t\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
     "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\n";
-
-std::string config_error(const std::string& text) {
-    try {
-        parse_sweep_string(text, "bad.toml");
-    } catch (const Error& e) {
-        EXPECT_EQ(e.exit_code(), kExitConfig) << e.what();
-        return e.what();
-    }
-    ADD_FAILURE() << "no error for:\n" << text;
-    return "";
-}
 
 }  // namespace
 
@@ -302,26 +293,27 @@ TEST_F(Sweep, FailingPointIsRecordedAndOthersRun) {
 
 TEST_F(Sweep, BadSweepFilesExit3) {
     const std::string base = std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\n";
-    EXPECT_NE(config_error(base + "colour = 1\n").find("sweep.colour"), std::string::npos);
-    EXPECT_NE(config_error(std::string(kTiny) + "policies = []\nseeds = [1]\n").find("sweep.policies"),
+    EXPECT_NE(sweep_parse_error(base + "colour = 1\n").find("sweep.colour"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(std::string(kTiny) + "policies = []\nseeds = [1]\n").find("sweep.policies"),
               std::string::npos);
-    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = []\n").find("must not be empty"),
+    EXPECT_NE(sweep_parse_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = []\n").find("must not be empty"),
               std::string::npos);
-    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"nope\"]\nseeds = [1]\n").find("unknown policy"),
+    EXPECT_NE(sweep_parse_error(std::string(kTiny) + "policies = [\"nope\"]\nseeds = [1]\n").find("unknown policy"),
               std::string::npos);
-    EXPECT_NE(config_error(base + "engine = \"gpu\"\n").find("sweep.engine"), std::string::npos);
-    EXPECT_NE(config_error(base + "[sweep.grid]\n\"sim.split\" = [1]\n").find("sweep.grid.sim.split"),
+    EXPECT_NE(sweep_parse_error(base + "engine = \"gpu\"\n").find("sweep.engine"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(base + "[sweep.grid]\n\"sim.split\" = [1]\n").find("sweep.grid.sim.split"),
               std::string::npos);
-    EXPECT_NE(config_error(base + "[sweep.grid]\n\"trace.drift_rat\" = [0.1]\n").find("did you mean"),
+    EXPECT_NE(sweep_parse_error(base + "[sweep.grid]\n\"trace.drift_rat\" = [0.1]\n").find("did you mean"),
               std::string::npos);
-    EXPECT_NE(config_error(base + "[sweep.grid]\n\"balance.alpha\" = [-1.0]\n").find("balance.alpha"),
+    EXPECT_NE(sweep_parse_error(base + "[sweep.grid]\n\"balance.alpha\" = [-1.0]\n").find("balance.alpha"),
               std::string::npos);
-    EXPECT_NE(config_error(base + "[sweep.grid]\n\"trace.zipf_s\" = []\n").find("non-empty"), std::string::npos);
-    EXPECT_NE(config_error("[sweep]\nname = \"t\"\nclusters = [\"no/such.toml\"]\n"
-                           "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\n")
-                  .find("no such file"),
-              std::string::npos);
-    EXPECT_NE(config_error(base + "[other]\nx = 1\n").find("other"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(base + "[sweep.grid]\n\"trace.zipf_s\" = []\n").find("non-empty"), std::string::npos);
+    EXPECT_NE(
+        sweep_parse_error("[sweep]\nname = \"t\"\nclusters = [\"no/such.toml\"]\n"
+                          "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\n")
+            .find("no such file"),
+        std::string::npos);
+    EXPECT_NE(sweep_parse_error(base + "[other]\nx = 1\n").find("other"), std::string::npos);
 }
 
 TEST_F(Sweep, ShippedSweepFilesParse) {
@@ -381,13 +373,13 @@ TEST_F(Sweep, VariantsExpandWithTheirKeys) {
     EXPECT_EQ(param(plain[0], "sim.schedule"), "\"system\"");
 
     const std::string v = "[sweep.variants.a]\n\"balance.policy\" = \"prophet\"\n";
-    EXPECT_NE(config_error(head + "policies = [\"static\"]\n" + v).find("sweep.policies"), std::string::npos);
-    EXPECT_NE(config_error(head + "[sweep.variants.a]\n\"balance.cost_eq\" = 6\n").find("balance.policy"),
+    EXPECT_NE(sweep_parse_error(head + "policies = [\"static\"]\n" + v).find("sweep.policies"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(head + "[sweep.variants.a]\n\"balance.cost_eq\" = 6\n").find("balance.policy"),
               std::string::npos);
-    EXPECT_NE(config_error(head + v + "\"sim.schedul\" = \"none\"\n").find("did you mean"), std::string::npos);
-    EXPECT_NE(config_error(head + v + "\"sim.schedule\" = \"overlap\"\n").find("sim.schedule"), std::string::npos);
-    EXPECT_NE(config_error(head + "[sweep.variants]\na = 1\n").find("sweep.variants.a"), std::string::npos);
-    EXPECT_NE(config_error(head + v + "\"balance.alpha\" = 1.0\n[sweep.grid]\n\"balance.alpha\" = [2.0]\n")
+    EXPECT_NE(sweep_parse_error(head + v + "\"sim.schedul\" = \"none\"\n").find("did you mean"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(head + v + "\"sim.schedule\" = \"overlap\"\n").find("sim.schedule"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(head + "[sweep.variants]\na = 1\n").find("sweep.variants.a"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(head + v + "\"balance.alpha\" = 1.0\n[sweep.grid]\n\"balance.alpha\" = [2.0]\n")
                   .find("also in [sweep.grid]"),
               std::string::npos);
     // engine model has no schedule to set
@@ -503,44 +495,45 @@ const char* kReal =
 }  // namespace
 
 TEST(SweepReal, ValidationNamesTheKey) {
-    EXPECT_NE(config_error(std::string(kReal) + "clusters = [\"experiments/clusters/hpwnv-16.toml\"]\n")
+    EXPECT_NE(sweep_parse_error(std::string(kReal) + "clusters = [\"experiments/clusters/hpwnv-16.toml\"]\n")
                   .find("sweep.clusters"),
               std::string::npos);
-    EXPECT_NE(config_error(std::string(kReal) + "traces = [\"experiments/traces/zipf-e16-k2.toml\"]\n")
+    EXPECT_NE(sweep_parse_error(std::string(kReal) + "traces = [\"experiments/traces/zipf-e16-k2.toml\"]\n")
                   .find("sweep.traces"),
               std::string::npos);
-    EXPECT_NE(config_error("[sweep]\nname = \"r\"\nengine = \"real\"\npolicies = [\"static\"]\nseeds = [1]\n")
+    EXPECT_NE(sweep_parse_error("[sweep]\nname = \"r\"\nengine = \"real\"\npolicies = [\"static\"]\nseeds = [1]\n")
                   .find("sweep.train_config"),
               std::string::npos);
-    EXPECT_NE(config_error("[sweep]\nname = \"r\"\nengine = \"real\"\ntrain_config = \"no/such.toml\"\n"
-                           "policies = [\"static\"]\nseeds = [1]\n")
+    EXPECT_NE(sweep_parse_error("[sweep]\nname = \"r\"\nengine = \"real\"\ntrain_config = \"no/such.toml\"\n"
+                                "policies = [\"static\"]\nseeds = [1]\n")
                   .find("no such file"),
               std::string::npos);
-    EXPECT_NE(config_error(std::string(kReal) + "ranks = [0]\n").find("sweep.ranks"), std::string::npos);
-    const std::string typo = config_error(std::string(kReal) + "[sweep.grid]\n\"model.EE\" = [4]\n");
+    EXPECT_NE(sweep_parse_error(std::string(kReal) + "ranks = [0]\n").find("sweep.ranks"), std::string::npos);
+    const std::string typo = sweep_parse_error(std::string(kReal) + "[sweep.grid]\n\"model.EE\" = [4]\n");
     EXPECT_NE(typo.find("sweep.grid.model.EE"), std::string::npos);
     EXPECT_NE(typo.find("did you mean"), std::string::npos);
-    EXPECT_NE(config_error(std::string(kReal) + "[sweep.grid]\n\"balance.policy\" = [\"static\"]\n").find("policies"),
+    EXPECT_NE(
+        sweep_parse_error(std::string(kReal) + "[sweep.grid]\n\"balance.policy\" = [\"static\"]\n").find("policies"),
+        std::string::npos);
+    EXPECT_NE(sweep_parse_error(std::string(kReal) + "[sweep.set]\n\"run.seed\" = 3\n").find("sweep.set.run.seed"),
               std::string::npos);
-    EXPECT_NE(config_error(std::string(kReal) + "[sweep.set]\n\"run.seed\" = 3\n").find("sweep.set.run.seed"),
+    EXPECT_NE(sweep_parse_error(std::string(kReal) + "[sweep.set]\n\"train.steps\" = -1\n").find("train.steps"),
               std::string::npos);
-    EXPECT_NE(config_error(std::string(kReal) + "[sweep.set]\n\"train.steps\" = -1\n").find("train.steps"),
-              std::string::npos);
-    EXPECT_NE(config_error(std::string(kReal) + "[sweep.grid]\n\"train.steps\" = [2]\n[sweep.set]\n"
-                                                "\"train.steps\" = 3\n")
+    EXPECT_NE(sweep_parse_error(std::string(kReal) + "[sweep.grid]\n\"train.steps\" = [2]\n[sweep.set]\n"
+                                                     "\"train.steps\" = 3\n")
                   .find("also in [sweep.grid]"),
               std::string::npos);
     // the sim / model engines take none of the real engine's keys
-    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\nranks = [1]\n")
+    EXPECT_NE(sweep_parse_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\nranks = [1]\n")
                   .find("sweep.ranks"),
               std::string::npos);
-    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\ntime_limit_s = 60\n")
+    EXPECT_NE(sweep_parse_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\ntime_limit_s = 60\n")
                   .find("sweep.time_limit_s"),
               std::string::npos);
     // time_limit_s: seconds, > 0
     for (const char* bad : {"0", "-5", "\"1h\"", "true"})
-        EXPECT_NE(config_error(std::string(kReal) + "time_limit_s = " + bad + "\n").find("sweep.time_limit_s = " +
-                                                                                       std::string(bad)),
+        EXPECT_NE(sweep_parse_error(std::string(kReal) + "time_limit_s = " + bad + "\n")
+                      .find("sweep.time_limit_s = " + std::string(bad)),
                   std::string::npos)
             << bad;
     EXPECT_DOUBLE_EQ(parse_sweep_string(std::string(kReal) + "time_limit_s = 90.5\n", "r.toml").time_limit_s, 90.5);
@@ -548,12 +541,13 @@ TEST(SweepReal, ValidationNamesTheKey) {
     EXPECT_FALSE(parse_sweep_string(kReal, "r.toml").validate_oversubscribed);
     EXPECT_TRUE(parse_sweep_string(std::string(kReal) + "validate_oversubscribed = true\n", "r.toml")
                     .validate_oversubscribed);
-    EXPECT_NE(config_error(std::string(kReal) + "validate_oversubscribed = 1\n")
+    EXPECT_NE(sweep_parse_error(std::string(kReal) + "validate_oversubscribed = 1\n")
                   .find("sweep.validate_oversubscribed = 1"),
               std::string::npos);
-    EXPECT_NE(config_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\nvalidate_oversubscribed = true\n")
-                  .find("sweep.validate_oversubscribed"),
-              std::string::npos);
+    EXPECT_NE(
+        sweep_parse_error(std::string(kTiny) + "policies = [\"static\"]\nseeds = [1]\nvalidate_oversubscribed = true\n")
+            .find("sweep.validate_oversubscribed"),
+        std::string::npos);
 }
 
 TEST(SweepReal, ExpansionAndIdentity) {
@@ -598,11 +592,11 @@ TEST(SweepReal, CalibrateSetIsHeldOut) {
     EXPECT_EQ(spec.calibrate_set[0].first, "model.F");
     EXPECT_EQ(spec.calibrate_set[0].second, "128");
     EXPECT_EQ(expand_points(spec).size(), 8u);  // the calibration is no point: seeds 2 x F 2 x policies 2
-    EXPECT_NE(config_error(std::string(kReal) + "[sweep.calibrate_set]\n\"model.F\" = 128\n").find("calibrate"),
+    EXPECT_NE(sweep_parse_error(std::string(kReal) + "[sweep.calibrate_set]\n\"model.F\" = 128\n").find("calibrate"),
               std::string::npos);
-    const std::string typo = config_error(calibrated + "[sweep.calibrate_set]\n\"model.FF\" = 128\n");
+    const std::string typo = sweep_parse_error(calibrated + "[sweep.calibrate_set]\n\"model.FF\" = 128\n");
     EXPECT_NE(typo.find("sweep.calibrate_set.model.FF"), std::string::npos);
-    EXPECT_NE(config_error(calibrated + "[sweep.calibrate_set]\n\"model.F\" = -1\n").find("model.F"),
+    EXPECT_NE(sweep_parse_error(calibrated + "[sweep.calibrate_set]\n\"model.F\" = -1\n").find("model.F"),
               std::string::npos);
 }
 

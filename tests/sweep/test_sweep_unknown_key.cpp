@@ -7,27 +7,17 @@
 
 #include "core/error.h"
 #include "sweep/sweep.h"
+#include "sweep_parse_error.h"
 
 using namespace prophet;
 using namespace prophet::sweep;
+using prophet::testing::sweep_parse_error;
 
 namespace {
 
 const char* kSweep =
     "[sweep]\nname = \"t\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
     "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\nno_such_key = 1\n";
-
-// the error of `text`, or "" if it was accepted
-std::string error_of(const std::string& text) {
-    try {
-        parse_sweep_string(text, "t.toml");
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-std::string unknown_key_error() { return error_of(kSweep); }
 
 class SweepUnknownKey : public ::testing::TestWithParam<const char*> {};
 
@@ -40,7 +30,7 @@ class SweepKeyTypo : public ::testing::TestWithParam<Typo> {};
 }  // namespace
 
 TEST_P(SweepUnknownKey, FixNamesEveryKnownKey) {
-    const std::string message = unknown_key_error();
+    const std::string message = sweep_parse_error(kSweep);
     ASSERT_NE(message.find("sweep.no_such_key"), std::string::npos) << message;
     EXPECT_NE(message.find(GetParam()), std::string::npos) << message;
 }
@@ -62,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(Rows, SweepUnknownKey,
 TEST_P(SweepKeyTypo, SuggestsTheNearestKnownKey) {
     std::string text = kSweep;
     text.replace(text.find("no_such_key = 1"), 15, GetParam().line);
-    const std::string message = error_of(text);
+    const std::string message = sweep_parse_error(text);
     ASSERT_NE(message.find("unknown key"), std::string::npos) << message;
     const std::string meant = GetParam().meant;
     if (meant.empty())

@@ -10,10 +10,12 @@
 #include "core/error.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_internal.h"
+#include "sweep_parse_error.h"
 
 namespace fs = std::filesystem;
 using namespace prophet;
 using namespace prophet::sweep;
+using prophet::testing::sweep_parse_error;
 
 namespace {
 
@@ -21,17 +23,6 @@ std::string spec_text(const std::string& engine, const std::string& extra) {
     return "[sweep]\nname = \"u\"\nengine = \"" + engine +
            "\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
            "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\n" + extra;
-}
-
-// the exit-3 message of parsing `text`, or "" when it parses
-std::string parse_error(const std::string& text) {
-    try {
-        parse_sweep_string(text, "u.toml");
-    } catch (const Error& e) {
-        EXPECT_EQ(e.exit_code(), 3) << e.what();
-        return e.what();
-    }
-    return "";
 }
 
 const GridAxis* axis(const SweepSpec& spec, const std::string& key) {
@@ -82,18 +73,20 @@ TEST_F(Uncertainty, TruthScaleTableBecomesSortedTruthAxes) {
 }
 
 TEST_F(Uncertainty, EveryDefectNamesTheKeyWithItsRule) {
-    EXPECT_NE(parse_error(spec_text("sim", "uncertainty = 1.5\n")).find("sweep.uncertainty"), std::string::npos);
-    EXPECT_NE(parse_error(spec_text("sim", "uncertainty = \"30%\"\n")).find("(0, 1)"), std::string::npos);
-    EXPECT_NE(parse_error(spec_text("sim", "uncertainty = 0.3\ntruth_scale = { compute = [0.9] }\n"))
+    EXPECT_NE(sweep_parse_error(spec_text("sim", "uncertainty = 1.5\n")).find("sweep.uncertainty"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(spec_text("sim", "uncertainty = \"30%\"\n")).find("(0, 1)"), std::string::npos);
+    EXPECT_NE(sweep_parse_error(spec_text("sim", "uncertainty = 0.3\ntruth_scale = { compute = [0.9] }\n"))
                   .find("beside truth_scale"),
               std::string::npos);
-    EXPECT_NE(parse_error(spec_text("sim", "truth_scale = { flops = [0.9] }\n")).find("sweep.truth_scale.flops"),
+    EXPECT_NE(sweep_parse_error(spec_text("sim", "truth_scale = { flops = [0.9] }\n")).find("sweep.truth_scale.flops"),
               std::string::npos);
-    EXPECT_NE(parse_error(spec_text("sim", "truth_scale = { compute = [0.0] }\n")).find("> 0"), std::string::npos);
-    EXPECT_NE(parse_error(spec_text("sim", "truth_scale = { compute = [] }\n")).find("non-empty"), std::string::npos);
-    EXPECT_NE(parse_error(spec_text("model", "uncertainty = 0.3\n")).find("only engine = \"sim\""),
+    EXPECT_NE(sweep_parse_error(spec_text("sim", "truth_scale = { compute = [0.0] }\n")).find("> 0"),
               std::string::npos);
-    EXPECT_NE(parse_error(spec_text("sim", "uncertainty = 0.3\n[sweep.grid]\n\"truth.compute_scale\" = [2.0]\n"))
+    EXPECT_NE(sweep_parse_error(spec_text("sim", "truth_scale = { compute = [] }\n")).find("non-empty"),
+              std::string::npos);
+    EXPECT_NE(sweep_parse_error(spec_text("model", "uncertainty = 0.3\n")).find("only engine = \"sim\""),
+              std::string::npos);
+    EXPECT_NE(sweep_parse_error(spec_text("sim", "uncertainty = 0.3\n[sweep.grid]\n\"truth.compute_scale\" = [2.0]\n"))
                   .find("also set by truth_scale"),
               std::string::npos);
     // a truth axis written in the grid of a model sweep: rejected when the points expand
@@ -105,12 +98,13 @@ TEST_F(Uncertainty, EveryDefectNamesTheKeyWithItsRule) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("no simulated truth"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(parse_error(spec_text("sim", "[sweep.grid]\n\"sim.iteration\" = [\"full\"]\n")), "");
+    EXPECT_EQ(sweep_parse_error(spec_text("sim", "[sweep.grid]\n\"sim.iteration\" = [\"full\"]\n")), "");
     EXPECT_THROW(expand_points(parse_sweep_string(
                      spec_text("model", "[sweep.grid]\n\"sim.iteration\" = [\"full\"]\n"), "u.toml")),
                  Error);
-    EXPECT_NE(parse_error(spec_text("sim", "[sweep.grid]\n\"sim.allreduce\" = [\"ddp\"]\n")).find("sim.allreduce"),
-              std::string::npos);
+    EXPECT_NE(
+        sweep_parse_error(spec_text("sim", "[sweep.grid]\n\"sim.allreduce\" = [\"ddp\"]\n")).find("sim.allreduce"),
+        std::string::npos);
     EXPECT_THROW(expand_points(parse_sweep_string(spec_text("model", "[sweep.grid]\n\"sim.plan_time\" = [\"none\"]\n"),
                                                   "u.toml")),
                  Error);
