@@ -1,6 +1,6 @@
-// trace_csv.cpp: the human-readable CSV trace (docs/trace-format.md, section 6): a version line, a metadata
+// trace_csv.cpp: the human-readable CSV trace's reader (docs/trace-format.md, section 6): a version line, a metadata
 // comment line, the non-zero counts as iteration,layer,device,expert,tokens rows and an optional transitions
-// section. The reader names the line and the cell of every defect; the writer is atomic (temp file + rename).
+// section. It names the line and the cell of every defect. The writer is trace_csv_write.cpp.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -15,25 +15,26 @@
 #include <system_error>
 #include <vector>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "trace/capped_product.h"
 #include "trace/escaped_bytes.h"
 #include "trace/trace.h"
+#include "trace/trace_csv_format.h"
 #include "trace/trace_gzip.h"
 
 namespace prophet {
 namespace {
 
-constexpr std::string_view kVersionLine = "# prophet trace csv v1";
-constexpr std::string_view kVersionPrefix = "# prophet trace csv v";
-constexpr std::string_view kCountsColumns = "iteration,layer,device,expert,tokens";
-constexpr std::string_view kTransitionsColumns = "iteration,layer,from_expert,to_expert,tokens";
-constexpr std::string_view kTransitionsMarker = "transitions";
+using trace_csv::kCountsColumns;
+using trace_csv::kTransitionsColumns;
+using trace_csv::kTransitionsMarker;
+using trace_csv::kVersionLine;
+using trace_csv::kVersionPrefix;
+using trace_csv::unescape_source;
+
 constexpr size_t kNumColumns = 5;
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kUnset = -1;  // a cell no row has given (yet); becomes 0
-constexpr size_t kWriteChunkBytes = 1 << 20;
 // Bounds from the file's size, checked before the dense arrays are allocated (a 197-byte file declaring
 // num_iterations = 2e9 once allocated 16 GB): every (iteration, layer) needs at least one row with a positive count,
 // and a row is at least kMinRowBytes ("0,0,0,0,1" and a newline, the last one maybe without). Rows may leave zero
@@ -128,33 +129,6 @@ std::string describe(const Number& number, std::string_view cell) {
         case NumberKind::kNotNumber: break;
     }
     return shown(cell) + " is not a number";
-}
-
-std::string unescape_source(std::string_view text) {
-    std::string out;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '\\' && i + 1 < text.size()) {
-            const char next = text[i + 1];
-            if (next == '\\' || next == 'n' || next == 'r') {
-                out += next == '\\' ? '\\' : next == 'n' ? '\n' : '\r';
-                ++i;
-                continue;
-            }
-        }
-        out += text[i];
-    }
-    return out;
-}
-
-std::string escape_source(const std::string& source) {
-    std::string out;
-    for (char c : source) {
-        if (c == '\\') out += "\\\\";
-        else if (c == '\n') out += "\\n";
-        else if (c == '\r') out += "\\r";
-        else out += c;
-    }
-    return out;
 }
 
 enum class Section { kCountsColumns, kCounts, kTransitionsColumns, kTransitions };
@@ -536,21 +510,6 @@ class CsvReader {
     Table transitions_{};
 };
 
-void append_int(std::string& out, int64_t value) {
-    char digits[24];
-    const auto [end, error] = std::to_chars(digits, digits + sizeof(digits), value);
-    out.append(digits, end);
-}
-
-void append_row(std::string& out, int64_t a, int64_t b, int64_t c, int64_t d, int64_t value) {
-    for (int64_t index : {a, b, c, d}) {
-        append_int(out, index);
-        out += ',';
-    }
-    append_int(out, value);
-    out += '\n';
-}
-
 }  // namespace
 
 Trace read_trace_csv(const std::string& path) {
@@ -570,53 +529,6 @@ Trace read_trace_csv_text(const std::string& text, const std::string& origin) { 
 
 Trace read_trace_csv_gzip_text(const std::string& text, const std::string& origin, uint64_t compressed_bytes) {
     return CsvReader(origin, text, std::max<uint64_t>(compressed_bytes, 1)).read();
-}
-
-void write_trace_csv(const Trace& trace, const std::string& path) {
-    validate_trace(trace, path);
-    const TraceMeta& m = trace.meta;
-    AtomicFile out(path);  // a unique temporary, renamed over `path` by commit()
-
-    std::string buffer;
-    buffer += kVersionLine;
-    buffer += "\n# num_iterations=" + std::to_string(m.num_iterations) +
-              " num_layers=" + std::to_string(m.num_layers) + " num_devices=" + std::to_string(m.num_devices) +
-              " num_experts=" + std::to_string(m.num_experts) + " top_k=" + std::to_string(m.top_k) +
-              " tokens_per_iteration=" + std::to_string(m.tokens_per_iteration) +
-              " d_model=" + std::to_string(m.d_model) + " d_ffn=" + std::to_string(m.d_ffn) +
-              " seq_len=" + std::to_string(m.seq_len) + " source=" + escape_source(m.source) + "\n";
-    buffer += kCountsColumns;
-    buffer += '\n';
-    auto flush_if_full = [&] {
-        if (buffer.size() < kWriteChunkBytes) return;
-        out.write(buffer);
-        buffer.clear();
-    };
-    // one row "i,l,a,b,value" per nonzero entry of a [rows x cols] matrix, flushed after each of its rows
-    auto append_nonzero = [&](int i, int l, const int64_t* matrix, int rows, int cols) {
-        for (int a = 0; a < rows; ++a) {
-            for (int b = 0; b < cols; ++b) {
-                const int64_t value = matrix[static_cast<size_t>(a) * cols + b];
-                if (value != 0) append_row(buffer, i, l, a, b, value);
-            }
-            flush_if_full();
-        }
-    };
-    for (int i = 0; i < m.num_iterations; ++i)
-        for (int l = 0; l < m.num_layers; ++l)
-            append_nonzero(i, l, trace.layer_counts(i, l), m.num_devices, m.num_experts);
-    if (trace.has_transitions()) {
-        buffer += "# ";
-        buffer += kTransitionsMarker;
-        buffer += '\n';
-        buffer += kTransitionsColumns;
-        buffer += '\n';
-        for (int i = 0; i < m.num_iterations; ++i)
-            for (int l = 0; l + 1 < m.num_layers; ++l)
-                append_nonzero(i, l, trace.layer_transitions(i, l), m.num_experts, m.num_experts);
-    }
-    out.write(buffer);
-    out.commit();
 }
 
 }  // namespace prophet

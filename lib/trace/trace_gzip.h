@@ -28,7 +28,7 @@ uint64_t gunzip_limit_bytes(uint64_t compressed_bytes);
 
 // read_trace_csv_text (trace.h) for `text` decompressed from a gzip file of `compressed_bytes`: the declared cells
 // are bounded by the compressed size (blank lines deflate ~1000:1, so the text's size bounds nothing), exit 4
-// naming the limit. Defined in trace_csv.cpp.
+// naming the limit. Defined in trace_csv.cpp (the reader).
 Trace read_trace_csv_gzip_text(const std::string& text, const std::string& origin, uint64_t compressed_bytes);
 
 }  // namespace prophet
