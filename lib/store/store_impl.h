@@ -47,6 +47,10 @@ inline uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
+// n int64 values as 8n little-endian bytes (a blob column), and back (bytes / 8 values)
+std::string encode_i64_le(const int64_t* values, size_t n);
+std::vector<int64_t> decode_i64_le(const void* data, size_t bytes);
+
 // 16 lowercase hex chars: 8 bytes of /dev/urandom, or time, pid and a counter mixed when that is unavailable.
 std::string random_id();
 
