@@ -1,5 +1,5 @@
 // sweep_parse_error.h: the message parse_sweep_string raises for a sweep file's text, for the tests that check
-// what a bad file is told.
+// what a bad file is told, and the smallest sweep head they extend.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +10,11 @@
 #include "sweep/sweep.h"
 
 namespace prophet::testing {
+
+// A sim sweep's [sweep] head: a name, one cluster and one trace; the tests add policies, seeds and their keys.
+inline constexpr const char* kTiny =
+    "[sweep]\nname = \"t\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
+    "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\n";
 
 // The error of parsing `text` as a sweep file, or "" when it parses. A raised error must be a configuration error
 // (exit code 3), the code every bad sweep file exits with.
