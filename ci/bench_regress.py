@@ -392,12 +392,15 @@ try:
                     (run_id, name, json.dumps({"normalized": value, "unit": "instructions per plan", "better": "lower",
                                                "baseline": base_instr.get(name)})))
     for name, reps in samples.items():
+        paired = against_samples.get(name, [])
         for rep, s in enumerate(reps):
+            counters = {"normalized": s["norm"], "unit": unit(name), "better": better(name), "ref_gflops": s["ref"],
+                        "baseline": base_time.get(name)}
+            if rep < len(paired):  # --against: the other build's figure of the same repeat, for its paired ratio
+                counters["against_normalized"] = paired[rep]["norm"]
             con.execute("INSERT INTO bench(run_id, name, rep, real_ns, cpu_ns, iterations, counters) "
                         "VALUES(?, ?, ?, ?, ?, ?, ?)",
-                        (run_id, name, rep, s["real_ns"], s["cpu_ns"], s["iterations"],
-                         json.dumps({"normalized": s["norm"], "unit": unit(name), "better": better(name),
-                                     "ref_gflops": s["ref"], "baseline": base_time.get(name)})))
+                        (run_id, name, rep, s["real_ns"], s["cpu_ns"], s["iterations"], json.dumps(counters)))
     con.execute("COMMIT")
     print(f"bench-regress: recorded run {run_id} ({sha[:12] or 'no git'}{' dirty' if dirty else ''}) in {DB}",
           file=sys.stderr)

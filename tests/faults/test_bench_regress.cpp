@@ -2,8 +2,8 @@
 // the 2-rank pinned step among them); a baseline edited to be better than this build (one deterministic figure
 // changed, one timing made 10x faster, one instruction count 3% lower) makes it fail after re-measuring, naming
 // the three rows; an injected slowdown of the training step (--inject-slowdown, test only) fails both training
-// rows and no other; report/fig_bench_history.py draws history.jsonl. The script needs the bench/ binaries of the
-// build and mpirun.
+// rows and no other, each repeat recorded beside the unslowed build's; report/fig_bench_history.py draws
+// history.jsonl. The script needs the bench/ binaries of the build and mpirun.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -146,6 +146,21 @@ TEST_F(BenchRegress, InjectedTrainingSlowdownFailsBothTrainingRowsOnly) {
     EXPECT_NE(r.out.find("confirmed regression in 2 row(s)"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("INJECTED slowdown 900%"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("ratio = median paired ratio"), std::string::npos) << r.out;
+    // every repeat is recorded with the unslowed build's figure of the same repeat, so its paired ratio can be read
+    prophet::Store store = prophet::Store::open(db_);
+    const auto runs = store.list_runs("bench-regress");
+    ASSERT_EQ(runs.size(), 1u);
+    int training_repeats = 0;
+    for (const prophet::BenchRow& row : store.get_bench(runs[0].run_id)) {
+        if (row.name.rfind("exact: ", 0) == 0 || row.name.rfind("instructions ", 0) == 0) continue;
+        const nlohmann::json counters = nlohmann::json::parse(row.counters_json);
+        ASSERT_TRUE(counters.contains("against_normalized")) << row.name << " " << row.counters_json;
+        if (row.name != "train_step tiny tokens/s") continue;
+        ++training_repeats;
+        EXPECT_LT(counters["normalized"].get<double>() / counters["against_normalized"].get<double>(), 0.25)
+            << "repeat " << row.rep << ": 900% slower is 0.1 of the unslowed throughput";
+    }
+    EXPECT_EQ(training_repeats, 4) << "--repeats 1 rounded up to 2 (ABBA), then 2 more after the suspects";
 }
 
 // history.jsonl (one line per landed change) is drawn without any store
