@@ -50,6 +50,14 @@ std::string verdict(const std::string& out, const std::string& name) {
     return "";
 }
 
+// What a bench row bench-regress recorded holds, by its name: an exact figure, an instruction count or a timing.
+enum class RowKind { kExact, kInstructions, kTimed };
+RowKind row_kind(const std::string& name) {
+    if (name.rfind("exact: ", 0) == 0) return RowKind::kExact;
+    if (name.rfind("instructions ", 0) == 0) return RowKind::kInstructions;
+    return RowKind::kTimed;
+}
+
 class BenchRegress : public prophet::testing::TempDirTest {
   protected:
     void SetUp() override {
@@ -76,12 +84,10 @@ TEST_F(BenchRegress, QuickModePassesAgainstTheCommittedBaselineAndRecordsEveryRo
     const auto rows = store.get_bench(runs[0].run_id);
     int exact = 0, instructions = 0, timed = 0;
     for (const prophet::BenchRow& row : rows) {
-        if (row.name.rfind("exact: ", 0) == 0)
-            ++exact;
-        else if (row.name.rfind("instructions ", 0) == 0)
-            ++instructions;
-        else
-            ++timed;
+        const RowKind kind = row_kind(row.name);
+        exact += kind == RowKind::kExact;
+        instructions += kind == RowKind::kInstructions;
+        timed += kind == RowKind::kTimed;
     }
     // 8 policies x (dropped tokens + 3 system models x 7 fields)
     EXPECT_GE(exact, 8 * (1 + 3 * 7)) << "every deterministic figure is recorded";
@@ -152,7 +158,7 @@ TEST_F(BenchRegress, InjectedTrainingSlowdownFailsBothTrainingRowsOnly) {
     ASSERT_EQ(runs.size(), 1u);
     int training_repeats = 0;
     for (const prophet::BenchRow& row : store.get_bench(runs[0].run_id)) {
-        if (row.name.rfind("exact: ", 0) == 0 || row.name.rfind("instructions ", 0) == 0) continue;
+        if (row_kind(row.name) != RowKind::kTimed) continue;
         const nlohmann::json counters = nlohmann::json::parse(row.counters_json);
         ASSERT_TRUE(counters.contains("against_normalized")) << row.name << " " << row.counters_json;
         if (row.name != "train_step tiny tokens/s") continue;

@@ -5,7 +5,6 @@
 
 #include <string>
 
-#include "core/error.h"
 #include "sweep/sweep.h"
 #include "sweep_parse_error.h"
 
@@ -21,9 +20,7 @@ const char* kCalibrating =
 const char* kNotCalibrating =
     "[sweep]\nname = \"r\"\nengine = \"real\"\ntrain_config = \"experiments/train/skewed-4rank.toml\"\n"
     "policies = [\"static\"]\nseeds = [1]\nranks = [2]\n";
-const char* kSimEngine =
-    "[sweep]\nname = \"t\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
-    "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\n";
+const std::string kSimEngine = std::string(prophet::testing::kTiny) + "policies = [\"static\"]\nseeds = [1]\n";
 
 struct Row {
     const char* name;
@@ -58,5 +55,5 @@ INSTANTIATE_TEST_SUITE_P(
                       Row{"fraction", kCalibrating, "1.5", -1, "[1, 16]"},
                       Row{"text", kCalibrating, "\"1\"", -1, "[1, 16]"},
                       Row{"no_calibration", kNotCalibrating, "1", -1, "validate_cluster = \"calibrate\""},
-                      Row{"sim_engine", kSimEngine, "1", -1, "engine = \"real\""}),
+                      Row{"sim_engine", kSimEngine.c_str(), "1", -1, "engine = \"real\""}),
     [](const ::testing::TestParamInfo<Row>& info) { return std::string(info.param.name); });

@@ -5,7 +5,6 @@
 #include <cctype>
 #include <string>
 
-#include "core/error.h"
 #include "sweep/sweep.h"
 #include "sweep_parse_error.h"
 
@@ -15,9 +14,8 @@ using prophet::testing::sweep_parse_error;
 
 namespace {
 
-const char* kSweep =
-    "[sweep]\nname = \"t\"\nclusters = [\"experiments/clusters/moetuner-h100-ep4.toml\"]\n"
-    "traces = [\"experiments/traces/tiny-e4-d4.toml\"]\npolicies = [\"static\"]\nseeds = [1]\nno_such_key = 1\n";
+const std::string kSweep =
+    std::string(prophet::testing::kTiny) + "policies = [\"static\"]\nseeds = [1]\nno_such_key = 1\n";
 
 class SweepUnknownKey : public ::testing::TestWithParam<const char*> {};
 
