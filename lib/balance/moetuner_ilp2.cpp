@@ -339,7 +339,7 @@ double phase_b_scale(const Ilp2Data& data, std::vector<uint8_t>& pair_has_traffi
 }
 
 // ILP 2's phase B model (min sum_l u_l inside the memory band), columns y first (see add_y_columns). Two exact
-// formulations (both checked against brute force in tests/balance/test_moetuner.cpp):
+// formulations (both checked against brute force in tests/balance/test_moetuner_ilp2.cpp):
 //  - "z-RLT" (formulation 1), the corrected ILP 2 of docs/policies-offline.md: z[l,c1,g1,c2,g2] =
 //    y[l,c1,g1] y[l+1,c2,g2] with the four level-1 RLT families, u_l >= sum_{c1,c2} C link z / scale per ordered
 //    GPU pair, plus two families of valid cuts; D^4 z per layer pair;
