@@ -108,20 +108,25 @@ void BM_plan_flow_top8(benchmark::State& state) {
     state.counters["replicas"] = report.replicas;
 }
 
-// The same plan on the 64-GPU H100 cluster file the DeepSeek-V3-scale case runs on (experiments/clusters/h100-64.toml:
-// eight NVLink nodes, a rail NIC per GPU, star broadcast) with DeepSeek-V3's expert (d_model 7168, d_ffn 2048;
-// 4-byte elements, `prophet plan`'s default) and 4096 tokens per device, a middle layer. That cost model is
-// topology-aware, so the hot-set family (flow_hotset.h) and its compute levels run, which BM_plan_flow_top8's flat
-// model leaves out: this is the workload of `prophet plan`'s plan column at DeepSeek-V3 scale (other counts).
-void BM_plan_flow_h100_64(benchmark::State& state) {
+// The cost model of a middle layer on the 64-GPU H100 cluster file the DeepSeek-V3-scale case runs on
+// (experiments/clusters/h100-64.toml: eight NVLink nodes, a rail NIC per GPU, star broadcast) with DeepSeek-V3's
+// expert (d_model 7168, d_ffn 2048; 4-byte elements, `prophet plan`'s default) and 4096 tokens per device.
+CostModel h100_64_cost() {
     constexpr int E = 256, D = 64;
-    const auto counts = zipf_counts(D, E, 7, 8 * 4096);
     const std::string file = std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/h100-64.toml";
     Schema schema;
     add_cost_model_keys(schema, "");
     const TraceShape shape{D, E, int64_t{4096} * D, 7168, 2048, 4096};  // `prophet plan`'s model, default keys
-    const CostModel cost =
-        model_for_layer(cost_model_for_trace(load_cluster_file(file), file, shape, "bench", Config(schema), ""), 1);
+    return model_for_layer(cost_model_for_trace(load_cluster_file(file), file, shape, "bench", Config(schema), ""), 1);
+}
+
+// The same plan on h100_64_cost(). That model is topology-aware, so the hot-set family (flow_hotset.h) and its
+// compute levels run, which BM_plan_flow_top8's flat model leaves out: this is the workload of `prophet plan`'s plan
+// column at DeepSeek-V3 scale (other counts).
+void BM_plan_flow_h100_64(benchmark::State& state) {
+    constexpr int E = 256, D = 64;
+    const auto counts = zipf_counts(D, E, 7, 8 * 4096);
+    const CostModel cost = h100_64_cost();
     BalanceOptions options;
     options.route_rule = RouteRule::kFlow;
     const Placement current = Placement::make_static(D, E);
@@ -134,6 +139,33 @@ void BM_plan_flow_h100_64(benchmark::State& state) {
     state.counters["replicas"] = report.replicas;
     state.counters["hot_experts"] = report.hot_experts;
 }
+
+// The steady state of a run: the plan of the next batch of the same distribution (another draw, seed 11) from
+// the placement flow planned for the batch before (from static), as every plan after a run's first is made. The
+// rows above plan from the static placement, as a run's first plan is; these read the other plans' cost.
+void plan_flow_steady(benchmark::State& state, int D, int E, const CostModel& cost) {
+    const auto before = zipf_counts(D, E, 7, 8 * 4096);
+    const auto counts = zipf_counts(D, E, 7, 8 * 4096, 11);
+    BalanceOptions options;
+    options.route_rule = RouteRule::kFlow;
+    FlowScratch scratch;
+    FlowPlanReport report;
+    const Placement current = plan_flow(before.data(), D, E, cost, options, Placement::make_static(D, E), &report,
+                                        FlowScoring::kFastSplit, &scratch);
+    for (auto _ : state)
+        benchmark::DoNotOptimize(
+            plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));
+    state.counters["candidates"] = report.candidates;
+    state.counters["replicas"] = report.replicas;
+    state.counters["replicas_before"] = current.num_replicas();
+}
+
+void BM_plan_flow_top8_steady(benchmark::State& state) {
+    const int E = static_cast<int>(state.range(0)), D = static_cast<int>(state.range(1));
+    plan_flow_steady(state, D, E, cost_for(D));
+}
+
+void BM_plan_flow_h100_64_steady(benchmark::State& state) { plan_flow_steady(state, 64, 256, h100_64_cost()); }
 
 // A placement with one replica of each of the D hottest experts of `counts`, on the next device after its owner
 // and onwards (the per-batch routers' benchmark case).
@@ -232,6 +264,8 @@ BENCHMARK(BM_layer_bound)->Args({32, 16})->Args({256, 64})->ArgNames({"E", "D"})
 BENCHMARK(BM_plan_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_flow_top8)->Apply(flow_sizes_extra_rounds)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_plan_flow_h100_64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_plan_flow_top8_steady)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_plan_flow_h100_64_steady)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_route_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_route_max_flow)->Apply(flow_sizes)->Unit(benchmark::kMicrosecond);
 
