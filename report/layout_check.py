@@ -7,7 +7,7 @@ For every figure it finds pairs of overlapping text boxes among the tick labels 
 and the panel titles (matplotlib's renderer measures each box in display pixels, turned with rotated text; boxes
 touching by less than TOLERANCE_PX are not counted), and it returns the drawn bars (gid -> height) and lines (label -> (x, y)) so that a
 test can compare plotted values with the store. Exit status: 0 when no figure has an overlap, 1 otherwise.
-Used by test_reports.py.
+Used by test_reports.py and test_reports_hostile.py.
 """
 import argparse
 import importlib

@@ -27,7 +27,7 @@ sys.path.insert(0, HERE)
 import common as C  # noqa: E402
 import paper_compare as P  # noqa: E402
 import paper_sections as S  # noqa: E402
-from test_reports import Checker  # noqa: E402  (PASS / FAIL lines and the counts)
+from report_testing import Checker  # noqa: E402  (PASS / FAIL lines and the counts)
 
 ROOT = os.path.dirname(HERE)
 TIMEOUT = 600  # seconds per child process: generous, the machine may be loaded

@@ -1,22 +1,14 @@
 #!/usr/bin/python3
 """End-to-end test of the report scripts: build a fixture store with the real binary, run every script on it.
 
-  /usr/bin/python3 -m pytest report/test_reports.py --prophet build/prophet [--keep]     (what ctest runs)
-  /usr/bin/python3 report/test_reports.py --prophet build/prophet                       (the same, through pytest)
+  /usr/bin/python3 -m pytest report/test_reports.py --prophet build/prophet [--keep]   (what ctest report_scripts runs)
+  /usr/bin/python3 report/test_reports.py --prophet build/prophet [--keep]      (through pytest: this file and
+                                                                                 test_reports_hostile.py, as before)
 
-The fixture stores are built once per session (the `fixture` fixture) and shared by every test; --prophet and
---keep (keep the temp dir and print its path) are declared in report/conftest.py.
-
-Fixture (temp dir): the smoke sweep, a tiny drift sweep (2 seeds x trace.drift_rate grid, static / prophet /
-prophet-oracle) for fig_locality, a tiny planner-scale sweep (plan.compute_scale x plan.bandwidth_scale) for
-fig_sensitivity, a tiny ablation sweep ([sweep.variants], the five ablate.variant names) for fig_ablation, a tiny
-engine-model sweep over trace.num_experts x trace.num_layers for fig_planner_scaling,
-`prophet plan --policy all`, four 3-batch `prophet profile --inference` runs on 4 ranks (static / moetuner, in and
-out of sample, replayed on the simulated H100 node) and `bench_ilp_gap --quick` (it must be built beside prophet,
-in <build>/bench/) for the serving figures, two 3-step `prophet train` runs (static, prophet); and, in a
-second store (fig_validation's), a tiny real sweep (ranks = [1], 3 steps, static / prophet, validate_cluster =
-experiments/clusters/cpu-local.toml).
-The sim sweeps record the per-layer metrics (layer_moe_ms, layer_rb_vs_static, ...) that fig_layers / fig_rb draw.
+The fixture stores (report_testing.build_fixture, which describes them) are built once per session (the `fixture`
+fixture) and shared by every test here; --prophet and --keep (keep the temp dir and print its path) and the
+`prophet` fixture are declared in report/conftest.py. The hostile-name, corrupt and read-only stores are tested in
+test_reports_hostile.py.
 Checks: every figure script writes a non-empty PNG and PDF and prints a markdown table (run in the test's process,
 as layout_check.py runs them; build_report.py runs each again in its process); rebuilding gives identical files;
 every script exits 0 with the no-data message on a missing, an empty and a data-less store (in the test's
@@ -28,8 +20,6 @@ one 0 with "nothing to report". Each test prints PASS/FAIL per check and fails n
 """
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -40,193 +30,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import build_report  # noqa: E402  (its FIGURES: what an empty store's report must skip)
 import layout_check  # noqa: E402  (text overlaps and plotted values of a drawn figure)
-ROOT = os.path.dirname(HERE)
+from report_testing import Checker, build_fixture, nonempty, release_tmp, run  # noqa: E402
 PY = sys.executable
-FIGS = ["fig_speedup", "fig_layers", "fig_rb", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies", "fig_train",
-        "fig_validation", "fig_ablation", "fig_planner_scaling",
+FIGS = ["fig_speedup", "fig_layers", "fig_rb", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies",
+        "fig_train", "fig_validation", "fig_ablation", "fig_planner_scaling",
         "fig_serving_tail", "fig_serving_sample", "fig_ilp_gap"]
 # figures drawn from the validation store (a real sweep; kept apart: fig_speedup does not handle real sweep points)
 VALIDATION_FIGS = {"fig_validation"}
-
-VALIDATION_SWEEP = """[sweep]
-name = "fixture-validation"
-engine = "real"
-train_config = "experiments/train/skewed-4rank.toml"
-ranks = [1]
-policies = ["static", "prophet"]
-seeds = [1]
-validate_cluster = "experiments/clusters/cpu-local.toml"
-
-[sweep.set]
-"train.steps" = 3
-"""
-
-DRIFT_TRACE = """[trace]
-generator = "drift"
-seed = 1
-num_experts = 4
-num_devices = 4
-top_k = 2
-tokens_per_iteration = 256
-num_iterations = 6
-num_layers = 2
-zipf_s = 1.2
-drift_rate = 0.1
-d_model = 64
-d_ffn = 128
-seq_len = 32
-"""
-
-LOCALITY_SWEEP = """[sweep]
-name = "fixture-locality"
-engine = "sim"
-clusters = ["experiments/clusters/moetuner-h100-ep4.toml"]
-traces = ["{trace}"]
-policies = ["static", "prophet", "prophet-oracle"]
-seeds = [1, 2]
-
-[sweep.grid]
-"trace.drift_rate" = [0.0, 0.3, 1.0]
-"""
-
-SENSITIVITY_SWEEP = """[sweep]
-name = "fixture-sensitivity"
-engine = "sim"
-clusters = ["experiments/clusters/moetuner-h100-ep4.toml"]
-traces = ["experiments/traces/tiny-e4-d4.toml"]
-policies = ["fastermoe", "prophet"]
-seeds = [1, 2]
-
-[sweep.grid]
-"plan.compute_scale" = [0.5, 1.0, 2.0]
-"plan.bandwidth_scale" = [0.5, 1.0]
-"""
-
-ABLATION_SWEEP = """[sweep]
-name = "fixture-ablation"
-engine = "sim"
-clusters = ["experiments/clusters/moetuner-h100-ep4.toml"]
-traces = ["experiments/traces/tiny-e4-d4.toml"]
-seeds = [1, 2]
-
-[sweep.variants.none]
-"balance.policy" = "static"
-"sim.schedule" = "none"
-[sweep.variants.planner]
-"balance.policy" = "prophet"
-"balance.cost_eq" = 6
-"sim.schedule" = "none"
-[sweep.variants.scheduler]
-"balance.policy" = "fastermoe"
-"sim.schedule" = "blockwise"
-[sweep.variants."planner+scheduler"]
-"balance.policy" = "prophet"
-"balance.cost_eq" = 6
-"sim.schedule" = "blockwise"
-[sweep.variants.full]
-"balance.policy" = "prophet"
-"sim.schedule" = "blockwise"
-"""
-
-SCALING_SWEEP = """[sweep]
-name = "fixture-planner-scaling"
-engine = "model"
-clusters = ["experiments/clusters/moetuner-h100-ep4.toml"]
-traces = ["experiments/traces/tiny-e4-d4.toml"]
-policies = ["prophet", "fastermoe", "eplb", "moetuner"]
-seeds = [1, 2]
-
-[sweep.grid]
-"trace.num_experts" = [4, 8]
-"trace.num_layers" = [1, 2]
-"""
-
-
-class Checker:
-    """collects the checks of one test: each prints PASS/FAIL; assert_passed() fails the test naming every miss"""
-
-    def __init__(self):
-        self.passed = 0
-        self.failures = []
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"PASS {what}")
-        else:
-            self.failures.append(what + (f": {detail}" if detail else ""))
-            print(f"FAIL {self.failures[-1]}")
-        return ok
-
-    def assert_passed(self):
-        assert not self.failures, (f"{len(self.failures)} of {self.passed + len(self.failures)} checks failed:\n" +
-                                   "\n".join(self.failures))
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, **kw)
-
-
-def build_fixture(prophet, tmp, c):
-    db = os.path.join(tmp, "f.db")
-    store = f"store.path={db}"
-    trace = os.path.join(tmp, "drift-e4-d4.toml")
-    with open(trace, "w") as f:
-        f.write(DRIFT_TRACE)
-    loc = os.path.join(tmp, "locality.toml")
-    with open(loc, "w") as f:
-        f.write(LOCALITY_SWEEP.format(trace=trace))
-    sen = os.path.join(tmp, "sensitivity.toml")
-    with open(sen, "w") as f:
-        f.write(SENSITIVITY_SWEEP)
-    abl, sca = os.path.join(tmp, "ablation.toml"), os.path.join(tmp, "scaling.toml")
-    for path, text in ((abl, ABLATION_SWEEP), (sca, SCALING_SWEEP)):
-        with open(path, "w") as f:
-            f.write(text)
-    cmds = [
-        ("sweep ablation", [prophet, "sweep", abl, "--no-report", "--set", store]),
-        ("sweep planner scaling", [prophet, "sweep", sca, "--no-report", "--set", store]),
-        ("sweep locality", [prophet, "sweep", loc, "--no-report", "--set", store]),
-        ("sweep sensitivity", [prophet, "sweep", sen, "--no-report", "--set", store]),
-        ("plan", [prophet, "plan", "--trace", "experiments/traces/tiny-e4-d4.toml", "--cluster",
-                  "experiments/clusters/moetuner-h100-ep4.toml", "--policy", "all", "--set", "plan.repeats=1",
-                  "--set", store]),
-    ]
-    # serving: static / moetuner in and out of sample on 4 ranks (replayed on the H100 node), and the ILP-gap bench
-    # (without mpirun: one rank and no replay, since the simulated node has 4 devices)
-    serve = [prophet, "profile", "--inference", "--config", "experiments/train/skewed-4rank.toml", "--set",
-             "serve.iterations=3", "--set", "serve.warmup=0", "--set", "serve.profile_iterations=1", "--set", store]
-    if shutil.which("mpirun"):
-        serve = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4"] + serve + [
-            "--set", 'serve.sim_clusters=["experiments/clusters/moetuner-h100-ep4.toml"]']
-    for pol in ("static", "moetuner"):
-        for mix in ("[]", "[0.1, 0.1, 0.7, 0.1]"):
-            cmds.append((f"profile --inference {pol} {mix}",
-                         serve + ["--set", f"balance.policy={pol}", "--set", f"serve.eval_mixture={mix}"]))
-    bench = os.path.join(os.path.dirname(prophet), "bench", "bench_ilp_gap")
-    if c.check(os.access(bench, os.X_OK), "fixture: bench_ilp_gap is built beside prophet", bench):
-        cmds.append(("bench_ilp_gap --quick", [bench, "--quick", "--seeds", "1", "--time-limit", "0.2", "--store", db]))
-    for pol in ("static", "prophet"):
-        cmds.append((f"train {pol}", [prophet, "train", "--config", "experiments/train/skewed-4rank.toml", "--set",
-                                      "train.steps=3", "--set", f"balance.policy={pol}", "--set", store]))
-    # the smoke sweep last: the report it writes at its end (build_report.py on the whole store, as a process) is
-    # then the report of every run above, and the `report` fixture's (one full report instead of two)
-    cmds.append(("sweep smoke", [prophet, "sweep", "experiments/sweeps/smoke.toml", "--set", store]))
-    for what, cmd in cmds:
-        r = run(cmd, timeout=600 if what == "sweep smoke" else 240)  # smoke: the sweep and the full report
-        c.check(r.returncode == 0, f"fixture: prophet {what}",
-                f"exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}")
-    smoke = r
-    c.check(os.path.isfile(db), "fixture: store file exists", db)
-    c.check(nonempty(os.path.join(tmp, "REPORT.md")), "prophet sweep (smoke) ended by writing REPORT.md beside the store")
-    vdb = os.path.join(tmp, "validation.db")
-    val = os.path.join(tmp, "validation.toml")
-    with open(val, "w") as f:
-        f.write(VALIDATION_SWEEP)
-    r = run([prophet, "sweep", val, "--no-report", "--set", f"store.path={vdb}"], timeout=240)
-    c.check(r.returncode == 0 and "sim " in r.stderr, "fixture: prophet sweep validation (engine real)",
-            f"exit {r.returncode}: {r.stderr[-400:]}")
-    return db, vdb, smoke
 
 
 def run_script(name, db, out, extra=()):
@@ -372,155 +182,6 @@ def check_report_command(c, prophet, tmp, empty, db):
             "prophet report --experiment A B: a report of those two", f"exit {r.returncode}: {r.stderr[-300:]}")
 
 
-HOSTILE_NAMES = ["cost_$5_vs_$10", "<b>bold</b> <script>x()</script>", "two\n# heading", "a | b"]
-HOSTILE_SWEEP = """[sweep]
-name = "hostile-{i}"
-engine = "sim"
-clusters = ["{cluster}"]
-traces = ["experiments/traces/tiny-e4-d4.toml"]
-policies = ["static", "prophet"]
-seeds = [1]
-"""
-
-
-def hostile_store(c, prophet, tmp):
-    """A store of four tiny sim sweeps renamed to HOSTILE_NAMES (a sweep name is a file name: no '/' or newline,
-    so the store is edited the way a user's own tool or an older prophet could have written it), on a cluster file
-    whose name holds '$', '|' and '<i>'."""
-    db = os.path.join(tmp, "hostile.db")
-    cluster = os.path.join(tmp, "h100_$1|<i>.toml")
-    shutil.copy(os.path.join(ROOT, "experiments", "clusters", "moetuner-h100-ep4.toml"), cluster)
-    for i in range(len(HOSTILE_NAMES)):
-        sweep = os.path.join(tmp, f"hostile-{i}.toml")
-        with open(sweep, "w") as f:
-            f.write(HOSTILE_SWEEP.format(i=i, cluster=cluster))
-        r = run([prophet, "sweep", sweep, "--no-report", "--set", f"store.path={db}"], timeout=240)
-        c.check(r.returncode == 0, f"hostile fixture: sweep {i}", r.stderr[-300:])
-    import sqlite3
-    con = sqlite3.connect(db)
-    for i, name in enumerate(HOSTILE_NAMES):
-        con.execute("UPDATE runs SET experiment = ? WHERE experiment = ?", (name, f"hostile-{i}"))
-    con.commit()
-    con.close()
-    return db
-
-
-def table_widths(text):
-    """The number of cells of every markdown table line of `text` (an escaped \\| is no separator)."""
-    return [line.replace("\\|", "").count("|") for line in text.splitlines() if line.startswith("|")]
-
-
-def hostile_report(prophet, tmp, db):
-    """`prophet report` on the hostile store, once for the hostile-name checks and the read-only ones: on its copy in
-    a directory nobody may write (read_only_copy) where this machine allows one, else on the store itself. -> the
-    run, REPORT.md's path, the figures' directory"""
-    report, figs = os.path.join(tmp, "hostile-report", "REPORT.md"), os.path.join(tmp, "hostile-report", "figures")
-    return run([prophet, "report", "--db", db, "--report", report, "--out", figs], timeout=600), report, figs
-
-
-def check_hostile_names(c, db, reported):
-    """Issue 26 item 5: names with '$' pairs (matplotlib math), raw HTML, a newline before '# heading' and '|'.
-    `prophet report` exits 0 and draws every sim figure; REPORT.md keeps one heading level 1, shows the HTML as
-    text, and every table row has its header's cells; fig_speedup draws the '$' name's bars under its literal name.
-    db: the hostile store; reported: hostile_report's result."""
-    r, report, figs = reported
-    c.check(r.returncode == 0, "report on hostile names: exit 0", f"exit {r.returncode}: {r.stderr[-600:]}")
-    for name in ("fig_speedup", "fig_layers", "fig_rb", "fig_iterations"):
-        c.check(nonempty(os.path.join(figs, name + ".png")), f"report on hostile names draws {name}")
-    text = open(report).read() if os.path.isfile(report) else ""
-    c.check([ln for ln in text.splitlines() if ln.startswith("# ")] == ["# prophet report"],
-            "hostile names: no heading made by a name", text[:300])
-    c.check("<b>" not in text and "<script>" not in text and "&lt;script&gt;" in text,
-            "hostile names: raw HTML shown as text")
-    c.check("cost\\_" not in text and "cost_\\$5_vs_\\$10" in text, "hostile names: '$' escaped, '_' kept")
-    blocks, widths = [], table_widths(text)
-    for line in text.splitlines() + [""]:
-        if line.startswith("|"):
-            blocks.append(line)
-        elif blocks:
-            w = table_widths("\n".join(blocks))
-            c.check(len(set(w)) == 1, f"hostile names: table of {len(blocks)} lines keeps its columns", blocks[:3])
-            blocks = []
-    c.check(len(widths) > 4, "hostile names: REPORT.md has tables", text[:300])
-    _, _, bars, _ = layout_check.render("fig_speedup", db, figs, experiment=HOSTILE_NAMES[0])
-    c.check(any(g.startswith(HOSTILE_NAMES[0] + "\n") for g in bars), "fig_speedup: bars under the literal '$' name",
-            str(bars))
-
-
-def corrupt_pages(src, dst, table="metrics"):
-    """A copy of store `src` whose `table` pages (SQLite's dbstat) are overwritten with a byte pattern, the schema
-    and the runs intact, as a failing disk would leave it: opening works, reading the table fails."""
-    import sqlite3
-    con = sqlite3.connect(src)
-    page_size = con.execute("PRAGMA page_size").fetchone()[0]
-    pages = [p for (p,) in con.execute("SELECT pageno FROM dbstat WHERE name = ?", (table,))]
-    con.close()
-    shutil.copy(src, dst)
-    with open(dst, "r+b") as f:
-        for p in pages:
-            f.seek((p - 1) * page_size)
-            f.write(bytes((i * 151) % 256 for i in range(page_size)))
-    return pages
-
-
-def check_corrupt_store(c, prophet, tmp, db):
-    """Issue 26 item 6: a store with corrupted pages fails `prophet report` with exit 5 naming SQLite's cause,
-    never a report of 'no data' figures."""
-    bad = os.path.join(tmp, "corrupt.db")
-    run(["sqlite3", db, "PRAGMA wal_checkpoint(TRUNCATE)"], timeout=60)
-    c.check(len(corrupt_pages(db, bad)) > 0, "corrupt store: metrics pages found to damage")
-    r = run([prophet, "report", "--db", bad, "--report", os.path.join(tmp, "corrupt", "REPORT.md"), "--out",
-             os.path.join(tmp, "corrupt", "figures")], timeout=600)
-    c.check(r.returncode == 5 and "database error" in r.stderr and "malformed" in r.stderr,
-            "report on a store with corrupted pages: exit 5 naming the cause", f"exit {r.returncode}: {r.stderr[-500:]}")
-
-
-def read_only_copy(tmp, db):
-    """A copy of store `db` in a directory nobody may write (chattr +i: root too; plain modes do not stop root) ->
-    (its path, how it was locked: "chattr" or "chmod"), or (None, None) when chattr is refused and we are root."""
-    ro_dir = os.path.join(tmp, "read-only")
-    os.makedirs(ro_dir)
-    ro = os.path.join(ro_dir, "store.db")
-    run(["sqlite3", db, "PRAGMA wal_checkpoint(TRUNCATE)"], timeout=60)
-    shutil.copy(db, ro)
-    if run(["chattr", "+i", ro, ro_dir], timeout=30).returncode == 0:
-        return ro, "chattr"
-    if os.geteuid() == 0:
-        return None, None
-    os.chmod(ro, 0o444)
-    os.chmod(ro_dir, 0o555)
-    return ro, "chmod"
-
-
-def unlock(ro, how):
-    """undo read_only_copy's lock (so that the temp dir can be removed)"""
-    if how == "chattr":
-        run(["chattr", "-i", ro, os.path.dirname(ro)], timeout=30)
-    elif how == "chmod":
-        os.chmod(os.path.dirname(ro), 0o755)
-
-
-def check_read_only_store(c, prophet, tmp, ro, reported):
-    """Issue 26 item 6: a store in a directory nobody may write (read_only_copy) is read by `report` (hostile_report's
-    run on it), `runs`, `db check` and `db merge` (as a shard), none saying "make it writable"."""
-    if ro is None:
-        print("SKIP read-only store: chattr +i refused here and root ignores directory modes")
-        return
-    r, report, _ = reported
-    c.check(r.returncode == 0 and "writable" not in r.stderr, "read-only store: report exits 0",
-            f"exit {r.returncode}: {r.stderr[-400:]}")
-    cmds = [("runs", [prophet, "runs", "--db", ro]),
-            ("db check", [prophet, "db", "check", "--db", ro]),
-            ("db merge of a read-only shard", [prophet, "db", "merge", ro, "--into", os.path.join(tmp, "m.db")])]
-    for what, cmd in cmds:
-        r = run(cmd, timeout=600)
-        c.check(r.returncode == 0 and "writable" not in r.stderr, f"read-only store: {what} exits 0",
-                f"exit {r.returncode}: {r.stderr[-400:]}")
-    c.check(nonempty(report), "read-only store: REPORT.md written elsewhere")
-    c.check(sorted(os.listdir(os.path.dirname(ro))) == ["store.db"], "read-only store: nothing created beside it",
-            str(os.listdir(os.path.dirname(ro))))
-
-
 def check_policy_colours(c, prophet):
     """common.py takes its policy order from the registry (no list of its own) and gives a policy one colour."""
     os.environ["PROPHET_BINARY"] = prophet
@@ -533,17 +194,6 @@ def check_policy_colours(c, prophet):
     c.check(alone["deepspeed"] == together["deepspeed"] and len(set(together.values())) == len(names),
             "deepspeed has one colour in every figure, every policy its own", str(together))
     c.check("POLICY_ORDER" not in open(common.__file__).read(), "report/common.py keeps no policy list of its own")
-
-
-def nonempty(path):
-    return os.path.isfile(path) and os.path.getsize(path) > 0
-
-
-@pytest.fixture(scope="session")
-def prophet(request):
-    path = os.path.abspath(request.config.getoption("--prophet"))
-    assert os.access(path, os.X_OK), f"prophet binary is not executable: {path}"
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -560,10 +210,7 @@ def fixture(prophet, request):
     open(empty, "w").close()
     yield {"tmp": tmp, "db": db, "vdb": vdb, "out": out, "drawn": drawn, "empty": empty, "checks": c,
            "smoke": smoke}
-    if request.config.getoption("--keep"):
-        print(f"kept {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    release_tmp(request, tmp)
 
 
 def test_fixture_commands(fixture):
@@ -752,45 +399,6 @@ def test_report_command(prophet, fixture):
     c.assert_passed()
 
 
-@pytest.fixture(scope="session")
-def hostile(prophet, request):
-    """a store whose sweep, cluster and policy names are hostile (hostile_store), its read-only copy, and one
-    `prophet report` on that copy (hostile_report: the report the hostile-name checks and the read-only checks both
-    read); its own directory, independent of the shared fixture, so ctest can run these tests in a process of their
-    own (report_scripts_hostile) beside the rest"""
-    tmp = tempfile.mkdtemp(prefix="prophet-report-hostile-")
-    c = Checker()
-    store = hostile_store(c, prophet, tmp)
-    ro, how = read_only_copy(tmp, store)
-    try:
-        reported = hostile_report(prophet, tmp, ro or store)
-        check_hostile_names(c, store, reported)
-        yield {"store": store, "checks": c, "tmp": tmp, "ro": ro, "reported": reported}
-    finally:
-        unlock(ro, how)
-    if request.config.getoption("--keep"):
-        print(f"kept {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def test_hostile_names(hostile):
-    hostile["checks"].assert_passed()
-
-
-def test_corrupt_store(prophet, hostile):
-    c = Checker()
-    check_corrupt_store(c, prophet, hostile["tmp"], hostile["store"])
-    c.assert_passed()
-
-
-def test_read_only_store(prophet, hostile):
-    c = Checker()
-    check_read_only_store(c, prophet, hostile["tmp"], hostile["ro"], hostile["reported"])
-    c.assert_passed()
-
-
-
 def test_policy_colours(prophet):
     c = Checker()
     check_policy_colours(c, prophet)
@@ -798,5 +406,7 @@ def test_policy_colours(prophet):
 
 
 if __name__ == "__main__":
-    # the old entry point: python3 report/test_reports.py --prophet build/prophet [--keep]
-    sys.exit(pytest.main([__file__, "-v", "-p", "no:cacheprovider", *sys.argv[1:]]))
+    # the old entry point: python3 report/test_reports.py --prophet build/prophet [--keep]; as before it runs every
+    # report-script test, the hostile-store ones (test_reports_hostile.py) included
+    sys.exit(pytest.main([__file__, os.path.join(HERE, "test_reports_hostile.py"), "-v", "-p", "no:cacheprovider",
+                          *sys.argv[1:]]))
