@@ -71,6 +71,21 @@ void BM_layer_bound(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(layer_bound(cost, counts.data(), D, E, BoundBudget{}, 1, 4));
 }
 
+// The timed loop of the flow rows below but BM_plan_flow: plans of `counts` from `current`, the split's buffers kept
+// across plans (as the policy registry keeps one per planning thread); counters from the last plan's report, which
+// it returns for a row's own counters.
+FlowPlanReport time_flow_plans(benchmark::State& state, const std::vector<int64_t>& counts, int D, int E,
+                               const CostModel& cost, const BalanceOptions& options, const Placement& current) {
+    FlowPlanReport report;
+    FlowScratch scratch;
+    for (auto _ : state)
+        benchmark::DoNotOptimize(
+            plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));
+    state.counters["candidates"] = report.candidates;
+    state.counters["replicas"] = report.replicas;
+    return report;
+}
+
 // flow: one plan (candidate placements, each scored with the combinatorial split of flow_split.h) from the
 // static placement. Target:
 // E = 32, D = 16 in <= 50 us and E = 256, D = 64 in <= 1 ms median (issue 22).
@@ -98,14 +113,7 @@ void BM_plan_flow_top8(benchmark::State& state) {
     BalanceOptions options;
     options.route_rule = RouteRule::kFlow;
     options.flow_extra_copy_rounds = static_cast<int>(state.range(2));
-    const Placement current = Placement::make_static(D, E);
-    FlowPlanReport report;
-    FlowScratch scratch;  // kept across plans, as the policy registry keeps one per thread
-    for (auto _ : state)
-        benchmark::DoNotOptimize(
-            plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));
-    state.counters["candidates"] = report.candidates;
-    state.counters["replicas"] = report.replicas;
+    time_flow_plans(state, counts, D, E, cost, options, Placement::make_static(D, E));
 }
 
 // The cost model of a middle layer on the 64-GPU H100 cluster file the DeepSeek-V3-scale case runs on
@@ -129,14 +137,7 @@ void BM_plan_flow_h100_64(benchmark::State& state) {
     const CostModel cost = h100_64_cost();
     BalanceOptions options;
     options.route_rule = RouteRule::kFlow;
-    const Placement current = Placement::make_static(D, E);
-    FlowPlanReport report;
-    FlowScratch scratch;
-    for (auto _ : state)
-        benchmark::DoNotOptimize(
-            plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));
-    state.counters["candidates"] = report.candidates;
-    state.counters["replicas"] = report.replicas;
+    const FlowPlanReport report = time_flow_plans(state, counts, D, E, cost, options, Placement::make_static(D, E));
     state.counters["hot_experts"] = report.hot_experts;
 }
 
@@ -148,15 +149,8 @@ void plan_flow_steady(benchmark::State& state, int D, int E, const CostModel& co
     const auto counts = zipf_counts(D, E, 7, 8 * 4096, 11);
     BalanceOptions options;
     options.route_rule = RouteRule::kFlow;
-    FlowScratch scratch;
-    FlowPlanReport report;
-    const Placement current = plan_flow(before.data(), D, E, cost, options, Placement::make_static(D, E), &report,
-                                        FlowScoring::kFastSplit, &scratch);
-    for (auto _ : state)
-        benchmark::DoNotOptimize(
-            plan_flow(counts.data(), D, E, cost, options, current, &report, FlowScoring::kFastSplit, &scratch));
-    state.counters["candidates"] = report.candidates;
-    state.counters["replicas"] = report.replicas;
+    const Placement current = plan_flow(before.data(), D, E, cost, options, Placement::make_static(D, E));
+    time_flow_plans(state, counts, D, E, cost, options, current);
     state.counters["replicas_before"] = current.num_replicas();
 }
 
