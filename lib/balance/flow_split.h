@@ -118,6 +118,7 @@ class FastSplitter {
     Instance in_;
     MaxFlow max_flow_{0};
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
+    std::vector<int> cursor_;            // [classes] the fill's first holder of each class's order with quota left
     std::vector<double> rest_;           // scratch of the rounding
     std::vector<int> order_;
     std::vector<char> holds_any_;  // scratch of least_max_computed: [D] the device holds a replicated expert
