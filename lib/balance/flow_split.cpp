@@ -156,10 +156,9 @@ void FastSplitter::start_near(int k, double& started) {
         own_left_[g] = static_cast<double>(column[g]) - started_[first + j];
     }
     if (!several_nodes_ || !near_start_) return;
-    order_holders_by_class(k);
     for (int s = 0; s < D; ++s) {
         double left = own_left_[s] >= 0 ? own_left_[s] : static_cast<double>(column[s]);
-        const int* order = class_order_.data() + static_cast<size_t>(source_class_[s]) * n;
+        const int* order = class_order(k, source_class_[s]);
         for (int i = 0; i < n && left > 0; ++i) {
             const int j = order[i], g = in_.holders[first + j];
             if (distance_[static_cast<size_t>(s) * D + g] > 1) break;  // the rest are on other nodes
@@ -229,22 +228,30 @@ double FastSplitter::raise_until_feasible(double t, const std::vector<char>& hol
     return t;
 }
 
-// class_order_ for replicated expert k: per class of sources, k's holder indices by distance (0, 1, 2), each
-// distance in device order.
-void FastSplitter::order_holders_by_class(int k) {
-    const int D = D_, first = in_.holder_start[k];
-    const int n = in_.holder_start[k + 1] - first;
-    const int* holders = in_.holders.data() + first;
+// class_order_ for every replicated expert, once per placement (the network starts and the fill read it): per
+// class of sources, expert k's holder indices by distance (0, 1, 2), each distance in device order.
+void FastSplitter::order_holders_by_class() {
+    const int D = D_, K = static_cast<int>(in_.experts.size());
     const int classes = static_cast<int>(class_source_.size());
-    class_order_.resize(static_cast<size_t>(classes) * n);
-    for (int c = 0; c < classes; ++c) {
-        const uint8_t* near = distance_.data() + static_cast<size_t>(class_source_[c]) * D;
-        int* order = class_order_.data() + static_cast<size_t>(c) * n;
-        int at[3] = {0, 0, 0};  // a counting sort: where each distance's holders start
-        for (int j = 0; j < n; ++j) ++at[near[holders[j]]];
-        at[2] = at[0] + at[1], at[1] = at[0], at[0] = 0;
-        for (int j = 0; j < n; ++j) order[at[near[holders[j]]]++] = j;
+    class_order_.resize(static_cast<size_t>(classes) * in_.holders.size());
+    for (int k = 0; k < K; ++k) {
+        const int first = in_.holder_start[k], n = in_.holder_start[k + 1] - first;
+        const int* holders = in_.holders.data() + first;
+        for (int c = 0; c < classes; ++c) {
+            const uint8_t* near = distance_.data() + static_cast<size_t>(class_source_[c]) * D;
+            int* order = class_order_.data() + static_cast<size_t>(classes) * first + static_cast<size_t>(c) * n;
+            int at[3] = {0, 0, 0};  // a counting sort: where each distance's holders start
+            for (int j = 0; j < n; ++j) ++at[near[holders[j]]];
+            at[2] = at[0] + at[1], at[1] = at[0], at[0] = 0;
+            for (int j = 0; j < n; ++j) order[at[near[holders[j]]]++] = j;
+        }
     }
+}
+
+// expert k's holder order for the sources of class c (order_holders_by_class)
+const int* FastSplitter::class_order(int k, int c) const {
+    const int first = in_.holder_start[k], n = in_.holder_start[k + 1] - first;
+    return class_order_.data() + class_source_.size() * static_cast<size_t>(first) + static_cast<size_t>(c) * n;
 }
 
 // Replicated expert k's integer quotas on its holders filled from its groups: own tokens first, then the nearest
@@ -262,13 +269,12 @@ void FastSplitter::fill_groups(int k, std::vector<SplitPart>& parts) {
         if (tokens > 0) parts.push_back({s, e, holders[j], tokens}), left_[s] -= tokens, quota_[j] -= tokens;
     };
     for (int j = 0; j < n; ++j) give(holders[j], j);
-    order_holders_by_class(k);
     // Quotas only fall, so the holders a class's order has passed with quota 0 stay at 0: each class keeps a
     // cursor past them, and a source starts there (the same parts as starting every source at the order's head:
     // a holder of quota 0 takes nothing). O(D + classes * n) per expert instead of O(D * n).
     cursor_.assign(class_source_.size(), 0);
     for (int s = 0; s < D; ++s) {
-        const int* order = class_order_.data() + static_cast<size_t>(source_class_[s]) * n;
+        const int* order = class_order(k, source_class_[s]);
         for (int& i = cursor_[source_class_[s]]; i < n && left_[s] > 0;) {
             if (quota_[order[i]] == 0)
                 ++i;
@@ -323,6 +329,7 @@ const std::vector<SplitPart>& FastSplitter::parts(const Placement& p, FastSplitR
     rep.max_computed = *std::max_element(in_.fixed.begin(), in_.fixed.end());
     parts_.clear();
     if (!in_.experts.empty()) {
+        order_holders_by_class();
         rep.max_computed = least_max_computed(&rep.max_flow_solves);
         for (int k = 0; k < static_cast<int>(in_.experts.size()); ++k) fill_groups(k, parts_);
     }

@@ -104,8 +104,10 @@ class FastSplitter {
     std::vector<uint8_t> distance_;   // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
     // sources with the same distance row take a replicated expert's holders in the same order: source s is in
     // class source_class_[s], whose first source is class_source_[class]
-    std::vector<int> source_class_, class_source_, class_order_;  // class_order_ [classes * holders]: fill scratch
-    std::vector<int64_t> load_;                                   // [E] tokens per expert
+    // class_order_ [classes * holders]: per replicated expert k, a block of classes x n_k holder indices from
+    // classes * holder_start[k] (order_holders_by_class), built once per placement
+    std::vector<int> source_class_, class_source_, class_order_;
+    std::vector<int64_t> load_;  // [E] tokens per expert
     int64_t total_ = 0;
     std::vector<int> base_owner_;  // the owners base_ is for
     // route [D*D] of every expert's tokens to its owner in base_owner_, computed, received, sent; between calls of
@@ -137,7 +139,8 @@ class FastSplitter {
     double least_max_computed(int* solves);
     double raise_until_feasible(double t, const std::vector<char>& holds_any, const std::vector<int>& device_arc,
                                 int* solves);
-    void order_holders_by_class(int k);
+    void order_holders_by_class();
+    const int* class_order(int k, int c) const;
     void fill_groups(int k, std::vector<SplitPart>& parts);
     const std::vector<SplitPart>& parts(const Placement& placement, FastSplitReport* report);
 };
