@@ -187,12 +187,17 @@ double FastSplitter::least_max_computed(int* solves) {
     }
     double t = std::max(busiest, spread / holding);
     std::vector<int>& device_arc = device_arc_;
-    start_network(t, holds_any, device_arc);
     *solves = 0;
-    t = raise_until_feasible(t, holds_any, device_arc, solves);
-    if (*solves > 1 && several_nodes_ && near_start_ && slack_ <= 0) {
+    if (slack_ > 0 && first_level_known_ && first_level_near_ == near_start_) {
+        t = first_level_;  // this placement's search from the same start, done at an earlier level
+    } else {
         start_network(t, holds_any, device_arc);
         t = raise_until_feasible(t, holds_any, device_arc, solves);
+        first_level_ = t, first_level_near_ = near_start_, first_level_known_ = true;
+        if (*solves > 1 && several_nodes_ && near_start_ && slack_ <= 0) {
+            start_network(t, holds_any, device_arc);
+            t = raise_until_feasible(t, holds_any, device_arc, solves);
+        }
     }
     if (slack_ > 0) {  // feasible at any level above T*: one solve places what the near start leaves
         start_network(t * (1 + slack_), holds_any, device_arc);
@@ -293,6 +298,7 @@ FastSplitter::FastSplitter(const int64_t* counts, int D, int E, const ClusterSpe
 void FastSplitter::reset(const int64_t* counts, int D, int E, const ClusterSpec* cluster) {
     counts_ = counts, D_ = D, E_ = E, several_nodes_ = cluster && cluster->node_of(D - 1) > 0, near_start_ = false;
     base_owner_.clear(), applied_.clear(), removed_.clear();  // base_ is rebuilt from the first placement's owners
+    instance_of_ = Placement(), first_level_known_ = false;   // in_ is rebuilt from the first placement
     distance_.assign(static_cast<size_t>(D) * D, 0);
     for (int s = 0; s < D && cluster; ++s)
         for (int g = 0; g < D; ++g) {
@@ -324,12 +330,23 @@ void FastSplitter::reset(const int64_t* counts, int D, int E, const ClusterSpec*
 
 const std::vector<SplitPart>& FastSplitter::parts(const Placement& p, FastSplitReport* report) {
     PROPHET_ASSERT(p.num_devices == D_ && p.num_experts == E_);
-    fill_instance(p);
+    // Only the near start's candidates are split at several levels (set_slack), so only they are kept and compared:
+    // the others pay neither the copy nor the comparison of [E*D] flags.
+    const bool same_placement = near_start_ && instance_of_.num_devices == D_ && instance_of_.owner == p.owner &&
+                                instance_of_.replica == p.replica;
+    if (!same_placement) {  // else in_ and the class orders are this placement's already
+        fill_instance(p);
+        if (!in_.experts.empty()) order_holders_by_class();
+        first_level_known_ = false;
+        if (near_start_)
+            instance_of_ = p;
+        else
+            instance_of_.num_devices = 0;
+    }
     FastSplitReport rep;
     rep.max_computed = *std::max_element(in_.fixed.begin(), in_.fixed.end());
     parts_.clear();
     if (!in_.experts.empty()) {
-        order_holders_by_class();
         rep.max_computed = least_max_computed(&rep.max_flow_solves);
         for (int k = 0; k < static_cast<int>(in_.experts.size()); ++k) fill_groups(k, parts_);
     }

@@ -75,7 +75,9 @@ class FastSplitter {
     // up to that level, so the near start keeps more tokens in their node and the max-flow moves only what it
     // cannot place. The compute optimum is the wrong trade where an all-to-all costs more than the compute it
     // evens out (flow's hot-set candidates at DeepSeek-V3 scale: docs/policies.md). FastSplitReport::max_computed
-    // stays T*.
+    // stays T*. With the near start on, the same placement split again (at another slack or the same) reuses its
+    // instance, and at a slack above 0 the level the search found for it: the same split, max_flow_solves counting
+    // only the solves made.
     void set_slack(double slack) {
         PROPHET_ASSERT(slack >= 0);
         slack_ = slack;
@@ -118,6 +120,10 @@ class FastSplitter {
     std::vector<SplitPart> applied_;     // (src, -, dst, tokens) route changes made to base_ by the last totals()
     std::vector<std::pair<int, int>> removed_;  // (expert, owner) owner-rule routes the last totals() took off
     Instance in_;
+    Placement instance_of_;          // the placement in_ and class_order_ are for (none: num_devices 0)
+    double first_level_ = 0;         // its search's level before any slack (raise_until_feasible's first result)
+    bool first_level_near_ = false;  // ... found with the near start on
+    bool first_level_known_ = false;
     MaxFlow max_flow_{0};
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
     std::vector<int> cursor_;            // [classes] the fill's first holder of each class's order with quota left

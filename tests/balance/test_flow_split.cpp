@@ -336,6 +336,31 @@ TEST_P(SlackSplit, RoomyLevelKeepsReplicatedTokensInTheirNode) {
     EXPECT_EQ(hot_tokens_leaving_nodes(split(c.slack, nullptr)), 0);
 }
 
+// flow scores a hot-set candidate at several levels in turn on one splitter (policy_flow.cpp at_best_level), which
+// then keeps the placement's instance and, above slack 0, its search's level: each split is a fresh splitter's,
+// with the near start on and off, and after another placement in between.
+TEST_P(SlackSplit, OneSplitterAcrossLevelsEqualsAFreshOneAtEach) {
+    const SlackCase c = GetParam();
+    FastSplitter reused(counts_.data(), c.D, c.E, &cluster_);
+    Placement other = placement_;  // expert 0's copies dropped: another instance and level
+    std::fill_n(other.replica.begin(), c.D, uint8_t{0});
+    const struct {
+        bool near;
+        double slack;
+        const Placement* p;
+    } steps[] = {{true, 0.0, &placement_},      {true, c.slack, &placement_}, {true, c.slack / 2, &placement_},
+                 {false, c.slack, &placement_}, {true, c.slack, &other},      {true, c.slack, &placement_},
+                 {true, 0.0, &placement_},      {false, 0.0, &placement_},    {false, c.slack, &placement_}};
+    for (const auto& step : steps) {
+        SCOPED_TRACE("near " + std::to_string(step.near) + " slack " + std::to_string(step.slack));
+        FastSplitter fresh(counts_.data(), c.D, c.E, &cluster_);
+        FastSplitReport reused_report, fresh_report;
+        for (FastSplitter* s : {&reused, &fresh}) s->set_near_start(step.near), s->set_slack(step.slack);
+        expect_same_totals(reused.split(*step.p, &reused_report), fresh.split(*step.p, &fresh_report));
+        EXPECT_EQ(reused_report.max_computed, fresh_report.max_computed);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Table, SlackSplit,
                          ::testing::Values(SlackCase{"two_nodes_tenth", 8, 12, 4, 3, 0.1, 41},
                                            SlackCase{"four_nodes_fifth", 16, 24, 4, 5, 0.2, 42},
