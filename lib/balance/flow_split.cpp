@@ -72,6 +72,23 @@ void add_route(LayerFlow& flow, int s, int g, int64_t n) {
 
 }  // namespace
 
+// A source's distance row [D] as device ranges: distance 0 is [domain_lo, domain_hi), inside the node
+// [node_lo, node_hi) of distances 0 and 1; every other device is at distance 2 (link_class numbers devices node by
+// node and NVLink domain by domain, so both are contiguous; checked here).
+FastSplitter::NearRanges FastSplitter::near_ranges(const uint8_t* row, int D) {
+    NearRanges r{D, 0, D, 0};
+    for (int g = 0; g < D; ++g) {
+        if (row[g] <= 1) r.node_lo = std::min(r.node_lo, g), r.node_hi = g + 1;
+        if (row[g] == 0) r.domain_lo = std::min(r.domain_lo, g), r.domain_hi = g + 1;
+    }
+    if (r.domain_lo >= r.domain_hi) r.domain_lo = r.domain_hi = r.node_lo;  // no NVLink domain: an empty range
+    for (int g = 0; g < D; ++g) {
+        const int expected = g >= r.domain_lo && g < r.domain_hi ? 0 : g >= r.node_lo && g < r.node_hi ? 1 : 2;
+        PROPHET_ASSERT_MSG(row[g] == expected, "fast split: a node or NVLink domain is not a range of devices");
+    }
+    return r;
+}
+
 std::vector<int64_t> round_shares(const double* x, int n, int64_t total) {
     std::vector<int64_t> out(n);
     std::vector<double> rest;
@@ -158,14 +175,14 @@ void FastSplitter::start_near(int k, double& started) {
     if (!several_nodes_ || !near_start_) return;
     for (int s = 0; s < D; ++s) {
         double left = own_left_[s] >= 0 ? own_left_[s] : static_cast<double>(column[s]);
-        const int* order = class_order(k, source_class_[s]);
-        for (int i = 0; i < n && left > 0; ++i) {
-            const int j = order[i], g = in_.holders[first + j];
-            if (distance_[static_cast<size_t>(s) * D + g] > 1) break;  // the rest are on other nodes
-            if (g == s) continue;                                      // its own tokens, taken above
-            const double give = std::min(left, std::max(0.0, room_[g]));
-            started_[first + j] += give, room_[g] -= give, started += give, left -= give;
-        }
+        const Segments& order = class_order(k, source_class_[s]);
+        for (int i = 0; i < kNodeSegments; ++i)  // the rest are on other nodes
+            for (int j = order.lo[i]; j < order.hi[i] && left > 0; ++j) {
+                const int g = in_.holders[first + j];
+                if (g == s) continue;  // its own tokens, taken above
+                const double give = std::min(left, std::max(0.0, room_[g]));
+                started_[first + j] += give, room_[g] -= give, started += give, left -= give;
+            }
     }
     for (int j = 0; j < n; ++j) own_left_[in_.holders[first + j]] = -1;
 }
@@ -233,30 +250,33 @@ double FastSplitter::raise_until_feasible(double t, const std::vector<char>& hol
     return t;
 }
 
-// class_order_ for every replicated expert, once per placement (the network starts and the fill read it): per
-// class of sources, expert k's holder indices by distance (0, 1, 2), each distance in device order.
+// class_segments_ for every replicated expert, once per placement (the network starts and the fill read them):
+// devices are numbered node by node and NVLink domain by domain, so within k's holders (ascending) a class's
+// domain and node are index ranges. The classes are in the order of their first source, so each bound grows
+// with the class: four cursors sweep the holders once per expert.
 void FastSplitter::order_holders_by_class() {
-    const int D = D_, K = static_cast<int>(in_.experts.size());
-    const int classes = static_cast<int>(class_source_.size());
-    class_order_.resize(static_cast<size_t>(classes) * in_.holders.size());
+    const int K = static_cast<int>(in_.experts.size()), classes = static_cast<int>(class_near_.size());
+    class_segments_.resize(static_cast<size_t>(K) * classes);
     for (int k = 0; k < K; ++k) {
         const int first = in_.holder_start[k], n = in_.holder_start[k + 1] - first;
         const int* holders = in_.holders.data() + first;
+        int a = 0, da = 0, db = 0, b = 0;  // the first holder at or past each bound of the class
+        auto past = [&](int& i, int device) {
+            while (i < n && holders[i] < device) ++i;
+            return i;
+        };
         for (int c = 0; c < classes; ++c) {
-            const uint8_t* near = distance_.data() + static_cast<size_t>(class_source_[c]) * D;
-            int* order = class_order_.data() + static_cast<size_t>(classes) * first + static_cast<size_t>(c) * n;
-            int at[3] = {0, 0, 0};  // a counting sort: where each distance's holders start
-            for (int j = 0; j < n; ++j) ++at[near[holders[j]]];
-            at[2] = at[0] + at[1], at[1] = at[0], at[0] = 0;
-            for (int j = 0; j < n; ++j) order[at[near[holders[j]]]++] = j;
+            const NearRanges& r = class_near_[c];
+            past(a, r.node_lo), past(da, r.domain_lo), past(db, r.domain_hi), past(b, r.node_hi);
+            // distance 0, then 1 (the node around the domain), then 2 (before and after the node)
+            class_segments_[static_cast<size_t>(k) * classes + c] = {{da, a, db, 0, b}, {db, da, b, a, n}};
         }
     }
 }
 
-// expert k's holder order for the sources of class c (order_holders_by_class)
-const int* FastSplitter::class_order(int k, int c) const {
-    const int first = in_.holder_start[k], n = in_.holder_start[k + 1] - first;
-    return class_order_.data() + class_source_.size() * static_cast<size_t>(first) + static_cast<size_t>(c) * n;
+// expert k's holder segments for the sources of class c (order_holders_by_class)
+const FastSplitter::Segments& FastSplitter::class_order(int k, int c) const {
+    return class_segments_[static_cast<size_t>(k) * class_near_.size() + c];
 }
 
 // Replicated expert k's integer quotas on its holders filled from its groups: own tokens first, then the nearest
@@ -277,14 +297,19 @@ void FastSplitter::fill_groups(int k, std::vector<SplitPart>& parts) {
     // Quotas only fall, so the holders a class's order has passed with quota 0 stay at 0: each class keeps a
     // cursor past them, and a source starts there (the same parts as starting every source at the order's head:
     // a holder of quota 0 takes nothing). O(D + classes * n) per expert instead of O(D * n).
-    cursor_.assign(class_source_.size(), 0);
+    const int classes = static_cast<int>(class_near_.size());
+    cursor_.resize(classes);
+    for (int c = 0; c < classes; ++c) cursor_[c] = {0, class_order(k, c).lo[0]};
     for (int s = 0; s < D; ++s) {
-        const int* order = class_order(k, source_class_[s]);
-        for (int& i = cursor_[source_class_[s]]; i < n && left_[s] > 0;) {
-            if (quota_[order[i]] == 0)
-                ++i;
-            else
-                give(s, order[i]);
+        const Segments& order = class_order(k, source_class_[s]);
+        for (Cursor& at = cursor_[source_class_[s]]; at.segment < kSegments && left_[s] > 0;) {
+            if (at.j >= order.hi[at.segment]) {
+                if (++at.segment < kSegments) at.j = order.lo[at.segment];
+            } else if (quota_[at.j] == 0) {
+                ++at.j;
+            } else {
+                give(s, at.j);
+            }
         }
     }
     // a group with tokens but no part would fall to the owner rule: every token must be in a part
@@ -307,15 +332,20 @@ void FastSplitter::reset(const int64_t* counts, int D, int E, const ClusterSpec*
                                                         : c == ClusterSpec::LinkClass::kIntraNode ? 1
                                                                                                   : 2;
         }
-    class_source_.clear(), source_class_.clear();
+    class_source_.clear(), source_class_.clear(), class_near_.clear();
     for (int s = 0; s < D; ++s) {
         const uint8_t* row = distance_.data() + static_cast<size_t>(s) * D;
         int c = 0;
         const int classes = static_cast<int>(class_source_.size());
         while (c < classes && !std::equal(row, row + D, distance_.data() + static_cast<size_t>(class_source_[c]) * D))
             ++c;
-        if (c == classes) class_source_.push_back(s);
+        if (c == classes) class_source_.push_back(s), class_near_.push_back(near_ranges(row, D));
         source_class_.push_back(c);
+    }
+    for (size_t c = 1; c < class_near_.size(); ++c) {  // order_holders_by_class's sweep
+        const NearRanges &before = class_near_[c - 1], &r = class_near_[c];
+        PROPHET_ASSERT(before.node_lo <= r.node_lo && before.domain_lo <= r.domain_lo &&
+                       before.domain_hi <= r.domain_hi && before.node_hi <= r.node_hi);
     }
     by_expert_.resize(static_cast<size_t>(E) * D);
     load_.assign(E, 0), total_ = 0;

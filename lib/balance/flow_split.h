@@ -106,9 +106,23 @@ class FastSplitter {
     std::vector<uint8_t> distance_;   // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
     // sources with the same distance row take a replicated expert's holders in the same order: source s is in
     // class source_class_[s], whose first source is class_source_[class]
-    // class_order_ [classes * holders]: per replicated expert k, a block of classes x n_k holder indices from
-    // classes * holder_start[k] (order_holders_by_class), built once per placement
-    std::vector<int> source_class_, class_source_, class_order_;
+    std::vector<int> source_class_, class_source_;
+    // a class's distance row as device ranges (near_ranges)
+    struct NearRanges {
+        int domain_lo, domain_hi, node_lo, node_hi;
+    };
+    std::vector<NearRanges> class_near_;  // [classes]
+    static NearRanges near_ranges(const uint8_t* row, int D);
+    // One replicated expert's holders in a class's order as index ranges [lo[i], hi[i]) of its (ascending)
+    // holders: distance 0, 1 (two ranges), 2 (two ranges); the first kNodeSegments are inside the source's node.
+    static constexpr int kSegments = 5, kNodeSegments = 3;
+    struct Segments {
+        int lo[kSegments], hi[kSegments];
+    };
+    std::vector<Segments> class_segments_;  // [K * classes], built once per placement (order_holders_by_class)
+    struct Cursor {                         // the fill's place in one class's order
+        int segment, j;
+    };
     std::vector<int64_t> load_;  // [E] tokens per expert
     int64_t total_ = 0;
     std::vector<int> base_owner_;  // the owners base_ is for
@@ -120,13 +134,13 @@ class FastSplitter {
     std::vector<SplitPart> applied_;     // (src, -, dst, tokens) route changes made to base_ by the last totals()
     std::vector<std::pair<int, int>> removed_;  // (expert, owner) owner-rule routes the last totals() took off
     Instance in_;
-    Placement instance_of_;          // the placement in_ and class_order_ are for (none: num_devices 0)
+    Placement instance_of_;          // the placement in_ and class_segments_ are for (none: num_devices 0)
     double first_level_ = 0;         // its search's level before any slack (raise_until_feasible's first result)
     bool first_level_near_ = false;  // ... found with the near start on
     bool first_level_known_ = false;
     MaxFlow max_flow_{0};
     std::vector<int64_t> quota_, left_;  // scratch of the token fill
-    std::vector<int> cursor_;            // [classes] the fill's first holder of each class's order with quota left
+    std::vector<Cursor> cursor_;         // [classes] the fill's first holder of each class's order with quota left
     std::vector<double> rest_;           // scratch of the rounding
     std::vector<int> order_;
     std::vector<char> holds_any_;  // scratch of least_max_computed: [D] the device holds a replicated expert
@@ -146,7 +160,7 @@ class FastSplitter {
     double raise_until_feasible(double t, const std::vector<char>& holds_any, const std::vector<int>& device_arc,
                                 int* solves);
     void order_holders_by_class();
-    const int* class_order(int k, int c) const;
+    const Segments& class_order(int k, int c) const;
     void fill_groups(int k, std::vector<SplitPart>& parts);
     const std::vector<SplitPart>& parts(const Placement& placement, FastSplitReport* report);
 };
