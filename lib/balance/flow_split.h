@@ -21,7 +21,8 @@
 // The all-to-all is not minimised as the LP does: the split is the compute optimum with locality as the
 // tie-break, a cheaper proxy for comparing placements; set_slack splits at a level above the optimum instead, so
 // that a caller can trade compute for locality by trying a few levels. Work: one max-flow (two after a rise of T) on
-// (replicated experts + D) nodes, O(D * holders) per replicated expert to fill groups, O(D * E) to build the LayerFlow.
+// (replicated experts + D) nodes, O(D + classes * holders) per replicated expert to fill groups (classes: the
+// sources' distinct (node, NVLink domain)), O(D * E) to build the LayerFlow.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +44,9 @@ struct FastSplitReport {
 
 // The split of one layer's counts under many placements (flow's candidates): the expert loads are summed once,
 // and the owner rule's routes of the last owner vector and their per-device totals are kept, so a placement with
-// the same owners costs a copy of the [D*D] routes, O(E * D / 8) to find its replicas and O(D * replicated experts
-// * holders) to split them, beyond its max-flow, instead of O(D * E). Buffers are kept across placements.
+// the same owners costs a copy of the [D*D] routes, O(E * D / 8) to find its replicas and O((D + classes *
+// holders) * replicated experts) to split them, beyond its max-flow, instead of O(D * E). Buffers are kept across
+// placements.
 class FastSplitter {
   public:
     // counts [D*E] must outlive the splitter; cluster: link classes for the nearest-source order (nullptr: device
