@@ -175,7 +175,7 @@ void FastSplitter::start_near(int k, double& started) {
     if (!several_nodes_ || !near_start_) return;
     for (int s = 0; s < D; ++s) {
         double left = own_left_[s] >= 0 ? own_left_[s] : static_cast<double>(column[s]);
-        const Segments& order = class_order(k, source_class_[s]);
+        const Segments& order = class_segments(k, source_class_[s]);
         for (int i = 0; i < kNodeSegments; ++i)  // the rest are on other nodes
             for (int j = order.lo[i]; j < order.hi[i] && left > 0; ++j) {
                 const int g = in_.holders[first + j];
@@ -254,7 +254,7 @@ double FastSplitter::raise_until_feasible(double t, const std::vector<char>& hol
 // devices are numbered node by node and NVLink domain by domain, so within k's holders (ascending) a class's
 // domain and node are index ranges. The classes are in the order of their first source, so each bound grows
 // with the class: four cursors sweep the holders once per expert.
-void FastSplitter::order_holders_by_class() {
+void FastSplitter::build_class_segments() {
     const int K = static_cast<int>(in_.experts.size()), classes = static_cast<int>(class_near_.size());
     class_segments_.resize(static_cast<size_t>(K) * classes);
     for (int k = 0; k < K; ++k) {
@@ -274,8 +274,8 @@ void FastSplitter::order_holders_by_class() {
     }
 }
 
-// expert k's holder segments for the sources of class c (order_holders_by_class)
-const FastSplitter::Segments& FastSplitter::class_order(int k, int c) const {
+// expert k's holder segments for the sources of class c (build_class_segments)
+const FastSplitter::Segments& FastSplitter::class_segments(int k, int c) const {
     return class_segments_[static_cast<size_t>(k) * class_near_.size() + c];
 }
 
@@ -299,9 +299,9 @@ void FastSplitter::fill_groups(int k, std::vector<SplitPart>& parts) {
     // a holder of quota 0 takes nothing). O(D + classes * n) per expert instead of O(D * n).
     const int classes = static_cast<int>(class_near_.size());
     cursor_.resize(classes);
-    for (int c = 0; c < classes; ++c) cursor_[c] = {0, class_order(k, c).lo[0]};
+    for (int c = 0; c < classes; ++c) cursor_[c] = {0, class_segments(k, c).lo[0]};
     for (int s = 0; s < D; ++s) {
-        const Segments& order = class_order(k, source_class_[s]);
+        const Segments& order = class_segments(k, source_class_[s]);
         for (Cursor& at = cursor_[source_class_[s]]; at.segment < kSegments && left_[s] > 0;) {
             if (at.j >= order.hi[at.segment]) {
                 if (++at.segment < kSegments) at.j = order.lo[at.segment];
@@ -324,25 +324,21 @@ void FastSplitter::reset(const int64_t* counts, int D, int E, const ClusterSpec*
     counts_ = counts, D_ = D, E_ = E, several_nodes_ = cluster && cluster->node_of(D - 1) > 0, near_start_ = false;
     base_owner_.clear(), applied_.clear(), removed_.clear();  // base_ is rebuilt from the first placement's owners
     instance_of_ = Placement(), first_level_known_ = false;   // in_ is rebuilt from the first placement
-    distance_.assign(static_cast<size_t>(D) * D, 0);
-    for (int s = 0; s < D && cluster; ++s)
-        for (int g = 0; g < D; ++g) {
-            const ClusterSpec::LinkClass c = cluster->link_class(s, g);
-            distance_[static_cast<size_t>(s) * D + g] = c == ClusterSpec::LinkClass::kNvlink      ? 0
-                                                        : c == ClusterSpec::LinkClass::kIntraNode ? 1
-                                                                                                  : 2;
-        }
-    class_source_.clear(), source_class_.clear(), class_near_.clear();
+    // each source's distance row (0 same NVLink domain, 1 same node, 2 elsewhere; all 0 without a cluster) as
+    // ranges; sources with the same ranges have the same row (near_ranges checks it) and form one class
+    std::vector<uint8_t> row(static_cast<size_t>(D), 0);
+    source_class_.clear(), class_near_.clear();
     for (int s = 0; s < D; ++s) {
-        const uint8_t* row = distance_.data() + static_cast<size_t>(s) * D;
-        int c = 0;
-        const int classes = static_cast<int>(class_source_.size());
-        while (c < classes && !std::equal(row, row + D, distance_.data() + static_cast<size_t>(class_source_[c]) * D))
-            ++c;
-        if (c == classes) class_source_.push_back(s), class_near_.push_back(near_ranges(row, D));
-        source_class_.push_back(c);
+        for (int g = 0; g < D && cluster; ++g) {
+            const ClusterSpec::LinkClass c = cluster->link_class(s, g);
+            row[g] = c == ClusterSpec::LinkClass::kNvlink ? 0 : c == ClusterSpec::LinkClass::kIntraNode ? 1 : 2;
+        }
+        const NearRanges r = near_ranges(row.data(), D);
+        const auto same = std::find(class_near_.begin(), class_near_.end(), r);
+        source_class_.push_back(static_cast<int>(same - class_near_.begin()));
+        if (same == class_near_.end()) class_near_.push_back(r);
     }
-    for (size_t c = 1; c < class_near_.size(); ++c) {  // order_holders_by_class's sweep
+    for (size_t c = 1; c < class_near_.size(); ++c) {  // build_class_segments' sweep
         const NearRanges &before = class_near_[c - 1], &r = class_near_[c];
         PROPHET_ASSERT(before.node_lo <= r.node_lo && before.domain_lo <= r.domain_lo &&
                        before.domain_hi <= r.domain_hi && before.node_hi <= r.node_hi);
@@ -366,7 +362,7 @@ const std::vector<SplitPart>& FastSplitter::parts(const Placement& p, FastSplitR
                                 instance_of_.replica == p.replica;
     if (!same_placement) {  // else in_ and the class orders are this placement's already
         fill_instance(p);
-        if (!in_.experts.empty()) order_holders_by_class();
+        if (!in_.experts.empty()) build_class_segments();
         first_level_known_ = false;
         if (near_start_)
             instance_of_ = p;

@@ -105,14 +105,14 @@ class FastSplitter {
     bool near_start_ = false;         // set_near_start
     double slack_ = 0;                // set_slack
     std::vector<int64_t> by_expert_;  // [E*D] counts transposed: expert e's tokens from each source, contiguous
-    std::vector<uint8_t> distance_;   // [D*D] 0 same NVLink domain, 1 same node, 2 elsewhere (all 0 without cluster)
-    // sources with the same distance row take a replicated expert's holders in the same order: source s is in
-    // class source_class_[s], whose first source is class_source_[class]
-    std::vector<int> source_class_, class_source_;
-    // a class's distance row as device ranges (near_ranges)
+    // A source's distance row (0 same NVLink domain, 1 same node, 2 elsewhere) as device ranges (near_ranges).
+    // Sources with the same row take a replicated expert's holders in the same order: source s is in class
+    // source_class_[s], classes in the order of their first source.
     struct NearRanges {
         int domain_lo, domain_hi, node_lo, node_hi;
+        bool operator==(const NearRanges&) const = default;
     };
+    std::vector<int> source_class_;       // [D]
     std::vector<NearRanges> class_near_;  // [classes]
     static NearRanges near_ranges(const uint8_t* row, int D);
     // One replicated expert's holders in a class's order as index ranges [lo[i], hi[i]) of its (ascending)
@@ -121,7 +121,7 @@ class FastSplitter {
     struct Segments {
         int lo[kSegments], hi[kSegments];
     };
-    std::vector<Segments> class_segments_;  // [K * classes], built once per placement (order_holders_by_class)
+    std::vector<Segments> class_segments_;  // [K * classes], built once per placement (build_class_segments)
     struct Cursor {                         // the fill's place in one class's order
         int segment, j;
     };
@@ -161,8 +161,8 @@ class FastSplitter {
     double least_max_computed(int* solves);
     double raise_until_feasible(double t, const std::vector<char>& holds_any, const std::vector<int>& device_arc,
                                 int* solves);
-    void order_holders_by_class();
-    const Segments& class_order(int k, int c) const;
+    void build_class_segments();
+    const Segments& class_segments(int k, int c) const;
     void fill_groups(int k, std::vector<SplitPart>& parts);
     const std::vector<SplitPart>& parts(const Placement& placement, FastSplitReport* report);
 };
