@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -17,11 +16,12 @@
 #include "cli_util.h"
 #include "core/error.h"
 #include "core/testbed.h"
-#include "sim/op_model.h"
-#include "sim/replay.h"
 #include "store/store.h"
+#include "store_queries.h"
 
 namespace fs = std::filesystem;
+using prophet::testing::metric;
+using prophet::testing::param;
 
 namespace {
 
@@ -39,19 +39,6 @@ class SweepRealCli : public prophet::testing::TempDirTest {
                                              dir_);
     }
 };
-
-double metric(prophet::Store& store, const std::string& run_id, const std::string& key) {
-    const auto rows = store.get_metrics(run_id, key);
-    EXPECT_EQ(rows.size(), 1u) << run_id << " " << key;
-    return rows.empty() ? -1 : rows[0].value;
-}
-
-// a run's param as stored (TOML text), "" when it has none
-std::string param(prophet::Store& store, const std::string& run_id, const std::string& key) {
-    for (const auto& [k, v] : store.get_params(run_id))
-        if (k == key) return v;
-    return "";
-}
 
 }  // namespace
 
@@ -221,131 +208,4 @@ TEST_F(SweepRealCli, OversubscribedPointsAreLeftOutOfValidationUnlessAsked) {
     prophet::Store store = prophet::Store::open(db_);
     const std::string id = nlohmann::json::parse(included.out)["run_ids"][0];
     EXPECT_EQ(store.get_metrics(id, "sim_error").size(), 1u) << included.err;
-}
-
-// [sweep.calibrate_set]: one calibration per rank count, run on the held-out config (model.F = 64 here), never on a
-// validated point's; each point names it in validate_calibrated_on.
-TEST_F(SweepRealCli, CalibrateSetCalibratesOnAHeldOutConfig) {
-    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
-    const auto r = sweep(
-        "ranks = [2]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
-        "calibrate_grid_passes = 1\n"
-        "[sweep.set]\n\"train.steps\" = 3\n[sweep.grid]\n\"model.K\" = [1, 2]\n[sweep.calibrate_set]\n\"model.F\" = 64\n");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto j = nlohmann::json::parse(r.out);
-    ASSERT_EQ(j["run_ids"].size(), 2u);
-    size_t files = 0;
-    for (const auto& entry : fs::directory_iterator(dir_ / "clusters")) {
-        ++files;
-        EXPECT_EQ(prophet::sim::load_op_tables(entry.path().string()).gemm.passes, 1)
-            << "calibrate_grid_passes reaches the calibration's --grid-passes";
-    }
-    EXPECT_EQ(files, 1u) << "one calibration for both model.K values";
-    prophet::Store store = prophet::Store::open(db_);
-    for (const auto& id : j["run_ids"]) {
-        std::string calibrated_on;
-        for (const auto& [key, v] : store.get_params(id))
-            if (key == "validate_calibrated_on") calibrated_on = nlohmann::json::parse(v).get<std::string>();
-        EXPECT_EQ(calibrated_on, "2 ranks, held out: model.F=64");
-        EXPECT_GT(metric(store, id, "sim_step_ms"), 0);
-    }
-    int profiles = 0;
-    for (const auto& row : store.list_runs("real-test")) {
-        if (row.info.command != "profile") continue;
-        ++profiles;
-        EXPECT_EQ(param(store, row.run_id, "model.F"), "64") << "the calibration ran the held-out config";
-    }
-    EXPECT_EQ(profiles, 1);
-}
-
-// The calibration's [ops] scale and in_step_us are fitted on three recordings of the calibration config pooled
-// (the profile's own run and two `prophet train --timeline` runs of "<sweep>-calibration", lib/sweep/
-// calibrate_pooled.cpp): the file holds what fit_op_scales and fit_in_step_overheads give on the three runs of the
-// store, to the 6 significant digits the file keeps, and the recordings are not among the validated children.
-TEST_F(SweepRealCli, CalibrationIsFittedOnThreeRecordingsPooled) {
-    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
-    const auto r = sweep(
-        "ranks = [2]\npolicies = [\"static\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
-        "calibrate_grid_passes = 1\n"
-        "[sweep.set]\n\"train.steps\" = 4\n[sweep.calibrate_set]\n\"model.F\" = 64\n");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    prophet::Store store = prophet::Store::open(db_);
-    std::vector<std::string> ids;
-    for (const auto& row : store.list_runs("real-test"))
-        if (row.info.command == "profile") ids.push_back(row.run_id);
-    ASSERT_EQ(ids.size(), 1u);
-    for (const auto& row : store.list_runs("real-test-calibration")) {
-        EXPECT_EQ(row.info.command, "train");
-        EXPECT_EQ(param(store, row.run_id, "model.F"), "64") << "the held-out calibration config";
-        ids.push_back(row.run_id);
-    }
-    ASSERT_EQ(ids.size(), 3u);
-    std::vector<prophet::sim::RecordedRun> runs;
-    for (const std::string& id : ids) runs.push_back(prophet::sim::load_recorded_run(store, id));
-    std::vector<const prophet::sim::RecordedRun*> pooled;
-    for (const auto& run : runs) pooled.push_back(&run);
-    std::string cluster;
-    for (const auto& entry : fs::directory_iterator(dir_ / "clusters")) cluster = entry.path().string();
-    const prophet::sim::OpTables file = prophet::sim::load_op_tables(cluster);
-    const prophet::sim::OpTables oracle =
-        prophet::sim::fit_in_step_overheads(prophet::sim::fit_op_scales(file, pooled), pooled);
-    ASSERT_EQ(file.scale.size(), oracle.scale.size());
-    for (const auto& [kind, factor] : oracle.scale) EXPECT_NEAR(file.scale.at(kind), factor, 1e-5 * factor) << kind;
-    for (const auto& [kind, s] : oracle.in_step_s) EXPECT_NEAR(file.in_step_s.at(kind), s, 1e-5 * s + 1e-9) << kind;
-    const auto j = nlohmann::json::parse(r.out);
-    ASSERT_EQ(j["run_ids"].size(), 1u) << "one validated point: the recordings are not children";
-}
-
-// A validating sweep's children record --timeline, and after the last point the sweep replays every child with the
-// per-op model of its calibrated cluster file ([ops]) and records one validation run (prophet validate's library)
-// whose report has a point per child, all held out: [sweep.calibrate_set] calibrated another corpus (the model's
-// shape is the same, as in experiments/sweeps/main-real.toml, so only the sweep knows they are held out); the
-// report draws it (fig_validation_replay) and its summary gives the held-out error.
-TEST_F(SweepRealCli, CalibratedSweepRecordsAPerOpReplayValidationOfEveryChild) {
-    if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
-    const auto r = sweep(
-        "ranks = [2]\npolicies = [\"static\", \"prophet\"]\nseeds = [1]\nvalidate_cluster = \"calibrate\"\n"
-        "calibrate_grid_passes = 1\n"
-        "[sweep.set]\n\"train.steps\" = 3\n[sweep.calibrate_set]\n\"data.dominance\" = 0.0\n",
-        /*report=*/true);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto j = nlohmann::json::parse(r.out);
-    ASSERT_EQ(j["run_ids"].size(), 2u);
-    ASSERT_TRUE(j.contains("validation_run")) << r.err;
-    // the report draws it, and its summary states the held-out error of the replay
-    std::ifstream in(dir_ / "REPORT.md");
-    const std::string report_md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_NE(report_md.find("figures/fig_validation_replay.png"), std::string::npos) << report_md;
-    EXPECT_NE(report_md.find("2 held-out runs of real-test came out"), std::string::npos) << report_md;
-    prophet::Store store = prophet::Store::open(db_);
-    std::set<std::string> children;
-    for (const auto& id : j["run_ids"])
-        for (const auto& [key, v] : store.get_params(id))
-            if (key == "child_run_id") children.insert(nlohmann::json::parse(v).get<std::string>());
-    ASSERT_EQ(children.size(), 2u);
-    const auto events_of = [&](const std::string& run_id, const std::string& kind) {
-        std::vector<prophet::EventRow> out;
-        for (const auto& e : store.get_events(run_id))
-            if (e.kind == kind) out.push_back(e);
-        return out;
-    };
-    for (const std::string& child : children)
-        EXPECT_FALSE(events_of(child, "timeline").empty()) << child << " recorded no timeline";
-    const std::string validation = j["validation_run"];
-    EXPECT_EQ(store.get_run(validation).info.command, "validate");
-    const auto events = events_of(validation, "validation");
-    ASSERT_EQ(events.size(), 1u);
-    const auto report = nlohmann::json::parse(events[0].data_json);
-    EXPECT_EQ(report["replay"], "model");
-    ASSERT_EQ(report["points"].size(), 2u) << report.dump();
-    for (const auto& p : report["points"]) {
-        EXPECT_TRUE(children.count(p["run_id"].get<std::string>())) << p.dump();
-        EXPECT_TRUE(p["held_out"].get<bool>()) << p.dump();
-        EXPECT_GT(p["sim_median_ms"].get<double>(), 0) << p.dump();
-        EXPECT_GT(p["measured_median_ms"].get<double>(), 0) << p.dump();
-    }
-    EXPECT_EQ(report["total"]["heldout_points"], 2);
-    EXPECT_NE(report["calibrated_on"].get<std::string>().find("held out: data.dominance="), std::string::npos)
-        << report.dump();
-    EXPECT_NE(r.err.find("per-op replay validation of 2 child run(s)"), std::string::npos) << r.err;
 }
