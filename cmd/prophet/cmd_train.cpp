@@ -445,6 +445,13 @@ void check_profile_config(const ProfileArgs& args) {
                            "must be 0 for prophet profile: a trace records every routed token, and dropped "
                            "tokens would make its counts disagree with tokens x top-k",
                            "--set model.capacity_factor=0");
+    if (!args.ops_shapes.empty()) {
+        if (!args.calibrate)
+            throw_config_error("--ops-shape", args.ops_shapes.front(), "only applies with --calibrate",
+                               "add --calibrate or drop --ops-shape");
+        const ModelConfig model = train_settings_from(config, env_world_size()).model;
+        for (const std::string& text : args.ops_shapes) parse_ops_shape(text, model);  // a typo fails before the run
+    }
 }
 
 // The directories above `path` (the working directory when it has none).
@@ -537,10 +544,7 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
     }
     const bool root = ctx->comm->rank() == 0;
     try {
-        if (!args.ops_shapes.empty() && !args.calibrate)
-            throw_config_error("--ops-shape", args.ops_shapes.front(), "only applies with --calibrate",
-                               "add --calibrate or drop --ops-shape");
-        std::vector<ModelConfig> further_shapes;  // parsed before the run: a typo fails fast
+        std::vector<ModelConfig> further_shapes;  // each checked before the run (check_profile_config)
         for (const std::string& text : args.ops_shapes)
             further_shapes.push_back(parse_ops_shape(text, ctx->settings.model));
         Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
