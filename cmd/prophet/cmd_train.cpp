@@ -431,8 +431,10 @@ int run_train(const TrainArgs& args, int* argc, char*** argv) {
 
 namespace {
 
-// A trace records every routed token: dropped tokens would make its counts disagree with tokens x top-k.
-void check_profile_config(const ProfileArgs& args) {
+// Everything about a profile's flags and config that can be wrong, checked before the run starts (nothing written):
+// a trace records every routed token, so dropped tokens would make its counts disagree with tokens x top-k.
+// Returns the --ops-shape models, each parsed against the config's.
+std::vector<ModelConfig> check_profile_config(const ProfileArgs& args) {
     if (args.grid_passes) {
         if (!args.calibrate)
             throw_config_error("--grid-passes", std::to_string(*args.grid_passes), "only applies with --calibrate",
@@ -445,13 +447,14 @@ void check_profile_config(const ProfileArgs& args) {
                            "must be 0 for prophet profile: a trace records every routed token, and dropped "
                            "tokens would make its counts disagree with tokens x top-k",
                            "--set model.capacity_factor=0");
-    if (!args.ops_shapes.empty()) {
-        if (!args.calibrate)
-            throw_config_error("--ops-shape", args.ops_shapes.front(), "only applies with --calibrate",
-                               "add --calibrate or drop --ops-shape");
-        const ModelConfig model = train_settings_from(config, env_world_size()).model;
-        for (const std::string& text : args.ops_shapes) parse_ops_shape(text, model);  // a typo fails before the run
-    }
+    std::vector<ModelConfig> shapes;
+    if (args.ops_shapes.empty()) return shapes;
+    if (!args.calibrate)
+        throw_config_error("--ops-shape", args.ops_shapes.front(), "only applies with --calibrate",
+                           "add --calibrate or drop --ops-shape");
+    const ModelConfig model = train_settings_from(config, env_world_size()).model;  // start_run's, from the same
+    for (const std::string& text : args.ops_shapes) shapes.push_back(parse_ops_shape(text, model));
+    return shapes;
 }
 
 // The directories above `path` (the working directory when it has none).
@@ -529,8 +532,9 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
         return kExitOk;
     }
     std::unique_ptr<RunContext> ctx;
+    std::vector<ModelConfig> further_shapes;  // --ops-shape
     try {
-        check_profile_config(args);
+        further_shapes = check_profile_config(args);
         ctx = start_run("profile", args.common, argc, argv);
     } catch (...) {  // every exception, not only prophet::Error: nothing may escape without its exit code
         return report_start_error(current_exception_as_error(), env_world_rank());
@@ -544,9 +548,6 @@ int run_profile(const ProfileArgs& args, int* argc, char*** argv) {
     }
     const bool root = ctx->comm->rank() == 0;
     try {
-        std::vector<ModelConfig> further_shapes;  // each checked before the run (check_profile_config)
-        for (const std::string& text : args.ops_shapes)
-            further_shapes.push_back(parse_ops_shape(text, ctx->settings.model));
         Trainer trainer(*ctx->comm, ctx->settings, checkpoint_config_hash(ctx->config));
         trainer.set_timeline(args.calibrate);  // the calibration fits the per-op model's scales on this run's ops
         if (root && !args.common.json) print_parameter_table(*ctx, trainer, stderr);

@@ -34,6 +34,12 @@ inline std::string guarded(const std::string& command, int limit_s = kChildLimit
     return "timeout --kill-after=" + std::to_string(kChildKillAfterS) + " " + std::to_string(limit_s) + " " + command;
 }
 
+// a file's whole text ("" when it cannot be read)
+inline std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 // Runs the shell command line `command` under guarded() from the repository root, stdout captured, stderr into
 // `dir`/stderr.txt.
 inline CliResult run_command(const std::string& command, const std::filesystem::path& dir,

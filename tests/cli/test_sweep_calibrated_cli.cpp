@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
@@ -27,13 +25,9 @@
 namespace fs = std::filesystem;
 using prophet::testing::metric;
 using prophet::testing::param;
+using prophet::testing::read_file;
 
 namespace {
-
-std::string read_file(const fs::path& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // What tests/cli/calibrated_sweep_fixture.sh left in `dir`: the store, clusters/, REPORT.md, the sweep's --json
 // stdout and its stderr.
@@ -74,7 +68,7 @@ class SweepCalibrated : public ::testing::Test {
     }
     void SetUp() override {
         if (!prophet::testing::have_mpirun()) GTEST_SKIP() << "mpirun not installed";
-        ASSERT_EQ(setup_exit_, 0) << "calibrated_sweep_fixture.sh failed";
+        ASSERT_EQ(setup_exit_, 0) << "calibrated_sweep_fixture.sh failed:\n" << output_->err;
         ASSERT_TRUE(output_->out.is_object())
             << "no --json summary in " << (output_->dir / "out.json") << "; the sweep's stderr:\n"
             << output_->err;
