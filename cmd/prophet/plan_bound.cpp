@@ -103,24 +103,45 @@ void add_policy_bound_json(nlohmann::json& policy, const PolicyTimes& times, con
     for (const auto& [key, v] : practitioner_metrics(*times.score, num_experts)) policy["metrics"][key] = v;
 }
 
+namespace {
+
+// plan.bound.<key> per layer (step = iteration, layer = l) of every layer bound, value(b) in seconds
+template <class Value>
+void put_layer_bounds(Store& store, const std::string& run_id, const TraceBounds& bounds, int num_layers,
+                      const char* key, Value&& value) {
+    for (size_t i = 0; i < bounds.layers.size(); ++i)
+        store.put_metric(run_id, std::string("plan.bound.") + key, static_cast<int64_t>(i) / num_layers,
+                         value(bounds.layers[i]) * 1e3, static_cast<int>(i % num_layers));
+}
+
+}  // namespace
+
 void put_bound_metrics(Store& store, const std::string& run_id, const TraceBounds& bounds,
                        const std::vector<PolicyTimes>& policies, int num_layers, int num_experts) {
-    const ModelBounds home = bounds_for(bounds, false);
+    const ModelBounds home = bounds_for(bounds, false), l2l = bounds_for(bounds, true);
     for (const auto& [key, v] : {std::pair<const char*, double>{"eq6_ms", home.eq6_ms},
                                  {"eq8_ms", home.eq8_ms},
                                  {"fastermoe_sys_ms", home.fastermoe_ms},
                                  {"sim_ms", home.sim_ms},
                                  {"plan_us", bounds.median_us}})
         store.put_metric(run_id, std::string("plan.bound.") + key, 0, v);
-    for (size_t i = 0; i < bounds.layers.size(); ++i) {
-        const LayerBound& b = bounds.layers[i];
-        const int64_t it = static_cast<int64_t>(i) / num_layers;
-        const int l = static_cast<int>(i % num_layers);
-        for (const auto& [key, v] : {std::pair<const char*, double>{"eq6_ms", b.eq6_s},
-                                     {"eq8_ms", b.eq8_s},
-                                     {"fastermoe_sys_ms", b.fastermoe_s},
-                                     {"sim_ms", b.sim_s}})
-            store.put_metric(run_id, std::string("plan.bound.") + key, it, v * 1e3, l);
+    put_layer_bounds(store, run_id, bounds, num_layers, "eq6_ms", [](const LayerBound& b) { return b.eq6_s; });
+    put_layer_bounds(store, run_id, bounds, num_layers, "eq8_ms", [](const LayerBound& b) { return b.eq8_s; });
+    put_layer_bounds(store, run_id, bounds, num_layers, "fastermoe_sys_ms",
+                     [](const LayerBound& b) { return b.fastermoe_s; });
+    put_layer_bounds(store, run_id, bounds, num_layers, "sim_ms", [](const LayerBound& b) { return b.sim_s; });
+    bool any_l2l = false;
+    for (const PolicyTimes& p : policies) any_l2l = any_l2l || p.layer_to_layer;
+    if (any_l2l) {  // the layer_to_layer path's bound, which those policies' gaps divide by (the Sim column's is one)
+        store.put_metric(run_id, "plan.bound.eq6_l2l_ms", 0, l2l.eq6_ms);
+        store.put_metric(run_id, "plan.bound.eq8_l2l_ms", 0, l2l.eq8_ms);
+        store.put_metric(run_id, "plan.bound.fastermoe_sys_l2l_ms", 0, l2l.fastermoe_ms);
+        put_layer_bounds(store, run_id, bounds, num_layers, "eq6_l2l_ms",
+                         [](const LayerBound& b) { return b.eq6_l2l_s; });
+        put_layer_bounds(store, run_id, bounds, num_layers, "eq8_l2l_ms",
+                         [](const LayerBound& b) { return b.eq8_l2l_s; });
+        put_layer_bounds(store, run_id, bounds, num_layers, "fastermoe_sys_l2l_ms",
+                         [](const LayerBound& b) { return b.fastermoe_l2l_s; });
     }
     for (const PolicyTimes& p : policies) {
         const Gaps g = gaps_of(p, bounds);
@@ -128,7 +149,8 @@ void put_bound_metrics(Store& store, const std::string& run_id, const TraceBound
         for (const auto& [key, v] : {std::pair<const char*, double>{"gap_eq6", g.eq6},
                                      {"gap_eq8", g.eq8},
                                      {"gap_fastermoe_sys", g.fastermoe},
-                                     {"gap_sim", g.sim}})
+                                     {"gap_sim", g.sim},
+                                     {"layer_to_layer", p.layer_to_layer ? 1.0 : 0.0}})
             store.put_metric(run_id, prefix + key, 0, v);
         for (const auto& [key, v] : practitioner_metrics(*p.score, num_experts))
             if (std::string(key) != "max_mean_load" && std::string(key) != "plan_us")  // cmd_plan stores those

@@ -33,7 +33,8 @@ nlohmann::json bound_json(const TraceBounds& bounds, int max_replicas_per_device
 // gap_to_bound per model and the metrics, merged into the policy's JSON object (score_json's layout)
 void add_policy_bound_json(nlohmann::json& policy, const PolicyTimes& times, const TraceBounds& bounds,
                            int num_experts);
-// metrics plan.bound.* (means: step 0, layer -1; per layer: step = iteration, layer = l) and plan.<policy>.gap_*
+// metrics plan.bound.* (means: step 0, layer -1; per layer: step = iteration, layer = l; the layer_to_layer path's
+// as *_l2l_ms when a policy takes it) and plan.<policy>.gap_* and .layer_to_layer (1: gaps against that path)
 void put_bound_metrics(Store& store, const std::string& run_id, const TraceBounds& bounds,
                        const std::vector<PolicyTimes>& policies, int num_layers, int num_experts);
 

@@ -23,11 +23,13 @@ SimColumn simulate_column(const PolicyScore& score, const TraceView& view, const
     // simulate_score charges the owner moves (moves.h), blocking: in each block's moe_s and in iteration_ms
     double blocks = 0;
     for (const sim::IterationResult& it : r.iterations)
-        for (const sim::BlockResult& b : it.blocks) {
+        for (size_t l = 0; l < it.blocks.size(); ++l) {
+            const sim::BlockResult& b = it.blocks[l];
             c.moe_ms += b.moe_s * 1e3;
             c.exposed_trans_ms += b.exposed_trans_s * 1e3;
             c.exposed_agg_ms += b.exposed_agg_s * 1e3;
             c.owner_move_ms += b.owner_move_s * 1e3;
+            c.blocks.push_back({it.iteration, static_cast<int>(l), b.moe_s * 1e3});
             blocks += 1;
         }
     if (blocks > 0) c.moe_ms /= blocks, c.exposed_trans_ms /= blocks, c.exposed_agg_ms /= blocks;
@@ -95,6 +97,9 @@ void put_layer_rows(Store& store, const std::string& run_id, const PolicyModels&
         row.dropped_tokens = s.dropped_tokens;
         store.put_plan_result(row);
     }
+    // the Sim column per block, keyed as plan.bound.sim_ms holds the bound's (step = iteration, layer = block)
+    for (const SimColumn::Block& b : m.sim.blocks)
+        store.put_metric(run_id, "plan." + p.name + ".sim_ms", b.iteration, b.moe_ms, b.layer);
 }
 
 }  // namespace

@@ -23,6 +23,12 @@ struct SimColumn {
     double owner_move_ms = 0;  // per block: the owner moves simulate_score charged to the policy's layers
                                // (BlockResult::owner_move_s, mean over iterations and layers), in moe_ms and
                                // iteration_ms
+    struct Block {
+        int64_t iteration = 0;
+        int layer = 0;
+        double moe_ms = 0;  // the block's simulated MoE time (one of moe_ms's terms)
+    };
+    std::vector<Block> blocks;  // every (iteration, block) simulated, iteration-major
 };
 
 // One policy under every system model. Planners with a cost objective (plans_with_cost_eq) plan once per
@@ -60,7 +66,8 @@ StaticTimes static_times_of(const std::vector<PolicyModels>& scores, const Trace
                             const EvalSettings& settings);
 
 // The policy's rows of a plan run: an event when skipped or with a solver status, its metrics plan.<policy>.*
-// (step 0) and, with record_layers, one plan_results row per iteration and layer. Inside the caller's transaction.
+// (step 0) and, with record_layers, one plan_results row per iteration and layer and the Sim column per block
+// (plan.<policy>.sim_ms, step = iteration, layer = block). Inside the caller's transaction.
 void put_policy_results(Store& store, const std::string& run_id, const PolicyModels& m, bool record_layers);
 
 }  // namespace prophet::plan

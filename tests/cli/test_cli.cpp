@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -193,6 +194,49 @@ TEST_F(Cli, PlanNoPolicyBeatsTheBound) {
     const Result table = plan("--policy prophet");
     EXPECT_NE(table.out.find("  bound "), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("gapEq6"), std::string::npos) << table.out;
+}
+
+// the per-layer rows (plan_results, plan.<policy>.sim_ms per block, plan.bound.* per layer, the layer_to_layer
+// path's bound for the policies scored on it) add up to each policy's recorded gap under Eq 6, Eq 8 and Sim, so a
+// report can split a gap by iteration (report/fig_gap_iterations.py)
+TEST_F(Cli, PlanPerLayerRowsAddUpToEachPolicysGap) {
+    const Result r = plan("--policy all --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string run_id = nlohmann::json::parse(r.out)["run_id"];
+    prophet::Store store = prophet::Store::open(db_);
+    auto per_layer = [&](const std::string& key) {  // (iteration, layer) -> value, the per-layer rows only
+        std::map<std::pair<int64_t, int>, double> rows;
+        for (const prophet::MetricRow& m : store.get_metrics(run_id, key))
+            if (m.layer >= 0) rows[{m.step, m.layer}] = m.value;
+        return rows;
+    };
+    auto mean_of = [&](const std::string& key) {  // the run's value (layer -1)
+        for (const prophet::MetricRow& m : store.get_metrics(run_id, key))
+            if (m.layer < 0) return m.value;
+        ADD_FAILURE() << "no " << key;
+        return 0.0;
+    };
+    std::map<std::string, std::map<std::pair<int64_t, int>, std::pair<double, double>>> planned;  // eq6, eq8
+    for (const prophet::PlanResultRow& row : store.get_plan_results(run_id))
+        planned[row.policy][{row.iteration, row.layer}] = {row.predicted_eq6_ms, row.predicted_eq8_ms};
+    int layer_to_layer = 0;
+    for (const auto& [policy, rows] : planned) {
+        const bool l2l = mean_of("plan." + policy + ".layer_to_layer") == 1.0;
+        layer_to_layer += l2l;
+        const auto eq6_bound = per_layer(l2l ? "plan.bound.eq6_l2l_ms" : "plan.bound.eq6_ms");
+        const auto eq8_bound = per_layer(l2l ? "plan.bound.eq8_l2l_ms" : "plan.bound.eq8_ms");
+        const auto sim = per_layer("plan." + policy + ".sim_ms"), sim_bound = per_layer("plan.bound.sim_ms");
+        ASSERT_EQ(sim.size(), 4u * 2) << policy;  // iterations x layers
+        ASSERT_EQ(rows.size(), 4u * 2) << policy;
+        double eq6 = 0, eq8 = 0, b6 = 0, b8 = 0, s = 0, bs = 0;
+        for (const auto& [at, v] : rows)
+            eq6 += v.first, eq8 += v.second, b6 += eq6_bound.at(at), b8 += eq8_bound.at(at), s += sim.at(at),
+                bs += sim_bound.at(at);
+        EXPECT_NEAR(eq6 / b6 - 1, mean_of("plan." + policy + ".gap_eq6"), 1e-9) << policy;
+        EXPECT_NEAR(eq8 / b8 - 1, mean_of("plan." + policy + ".gap_eq8"), 1e-9) << policy;
+        EXPECT_NEAR(s / bs - 1, mean_of("plan." + policy + ".gap_sim"), 1e-9) << policy;
+    }
+    EXPECT_GT(layer_to_layer, 0) << "no policy took the layer_to_layer path: its bound rows went untested";
 }
 
 // what routing one batch costs is measured for every policy (flow's is its per-batch routing LP or max-flow splits,
