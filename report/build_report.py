@@ -39,6 +39,8 @@ FIGURES = [
                         "plan.compute_scale / plan.bandwidth_scale)."),
     ("fig_plan_policies", "Predicted MoE-layer time and max/mean load of every policy (prophet plan)."),
     ("fig_plan_gap", "Gap of every policy to the layer lower bound under each system model (prophet plan)."),
+    ("fig_gap_iterations", "Gap of every policy to the layer lower bound per iteration under Eq 6, Eq 8 and Sim, "
+                           "and over the first tenth of the iterations against the rest (prophet plan)."),
     ("fig_planner_scaling", "Measured planning time against E, D and L per policy (prophet sweep, engine model)."),
     ("fig_train", "Loss, step time and max/mean load per step, by policy (prophet train)."),
     ("fig_gantt", "One training step across ranks: compute, all-to-alls, Trans/Agg on the communication thread and "
@@ -72,6 +74,7 @@ PRODUCED_BY = {
     "fig_sensitivity": "prophet sweep experiments/sweeps/sensitivity.toml",
     "fig_plan_policies": "prophet plan --policy all",
     "fig_plan_gap": "prophet plan --policy all",
+    "fig_gap_iterations": "prophet plan --policy all",
     "fig_planner_scaling": "prophet sweep experiments/sweeps/planner-scaling.toml",
     "fig_train": "prophet train",
     "fig_gantt": "prophet train --timeline",

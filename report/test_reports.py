@@ -33,7 +33,7 @@ import layout_check  # noqa: E402  (text overlaps and plotted values of a drawn 
 from report_testing import Checker, build_fixture, nonempty, release_tmp, run  # noqa: E402
 PY = sys.executable
 FIGS = ["fig_speedup", "fig_layers", "fig_rb", "fig_iterations", "fig_locality", "fig_sensitivity", "fig_plan_policies",
-        "fig_train", "fig_validation", "fig_ablation", "fig_planner_scaling",
+        "fig_plan_gap", "fig_gap_iterations", "fig_train", "fig_validation", "fig_ablation", "fig_planner_scaling",
         "fig_serving_tail", "fig_serving_sample", "fig_ilp_gap"]
 # figures drawn from the validation store (a real sweep; kept apart: fig_speedup does not handle real sweep points)
 VALIDATION_FIGS = {"fig_validation"}
