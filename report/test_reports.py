@@ -18,7 +18,9 @@ fixture has no overlapping tick labels, legend entries or panel titles (layout_c
 fig_speedup's bars are the store's means; `prophet report` on a missing store exits 5 with one line, on an empty
 one 0 with "nothing to report". Each test prints PASS/FAIL per check and fails naming every check that missed.
 """
+import itertools
 import json
+import math
 import os
 import sys
 import tempfile
@@ -193,6 +195,9 @@ def check_policy_colours(c, prophet):
     alone, together = common.palette(["deepspeed"]), common.palette(list(reversed(names)))
     c.check(alone["deepspeed"] == together["deepspeed"] and len(set(together.values())) == len(names),
             "deepspeed has one colour in every figure, every policy its own", str(together))
+    closest = min((math.dist(together[a], together[b]), a, b) for a, b in itertools.combinations(names, 2))
+    c.check(closest[0] >= 0.26, "no two registry policies' colours are closer than tab10's closest pair (0.26 RGB)",
+            str(closest))
     c.check("POLICY_ORDER" not in open(common.__file__).read(), "report/common.py keeps no policy list of its own")
 
 
