@@ -239,6 +239,20 @@ TEST_F(Cli, PlanPerLayerRowsAddUpToEachPolicysGap) {
     EXPECT_GT(layer_to_layer, 0) << "no policy took the layer_to_layer path: its bound rows went untested";
 }
 
+// plan.record_layers = false keeps each policy's means only: no plan_results rows and no Sim rows per block
+TEST_F(Cli, PlanWithoutRecordLayersStoresOnlyTheMeans) {
+    const Result r = plan("--policy static,flow --set plan.record_layers=false --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string run_id = nlohmann::json::parse(r.out)["run_id"];
+    prophet::Store store = prophet::Store::open(db_);
+    EXPECT_TRUE(store.get_plan_results(run_id).empty());
+    for (const char* key : {"plan.flow.sim_ms", "plan.flow.gap_sim", "plan.flow.layer_to_layer"}) {
+        const auto rows = store.get_metrics(run_id, key);
+        ASSERT_EQ(rows.size(), 1u) << key;
+        EXPECT_EQ(rows[0].layer, -1) << key;
+    }
+}
+
 // what routing one batch costs is measured for every policy (flow's is its per-batch routing LP or max-flow splits,
 // which no column charges) and reaches the JSON, the table and the store, beside the rule that routed
 TEST_F(Cli, PlanReportsEachPolicysRoutingTime) {
