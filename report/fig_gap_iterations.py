@@ -71,7 +71,7 @@ def load(con, args):
 
 
 def per_iteration(df):
-    """gap per (setting, run, policy, model, iteration): sum of the layers' ms over the sum of their bounds - 1"""
+    """per (setting, run, policy, model, iteration): the layers' summed ms and bounds, and their ratio (gap + 1)"""
     g = df.groupby(["setting", "run_id", "policy", "model", "iteration"])[["ms", "bound_ms"]].sum().reset_index()
     g["ratio"] = g["ms"] / g["bound_ms"]
     return g
