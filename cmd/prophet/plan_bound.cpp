@@ -1,5 +1,6 @@
 #include "plan_bound.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -105,44 +106,37 @@ void add_policy_bound_json(nlohmann::json& policy, const PolicyTimes& times, con
 
 namespace {
 
-// plan.bound.<key> per layer (step = iteration, layer = l) of every layer bound, value(b) in seconds
-template <class Value>
-void put_layer_bounds(Store& store, const std::string& run_id, const TraceBounds& bounds, int num_layers,
-                      const char* key, Value&& value) {
+// A bound recorded per model: its metric name after "plan.bound." and its field of LayerBound (seconds).
+struct BoundKey {
+    const char* key;
+    double LayerBound::*field;
+};
+constexpr BoundKey kHomeBounds[] = {{"eq6_ms", &LayerBound::eq6_s},
+                                    {"eq8_ms", &LayerBound::eq8_s},
+                                    {"fastermoe_sys_ms", &LayerBound::fastermoe_s},
+                                    {"sim_ms", &LayerBound::sim_s}};
+constexpr BoundKey kLayerToLayerBounds[] = {{"eq6_l2l_ms", &LayerBound::eq6_l2l_s},
+                                            {"eq8_l2l_ms", &LayerBound::eq8_l2l_s},
+                                            {"fastermoe_sys_l2l_ms", &LayerBound::fastermoe_l2l_s}};
+
+// plan.bound.<key> in ms: the mean (step 0, layer -1) and every layer's (step = iteration, layer = l)
+void put_bound(Store& store, const std::string& run_id, const TraceBounds& bounds, int num_layers, const BoundKey& k) {
+    const std::string key = std::string("plan.bound.") + k.key;
+    store.put_metric(run_id, key, 0, bounds.mean.*k.field * 1e3);
     for (size_t i = 0; i < bounds.layers.size(); ++i)
-        store.put_metric(run_id, std::string("plan.bound.") + key, static_cast<int64_t>(i) / num_layers,
-                         value(bounds.layers[i]) * 1e3, static_cast<int>(i % num_layers));
+        store.put_metric(run_id, key, static_cast<int64_t>(i) / num_layers, bounds.layers[i].*k.field * 1e3,
+                         static_cast<int>(i % num_layers));
 }
 
 }  // namespace
 
 void put_bound_metrics(Store& store, const std::string& run_id, const TraceBounds& bounds,
                        const std::vector<PolicyTimes>& policies, int num_layers, int num_experts) {
-    const ModelBounds home = bounds_for(bounds, false), l2l = bounds_for(bounds, true);
-    for (const auto& [key, v] : {std::pair<const char*, double>{"eq6_ms", home.eq6_ms},
-                                 {"eq8_ms", home.eq8_ms},
-                                 {"fastermoe_sys_ms", home.fastermoe_ms},
-                                 {"sim_ms", home.sim_ms},
-                                 {"plan_us", bounds.median_us}})
-        store.put_metric(run_id, std::string("plan.bound.") + key, 0, v);
-    put_layer_bounds(store, run_id, bounds, num_layers, "eq6_ms", [](const LayerBound& b) { return b.eq6_s; });
-    put_layer_bounds(store, run_id, bounds, num_layers, "eq8_ms", [](const LayerBound& b) { return b.eq8_s; });
-    put_layer_bounds(store, run_id, bounds, num_layers, "fastermoe_sys_ms",
-                     [](const LayerBound& b) { return b.fastermoe_s; });
-    put_layer_bounds(store, run_id, bounds, num_layers, "sim_ms", [](const LayerBound& b) { return b.sim_s; });
-    bool any_l2l = false;
-    for (const PolicyTimes& p : policies) any_l2l = any_l2l || p.layer_to_layer;
-    if (any_l2l) {  // the layer_to_layer path's bound, which those policies' gaps divide by (the Sim column's is one)
-        store.put_metric(run_id, "plan.bound.eq6_l2l_ms", 0, l2l.eq6_ms);
-        store.put_metric(run_id, "plan.bound.eq8_l2l_ms", 0, l2l.eq8_ms);
-        store.put_metric(run_id, "plan.bound.fastermoe_sys_l2l_ms", 0, l2l.fastermoe_ms);
-        put_layer_bounds(store, run_id, bounds, num_layers, "eq6_l2l_ms",
-                         [](const LayerBound& b) { return b.eq6_l2l_s; });
-        put_layer_bounds(store, run_id, bounds, num_layers, "eq8_l2l_ms",
-                         [](const LayerBound& b) { return b.eq8_l2l_s; });
-        put_layer_bounds(store, run_id, bounds, num_layers, "fastermoe_sys_l2l_ms",
-                         [](const LayerBound& b) { return b.fastermoe_l2l_s; });
-    }
+    for (const BoundKey& k : kHomeBounds) put_bound(store, run_id, bounds, num_layers, k);
+    store.put_metric(run_id, "plan.bound.plan_us", 0, bounds.median_us);
+    // the layer_to_layer path's bound, which those policies' gaps divide by (the Sim column's is the one above)
+    if (std::any_of(policies.begin(), policies.end(), [](const PolicyTimes& p) { return p.layer_to_layer; }))
+        for (const BoundKey& k : kLayerToLayerBounds) put_bound(store, run_id, bounds, num_layers, k);
     for (const PolicyTimes& p : policies) {
         const Gaps g = gaps_of(p, bounds);
         const std::string prefix = "plan." + p.name + ".";

@@ -16,6 +16,7 @@
 #include "cli_util.h"
 #include "core/error.h"
 #include "store/store.h"
+#include "store_queries.h"
 
 namespace fs = std::filesystem;
 
@@ -210,13 +211,8 @@ TEST_F(Cli, PlanPerLayerRowsAddUpToEachPolicysGap) {
             if (m.layer >= 0) rows[{m.step, m.layer}] = m.value;
         return rows;
     };
-    auto mean_of = [&](const std::string& key) {  // the run's value (layer -1)
-        for (const prophet::MetricRow& m : store.get_metrics(run_id, key))
-            if (m.layer < 0) return m.value;
-        ADD_FAILURE() << "no " << key;
-        return 0.0;
-    };
-    std::map<std::string, std::map<std::pair<int64_t, int>, std::pair<double, double>>> planned;  // eq6, eq8
+    auto mean_of = [&](const std::string& key) { return prophet::testing::metric(store, run_id, key); };  // one row
+    std::map<std::string, std::map<std::pair<int64_t, int>, std::pair<double, double>>> planned;          // eq6, eq8
     for (const prophet::PlanResultRow& row : store.get_plan_results(run_id))
         planned[row.policy][{row.iteration, row.layer}] = {row.predicted_eq6_ms, row.predicted_eq8_ms};
     int layer_to_layer = 0;
