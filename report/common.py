@@ -332,6 +332,15 @@ def nominal_truth(df):
     return (scales.isna() | (scales == 1.0)).all(axis=1)
 
 
+def plan_settings(con, run_ids):
+    """`prophet plan` runs' settings: a frame run_id, setting ("trace / cluster", the stems of input.trace and
+    input.cluster, "?" for a missing one)."""
+    params = load_params(con, run_ids, keys=["input.trace", "input.cluster"]).reset_index()
+    params["setting"] = (params.get("input.trace").map(stem).fillna("?") + " / " +
+                         params.get("input.cluster").map(stem).fillna("?"))
+    return params[["run_id", "setting"]]
+
+
 def load_plan_policy_metrics(con, name, args, like, metric_re, missing):
     """`prophet plan` runs' per-policy summary metrics plan.<policy>.<metric> (layer and rank -1) as a wide frame:
     run_id, setting ("trace / cluster" stems), policy, one column per metric matching `metric_re` (a regex group
@@ -345,10 +354,7 @@ def load_plan_policy_metrics(con, name, args, like, metric_re, missing):
     met = met.join(parts).dropna(subset=["policy", "metric"])
     if met.empty:
         no_data(name, missing)
-    params = load_params(con, runs["run_id"], keys=["input.trace", "input.cluster"])
-    met = met.merge(params.reset_index(), on="run_id", how="left")
-    met["setting"] = (met.get("input.trace").map(stem).fillna("?") + " / " +
-                      met.get("input.cluster").map(stem).fillna("?"))
+    met = met.merge(plan_settings(con, runs["run_id"]), on="run_id", how="left")
     wide = met.pivot_table(index=["run_id", "setting", "policy"], columns="metric", values="value").reset_index()
     wide.columns.name = None
     return wide

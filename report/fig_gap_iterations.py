@@ -63,11 +63,7 @@ def load(con, args):
         C.no_data(NAME, "no `prophet plan` run with per-layer bound and Sim rows (plan.<policy>.layer_to_layer; "
                         "runs of an older prophet, or plan.record_layers = false)")
     df = C.pd.concat(frames, ignore_index=True)
-    params = C.load_params(con, df["run_id"].unique(), keys=["input.trace", "input.cluster"])
-    df = df.merge(params.reset_index(), on="run_id", how="left")
-    df["setting"] = df.get("input.trace").map(C.stem).fillna("?") + " / " + df.get("input.cluster").map(
-        C.stem).fillna("?")
-    return df
+    return df.merge(C.plan_settings(con, df["run_id"].unique()), on="run_id", how="left")
 
 
 def per_iteration(df):
