@@ -437,6 +437,15 @@ def add_caption(fig, text):
 _last_out_dir = None
 
 
+def tight_crop(fig):
+    """The box (inches) savefig(bbox_inches="tight") crops to, padded as it pads, measured once for both formats: with
+    "tight" every savefig draws the figure twice (once to measure, once to write), so PNG + PDF drew it four times.
+    A figure drawn since its last change (layout_check measured its text) is not drawn again."""
+    if fig.stale:
+        fig.canvas.draw()
+    return fig.get_tightbbox(fig.canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
+
+
 def save_figure(fig, out_dir, name):
     """Write <name>.png and <name>.pdf with deterministic metadata; returns both paths."""
     global _last_out_dir
@@ -444,8 +453,9 @@ def save_figure(fig, out_dir, name):
     _last_out_dir = out_dir
     png = os.path.join(out_dir, name + ".png")
     pdf = os.path.join(out_dir, name + ".pdf")
-    fig.savefig(png, dpi=150, metadata=PNG_METADATA, bbox_inches="tight")
-    fig.savefig(pdf, metadata=PDF_METADATA, bbox_inches="tight")
+    crop = tight_crop(fig)
+    fig.savefig(png, dpi=150, metadata=PNG_METADATA, bbox_inches=crop)
+    fig.savefig(pdf, metadata=PDF_METADATA, bbox_inches=crop)
     import matplotlib.pyplot as plt
     plt.close(fig)
     print(f"wrote {png} and {pdf}", file=sys.stderr)
