@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/cublas_api.h"
 
 namespace prophet::cuda {
 
@@ -77,12 +78,12 @@ Context::Context(int device, GemmPrecision precision) : device_(device), precisi
     // DeviceBuffer::upload/download waits for this stream's kernels and they wait for it (a non-blocking stream
     // would let a download read a buffer a kernel is still writing).
     PROPHET_CUDA_CHECK(cudaStreamCreate(&stream_));
-    PROPHET_CUBLAS_CHECK(cublasCreate(&cublas_));
-    PROPHET_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    PROPHET_CUBLAS_CHECK(cublas_api().Create(&cublas_));
+    PROPHET_CUBLAS_CHECK(cublas_api().SetStream(cublas_, stream_));
     PROPHET_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&error_flags_), sizeof(unsigned)));
     PROPHET_CUDA_CHECK(cudaMemsetAsync(error_flags_, 0, sizeof(unsigned), stream_));
     // bf16 is chosen per call (the compute type of cublasGemmEx), TF32 by the handle's math mode
-    PROPHET_CUBLAS_CHECK(cublasSetMathMode(
+    PROPHET_CUBLAS_CHECK(cublas_api().SetMathMode(
         cublas_, precision == GemmPrecision::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
@@ -91,7 +92,7 @@ Context::~Context() {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     if (workspace_ != nullptr) cudaFree(workspace_);
     if (error_flags_ != nullptr) cudaFree(error_flags_);
-    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    if (cublas_ != nullptr) cublas_api().Destroy(cublas_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 

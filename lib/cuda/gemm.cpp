@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/cublas_api.h"
 #include "cuda/ops.h"
 
 namespace prophet::cuda {
@@ -27,13 +28,13 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, int M, int N, int K, float a
     PROPHET_ASSERT(M >= 0 && N >= 0 && K >= 0);
     if (M == 0 || N == 0) return;
     if (bf16(ctx)) {
-        PROPHET_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), op(trans_b), op(trans_a), N, M, K, &alpha, B, CUDA_R_32F, ldb,
-                                          A, CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc, compute_type(ctx),
-                                          CUBLAS_GEMM_DEFAULT));
+        PROPHET_CUBLAS_CHECK(cublas_api().GemmEx(ctx.cublas(), op(trans_b), op(trans_a), N, M, K, &alpha, B, CUDA_R_32F,
+                                                 ldb, A, CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc, compute_type(ctx),
+                                                 CUBLAS_GEMM_DEFAULT));
         return;
     }
-    PROPHET_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), op(trans_b), op(trans_a), N, M, K, &alpha, B, ldb, A, lda, &beta,
-                                     C, ldc));
+    PROPHET_CUBLAS_CHECK(
+        cublas_api().Sgemm(ctx.cublas(), op(trans_b), op(trans_a), N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc));
 }
 
 void gemm_batched(Context& ctx, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* const* A,
@@ -41,14 +42,14 @@ void gemm_batched(Context& ctx, bool trans_a, bool trans_b, int M, int N, int K,
     PROPHET_ASSERT(M >= 0 && N >= 0 && K >= 0 && count >= 0);
     if (M == 0 || N == 0 || count == 0) return;
     if (bf16(ctx)) {
-        PROPHET_CUBLAS_CHECK(cublasGemmBatchedEx(
+        PROPHET_CUBLAS_CHECK(cublas_api().GemmBatchedEx(
             ctx.cublas(), op(trans_b), op(trans_a), N, M, K, &alpha, reinterpret_cast<const void* const*>(B),
             CUDA_R_32F, ldb, reinterpret_cast<const void* const*>(A), CUDA_R_32F, lda, &beta,
             reinterpret_cast<void* const*>(C), CUDA_R_32F, ldc, count, compute_type(ctx), CUBLAS_GEMM_DEFAULT));
         return;
     }
-    PROPHET_CUBLAS_CHECK(cublasSgemmBatched(ctx.cublas(), op(trans_b), op(trans_a), N, M, K, &alpha, B, ldb, A, lda,
-                                            &beta, C, ldc, count));
+    PROPHET_CUBLAS_CHECK(cublas_api().SgemmBatched(ctx.cublas(), op(trans_b), op(trans_a), N, M, K, &alpha, B, ldb, A,
+                                                   lda, &beta, C, ldc, count));
 }
 
 void gemm_grouped(Context& ctx, bool trans_a, bool trans_b, float alpha, float beta,
@@ -84,7 +85,7 @@ void gemm_grouped(Context& ctx, bool trans_a, bool trans_b, float alpha, float b
         void** dev = static_cast<void**>(ctx.workspace(sizeof(void*) * ptrs.size()));
         PROPHET_CUDA_CHECK(cudaMemcpyAsync(dev, ptrs.data(), sizeof(void*) * ptrs.size(), cudaMemcpyHostToDevice,
                                            ctx.stream()));
-        const cublasStatus_t status = cublasGemmGroupedBatchedEx(
+        const cublasStatus_t status = cublas_api().GemmGroupedBatchedEx(
             ctx.cublas(), ta.data(), tb.data(), m.data(), n.data(), k.data(), alphas.data(),
             const_cast<const void* const*>(dev), CUDA_R_32F, lda.data(), const_cast<const void* const*>(dev + G),
             CUDA_R_32F, ldb.data(), betas.data(), dev + 2 * (size_t)G, CUDA_R_32F, ldc.data(), G, size.data(),

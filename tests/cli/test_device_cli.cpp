@@ -2,6 +2,7 @@
 // ONE line naming the key, what was found and the fix, before the store, a run row, a checkpoint directory or a
 // trace is written. CUDA_VISIBLE_DEVICES is emptied so a machine with a GPU takes the same path (a CUDA build
 // then sees zero devices; a build without CUDA refuses for that reason). Several ranks with cuda: exit 4 alike.
+// And a CPU command starts without loading cuBLAS (StartingLoadsNoCublas).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -155,4 +156,13 @@ TEST_F(DeviceCli, BlockwiseWithCudaNeedsSeveralMpiRanks) {
     EXPECT_EQ(one.exit_code, prophet::kExitConfig) << one.err;
     EXPECT_NE(one.err.find("one cuda rank"), std::string::npos) << one.err;
     expect_nothing_written();
+}
+
+// A CPU command does not load cuBLAS (lib/cuda/cublas_api.h: opened on first use; linked, its initialisers took
+// ~0.35 s at the start of every prophet command). LD_DEBUG=libs: glibc's loader lists each library it opens.
+TEST_F(DeviceCli, StartingLoadsNoCublas) {
+    const auto r = prophet::testing::run_prophet("env LD_DEBUG=libs", "--version", dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("libc.so.6"), std::string::npos) << "the loader listed nothing:\n" << r.err;
+    EXPECT_EQ(r.err.find("libcublas"), std::string::npos) << r.err;
 }
