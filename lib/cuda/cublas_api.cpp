@@ -17,11 +17,10 @@ namespace {
 
 [[noreturn]] void cannot_load(const std::string& what, const std::string& why) {
     const int rank = error_rank();
-    throw Error(kExitResource, "cuBLAS error" + (rank >= 0 ? " (rank " + std::to_string(rank) + ")" : std::string()) +
-                                   ": " + what + ": " + why + "; fix: install the CUDA " +
-                                   std::to_string(CUBLAS_VER_MAJOR) +
-                                   " toolkit's cuBLAS, or put the directory holding " + cublas_library_name() +
-                                   " on LD_LIBRARY_PATH");
+    throw Error(kExitResource,
+                "cuBLAS error" + (rank >= 0 ? " (rank " + std::to_string(rank) + ")" : std::string()) + ": " + what +
+                    ": " + why + "; fix: install the CUDA " + std::to_string(CUBLAS_VER_MAJOR) +
+                    " toolkit's cuBLAS, or put the directory holding " + cublas_library_name() + " on LD_LIBRARY_PATH");
 }
 
 void* open_library(const std::string& library) {
@@ -52,8 +51,7 @@ std::string cublas_library_name() { return "libcublas.so." + std::to_string(CUBL
 CublasApi load_cublas(const std::string& library) {
     void* handle = open_library(library);
     CublasApi api;
-#define PROPHET_CUBLAS_LOOK_UP_(field, function) \
-    look_up(handle, library, PROPHET_CUBLAS_SYMBOL_(function), &api.field)
+#define PROPHET_CUBLAS_LOOK_UP_(field, function) look_up(handle, library, PROPHET_CUBLAS_SYMBOL_(function), &api.field)
     PROPHET_CUBLAS_LOOK_UP_(Create, cublasCreate);
     PROPHET_CUBLAS_LOOK_UP_(Destroy, cublasDestroy);
     PROPHET_CUBLAS_LOOK_UP_(SetStream, cublasSetStream);

@@ -23,9 +23,9 @@ using CublasGemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cubla
                                         const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
                                         const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
 using CublasGemmBatchedEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                               const void*, const void* const[], cudaDataType, int,
-                                               const void* const[], cudaDataType, int, const void*, void* const[],
-                                               cudaDataType, int, int, cublasComputeType_t, cublasGemmAlgo_t);
+                                               const void*, const void* const[], cudaDataType, int, const void* const[],
+                                               cudaDataType, int, const void*, void* const[], cudaDataType, int, int,
+                                               cublasComputeType_t, cublasGemmAlgo_t);
 
 // The cuBLAS entry points the backend calls (gemm.cpp, context.cpp), each with cuBLAS's own signature.
 struct CublasApi {
