@@ -99,19 +99,21 @@ def deterministic():
 def instructions():
     """name -> instructions per plan (callgrind, only prophet_counted_plans counted)"""
     rows = {}
-    out_file = f"/tmp/bench-regress-callgrind-{os.getpid()}.out"
-    for policy in INSTR_POLICIES:
-        for size in PLANNER_SIZES:
-            E, D = (int(part.split(":")[1]) for part in size.split("/"))
-            run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", "--collect-atstart=no",
-                 "--toggle-collect=prophet_counted_plans", f"{BUILD}/bench/planner_instructions", policy, str(E),
-                 str(D), str(INSTR_PLANS)])
-            with open(out_file) as f:
-                totals = [int(line.split()[1]) for line in f if line.startswith("totals:")]
-            os.remove(out_file)
-            if not totals or totals[0] <= 0:
-                fail(2, f"callgrind counted no instructions in prophet_counted_plans ({policy} {size})")
-            rows[f"instructions plan_{policy}/{size} per plan"] = totals[0] / INSTR_PLANS
+    # callgrind's output in a directory of our own (created exclusively), not a guessable name in /tmp
+    with tempfile.TemporaryDirectory(prefix="bench-regress-callgrind-") as tmp:
+        out_file = os.path.join(tmp, "callgrind.out")
+        for policy in INSTR_POLICIES:
+            for size in PLANNER_SIZES:
+                E, D = (int(part.split(":")[1]) for part in size.split("/"))
+                run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", "--collect-atstart=no",
+                     "--toggle-collect=prophet_counted_plans", f"{BUILD}/bench/planner_instructions", policy, str(E),
+                     str(D), str(INSTR_PLANS)])
+                with open(out_file) as f:
+                    totals = [int(line.split()[1]) for line in f if line.startswith("totals:")]
+                os.remove(out_file)
+                if not totals or totals[0] <= 0:
+                    fail(2, f"callgrind counted no instructions in prophet_counted_plans ({policy} {size})")
+                rows[f"instructions plan_{policy}/{size} per plan"] = totals[0] / INSTR_PLANS
     return rows
 
 
