@@ -11,13 +11,14 @@ namespace {
 int g_error_rank = -1;
 
 std::string where(const char* call, const char* file, int line) {
-    std::string s = g_error_rank >= 0 ? " (rank " + std::to_string(g_error_rank) + ")" : std::string();
-    return s + ": " + call + " at " + file + ":" + std::to_string(line);
+    return error_rank_label() + ": " + call + " at " + file + ":" + std::to_string(line);
 }
 }  // namespace
 
 void set_error_rank(int rank) { g_error_rank = rank; }
-int error_rank() { return g_error_rank; }
+std::string error_rank_label() {
+    return g_error_rank >= 0 ? " (rank " + std::to_string(g_error_rank) + ")" : std::string();
+}
 
 void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
     // Reset the last-error slot: a non-sticky error (a failed cudaMalloc) would otherwise be reported again by

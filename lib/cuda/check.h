@@ -13,11 +13,14 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 namespace prophet::cuda {
 
 // The rank printed in error messages of this process (-1: not known, omitted). Set once after MPI_Init.
 void set_error_rank(int rank);
-int error_rank();
+// " (rank N)" for the rank set above, "" when none is: what every error message of the backend puts after its kind
+std::string error_rank_label();
 
 [[noreturn]] void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line);
 [[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line);

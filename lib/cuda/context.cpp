@@ -106,10 +106,8 @@ void Context::synchronize() {
     if (flags & kBadTokenId) what += " a token id outside [0,V) (encoder_forward/backward);";
     if (flags & kBadTargetId) what += " a target id outside [0,V) (crossentropy_tied_forward/backward);";
     if (flags & kBadExpertId) what += " an expert id outside [-1,E) (moe_layout);";
-    const int rank = error_rank();
-    throw Error(kExitRunFailed, std::string("GPU op input error") +
-                                    (rank >= 0 ? " (rank " + std::to_string(rank) + ")" : std::string()) +
-                                    ": a kernel skipped" + what + " the ids must be checked on the host first");
+    throw Error(kExitRunFailed, "GPU op input error" + error_rank_label() + ": a kernel skipped" + what +
+                                    " the ids must be checked on the host first");
 }
 
 void* Context::workspace(size_t bytes) {

@@ -16,11 +16,10 @@ namespace prophet::cuda {
 namespace {
 
 [[noreturn]] void cannot_load(const std::string& what, const std::string& why) {
-    const int rank = error_rank();
-    throw Error(kExitResource,
-                "cuBLAS error" + (rank >= 0 ? " (rank " + std::to_string(rank) + ")" : std::string()) + ": " + what +
-                    ": " + why + "; fix: install the CUDA " + std::to_string(CUBLAS_VER_MAJOR) +
-                    " toolkit's cuBLAS, or put the directory holding " + cublas_library_name() + " on LD_LIBRARY_PATH");
+    throw Error(kExitResource, "cuBLAS error" + error_rank_label() + ": " + what + ": " + why +
+                                   "; fix: install the CUDA " + std::to_string(CUBLAS_VER_MAJOR) +
+                                   " toolkit's cuBLAS, or put the directory holding " + cublas_library_name() +
+                                   " on LD_LIBRARY_PATH");
 }
 
 void* open_library(const std::string& library) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "cuda/check.h"
 #include "cuda/cublas_api.h"
 
 namespace {
@@ -71,3 +72,15 @@ INSTANTIATE_TEST_SUITE_P(
                       // a real library without cuBLAS's entry points: the first one looked up is named
                       BadLibrary{"not_cublas", "libz.so.1", "has no cublasCreate_v2"}),
     [](const ::testing::TestParamInfo<BadLibrary>& info) { return std::string(info.param.name); });
+
+// with the rank set (after MPI_Init), the error names it as every error of the backend does (cuda/check.h)
+TEST(CublasApi, LoadErrorNamesTheRank) {
+    prophet::cuda::set_error_rank(3);
+    try {
+        prophet::cuda::load_cublas("libcublas-absent.so.0");
+        FAIL() << "loaded";
+    } catch (const prophet::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("cuBLAS error (rank 3): cannot open"), std::string::npos) << e.what();
+    }
+    prophet::cuda::set_error_rank(-1);
+}
