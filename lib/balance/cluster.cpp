@@ -4,6 +4,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/config.h"
 #include "core/error.h"
 
 namespace prophet {
@@ -245,7 +246,7 @@ std::string cluster_to_toml(const ClusterSpec& c) {
     std::ostringstream out;
     out.precision(6);
     out << "[cluster]\n";
-    out << "name = \"" << c.name << "\"\n";
+    out << "name = " << value_to_toml(Value(c.name)) << "\n";  // escaped: any name reads back as itself
     out << "num_devices = " << c.num_devices << "\n";
     out << "devices_per_node = " << c.devices_per_node << "\n";
     out << "compute_tflop_s = " << c.compute_flops / 1e12 << "\n";

@@ -44,16 +44,44 @@ std::string format_double(double x) {
     return text;
 }
 
+// A TOML basic string: '"' and '\\' escaped, and every control character (U+0000-U+001F, U+007F), which TOML does
+// not allow raw in a basic string (tab aside): the short escapes where TOML has one, else \u00XX. So any string
+// reads back as itself and cannot end the string early (a name holding `"` and a newline would otherwise write a
+// key of its own into the file).
 std::string quote(const std::string& s) {
     std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else {
-            out += c;
+    for (const char c : s) {
+        const auto byte = static_cast<unsigned char>(c);
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            default:
+                if (byte < 0x20 || byte == 0x7f) {
+                    char code[8];
+                    std::snprintf(code, sizeof(code), "\\u%04X", byte);
+                    out += code;
+                } else {
+                    out += c;
+                }
         }
     }
     return out + "\"";

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/toml_text.h"
 #include "sim/gemm_grid_passes.h"
@@ -269,7 +270,7 @@ std::string op_tables_to_toml(const OpTables& t) {
         << "# (M, N, K) (gemm_gflop_s_<op>: M-major, one line per M, K fastest), streaming and attention rates,\n"
         << "# all-to-all / point-to-point / ring all-reduce latency and bandwidth.\n";
     out << "[ops]\n";
-    out << "calibrated_on = \"" << t.calibrated_on << "\"\n";
+    out << "calibrated_on = " << value_to_toml(Value(t.calibrated_on)) << "\n";  // escaped (a sweep's names)
     out << "stream_latency_us = " << t.stream_latency_s * 1e6 << "\n";
     out << "stream_gbyte_s = " << t.stream_bytes_per_s * 1e-9 << "\n";
     out << "attn_gflop_s = " << t.attn_flops_per_s * 1e-9 << "\n";

@@ -178,3 +178,34 @@ TEST(TomlNodeText, QuotesEveryNodeKindAsTomlText) {
             << e.what();
     }
 }
+
+// value_to_toml writes any string as a TOML basic string that reads back as itself and as nothing else: quotes,
+// backslashes and every control character escaped (the files prophet writes carry names from hostile inputs:
+// a cluster's name, a sweep's paths). Each case: `key = <written>` parses to one key holding exactly the string.
+struct TomlStringCase {
+    const char* name;
+    std::string value;
+};
+void PrintTo(const TomlStringCase& c, std::ostream* os) { *os << c.name; }
+class TomlStringLiteral : public ::testing::TestWithParam<TomlStringCase> {};
+
+TEST_P(TomlStringLiteral, ReadsBackAsItselfAndNothingElse) {
+    const std::string& value = GetParam().value;
+    const std::string written = prophet::value_to_toml(prophet::Value(value));
+    toml::table t;
+    ASSERT_NO_THROW(t = toml::parse("key = " + written + "\n")) << written;
+    EXPECT_EQ(t.size(), 1u) << written;
+    ASSERT_TRUE(t["key"].is_string()) << written;
+    EXPECT_EQ(t["key"].value_or(std::string()), value) << written;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Strings, TomlStringLiteral,
+    ::testing::Values(TomlStringCase{"plain", "2xH100 (rail NICs)"}, TomlStringCase{"quote", "a \"b\" c"},
+                      TomlStringCase{"backslash", "C:\\dir\\"}, TomlStringCase{"newline", "a\nb"},
+                      TomlStringCase{"carriage_return", "a\rb"}, TomlStringCase{"tab_and_form_feed", "a\tb\fc\bd"},
+                      TomlStringCase{"other_control", "a\001b\037c"}, TomlStringCase{"nul", std::string("a\0b", 3)},
+                      TomlStringCase{"delete", "a\177b"},
+                      TomlStringCase{"injected_key", "x\"\ncompute_tflop_s = 1e9\n# \""},
+                      TomlStringCase{"utf8", "r\xc3\xa9seau \xe2\x86\x92 n\xc5\x93ud"}),
+    [](const ::testing::TestParamInfo<TomlStringCase>& info) { return std::string(info.param.name); });

@@ -208,6 +208,19 @@ TEST_F(OpTablesFile, RoundTripsTheAllReduceSizes) {
     EXPECT_NEAR(t.allreduce_sizes_s[1], 3.25e-3, 1e-9);
 }
 
+// calibrated_on (a sweep's description of the calibration: its names and paths) is written escaped: a value with
+// `"` and newlines loads back as itself and adds no key
+TEST_F(OpTablesFile, CalibratedOnReadsBackAsWritten) {
+    OpTables in = unit_tables();
+    in.calibrated_on = "sweep \"a\"\nstream_gbyte_s = 1e9\n# c:\\x\r";
+    const std::string path = (dir_ / "c.toml").string();
+    std::ofstream(path) << op_tables_to_toml(in);
+    OpTables t;
+    ASSERT_NO_THROW(t = load_op_tables(path)) << op_tables_to_toml(in);
+    EXPECT_EQ(t.calibrated_on, in.calibrated_on);
+    EXPECT_EQ(t.stream_bytes_per_s, unit_tables().stream_bytes_per_s);
+}
+
 TEST_F(OpTablesFile, BadAllReduceSizesNameTheField) {
     const std::string path = (dir_ / "c.toml").string();
     const std::string base = op_tables_to_toml(unit_tables());
