@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../temp_dir_test.h"
 #include "balance/cluster.h"
 #include "core/error.h"
 
@@ -49,12 +50,13 @@ TEST(Cluster, RoundTripThroughToml) {
 // A calibrated cluster file (cluster_to_toml) carries the name of the cluster it was made from as given: whatever
 // the name holds, the file loads back with that name and the same numbers (found by fuzz_cluster: a name with a
 // newline wrote a file its own reader refused; with `"` and a newline it could write a key).
-class ClusterNameRoundTrip : public ::testing::TestWithParam<const char*> {};
+// (ctest runs each case as its own process, side by side: each writes into its own directory)
+class ClusterNameRoundTrip : public prophet::testing::TempDirTest, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(ClusterNameRoundTrip, LoadsBackWithTheSameNameAndNumbers) {
     ClusterSpec a = load_cluster_file(std::string(PROPHET_SOURCE_DIR) + "/experiments/clusters/hpwnv-16.toml");
     a.name = GetParam();
-    const std::string path = std::filesystem::temp_directory_path() / "prophet-cluster-name-roundtrip.toml";
+    const std::string path = (dir_ / "cluster.toml").string();
     std::ofstream(path) << cluster_to_toml(a);
     ClusterSpec b;
     ASSERT_NO_THROW(b = load_cluster_file(path)) << cluster_to_toml(a);
@@ -62,7 +64,6 @@ TEST_P(ClusterNameRoundTrip, LoadsBackWithTheSameNameAndNumbers) {
     EXPECT_EQ(b.num_devices, a.num_devices);
     EXPECT_NEAR(b.compute_flops, a.compute_flops, 1e-6 * a.compute_flops);
     EXPECT_NEAR(b.trans_bytes_per_s, a.trans_bytes_per_s, 1e-6 * a.trans_bytes_per_s);
-    std::filesystem::remove(path);
 }
 
 INSTANTIATE_TEST_SUITE_P(HostileNames, ClusterNameRoundTrip,
